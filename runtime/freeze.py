@@ -1,0 +1,148 @@
+"""Deep freezing: how a value becomes safe to share between ticks and cabins.
+
+Everything that enters the state board, the event log or a working set is frozen
+once, at the door: lists become tuples, dicts become read-only ``FrozenDict``
+mappings, sets become frozensets, numpy arrays become read-only copies and
+pydantic models become frozen copies. A value that cannot be frozen is refused
+with a ``FreezeError`` (a ``TypeError``) that names where it was found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, enum.Enum, np.generic)
+
+
+class FreezeError(TypeError):
+    """A value (or something inside it) has no immutable form."""
+
+
+class FrozenDict(Mapping[K, V]):
+    """A read-only, hashable mapping. Equal to any mapping with the same items."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[K, V] | None = None) -> None:
+        self._data: dict[K, V] = dict(data) if data else {}
+        self._hash: int | None = None
+
+    def __getitem__(self, key: K) -> V:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._data.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._data!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (self._data,))
+
+
+def freeze(value: Any, *, key: str = "") -> Any:
+    """Return an immutable deep copy of ``value`` (or ``value`` itself if already immutable).
+
+    ``key`` only serves the error message: it names the board key, event or field
+    the value was meant for.
+    """
+    return _freeze(value, key, "")
+
+
+def _where(key: str, path: str) -> str:
+    name = f"key {key!r}" if key else "value"
+    return f"{name} at {path}" if path else name
+
+
+def _freeze(value: Any, key: str, path: str) -> Any:
+    if isinstance(value, _ATOMS):
+        return value
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise FreezeError(f"cannot freeze {_where(key, path)}: numpy array of dtype object")
+        if not value.flags.writeable and value.base is None:
+            return value
+        arr = np.array(value, copy=True)
+        arr.flags.writeable = False
+        return arr
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        items = tuple(_freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value))
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, (list, tuple)):
+        frozen = [_freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value)]
+        return type(value)(*frozen) if hasattr(value, "_fields") else tuple(frozen)
+    if isinstance(value, Mapping):
+        return FrozenDict({k: _freeze(v, key, f"{path}[{k!r}]") for k, v in value.items()})
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_freeze(v, key, f"{path}{{}}") for v in value)
+    if isinstance(value, BaseModel):
+        return _freeze_model(value, key, path)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        params = getattr(type(value), "__dataclass_params__", None)
+        if params is None or not params.frozen:
+            raise FreezeError(
+                f"cannot freeze {_where(key, path)}: dataclass {type(value).__name__} "
+                "is not frozen (declare it with @dataclass(frozen=True))"
+            )
+        changes = {
+            f.name: _freeze(getattr(value, f.name), key, f"{path}.{f.name}")
+            for f in dataclasses.fields(value)
+            if f.init
+        }
+        return dataclasses.replace(value, **changes)
+    if _is_shapely_geometry(value):
+        return value  # shapely 2 geometries are immutable
+    raise FreezeError(
+        f"cannot freeze {_where(key, path)}: type {type(value).__module__}."
+        f"{type(value).__qualname__} has no immutable form "
+        "(use a tuple, dict, set, numpy array, frozen dataclass or pydantic model)"
+    )
+
+
+def _is_shapely_geometry(value: Any) -> bool:
+    cls = type(value)
+    return cls.__module__.startswith("shapely.") and hasattr(value, "geom_type")
+
+
+def _freeze_model(model: BaseModel, key: str, path: str) -> BaseModel:
+    cls = _frozen_model_class(type(model))
+    fields = {
+        name: _freeze(getattr(model, name), key, f"{path}.{name}")
+        for name in type(model).model_fields
+    }
+    return cls.model_construct(_fields_set=model.model_fields_set, **fields)
+
+
+@functools.cache
+def _frozen_model_class(cls: type[BaseModel]) -> type[BaseModel]:
+    if cls.model_config.get("frozen"):
+        return cls
+    config = ConfigDict(**{**cls.model_config, "frozen": True})  # type: ignore[typeddict-item]
+    frozen: type[BaseModel] = type(
+        cls.__name__, (cls,), {"model_config": config, "__module__": cls.__module__,
+                               "__qualname__": cls.__qualname__}
+    )
+    return frozen
