@@ -1,0 +1,439 @@
+"""Context specs: the contract that says what a cabin needs to see every tick.
+
+A ``ContextSpec`` (the seed's assembly list) names the board keys a cabin reads
+and how much each matters, the map window and route corridor around it, the
+event window, which items are required (their absence is flagged in the view)
+and the reaction the cabin declares for each missing one. Specs live as one TOML
+file per cabin; ``load_spec`` and ``load_specs`` read them and raise a
+``SpecError`` naming the file, the key path and the problem.
+
+``python -m runtime.spec --schema`` prints the JSON Schema editors can use;
+``python -m runtime.spec FILE_OR_FOLDER...`` checks spec files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import fnmatch
+import json
+import os
+import re
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    WrapSerializer,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from runtime.freeze import FrozenDict
+from runtime.patterns import is_glob, matches, specificity, validate_pattern
+
+__all__ = [
+    "ContextSpec",
+    "SpecError",
+    "json_schema",
+    "load_spec",
+    "load_specs",
+    "main",
+    "schema_text",
+]
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMA_TITLE = "tickwork cabin context spec"
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$")
+_WEIGHT_CACHE_LIMIT = 4096
+
+
+def _check_pattern(pattern: str) -> str:
+    try:
+        return validate_pattern(pattern)
+    except ValueError as exc:
+        raise PydanticCustomError("invalid_pattern", "{reason}", {"reason": str(exc)}) from exc
+
+
+def _check_exact_key(key: str) -> str:
+    _check_pattern(key)
+    if is_glob(key):
+        raise PydanticCustomError(
+            "not_exact_key",
+            "{key} is a glob; this must be one exact board key",
+            {"key": repr(key)},
+        )
+    return key
+
+
+def _freeze_mapping(value: Mapping[Any, Any]) -> FrozenDict[Any, Any]:
+    return FrozenDict(value)
+
+
+def _dump_mapping(value: Mapping[Any, Any], handler: SerializerFunctionWrapHandler) -> Any:
+    return handler(dict(value))
+
+
+KeyPattern = Annotated[str, Field(min_length=1), AfterValidator(_check_pattern)]
+BoardKey = Annotated[str, Field(min_length=1), AfterValidator(_check_exact_key)]
+Weight = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)]
+Distance = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
+ReactionText = Annotated[str, Field(pattern=r"^[a-z_]+:[a-z0-9_.-]+$")]
+Label = Annotated[str, Field(min_length=1)]
+WeightMap = Annotated[
+    Mapping[KeyPattern, Weight], AfterValidator(_freeze_mapping), WrapSerializer(_dump_mapping)
+]
+RelevanceMap = Annotated[
+    Mapping[Label, tuple[Label, ...]],
+    AfterValidator(_freeze_mapping),
+    WrapSerializer(_dump_mapping),
+]
+ReactionMap = Annotated[
+    Mapping[KeyPattern, ReactionText],
+    AfterValidator(_freeze_mapping),
+    WrapSerializer(_dump_mapping),
+]
+
+
+class _WeightLookup:
+    """``weights`` compiled for ``weight_for``: exact keys, then globs by specificity.
+
+    Equality ignores the result cache, so two equal specs stay equal after use.
+    """
+
+    __slots__ = ("_cache", "_default", "_exact", "_globs")
+
+    def __init__(self, weights: Mapping[str, float], default: float) -> None:
+        self._default = default
+        self._exact = {p: w for p, w in weights.items() if not is_glob(p)}
+        declared = [(p, w) for p, w in weights.items() if is_glob(p)]
+        ranked = sorted(enumerate(declared), key=lambda iw: (specificity(iw[1][0]), -iw[0]),
+                        reverse=True)
+        self._globs = tuple(
+            (re.compile(fnmatch.translate(p)), w) for _, (p, w) in ranked
+        )
+        self._cache: dict[str, float] = {}
+
+    def weight(self, key: str) -> float:
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        weight = self._exact.get(key)
+        if weight is None:
+            weight = next((w for rx, w in self._globs if rx.match(key)), self._default)
+        if len(self._cache) >= _WEIGHT_CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = weight
+        return weight
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _WeightLookup):
+            return NotImplemented
+        return (self._default, self._exact, self._globs) == (
+            other._default, other._exact, other._globs
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._default, tuple(self._exact.items()), self._globs))
+
+
+class ContextSpec(BaseModel):
+    """A cabin's context spec (assembly list): what it needs to see every tick."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9_-]*$",
+        description="Cabin name: lower case letters, digits, '_' and '-'. "
+        "Defaults to the file name (without .toml).",
+    )
+    description: str = Field(default="", description="What the cabin decides, for people.")
+    board_keys: tuple[KeyPattern, ...] = Field(
+        default=(),
+        description="State-board keys the cabin reads: exact keys (pose) or globs (goal:*).",
+        examples=[["pose", "route", "goal:*"]],
+    )
+    weights: WeightMap = Field(
+        default={},
+        validate_default=True,
+        description="Key pattern -> importance in [0, 1] of the items it names. A key takes "
+        "the weight of its exact entry, else of its most specific matching glob "
+        "(ties: first declared), else default_weight.",
+        examples=[{"goal:*": 1.0, "pose": 0.9, "event:*": 0.4}],
+    )
+    default_weight: Weight = Field(
+        default=0.5, description="Importance in [0, 1] of an item no weights pattern matches."
+    )
+    required: tuple[KeyPattern, ...] = Field(
+        default=(),
+        description="Patterns whose absence from the view is flagged as a missing item.",
+        examples=[["goal:*", "safety:*", "event:action_failed*"]],
+    )
+    map_center: BoardKey | None = Field(
+        default=None,
+        description="Board key holding the centre of the map window (e.g. pose); "
+        "required when map_radius > 0.",
+    )
+    map_radius: Distance = Field(
+        default=0.0, description="Radius of the map window around map_center; 0 = no window."
+    )
+    map_kinds: tuple[Label, ...] = Field(
+        default=(), description="Feature kinds kept in the map window; empty = all kinds."
+    )
+    map_tags: tuple[Label, ...] = Field(
+        default=(), description="Feature tags kept in the map window; empty = all tags."
+    )
+    route_key: BoardKey = Field(
+        default="route", description="Board key holding the route the corridor follows."
+    )
+    corridor_width: Distance = Field(
+        default=0.0,
+        description="Width of the map corridor along the route; 0 = no corridor.",
+    )
+    event_window: Distance = Field(
+        default=0.0,
+        description="Seconds of recent events the cabin sees; 0 = no events.",
+    )
+    event_kinds: tuple[Label, ...] = Field(
+        default=(), description="Event kinds kept in the event window; empty = all kinds."
+    )
+    event_tags: tuple[Label, ...] = Field(
+        default=(), description="Event tags kept in the event window; empty = all tags."
+    )
+    event_limit: int = Field(
+        default=16, ge=1, strict=True, description="At most this many (newest) events."
+    )
+    relevance: RelevanceMap = Field(
+        default={},
+        validate_default=True,
+        description="Goal kind -> map kinds/tags kept while a goal of that kind is active "
+        "(a delivery goal keeps no charger details).",
+        examples=[{"delivery": ["shelf", "dock", "obstacle"]}],
+    )
+    on_missing: ReactionMap = Field(
+        default={},
+        validate_default=True,
+        description="Required pattern -> the reaction the cabin declares when it is "
+        "missing, as <verb>:<detail>. Every key must be listed in required.",
+        examples=[{
+            "event:action_failed*": "retry:conservative",
+            "constraint:*": "alarm:constraint_check",
+            "safety:*": "stop:fail_safe",
+        }],
+    )
+
+    _lookup: _WeightLookup = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._lookup = _WeightLookup(self.weights, self.default_weight)
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> ContextSpec:
+        errors: list[InitErrorDetails] = []
+
+        def refuse(loc: tuple[str | int, ...], value: Any, kind: str, message: str,
+                   **ctx: Any) -> None:
+            errors.append(InitErrorDetails(
+                type=PydanticCustomError(kind, message, ctx), loc=loc, input=value
+            ))
+
+        for field in ("board_keys", "required"):
+            seen: dict[str, int] = {}
+            for i, pattern in enumerate(getattr(self, field)):
+                if pattern in seen:
+                    refuse((field, i), pattern, "duplicate", "{pattern} is already at "
+                           "{field}[{first}]", pattern=repr(pattern), field=field,
+                           first=seen[pattern])
+                seen.setdefault(pattern, i)
+        if self.map_radius > 0 and self.map_center is None:
+            refuse(("map_radius",), self.map_radius, "needs_map_center",
+                   "a map window (map_radius > 0) needs map_center, a board key such as 'pose'")
+        for pattern in self.on_missing:
+            if pattern not in self.required:
+                refuse(("on_missing", pattern), pattern, "not_required",
+                       "{pattern} is not one of required {required}",
+                       pattern=repr(pattern), required=repr(list(self.required)))
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+    def weight_for(self, key: str) -> float:
+        """The importance of ``key``: its exact ``weights`` entry, else that of the most
+        specific matching glob (ties: first declared), else ``default_weight``."""
+        return self._lookup.weight(key)
+
+    def reaction_for(self, pattern: str) -> str | None:
+        """The declared reaction for a missing ``pattern`` (a required pattern, or a key
+        one matches: the most specific wins), or None if none is declared."""
+        exact = self.on_missing.get(pattern)
+        if exact is not None:
+            return exact
+        found = [p for p in self.on_missing if matches(pattern, p)]
+        if not found:
+            return None
+        return self.on_missing[max(found, key=specificity)]
+
+
+class SpecError(ValueError):
+    """A spec file (or folder) that cannot be loaded; one problem per line.
+
+    ``problems`` hold ``key.path: what is wrong`` (without the file); ``str()``
+    prefixes each with ``path``.
+    """
+
+    def __init__(self, path: str, problems: Sequence[str]) -> None:
+        if not problems:
+            raise ValueError("a SpecError needs at least one problem")
+        self.path = path
+        self.problems = tuple(problems)
+        super().__init__("\n".join(f"{path}: {problem}" for problem in self.problems))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.problems))
+
+
+def _key_path(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        if part == "[key]":
+            continue  # pydantic's marker for an error in a mapping key, not in its value
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        text = part if _BARE_KEY.fullmatch(part) else json.dumps(part, ensure_ascii=False)
+        out += f".{text}" if out else text
+    return out
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    where = _key_path(error["loc"])
+    if error["type"] == "extra_forbidden":
+        name = str(error["loc"][-1])
+        close = difflib.get_close_matches(name, list(ContextSpec.model_fields), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"{where}: unknown key{hint}"
+    message = str(error["msg"])
+    value = error.get("input")
+    if isinstance(value, (str, int, float)) and repr(value) not in message:
+        message += f" (got {value!r})"
+    return f"{where}: {message}" if where else message
+
+
+def _syntax_problem(exc: tomllib.TOMLDecodeError) -> str:
+    line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+    text = str(getattr(exc, "msg", None) or exc)
+    if line is not None and column is not None:
+        return f"line {line}, column {column}: {text}"
+    found = _TOML_POSITION.match(text)
+    if found is None:
+        return f"invalid TOML: {text}"
+    return f"{found['where']}: {found['msg']}"
+
+
+def load_spec(path: str | os.PathLike[str]) -> ContextSpec:
+    """Read one cabin spec from a TOML file; its ``name`` defaults to the file stem."""
+    shown = os.fspath(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SpecError(shown, ("file not found",)) from None
+    except OSError as exc:
+        raise SpecError(shown, (f"cannot read the file: {exc.strerror or exc}",)) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(shown, (f"not UTF-8 text (bad byte at offset {exc.start})",)) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(shown, (_syntax_problem(exc),)) from exc
+    data.setdefault("name", Path(path).stem)
+    try:
+        return ContextSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(shown, tuple(_describe(e) for e in exc.errors())) from exc
+
+
+def load_specs(folder: str | os.PathLike[str]) -> dict[str, ContextSpec]:
+    """Load every ``*.toml`` in ``folder`` (sorted by file name; dot files skipped),
+    keyed by cabin name."""
+    shown = os.fspath(folder)
+    where = Path(folder)
+    if not where.exists():
+        raise SpecError(shown, ("folder not found",))
+    if not where.is_dir():
+        raise SpecError(shown, ("not a folder",))
+    files = sorted(
+        entry.name for entry in where.iterdir()
+        if entry.suffix == ".toml" and not entry.name.startswith(".") and entry.is_file()
+    )
+    if not files:
+        raise SpecError(shown, ("no spec files (*.toml) in this folder",))
+    specs: dict[str, ContextSpec] = {}
+    origin: dict[str, str] = {}
+    for file_name in files:
+        file_path = os.path.join(shown, file_name)
+        spec = load_spec(file_path)
+        if spec.name in origin:
+            raise SpecError(file_path, (
+                f"name: cabin {spec.name!r} is already defined in {origin[spec.name]}",
+            ))
+        specs[spec.name] = spec
+        origin[spec.name] = file_path
+    return specs
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a spec file, for editors (e.g. taplo / Even Better TOML).
+
+    ``name`` is optional in a file (the loader falls back to the file stem), so the
+    schema does not require it.
+    """
+    schema = ContextSpec.model_json_schema()
+    schema.pop("$id", None)
+    required = [field for field in schema.pop("required", []) if field != "name"]
+    if required:
+        schema["required"] = required
+    schema["title"] = SCHEMA_TITLE
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema}
+
+
+def schema_text() -> str:
+    """``json_schema()`` as committed in ``specs/context-spec.schema.json``."""
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--schema`` prints the JSON Schema; paths (files or folders) are checked."""
+    parser = argparse.ArgumentParser(prog="python -m runtime.spec", description=__doc__)
+    parser.add_argument("--schema", action="store_true", help="print the JSON Schema")
+    parser.add_argument("paths", nargs="*", help="spec files or folders to check")
+    args = parser.parse_args(argv)
+    if not args.schema and not args.paths:
+        parser.error("give --schema or at least one spec file or folder")
+    if args.schema:
+        sys.stdout.write(schema_text())
+    failed = False
+    for path in args.paths:
+        try:
+            names = list(load_specs(path)) if Path(path).is_dir() else [load_spec(path).name]
+        except SpecError as exc:
+            failed = True
+            sys.stderr.write(f"{exc}\n")
+        else:
+            sys.stdout.write(f"{path}: ok ({', '.join(names)})\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
