@@ -140,7 +140,7 @@ def _freeze_model(model: BaseModel, key: str, path: str) -> BaseModel:
 def _frozen_model_class(cls: type[BaseModel]) -> type[BaseModel]:
     if cls.model_config.get("frozen"):
         return cls
-    config = ConfigDict(**{**cls.model_config, "frozen": True})  # type: ignore[typeddict-item]
+    config = ConfigDict(**{**cls.model_config, "frozen": True})
     frozen: type[BaseModel] = type(
         cls.__name__, (cls,), {"model_config": config, "__module__": cls.__module__,
                                "__qualname__": cls.__qualname__}

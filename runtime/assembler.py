@@ -1,0 +1,293 @@
+"""The assembler: freezes one working set per tick from the board, the map and the log.
+
+Under the sources' lock, for the union of all cabin specs, it reads board keys
+(stale readings skipped), the map window around each spec's centre and the
+corridor along its route, and the event window; upserts what it read into
+working memory; lets memory evict down to capacity; and freezes the result,
+with each spec's selection and what each spec required but cannot have.
+Queries that several specs share are made once per tick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from runtime.board import StateBoard
+from runtime.freeze import FrozenDict
+from runtime.memory import Eviction, Source, WorkingMemory, WorkItem
+from runtime.pack import MissingReason, Selection, Versions, WorkingSet
+from runtime.patterns import matches
+
+if TYPE_CHECKING:
+    from runtime.cabin_map import CabinMap, Feature
+    from runtime.log import Event, EventLog
+    from runtime.spec import ContextSpec
+
+
+def as_point(value: Any) -> tuple[float, float] | None:
+    """Read an (x, y) position from a pose-like value: a sequence or a mapping with x and y."""
+    try:
+        if isinstance(value, Mapping):
+            return float(value["x"]), float(value["y"])
+        if hasattr(value, "x") and hasattr(value, "y"):
+            return float(value.x), float(value.y)
+        return float(value[0]), float(value[1])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def as_route(value: Any) -> tuple[tuple[float, float], ...] | None:
+    """Read a polyline from a route-like value: a sequence of points, or a mapping with one."""
+    if isinstance(value, Mapping):
+        value = value.get("points", value.get("waypoints"))
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return None
+    points = tuple(p for p in (as_point(v) for v in value) if p is not None)
+    return points if points else None
+
+
+@dataclass(slots=True)
+class _Candidate:
+    value: Any
+    source: Source
+    stamp: float | None
+    seq: int
+    importance: float
+
+
+class Assembler:
+    """Builds the ``WorkingSet`` of each tick for a fixed set of specs."""
+
+    def __init__(
+        self,
+        board: StateBoard,
+        cabin_map: CabinMap,
+        log: EventLog,
+        memory: WorkingMemory,
+        specs: Iterable[ContextSpec] | Mapping[str, ContextSpec],
+    ) -> None:
+        self.board = board
+        self.cabin_map = cabin_map
+        self.log = log
+        self.memory = memory
+        spec_list = list(specs.values()) if isinstance(specs, Mapping) else list(specs)
+        names = [s.name for s in spec_list]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"two specs share the cabin name(s) {', '.join(duplicates)}")
+        self.specs: dict[str, ContextSpec] = {s.name: s for s in spec_list}
+        locks: list[threading.RLock] = []
+        for lock in (board.lock, cabin_map.lock, log.lock):
+            if all(lock is not held for held in locks):
+                locks.append(lock)
+        self._locks = tuple(locks)
+
+    def assemble(self, tick: int, now: float) -> WorkingSet:
+        """Freeze the working set of ``tick`` at time ``now``."""
+        with contextlib.ExitStack() as stack:
+            for lock in self._locks:
+                stack.enter_context(lock)
+            return self._assemble(tick, now)
+
+    def _assemble(self, tick: int, now: float) -> WorkingSet:
+        board, memory = self.board, self.memory
+        versions = Versions(board.seq, self.cabin_map.version, self.log.seq)
+        evictions = list(self._retract(tick, now))
+
+        candidates: dict[str, _Candidate] = {}
+        stale: set[str] = set()
+        picks: dict[str, dict[str, str]] = {}
+        maps: dict[str, tuple[tuple[Feature, ...], tuple[Feature, ...]]] = {}
+        events: dict[str, tuple[Event, ...]] = {}
+        board_cache: dict[str, tuple[str, ...]] = {}
+        window_cache: dict[tuple[Any, ...], tuple[Feature, ...]] = {}
+        event_cache: dict[tuple[Any, ...], tuple[Event, ...]] = {}
+        goal_kinds = frozenset(k.split(":", 2)[1] for k in self._board_keys("goal:*", board_cache)
+                               if k.count(":") >= 1)
+
+        for name, spec in self.specs.items():
+            chosen: dict[str, str] = {}
+            picks[name] = chosen
+            weight = spec.weight_for
+
+            def offer(key: str, value: Any, source: Source, stamp: float | None, seq: int,
+                      via: str, weight: Any = weight, chosen: dict[str, str] = chosen) -> None:
+                importance = weight(key)
+                have = candidates.get(key)
+                if have is None:
+                    candidates[key] = _Candidate(value, source, stamp, seq, importance)
+                elif importance > have.importance:
+                    have.importance = importance
+                chosen.setdefault(key, via)
+
+            for pattern in spec.board_keys:
+                for key in self._board_keys(pattern, board_cache):
+                    reading = board.read(key)
+                    if reading is None:
+                        continue
+                    if reading.is_stale(now):
+                        stale.add(key)
+                        continue
+                    offer(key, reading.value, "board", reading.stamp, reading.seq,
+                          f"board:{pattern}")
+
+            nearby, corridor = self._map_for(spec, now, goal_kinds, window_cache)
+            maps[name] = (nearby, corridor)
+            map_version = versions.map_version
+            for feature in nearby:
+                offer(f"map:{feature.id}", feature, "map", None, map_version,
+                      f"map:window({spec.map_center},{spec.map_radius:g})")
+            for feature in corridor:
+                offer(f"map:{feature.id}", feature, "map", None, map_version,
+                      f"map:corridor({spec.route_key},{spec.corridor_width:g})")
+
+            recent: tuple[Event, ...] = ()
+            if spec.event_window > 0:
+                query = (spec.event_window, spec.event_kinds, spec.event_tags, spec.event_limit)
+                recent = event_cache.get(query)  # type: ignore[assignment]
+                if recent is None:
+                    recent = self.log.query(
+                        now - spec.event_window, now,
+                        kinds=spec.event_kinds or None, tags=spec.event_tags or None,
+                        limit=spec.event_limit,
+                    )
+                    event_cache[query] = recent
+                via = f"log:window({spec.event_window:g}s)"
+                for event in recent:
+                    offer(f"event:{event.kind}:{event.seq}", event, "log", event.stamp,
+                          event.seq, via)
+            events[name] = recent
+
+        for key, c in candidates.items():
+            memory.upsert(WorkItem(key, c.value, c.importance, now, now, c.source, c.stamp,
+                                   c.seq))
+        evicted = memory.evict_to_fit(tick)
+        evictions.extend(evicted)
+        evicted_keys = frozenset(e.key for e in evicted)
+
+        held = {key: memory.get(key) for key in memory}
+        selections: dict[str, Selection] = {}
+        for name, spec in self.specs.items():
+            chosen = picks[name]
+            items: dict[str, WorkItem] = {}
+            for key, via in chosen.items():
+                item = held.get(key)
+                if item is not None:
+                    items[key] = _with_via(item, via)
+            missing: dict[str, MissingReason] = {}
+            for pattern in spec.required:
+                if any(matches(k, pattern) for k in items):
+                    continue
+                if any(matches(k, pattern) for k in evicted_keys if k in chosen):
+                    missing[pattern] = "evicted"
+                elif any(matches(k, pattern) for k in stale):
+                    missing[pattern] = "stale"
+                else:
+                    missing[pattern] = "absent"
+            nearby, corridor = maps[name]
+            selections[name] = Selection(
+                required=tuple(spec.required),
+                items=FrozenDict(items),
+                missing=FrozenDict(missing),
+                nearby_map=tuple(f for f in nearby if f"map:{f.id}" in items),
+                corridor_map=tuple(f for f in corridor if f"map:{f.id}" in items),
+                recent_events=tuple(e for e in events[name] if f"event:{e.kind}:{e.seq}" in items),
+            )
+        return WorkingSet(
+            tick=tick,
+            time=now,
+            versions=versions,
+            items=FrozenDict({k: v for k, v in held.items() if v is not None}),
+            evictions=tuple(evictions),
+            capacity_alarm=memory.capacity_alarm,
+            selections=FrozenDict(selections),
+        )
+
+    def _board_keys(self, pattern: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+        keys = cache.get(pattern)
+        if keys is None:
+            keys = self.board.keys(pattern)
+            cache[pattern] = keys
+        return keys
+
+    def _retract(self, tick: int, now: float) -> Iterable[Eviction]:
+        """Drop items whose source no longer holds them, or holds them stale."""
+        out: list[Eviction] = []
+        for item in self.memory.items():
+            gone: Eviction | None = None
+            if item.source == "board":
+                reading = self.board.read(item.key)
+                if reading is None:
+                    gone = self.memory.remove(item.key, reason="retracted", tick=tick)
+                elif reading.is_stale(now):
+                    gone = self.memory.remove(item.key, reason="stale", tick=tick)
+            elif item.source == "map":
+                feature_id = item.key[4:]
+                if self.cabin_map.get(feature_id) is None:
+                    gone = self.memory.remove(item.key, reason="retracted", tick=tick)
+            if gone is not None:
+                out.append(gone)
+        return out
+
+    def _map_for(
+        self,
+        spec: ContextSpec,
+        now: float,
+        goal_kinds: frozenset[str],
+        cache: dict[tuple[Any, ...], tuple[Feature, ...]],
+    ) -> tuple[tuple[Feature, ...], tuple[Feature, ...]]:
+        kinds = spec.map_kinds or None
+        tags = spec.map_tags or None
+        nearby: tuple[Feature, ...] = ()
+        corridor: tuple[Feature, ...] = ()
+        if spec.map_center is not None and spec.map_radius > 0:
+            reading = self.board.read(spec.map_center)
+            center = None if reading is None or reading.is_stale(now) else as_point(reading.value)
+            if center is not None:
+                query: tuple[Any, ...] = ("w", center, spec.map_radius, kinds, tags)
+                found = cache.get(query)
+                if found is None:
+                    found = self.cabin_map.window(center, spec.map_radius, kinds=kinds, tags=tags)
+                    cache[query] = found
+                nearby = found
+        if spec.corridor_width > 0:
+            reading = self.board.read(spec.route_key)
+            route = None if reading is None or reading.is_stale(now) else as_route(reading.value)
+            if route is not None:
+                query = ("c", route, spec.corridor_width, kinds, tags)
+                found = cache.get(query)
+                if found is None:
+                    found = self.cabin_map.corridor(route, spec.corridor_width, kinds=kinds,
+                                                    tags=tags)
+                    cache[query] = found
+                corridor = found
+        keep = _relevant(spec, goal_kinds)
+        if keep is not None:
+            nearby = tuple(f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags))
+            corridor = tuple(f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags))
+        return nearby, corridor
+
+
+def _relevant(spec: ContextSpec, goal_kinds: frozenset[str]) -> frozenset[str] | None:
+    """The map kinds/tags the active goals keep, or None when nothing is filtered.
+
+    Filtering applies only when every active goal kind has a relevance entry:
+    a goal the spec says nothing about might need anything.
+    """
+    if not spec.relevance or not goal_kinds or not goal_kinds <= spec.relevance.keys():
+        return None
+    keep: set[str] = set()
+    for kind in goal_kinds:
+        keep.update(spec.relevance[kind])
+    return frozenset(keep)
+
+
+def _with_via(item: WorkItem, via: str) -> WorkItem:
+    if item.via == via:
+        return item
+    return WorkItem(item.key, item.value, item.importance, item.last_used, item.first_seen,
+                    item.source, item.stamp, item.seq, via)

@@ -1,0 +1,128 @@
+"""The state board: the truth layer of a runtime.
+
+Each key holds its current ``Reading``: a deep-frozen value, the stamp it was
+written at (from the runtime's clock), an optional time-to-live, the writer and
+a board-wide sequence number that grows with every write. Working memory and
+working sets are caches of the board; the board is what they are rebuilt from.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.clock import Clock
+from runtime.freeze import freeze
+from runtime.patterns import is_glob, literal_prefix, matches
+
+BoardListener = Callable[["Reading | None", str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One write to the board: ``value`` of ``key`` as of ``stamp``."""
+
+    key: str
+    value: Any
+    stamp: float
+    ttl: float | None
+    source: str
+    seq: int
+
+    def is_stale(self, now: float) -> bool:
+        """True when the reading has outlived its time-to-live at ``now``."""
+        return self.ttl is not None and now - self.stamp > self.ttl
+
+    def expires_at(self) -> float:
+        return math.inf if self.ttl is None else self.stamp + self.ttl
+
+
+class StateBoard:
+    """Key → current ``Reading``. Thread-safe under ``lock``."""
+
+    def __init__(self, *, clock: Clock, lock: threading.RLock | None = None) -> None:
+        self.clock = clock
+        self.lock = lock if lock is not None else threading.RLock()
+        self._readings: dict[str, Reading] = {}
+        self._sorted_keys: list[str] = []
+        self._seq = 0
+        self._listeners: list[BoardListener] = []
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last write or delete (0 before any)."""
+        return self._seq
+
+    def write(self, key: str, value: Any, *, ttl: float | None = None, source: str = "") -> Reading:
+        """Freeze ``value`` and make it the current reading of ``key``."""
+        if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
+            raise ValueError(f"board key {key!r} must be a non-empty string without wildcards "
+                             "or white space")
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
+        frozen = freeze(value, key=key)
+        with self.lock:
+            self._seq += 1
+            reading = Reading(key, frozen, self.clock.now(), ttl, source, self._seq)
+            if key not in self._readings:
+                bisect.insort(self._sorted_keys, key)
+            self._readings[key] = reading
+            for listener in self._listeners:
+                listener(reading, key)
+            return reading
+
+    def read(self, key: str) -> Reading | None:
+        with self.lock:
+            return self._readings.get(key)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The current value of ``key`` (stale or not), or ``default``."""
+        reading = self.read(key)
+        return default if reading is None else reading.value
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``. True if it existed. A delete counts as a write for ``seq``."""
+        with self.lock:
+            if key not in self._readings:
+                return False
+            del self._readings[key]
+            i = bisect.bisect_left(self._sorted_keys, key)
+            del self._sorted_keys[i]
+            self._seq += 1
+            for listener in self._listeners:
+                listener(None, key)
+            return True
+
+    def keys(self, pattern: str = "*") -> tuple[str, ...]:
+        """Keys matching an exact key or glob, in sorted order."""
+        with self.lock:
+            if not is_glob(pattern):
+                return (pattern,) if pattern in self._readings else ()
+            prefix = literal_prefix(pattern)
+            lo = bisect.bisect_left(self._sorted_keys, prefix)
+            out = []
+            for key in self._sorted_keys[lo:]:
+                if not key.startswith(prefix):
+                    break
+                if matches(key, pattern):
+                    out.append(key)
+            return tuple(out)
+
+    def readings(self, pattern: str = "*") -> tuple[Reading, ...]:
+        with self.lock:
+            return tuple(self._readings[k] for k in self.keys(pattern))
+
+    def add_listener(self, listener: BoardListener) -> None:
+        """Call ``listener(reading, key)`` after every write (``reading`` is None on delete)."""
+        with self.lock:
+            self._listeners.append(listener)
+
+    def __len__(self) -> int:
+        return len(self._readings)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._readings

@@ -1,0 +1,101 @@
+"""Cabins and their outboxes: how decision components act without touching the truth.
+
+A cabin (planner, executor, monitor, or one a user writes) has a ``name``, a
+``spec`` and a ``step(view, out)``. It reads only its frozen view and writes
+only intentions to its ``Outbox``: board writes, events, commands for the world
+and reactions to missing items. The loop applies every outbox after all
+cabins of the tick have run, so no cabin sees another's writes in the same tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from runtime.freeze import FrozenDict, freeze
+
+if TYPE_CHECKING:
+    from runtime.pack import CabinView
+    from runtime.spec import ContextSpec
+
+
+@runtime_checkable
+class Cabin(Protocol):
+    """A decision component run once per tick."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def spec(self) -> ContextSpec: ...
+
+    def step(self, view: CabinView, out: Outbox) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BoardWrite:
+    key: str
+    value: Any
+    ttl: float | None = None
+    delete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EmittedEvent:
+    kind: str
+    data: Any
+    tags: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """An instruction for whatever the runtime drives (the simulator's world, a robot)."""
+
+    cabin: str
+    name: str
+    args: FrozenDict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """A cabin's declared reaction to a missing item, e.g. ``retry:conservative``."""
+
+    cabin: str
+    pattern: str
+    reaction: str
+    detail: FrozenDict[str, Any]
+
+
+class Outbox:
+    """What one cabin intends at one tick; values are frozen as they are put in."""
+
+    __slots__ = ("cabin", "commands", "events", "reactions", "writes")
+
+    def __init__(self, cabin: str) -> None:
+        self.cabin = cabin
+        self.writes: list[BoardWrite] = []
+        self.events: list[EmittedEvent] = []
+        self.commands: list[Command] = []
+        self.reactions: list[Reaction] = []
+
+    def write(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        self.writes.append(BoardWrite(key, freeze(value, key=key), ttl))
+
+    def delete(self, key: str) -> None:
+        self.writes.append(BoardWrite(key, None, None, delete=True))
+
+    def emit(self, kind: str, data: Any = None, *, tags: tuple[str, ...] | frozenset[str] = ()
+             ) -> None:
+        if not kind:
+            raise ValueError("an event needs a kind")
+        self.events.append(EmittedEvent(kind, freeze(data, key=kind), frozenset(tags)))
+
+    def command(self, name: str, **args: Any) -> None:
+        self.commands.append(Command(self.cabin, name, FrozenDict(freeze(args, key=name))))
+
+    def react(self, pattern: str, reaction: str, **detail: Any) -> None:
+        self.reactions.append(Reaction(self.cabin, pattern, reaction,
+                                       FrozenDict(freeze(detail, key=reaction))))
+
+    def __bool__(self) -> bool:
+        return bool(self.writes or self.events or self.commands or self.reactions)

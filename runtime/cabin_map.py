@@ -1,0 +1,413 @@
+"""The cabin map (航图): spatial features and the windows a tick reads of them.
+
+A ``Feature`` is an immutable, validated shapely geometry with an id, a kind, tags
+and frozen properties. ``CabinMap`` holds the live features and answers two
+questions exactly (by shapely distance, never by bounding boxes): which features
+lie within a radius of a point (``window``, nearest first) and which lie within a
+width of a route (``corridor``, in order along the route).
+
+Indexing is an ``STRtree`` over a *base* set plus a small *overflow* of features
+added or replaced since the tree was built, which queries scan directly, and a
+mask of base entries that were removed or replaced. The tree is rebuilt lazily,
+at the next query, only once overflow plus mask outgrow ``max(overflow_limit,
+isqrt(n))``; features that move every tick keep replacing their own overflow
+entry, so they never force a rebuild.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import shapely
+from shapely.geometry import LineString, Point
+from shapely.geometry.base import BaseGeometry
+
+from runtime.freeze import FreezeError, FrozenDict, freeze
+
+__all__ = ["CabinMap", "Feature"]
+
+CenterLike: TypeAlias = Point | Sequence[float] | npt.NDArray[np.floating[Any]]
+RouteLike: TypeAlias = (
+    LineString | Point | Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]]
+)
+
+_EMPTY_PROPS: FrozenDict[str, Any] = FrozenDict()
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    """One spatial feature: an id, a valid non-empty geometry, a kind, tags and props."""
+
+    id: str
+    geometry: BaseGeometry
+    kind: str
+    tags: frozenset[str] = frozenset()
+    props: Mapping[str, Any] = _EMPTY_PROPS
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str):
+            raise TypeError(f"feature id must be a str, got {type(self.id).__name__} {self.id!r}")
+        if not self.id:
+            raise ValueError("feature id must be a non-empty string, got ''")
+        if not isinstance(self.kind, str):
+            raise TypeError(
+                f"feature {self.id!r}: kind must be a str, got {type(self.kind).__name__} "
+                f"{self.kind!r}"
+            )
+        if not self.kind:
+            raise ValueError(f"feature {self.id!r}: kind must be a non-empty string, got ''")
+        _check_geometry(self.id, self.geometry)
+        object.__setattr__(self, "tags", _str_set(self.tags, what=f"feature {self.id!r} tags"))
+        if not isinstance(self.props, Mapping):
+            raise TypeError(
+                f"feature {self.id!r}: props must be a mapping, got {type(self.props).__name__}"
+            )
+        try:
+            props = freeze(self.props, key=f"{self.id}.props")
+        except FreezeError as exc:
+            raise FreezeError(f"feature {self.id!r}: {exc}") from exc
+        object.__setattr__(self, "props", props)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Feature):
+            return NotImplemented
+        return (
+            self.id == other.id
+            and self.kind == other.kind
+            and self.tags == other.tags
+            and self.geometry == other.geometry
+            and _same(self.props, other.props)
+        )
+
+    def __hash__(self) -> int:
+        # props may hold read-only numpy arrays, which are not hashable.
+        return hash((self.id, self.kind, self.geometry, self.tags))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled numpy arrays are writable again; rebuilding through __post_init__
+        # re-freezes them (FrozenDicts are thawed first, as freeze keeps them as they are).
+        args = (self.id, self.geometry, self.kind, self.tags, _thaw(self.props))
+        return (Feature, args)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality of frozen values that also holds for numpy arrays inside them."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and np.array_equal(a, b)
+        )
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if type(a) is tuple and type(b) is tuple:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    try:
+        return bool(a == b)
+    except ValueError:  # e.g. a frozen dataclass holding arrays
+        return False
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, FrozenDict):
+        return {k: _thaw(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return tuple(_thaw(v) for v in value)
+    return value
+
+
+def _check_geometry(feature_id: str, geometry: object) -> None:
+    if not isinstance(geometry, BaseGeometry):
+        raise TypeError(
+            f"feature {feature_id!r}: geometry must be a shapely geometry, "
+            f"got {type(geometry).__name__} {geometry!r}"
+        )
+    if geometry.is_empty:
+        raise ValueError(f"feature {feature_id!r}: geometry is empty ({geometry.wkt})")
+    if not geometry.is_valid:
+        raise ValueError(
+            f"feature {feature_id!r}: geometry is invalid: {shapely.is_valid_reason(geometry)}"
+        )
+
+
+def _str_set(values: Iterable[str] | str, *, what: str) -> frozenset[str]:
+    """A frozenset of strings; a bare string counts as one element, not as its characters."""
+    if isinstance(values, str):
+        return frozenset((values,))
+    try:
+        items = frozenset(values)
+    except TypeError as exc:
+        raise TypeError(f"{what} must be an iterable of str, got {values!r}") from exc
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"{what} must all be str, got {bad[0]!r} ({type(bad[0]).__name__})")
+    return items
+
+
+def _finite_xy(value: Any, *, what: str) -> tuple[float, float]:
+    try:
+        x, y = float(value[0]), float(value[1])
+    except (TypeError, IndexError, ValueError, KeyError) as exc:
+        raise TypeError(f"{what} must be an (x, y) sequence of numbers, got {value!r}") from exc
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"{what} must have finite coordinates, got ({x}, {y})")
+    return x, y
+
+
+def _as_point(center: CenterLike) -> Point:
+    if isinstance(center, Point):
+        if center.is_empty:
+            raise ValueError("center is an empty Point")
+        return Point(_finite_xy((center.x, center.y), what="center"))
+    if isinstance(center, BaseGeometry):
+        raise TypeError(f"center must be a Point or an (x, y) sequence, got a {center.geom_type}")
+    return Point(_finite_xy(center, what="center"))
+
+
+def _as_route(route: RouteLike) -> LineString | Point:
+    """The route as a LineString, or a Point when it has a single distinct vertex."""
+    if isinstance(route, Point):
+        return _as_point(route)
+    if isinstance(route, LineString):
+        raw: Iterable[Any] = route.coords
+    elif isinstance(route, BaseGeometry):
+        raise TypeError(
+            f"route must be a LineString or a sequence of points, got a {route.geom_type}"
+        )
+    else:
+        raw = route
+    coords: list[tuple[float, float]] = []
+    for i, vertex in enumerate(raw):
+        xy = _finite_xy(vertex, what=f"route point {i}")
+        if not coords or coords[-1] != xy:
+            coords.append(xy)
+    if not coords:
+        raise ValueError("route has no points")
+    if len(coords) == 1:
+        return Point(coords[0])
+    return LineString(coords)
+
+
+def _check_distance(value: float, *, what: str) -> float:
+    distance = float(value)
+    if math.isnan(distance) or distance < 0:
+        raise ValueError(f"{what} must be a non-negative number, got {value!r}")
+    return distance
+
+
+def _slack(geometry: BaseGeometry, distance: float) -> float:
+    """Float headroom so the index never drops a feature the exact distance keeps."""
+    extent = float(np.max(np.abs(shapely.bounds(geometry))))
+    return 1e-9 * (1.0 + distance + extent)
+
+
+class _Filter:
+    """The kind and tag filters of one query."""
+
+    __slots__ = ("kinds", "tags")
+
+    def __init__(self, kinds: Iterable[str] | str | None, tags: Iterable[str] | str | None) -> None:
+        self.kinds = None if kinds is None else _str_set(kinds, what="kinds")
+        self.tags = None if tags is None else _str_set(tags, what="tags")
+
+    def keeps(self, feature: Feature) -> bool:
+        if self.kinds is not None and feature.kind not in self.kinds:
+            return False
+        return self.tags is None or not self.tags.isdisjoint(feature.tags)
+
+
+class CabinMap:
+    """The live spatial features, indexed for exact window and corridor queries.
+
+    Every public method takes ``lock`` (a re-entrant lock, shared with the rest of
+    the runtime when one is given). ``overflow_limit`` is the smallest number of
+    pending changes that triggers an index rebuild; the limit grows as ``isqrt(n)``.
+    """
+
+    def __init__(self, *, lock: threading.RLock | None = None, overflow_limit: int = 64) -> None:
+        if overflow_limit < 1:
+            raise ValueError(f"overflow_limit must be at least 1, got {overflow_limit!r}")
+        self.lock: threading.RLock = lock if lock is not None else threading.RLock()
+        self._overflow_limit = overflow_limit
+        self._features: dict[str, Feature] = {}
+        self._version = 0
+        # The index: a tree over base features, plus overflow and mask (see module doc).
+        self._tree: shapely.STRtree | None = None
+        self._base: list[Feature] = []
+        self._base_pos: dict[str, int] = {}
+        self._base_alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._base_geoms: npt.NDArray[np.object_] = np.zeros(0, dtype=object)
+        self._masked: set[str] = set()
+        self._overflow: dict[str, Feature] = {}
+        self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
+        self._rebuilds = 0
+
+    # -- changes ---------------------------------------------------------------
+
+    def add(self, feature: Feature, *, replace: bool = False) -> None:
+        """Add ``feature``; an existing id is an error unless ``replace`` is true."""
+        if not isinstance(feature, Feature):
+            raise TypeError(f"expected a Feature, got {type(feature).__name__} {feature!r}")
+        with self.lock:
+            if feature.id in self._features and not replace:
+                raise ValueError(
+                    f"feature id {feature.id!r} is already on the map "
+                    "(pass replace=True to replace it)"
+                )
+            self._mask(feature.id)
+            self._features[feature.id] = feature
+            self._overflow[feature.id] = feature
+            self._overflow_arrays = None
+            self._version += 1
+
+    def remove(self, feature_id: str) -> Feature:
+        """Remove and return the feature ``feature_id``; KeyError if it is not on the map."""
+        with self.lock:
+            removed = self.discard(feature_id)
+            if removed is None:
+                raise KeyError(f"no feature with id {feature_id!r} on the map")
+            return removed
+
+    def discard(self, feature_id: str) -> Feature | None:
+        """Remove and return the feature ``feature_id``, or None if it is not on the map."""
+        with self.lock:
+            removed = self._features.pop(feature_id, None)
+            if removed is None:
+                return None
+            self._mask(feature_id)
+            if self._overflow.pop(feature_id, None) is not None:
+                self._overflow_arrays = None
+            self._version += 1
+            return removed
+
+    def _mask(self, feature_id: str) -> None:
+        pos = self._base_pos.get(feature_id)
+        if pos is not None and self._base_alive[pos]:
+            self._base_alive[pos] = False
+            self._masked.add(feature_id)
+
+    # -- reading ---------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """A counter that increments with every add, replace and remove."""
+        with self.lock:
+            return self._version
+
+    def get(self, feature_id: str) -> Feature | None:
+        with self.lock:
+            return self._features.get(feature_id)
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self._features)
+
+    def __contains__(self, feature_id: object) -> bool:
+        with self.lock:
+            return feature_id in self._features
+
+    def features(self) -> tuple[Feature, ...]:
+        """All features, sorted by id."""
+        with self.lock:
+            return tuple(self._features[k] for k in sorted(self._features))
+
+    def window(
+        self,
+        center: CenterLike,
+        radius: float,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+    ) -> tuple[Feature, ...]:
+        """Features within ``radius`` of ``center`` (exact distance), nearest first, then id.
+
+        ``center`` is a Point or an (x, y, ...) sequence; elements after y are ignored.
+        ``kinds`` keeps only those kinds; ``tags`` keeps features with any of those tags.
+        """
+        point = _as_point(center)
+        radius = _check_distance(radius, what="radius")
+        wanted = _Filter(kinds, tags)
+        with self.lock:
+            found, distances = self._within(point, radius, wanted)
+        order = sorted(range(len(found)), key=lambda i: (distances[i], found[i].id))
+        return tuple(found[i] for i in order)
+
+    def corridor(
+        self,
+        route: RouteLike,
+        width: float,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+    ) -> tuple[Feature, ...]:
+        """Features within ``width`` of the ``route`` polyline, in order along the route.
+
+        A feature's place on the route is ``route.project`` of the route point nearest
+        to it; ties go by id. A route with one distinct point is a ``window``.
+        """
+        line = _as_route(route)
+        width = _check_distance(width, what="width")
+        if isinstance(line, Point):
+            return self.window(line, width, kinds=kinds, tags=tags)
+        wanted = _Filter(kinds, tags)
+        with self.lock:
+            found, _ = self._within(line, width, wanted)
+        if not found:
+            return ()
+        geoms = np.array([f.geometry for f in found], dtype=object)
+        on_route = shapely.get_point(shapely.shortest_line(geoms, line), 1)
+        along = shapely.line_locate_point(line, on_route)
+        order = sorted(range(len(found)), key=lambda i: (along[i], found[i].id))
+        return tuple(found[i] for i in order)
+
+    # -- index -----------------------------------------------------------------
+
+    def _within(
+        self, geometry: BaseGeometry, distance: float, wanted: _Filter
+    ) -> tuple[list[Feature], list[float]]:
+        """Features passing ``wanted`` within ``distance`` of ``geometry``, with distances."""
+        self._refresh_index()
+        found: list[Feature] = []
+        found_distances: list[float] = []
+
+        def collect(features: Sequence[Feature], geoms: npt.NDArray[np.object_]) -> None:
+            distances = shapely.distance(geoms, geometry)
+            for i in np.flatnonzero(distances <= distance).tolist():
+                if wanted.keeps(features[i]):
+                    found.append(features[i])
+                    found_distances.append(float(distances[i]))
+
+        if self._tree is not None:
+            hits = self._tree.query(
+                geometry, predicate="dwithin", distance=distance + _slack(geometry, distance)
+            )
+            hits = hits[self._base_alive[hits]]
+            collect([self._base[i] for i in hits.tolist()], self._base_geoms[hits])
+        if self._overflow:
+            if self._overflow_arrays is None:
+                features = list(self._overflow.values())
+                geoms = np.array([f.geometry for f in features], dtype=object)
+                self._overflow_arrays = (features, geoms)
+            collect(*self._overflow_arrays)
+        return found, found_distances
+
+    def _refresh_index(self) -> None:
+        pending = len(self._overflow) + len(self._masked)
+        if pending <= max(self._overflow_limit, math.isqrt(len(self._features))):
+            return
+        self._base = list(self._features.values())
+        self._base_pos = {f.id: i for i, f in enumerate(self._base)}
+        self._base_alive = np.ones(len(self._base), dtype=bool)
+        self._base_geoms = np.array([f.geometry for f in self._base], dtype=object)
+        self._tree = shapely.STRtree(self._base_geoms) if self._base else None
+        self._masked.clear()
+        self._overflow.clear()
+        self._overflow_arrays = None
+        self._rebuilds += 1

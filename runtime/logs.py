@@ -1,0 +1,41 @@
+"""Logging set-up: structlog key-value events, rendered as the caller chooses.
+
+Library code only emits events (``structlog.get_logger(...)``); an application
+calls ``configure_logging`` once to pick JSON lines or console rendering and a
+level. Nothing here prints on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TextIO
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def configure_logging(*, json: bool = False, level: str = "info",
+                      stream: TextIO | None = None) -> None:
+    """Render runtime events as JSON lines (``json=True``) or for a console, at ``level``."""
+    try:
+        threshold = _LEVELS[level.lower()]
+    except KeyError:
+        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}") \
+            from None
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer(sort_keys=True) if json
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
+        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        cache_logger_on_first_use=False,
+    )

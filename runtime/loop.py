@@ -1,0 +1,262 @@
+"""The fixed-rate tick loop: freeze, decide, apply, advance.
+
+Each tick the loop freezes one working set, runs every cabin in a fixed order
+on its view of that pack, applies their outboxes in the same order (so effects
+show from the next tick), and waits for the next deadline on a fixed grid. A
+cabin that raises is isolated: its outbox is dropped, a ``cabin_failed`` event
+records the exception, and the tick completes. With a ``WallClock``, a tick that
+ends after the next deadline is an overrun, handled by an ``OverrunPolicy``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import structlog
+
+from runtime.assembler import Assembler
+from runtime.cabin import Cabin, Command, Outbox
+from runtime.clock import Clock
+from runtime.pack import WorkingSet
+
+Suppressor = Callable[[int, str], Iterable[str]]
+
+
+class OverrunPolicy(Protocol):
+    """Chooses the grid slot of the next tick after an overrun."""
+
+    name: str
+
+    def next_slot(self, slot: int, late_slot: int) -> int:
+        """``slot`` is the slot just due; ``late_slot`` the slot the clock is already in."""
+        ...
+
+
+class SkipMissed:
+    """Drop the ticks whose deadlines passed; resume on the next future deadline."""
+
+    name = "skip"
+
+    def next_slot(self, slot: int, late_slot: int) -> int:
+        return max(slot, late_slot + 1)
+
+
+class CatchUp:
+    """Run the missed ticks back to back, without sleeping, until back on the grid."""
+
+    name = "catch-up"
+
+    def next_slot(self, slot: int, late_slot: int) -> int:
+        return slot
+
+
+@dataclass(frozen=True, slots=True)
+class CabinFailure:
+    cabin: str
+    error_type: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TickResult:
+    """What one tick did."""
+
+    tick: int
+    time: float
+    working_set: WorkingSet
+    outboxes: tuple[Outbox, ...]
+    commands: tuple[Command, ...]
+    failures: tuple[CabinFailure, ...]
+    compute_seconds: float
+    overrun: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TickStats:
+    """Summary of the ticks run so far."""
+
+    ticks: int
+    compute_p50: float
+    compute_p99: float
+    compute_max: float
+    overruns: int
+    skipped_ticks: int
+    evictions: int
+    capacity_alarms: int
+    cabin_failures: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class TickHook(Protocol):
+    """Something driven by the loop, such as a simulated world."""
+
+    def before_freeze(self, tick: int, now: float) -> None:
+        """Called before the working set of ``tick`` is frozen (e.g. sensors write)."""
+        ...
+
+    def after_apply(self, result: TickResult) -> None:
+        """Called after the outboxes of a tick were applied (e.g. the world moves)."""
+        ...
+
+
+@dataclass(slots=True)
+class _Counters:
+    compute: list[float] = field(default_factory=list)
+    overruns: int = 0
+    skipped: int = 0
+    evictions: int = 0
+    capacity_alarms: int = 0
+    failures: int = 0
+
+
+class TickLoop:
+    """Runs cabins at a fixed rate on one frozen working set per tick."""
+
+    def __init__(
+        self,
+        assembler: Assembler,
+        cabins: Sequence[Cabin],
+        rate_hz: float,
+        clock: Clock,
+        *,
+        overrun: OverrunPolicy | None = None,
+        hooks: Sequence[TickHook] = (),
+        suppress: Suppressor | None = None,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if not rate_hz > 0 or not math.isfinite(rate_hz):
+            raise ValueError(f"rate_hz must be a positive number, got {rate_hz!r}")
+        names = [c.name for c in cabins]
+        if len(set(names)) != len(names):
+            raise ValueError(f"cabin names must be unique, got {names}")
+        unknown = [n for n in names if n not in assembler.specs]
+        if unknown:
+            raise ValueError(f"cabins {unknown} have no spec in the assembler "
+                             f"(specs: {sorted(assembler.specs)})")
+        self.assembler = assembler
+        self.cabins = tuple(cabins)
+        self.rate_hz = float(rate_hz)
+        self.period = 1.0 / self.rate_hz
+        self.clock = clock
+        self.overrun: OverrunPolicy = overrun if overrun is not None else SkipMissed()
+        self.hooks = tuple(hooks)
+        self.suppress = suppress
+        self.timer = timer
+        self.tick = 0
+        self._start: float | None = None
+        self._slot = 0
+        self._counters = _Counters()
+        self._log = structlog.get_logger("tickwork.loop")
+
+    def run(self, ticks: int) -> TickStats:
+        """Run ``ticks`` ticks and return the statistics so far."""
+        if ticks < 0:
+            raise ValueError(f"ticks must be >= 0, got {ticks}")
+        for _ in range(ticks):
+            self.step()
+        return self.stats()
+
+    def step(self) -> TickResult:
+        """Run one tick: freeze, decide, apply, then wait for the next deadline."""
+        clock = self.clock
+        if self._start is None:
+            self._start = clock.now()
+        tick = self.tick
+        now = clock.now()
+        for hook in self.hooks:
+            hook.before_freeze(tick, now)
+        started = self.timer()
+        ws = self.assembler.assemble(tick, now)
+        outboxes: list[Outbox] = []
+        failures: list[CabinFailure] = []
+        for cabin in self.cabins:
+            hidden = tuple(self.suppress(tick, cabin.name)) if self.suppress else ()
+            out = Outbox(cabin.name)
+            try:
+                cabin.step(ws.view(cabin.name, suppress=hidden), out)
+            except Exception as exc:  # a cabin's failure must not stop the loop
+                failures.append(CabinFailure(cabin.name, type(exc).__name__, str(exc)))
+                self._log.error("cabin_failed", tick=tick, cabin=cabin.name,
+                                error_type=type(exc).__name__, message=str(exc))
+                continue
+            outboxes.append(out)
+        commands = self._apply(tick, ws, outboxes, failures)
+        compute = self.timer() - started
+
+        self.tick += 1
+        self._slot += 1
+        deadline = self._start + self._slot * self.period
+        late = clock.now() > deadline
+        if late:
+            late_slot = math.floor((clock.now() - self._start) / self.period)
+            slot = self.overrun.next_slot(self._slot, late_slot)
+            self._counters.overruns += 1
+            self._counters.skipped += slot - self._slot
+            self._log.warning("tick_overrun", tick=tick, compute_s=compute,
+                              policy=self.overrun.name, skipped=slot - self._slot)
+            self._slot = slot
+            deadline = self._start + self._slot * self.period
+        c = self._counters
+        c.compute.append(compute)
+        c.evictions += len(ws.evictions)
+        c.capacity_alarms += int(ws.capacity_alarm)
+        c.failures += len(failures)
+        result = TickResult(tick, now, ws, tuple(outboxes), commands, tuple(failures), compute,
+                            late)
+        for hook in self.hooks:
+            hook.after_apply(result)
+        clock.sleep_until(deadline)
+        return result
+
+    def _apply(self, tick: int, ws: WorkingSet, outboxes: list[Outbox],
+               failures: list[CabinFailure]) -> tuple[Command, ...]:
+        board, log = self.assembler.board, self.assembler.log
+        commands: list[Command] = []
+        with board.lock, log.lock:
+            for out in outboxes:
+                tag = f"cabin:{out.cabin}"
+                for w in out.writes:
+                    if w.delete:
+                        board.delete(w.key)
+                    else:
+                        board.write(w.key, w.value, ttl=w.ttl, source=out.cabin)
+                for e in out.events:
+                    log.append(e.kind, e.data, tags=e.tags | {tag})
+                for r in out.reactions:
+                    log.append("reaction", {"cabin": r.cabin, "pattern": r.pattern,
+                                            "reaction": r.reaction, **r.detail},
+                               tags=(tag, "reaction"))
+                commands.extend(out.commands)
+            for f in failures:
+                log.append("cabin_failed", {"cabin": f.cabin, "tick": tick,
+                                            "error_type": f.error_type, "message": f.message},
+                           tags=(f"cabin:{f.cabin}", "failure"))
+            if ws.capacity_alarm:
+                memory = self.assembler.memory
+                log.append("capacity_alarm", {"tick": tick, "held": len(memory),
+                                              "pinned": memory.pinned_count,
+                                              "capacity": memory.capacity},
+                           tags=("alarm",))
+        return tuple(commands)
+
+    def stats(self) -> TickStats:
+        c = self._counters
+        compute = np.asarray(c.compute) if c.compute else np.zeros(1)
+        return TickStats(
+            ticks=self.tick,
+            compute_p50=float(np.percentile(compute, 50)),
+            compute_p99=float(np.percentile(compute, 99)),
+            compute_max=float(compute.max()),
+            overruns=c.overruns,
+            skipped_ticks=c.skipped,
+            evictions=c.evictions,
+            capacity_alarms=c.capacity_alarms,
+            cabin_failures=c.failures,
+        )

@@ -1,0 +1,259 @@
+"""Working memory: the volatile cache that forgets by value.
+
+Each ``WorkItem`` carries two scores, its importance (what losing it costs) and
+its ``last_used`` time. When memory is over capacity, an ``EvictionPolicy``
+object picks the victim. The default ``ValueEviction`` evicts the lowest
+importance, then the stalest, then the smallest key, among items that are not
+pinned; ``goal:*`` and ``safety:*`` are pinned by default and never evicted for
+capacity. If pinned items alone exceed capacity, a capacity alarm is raised and
+nothing pinned is dropped. Every eviction is recorded with its reason.
+
+``FifoEviction`` exists to demonstrate the pitfall the design warns about:
+forgetting by time alone lets a flood of refreshed, low-value readings push out
+a constraint that was written a moment ago.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import structlog
+
+from runtime.patterns import PatternSet
+
+Source = Literal["board", "map", "log", "note"]
+EvictionReason = Literal["capacity", "retracted", "stale"]
+
+DEFAULT_PINNED = ("goal:*", "safety:*")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One working-memory item and its provenance.
+
+    ``source`` is the layer it came from, ``stamp`` the source's time for it
+    (reading or event stamp), ``seq`` the source's sequence number for it
+    (board reading seq, event seq, map version), ``via`` the spec filter that
+    let it in (e.g. ``board:goal:*``, ``map:window(pose,8.0)``).
+    """
+
+    key: str
+    value: Any
+    importance: float = 0.5
+    last_used: float = 0.0
+    first_seen: float = field(default=float("nan"))
+    source: Source = "board"
+    stamp: float | None = None
+    seq: int = 0
+    via: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.importance <= 1.0:
+            raise ValueError(f"importance of {self.key!r} must be in [0, 1], got {self.importance}")
+        if self.first_seen != self.first_seen:  # NaN: not given
+            object.__setattr__(self, "first_seen", self.last_used)
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """An item leaving working memory, and why."""
+
+    tick: int
+    key: str
+    importance: float
+    last_used: float
+    reason: EvictionReason
+
+
+class EvictionPolicy(Protocol):
+    """Chooses which non-pinned item to evict next."""
+
+    name: str
+
+    def admit(self, item: WorkItem) -> None:
+        """``item`` (not pinned) was inserted or refreshed."""
+        ...
+
+    def forget(self, key: str) -> None:
+        """The item under ``key`` left memory."""
+        ...
+
+    def victim(self) -> str | None:
+        """The key to evict next among admitted items, or None when there is none."""
+        ...
+
+
+class _HeapPolicy:
+    """A min-heap over a rank, with lazy invalidation: O(log n) per eviction."""
+
+    name = "heap"
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[Any, ...]] = []
+        self._live: dict[str, tuple[Any, ...]] = {}
+
+    def rank(self, item: WorkItem) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def admit(self, item: WorkItem) -> None:
+        rank = self.rank(item)
+        if self._live.get(item.key) == rank:
+            return
+        self._live[item.key] = rank
+        heapq.heappush(self._heap, rank)
+        if len(self._heap) > 2 * len(self._live) + 64:
+            self._heap = list(self._live.values())
+            heapq.heapify(self._heap)
+
+    def forget(self, key: str) -> None:
+        self._live.pop(key, None)
+
+    def victim(self) -> str | None:
+        heap, live = self._heap, self._live
+        while heap:
+            rank = heap[0]
+            key: str = rank[-1]
+            if live.get(key) == rank:
+                return key
+            heapq.heappop(heap)
+        return None
+
+
+class ValueEviction(_HeapPolicy):
+    """Evict the lowest importance, then the oldest ``last_used``, then the smallest key."""
+
+    name = "value"
+
+    def rank(self, item: WorkItem) -> tuple[Any, ...]:
+        return (item.importance, item.last_used, item.key)
+
+
+class FifoEviction(_HeapPolicy):
+    """Evict the least recently refreshed item, whatever its importance (the pitfall)."""
+
+    name = "fifo"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._arrivals = 0
+
+    def rank(self, item: WorkItem) -> tuple[Any, ...]:
+        self._arrivals += 1
+        return (item.last_used, self._arrivals, item.key)
+
+    def admit(self, item: WorkItem) -> None:
+        self._live.pop(item.key, None)
+        super().admit(item)
+
+
+class WorkingMemory:
+    """A capacity-bounded map of key → ``WorkItem`` that forgets by policy."""
+
+    def __init__(
+        self,
+        capacity: int = 64,
+        pinned: Iterable[str] = DEFAULT_PINNED,
+        *,
+        policy: EvictionPolicy | None = None,
+        history: int = 10_000,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self.pinned = PatternSet(pinned)
+        self.policy: EvictionPolicy = policy if policy is not None else ValueEviction()
+        self._items: dict[str, WorkItem] = {}
+        self._pinned_keys: set[str] = set()
+        self.evictions: deque[Eviction] = deque(maxlen=history)
+        self.evicted_total = 0
+        self.capacity_alarm = False
+        self.capacity_alarms = 0
+        self._log = structlog.get_logger("tickwork.memory")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(self._items)
+
+    def items(self) -> tuple[WorkItem, ...]:
+        return tuple(self._items.values())
+
+    def get(self, key: str) -> WorkItem | None:
+        return self._items.get(key)
+
+    def is_pinned(self, key: str) -> bool:
+        return self.pinned.match(key)
+
+    @property
+    def pinned_count(self) -> int:
+        return len(self._pinned_keys)
+
+    def push(self, item: WorkItem, *, tick: int = 0) -> tuple[Eviction, ...]:
+        """Upsert ``item`` and evict down to capacity at once."""
+        self.upsert(item)
+        return self.evict_to_fit(tick)
+
+    def upsert(self, item: WorkItem) -> WorkItem:
+        """Insert or refresh ``item``; an existing item keeps its ``first_seen``."""
+        old = self._items.get(item.key)
+        if old is not None and old.first_seen != item.first_seen:
+            item = WorkItem(item.key, item.value, item.importance, item.last_used,
+                            old.first_seen, item.source, item.stamp, item.seq, item.via)
+        self._items[item.key] = item
+        if old is None and self.pinned.match(item.key):
+            self._pinned_keys.add(item.key)
+        if item.key not in self._pinned_keys:
+            self.policy.admit(item)
+        return item
+
+    def remove(self, key: str, *, reason: EvictionReason, tick: int = 0) -> Eviction | None:
+        """Take ``key`` out for ``reason`` (e.g. ``retracted``); None if it was not held."""
+        item = self._items.pop(key, None)
+        if item is None:
+            return None
+        self._pinned_keys.discard(key)
+        self.policy.forget(key)
+        return self._record(tick, item, reason)
+
+    def evict_to_fit(self, tick: int = 0) -> tuple[Eviction, ...]:
+        """Evict non-pinned items until within capacity; raise the alarm if pins alone exceed it."""
+        out: list[Eviction] = []
+        while len(self._items) > self.capacity:
+            key = self.policy.victim()
+            if key is None:
+                break
+            item = self._items.pop(key)
+            self.policy.forget(key)
+            out.append(self._record(tick, item, "capacity"))
+        self.capacity_alarm = len(self._items) > self.capacity
+        if self.capacity_alarm:
+            self.capacity_alarms += 1
+            self._log.warning("capacity_alarm", tick=tick, pinned=len(self._pinned_keys),
+                              capacity=self.capacity)
+        return tuple(out)
+
+    def clear(self) -> None:
+        """Forget everything without recording evictions (the cache is rebuilt from sources)."""
+        for key in list(self._items):
+            self.policy.forget(key)
+        self._items.clear()
+        self._pinned_keys.clear()
+
+    def _record(self, tick: int, item: WorkItem, reason: EvictionReason) -> Eviction:
+        eviction = Eviction(tick, item.key, item.importance, item.last_used, reason)
+        self.evictions.append(eviction)
+        self.evicted_total += 1
+        self._log.debug("evicted", tick=tick, key=item.key, importance=item.importance,
+                        last_used=item.last_used, reason=reason)
+        return eviction

@@ -1,0 +1,190 @@
+"""The working set: one frozen pack per tick, and each cabin's view of it.
+
+A ``WorkingSet`` is what the assembler froze at one tick: every item working
+memory kept, stamped with the tick, the time and the versions of the sources it
+was read from. A ``CabinView`` is one cabin's read-only slice of it: the items
+its spec selected this tick and memory kept, what it required but cannot see
+(``missing``, with a reason), the nearby map and the recent events. Nothing in
+either refers to the live board, map or log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from runtime.freeze import FrozenDict
+from runtime.memory import Eviction, WorkItem
+from runtime.patterns import PatternSet, matches, overlaps
+
+if TYPE_CHECKING:
+    from runtime.cabin_map import Feature
+    from runtime.log import Event
+
+MissingReason = Literal["absent", "stale", "evicted", "fault"]
+MISSING_REASONS: tuple[MissingReason, ...] = ("absent", "stale", "evicted", "fault")
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """The source versions a working set was read at."""
+
+    board_seq: int
+    map_version: int
+    log_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What one spec selected at a freeze, before any view-level suppression."""
+
+    required: tuple[str, ...]
+    items: FrozenDict[str, WorkItem]
+    missing: FrozenDict[str, MissingReason]
+    nearby_map: tuple[Feature, ...]
+    corridor_map: tuple[Feature, ...]
+    recent_events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSet:
+    """The frozen pack of one tick."""
+
+    tick: int
+    time: float
+    versions: Versions
+    items: FrozenDict[str, WorkItem]
+    evictions: tuple[Eviction, ...]
+    capacity_alarm: bool
+    selections: FrozenDict[str, Selection]
+
+    @property
+    def cabins(self) -> tuple[str, ...]:
+        return tuple(self.selections)
+
+    def view(self, cabin: str | Any, *, suppress: Iterable[str] = ()) -> CabinView:
+        """The view of ``cabin`` (a name, or anything with a ``name``).
+
+        Items matching a ``suppress`` pattern are hidden from the view; a required
+        pattern left unmatched by that shows up in ``missing`` with reason ``fault``.
+        """
+        name = cabin if isinstance(cabin, str) else cabin.name
+        try:
+            selection = self.selections[name]
+        except KeyError:
+            known = ", ".join(self.selections) or "none"
+            raise KeyError(f"no spec for cabin {name!r} in this working set (known: {known})") \
+                from None
+        return CabinView(name, self, selection, tuple(suppress))
+
+
+class Provenance(Mapping[str, WorkItem]):
+    """Key → ``WorkItem`` of a view; calling it gives the view's (key, value) items."""
+
+    __slots__ = ("_items", "_view")
+
+    def __init__(self, items: FrozenDict[str, WorkItem], view: CabinView) -> None:
+        self._items = items
+        self._view = view
+
+    def __getitem__(self, key: str) -> WorkItem:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __call__(self) -> ItemsView[str, Any]:
+        return ItemsView(self._view)
+
+
+class CabinView(Mapping[str, Any]):
+    """A read-only mapping of key → value for one cabin at one tick."""
+
+    __slots__ = ("_items", "cabin", "corridor_map", "missing", "nearby_map", "recent_events",
+                 "suppressed", "tick", "time", "versions")
+
+    cabin: str
+    tick: int
+    time: float
+    versions: Versions
+    suppressed: tuple[str, ...]
+    missing: FrozenDict[str, MissingReason]
+    nearby_map: tuple[Feature, ...]
+    corridor_map: tuple[Feature, ...]
+    recent_events: tuple[Event, ...]
+    _items: FrozenDict[str, WorkItem]
+
+    def __init__(self, cabin: str, ws: WorkingSet, selection: Selection,
+                 suppress: tuple[str, ...]) -> None:
+        put = object.__setattr__
+        put(self, "cabin", cabin)
+        put(self, "tick", ws.tick)
+        put(self, "time", ws.time)
+        put(self, "versions", ws.versions)
+        put(self, "suppressed", suppress)
+        if not suppress:
+            put(self, "_items", selection.items)
+            put(self, "missing", selection.missing)
+            put(self, "nearby_map", selection.nearby_map)
+            put(self, "corridor_map", selection.corridor_map)
+            put(self, "recent_events", selection.recent_events)
+            return
+        hidden = PatternSet(suppress)
+        items = FrozenDict({k: v for k, v in selection.items.items() if not hidden.match(k)})
+        missing = dict(selection.missing)
+        for pattern in selection.required:
+            if any(matches(k, pattern) for k in items):
+                continue
+            if any(overlaps(pattern, s) for s in suppress):
+                missing[pattern] = "fault"
+        put(self, "_items", items)
+        put(self, "missing", FrozenDict(missing))
+        put(self, "nearby_map", tuple(f for f in selection.nearby_map if f"map:{f.id}" in items))
+        put(self, "corridor_map",
+            tuple(f for f in selection.corridor_map if f"map:{f.id}" in items))
+        put(self, "recent_events", tuple(
+            e for e in selection.recent_events if f"event:{e.kind}:{e.seq}" in items))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a CabinView is frozen: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a CabinView is frozen: cannot delete {name!r}")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key].value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    @property
+    def items(self) -> Provenance:
+        """Key → ``WorkItem`` with provenance (source, stamp, importance, via, ...).
+
+        Called as ``view.items()`` it is the usual mapping items view (key, value).
+        """
+        return Provenance(self._items, self)
+
+    def item(self, key: str) -> WorkItem | None:
+        return self._items.get(key)
+
+    def matching(self, pattern: str) -> dict[str, Any]:
+        """Key → value of the items whose key matches ``pattern``, in key order."""
+        return {k: self._items[k].value for k in sorted(self._items) if matches(k, pattern)}
+
+    def is_missing(self, pattern: str) -> MissingReason | None:
+        return self.missing.get(pattern)
+
+    def __repr__(self) -> str:
+        return (f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self._items)}, "
+                f"missing={dict(self.missing)!r})")

@@ -1,0 +1,319 @@
+"""The assembler and the working set: one frozen pack per tick, explicit absence."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from shapely.geometry import Point, box
+
+from runtime import (
+    Assembler,
+    CabinMap,
+    ContextSpec,
+    EventLog,
+    Feature,
+    SimClock,
+    StateBoard,
+    WorkingMemory,
+)
+
+
+class World:
+    """A board, a map and a log on one clock and one lock."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.clock = SimClock()
+        self.lock = threading.RLock()
+        self.board = StateBoard(clock=self.clock, lock=self.lock)
+        self.map = CabinMap(lock=self.lock)
+        self.log = EventLog(clock=self.clock, lock=self.lock)
+        self.memory = WorkingMemory(capacity=capacity)
+
+    def assembler(self, *specs: ContextSpec) -> Assembler:
+        return Assembler(self.board, self.map, self.log, self.memory, specs)
+
+
+PLANNER = ContextSpec(
+    name="planner", board_keys=("goal:*", "pose", "route", "constraint:*"),
+    weights={"goal:*": 1.0, "constraint:*": 0.9, "map:*": 0.4}, default_weight=0.3,
+    required=("goal:*", "pose", "constraint:*"),
+    map_center="pose", map_radius=5.0, corridor_width=1.0,
+    event_window=10.0, event_kinds=("action_failed",),
+)
+EXECUTOR = ContextSpec(
+    name="executor", board_keys=("pose", "route", "velocity"),
+    weights={"event:*": 0.8}, required=("pose", "event:action_failed*"),
+    map_center="pose", map_radius=5.0, event_window=10.0, event_kinds=("action_failed",),
+)
+
+
+def test_views_of_one_tick_agree_and_carry_provenance() -> None:
+    w = World()
+    w.board.write("pose", (0.0, 0.0, 0.0), ttl=1.0, source="sensor")
+    w.board.write("goal:deliver:1", {"to": "B"})
+    w.board.write("constraint:speed:z", 0.5)
+    w.map.add(Feature("shelf-1", box(1, 1, 2, 2), "shelf"))
+    w.map.add(Feature("far", Point(50, 50), "shelf"))
+    failed = w.log.append("action_failed", {"action": "pick"})
+    ws = w.assembler(PLANNER, EXECUTOR).assemble(tick=0, now=0.0)
+    p, e = ws.view("planner"), ws.view("executor")
+    shared = set(p) & set(e)
+    assert shared == {"pose", "map:shelf-1", f"event:action_failed:{failed.seq}"}
+    for key in shared:
+        assert p[key] == e[key]
+        assert p.items[key].stamp == e.items[key].stamp
+        assert p.items[key].importance == e.items[key].importance == max(
+            PLANNER.weight_for(key), EXECUTOR.weight_for(key))
+    assert p.items["pose"].source == "board"
+    assert p.items["pose"].via == "board:pose"
+    assert p.items["map:shelf-1"].via == "map:window(pose,5)"
+    assert e.items[f"event:action_failed:{failed.seq}"].via == "log:window(10s)"
+    assert [f.id for f in p.nearby_map] == ["shelf-1"]
+    assert e.recent_events == (failed,)
+    assert "goal:deliver:1" in p and "goal:deliver:1" not in e
+    assert p.missing == {} and e.missing == {}
+    assert ws.versions.board_seq == w.board.seq
+    assert ws.versions.map_version == w.map.version
+    assert ws.versions.log_seq == w.log.seq
+    assert dict(p.items()) == dict(p)
+
+
+@given(
+    keys=st.lists(st.sampled_from(["a", "b", "c:1", "c:2", "d"]), max_size=5, unique=True),
+    first=st.lists(st.sampled_from(["a", "b", "c:*", "*"]), min_size=1, max_size=3, unique=True),
+    second=st.lists(st.sampled_from(["a", "b", "c:*", "d"]), min_size=1, max_size=3, unique=True),
+    capacity=st.integers(1, 6),
+)
+def test_shared_items_agree_property(keys: list[str], first: list[str], second: list[str],
+                                     capacity: int) -> None:
+    w = World(capacity=capacity)
+    for i, key in enumerate(keys):
+        w.board.write(key, [i, key])
+    a = ContextSpec(name="a", board_keys=tuple(first), weights={"c:*": 0.9})
+    b = ContextSpec(name="b", board_keys=tuple(second), default_weight=0.2)
+    ws = w.assembler(a, b).assemble(tick=0, now=0.0)
+    va, vb = ws.view("a"), ws.view("b")
+    for key in set(va) & set(vb):
+        assert va[key] == vb[key] == ws.items[key].value
+    assert len(ws.items) <= capacity
+    assert set(va) | set(vb) <= set(ws.items)
+
+
+def test_writer_thread_never_tears_a_pack() -> None:
+    w = World()
+    spec = ContextSpec(name="reader", board_keys=("k:*",))
+    assembler = w.assembler(spec)
+    writes: list[tuple[int, str, int]] = []
+    stop = threading.Event()
+
+    def hammer() -> None:
+        i = 0
+        while not stop.is_set():
+            r = w.board.write(f"k:{i % 8}", i)
+            writes.append((r.seq, r.key, r.value))
+            i += 1
+
+    writer = threading.Thread(target=hammer)
+    writer.start()
+    packs = []
+    try:
+        for tick in range(1000):
+            packs.append(assembler.assemble(tick, float(tick)))
+    finally:
+        stop.set()
+        writer.join()
+    assert len(writes) > 0
+    seqs = [seq for seq, _, _ in writes]
+    for ws in packs:
+        upto = ws.versions.board_seq
+        expected: dict[str, int] = {}
+        for _seq, key, value in writes[: _count_le(seqs, upto)]:
+            expected[key] = value
+        got = {k: item.value for k, item in ws.items.items()}
+        assert got == expected, f"torn pack at tick {ws.tick}"
+
+
+def _count_le(sorted_seqs: list[int], bound: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(sorted_seqs, bound)
+
+
+def test_absence_is_explicit_with_reasons() -> None:
+    w = World(capacity=3)
+    w.board.write("pose", (0, 0, 0), ttl=0.1)
+    w.board.write("goal:deliver:1", 1)
+    spec = ContextSpec(
+        name="cabin", board_keys=("pose", "goal:*", "noise:*", "constraint:*"),
+        weights={"noise:*": 0.9, "constraint:*": 0.1},
+        required=("pose", "goal:*", "constraint:*", "event:action_failed*"),
+        event_window=5.0, event_kinds=("action_failed",),
+    )
+    assembler = w.assembler(spec)
+    ws = assembler.assemble(0, 0.0)
+    assert ws.view("cabin").missing == {"constraint:*": "absent", "event:action_failed*": "absent"}
+
+    ws = assembler.assemble(1, 1.0)  # pose went stale
+    assert ws.view("cabin").missing["pose"] == "stale"
+    assert "pose" not in ws.view("cabin")
+
+    w.board.write("constraint:speed:z", 0.5)
+    for i in range(3):
+        w.board.write(f"noise:{i}", i)
+    ws = assembler.assemble(2, 2.0)  # the low-weight constraint loses to heavier noise
+    view = ws.view("cabin")
+    assert view.missing["constraint:*"] == "evicted"
+    assert "goal:deliver:1" in view  # pinned
+    assert any(e.key == "constraint:speed:z" and e.reason == "capacity" for e in ws.evictions)
+
+
+def test_suppressed_items_are_missing_with_reason_fault() -> None:
+    w = World()
+    w.board.write("pose", (0, 0, 0))
+    w.board.write("constraint:speed:z", 0.5)
+    spec = ContextSpec(name="cabin", board_keys=("pose", "constraint:*"),
+                       required=("constraint:*", "event:action_failed*"),
+                       event_window=5.0)
+    w.log.append("action_failed", {"n": 1})
+    ws = w.assembler(spec).assemble(0, 0.0)
+    plain = ws.view("cabin")
+    assert plain.missing == {}
+    hidden = ws.view("cabin", suppress=("constraint:*", "event:action_failed*"))
+    assert hidden.missing == {"constraint:*": "fault", "event:action_failed*": "fault"}
+    assert "constraint:speed:z" not in hidden and hidden.recent_events == ()
+    assert "pose" in hidden
+    # the pack itself is untouched: another view still sees everything
+    assert ws.view("cabin").missing == {}
+
+
+def test_no_failures_differs_from_cannot_see_failures() -> None:
+    w = World()
+    spec = ContextSpec(name="executor", required=("event:action_failed*",), event_window=5.0)
+    ws = w.assembler(spec).assemble(0, 0.0)
+    assert ws.view("executor").missing == {"event:action_failed*": "absent"}
+    assert ws.view("executor", suppress=("event:*",)).missing == {
+        "event:action_failed*": "fault"}
+
+
+def test_working_set_and_views_are_frozen() -> None:
+    w = World()
+    w.board.write("route", [[0, 0], [1, 1]])
+    w.board.write("plan", {"steps": ["a"]})
+    w.board.write("grid", np.ones(3))
+    spec = ContextSpec(name="cabin", board_keys=("route", "plan", "grid"))
+    ws = w.assembler(spec).assemble(0, 0.0)
+    view = ws.view("cabin")
+    with pytest.raises(TypeError):
+        view["route"] = ()  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        view.missing = {}  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        view["route"].append((2, 2))
+    with pytest.raises(TypeError):
+        view["plan"]["steps"] = ()
+    with pytest.raises(ValueError):
+        view["grid"][0] = 5.0
+    with pytest.raises(Exception, match=r"frozen|cannot assign"):
+        ws.tick = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ws.items["route"] = None  # type: ignore[index]
+
+
+def test_a_view_holds_no_live_source() -> None:
+    w = World()
+    w.board.write("pose", (0, 0, 0))
+    ws = w.assembler(ContextSpec(name="cabin", board_keys=("pose",))).assemble(0, 0.0)
+    view = ws.view("cabin")
+    w.board.write("pose", (9, 9, 9))
+    assert view["pose"] == (0, 0, 0)
+    seen: set[int] = set()
+
+    def walk(obj: Any) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        assert not isinstance(obj, (StateBoard, CabinMap, EventLog, WorkingMemory))
+        for name in getattr(type(obj), "__slots__", ()):
+            if hasattr(obj, name):
+                walk(getattr(obj, name))
+        if isinstance(obj, dict):
+            for v in obj.values():
+                walk(v)
+
+    walk(view)
+    walk(ws)
+
+
+def test_retracted_sources_leave_memory_with_reason() -> None:
+    w = World()
+    w.board.write("pose", (0, 0, 0))
+    w.board.write("obstacle:1", 1)
+    w.map.add(Feature("crate", Point(1, 0), "obstacle"))
+    spec = ContextSpec(name="cabin", board_keys=("pose", "obstacle:*"),
+                       map_center="pose", map_radius=3.0)
+    assembler = w.assembler(spec)
+    assembler.assemble(0, 0.0)
+    w.board.delete("obstacle:1")
+    w.map.remove("crate")
+    ws = assembler.assemble(1, 0.05)
+    reasons = {e.key: e.reason for e in ws.evictions}
+    assert reasons == {"obstacle:1": "retracted", "map:crate": "retracted"}
+    assert "map:crate" not in ws.items
+
+
+def test_shared_map_and_log_queries_run_once_per_tick() -> None:
+    calls = {"window": 0, "query": 0}
+
+    class CountingMap(CabinMap):
+        def window(self, *args: Any, **kwargs: Any) -> Any:
+            calls["window"] += 1
+            return super().window(*args, **kwargs)
+
+    class CountingLog(EventLog):
+        def query(self, *args: Any, **kwargs: Any) -> Any:
+            calls["query"] += 1
+            return super().query(*args, **kwargs)
+
+    clock = SimClock()
+    board = StateBoard(clock=clock)
+    board.write("pose", (0, 0, 0))
+    specs = [ContextSpec(name=n, board_keys=("pose",), map_center="pose", map_radius=4.0,
+                         event_window=3.0) for n in ("a", "b", "c")]
+    assembler = Assembler(board, CountingMap(), CountingLog(clock=clock), WorkingMemory(), specs)
+    assembler.assemble(0, 0.0)
+    assert calls == {"window": 1, "query": 1}
+
+
+def test_relevance_keeps_only_what_the_active_goal_needs() -> None:
+    w = World()
+    w.board.write("pose", (0, 0, 0))
+    w.map.add(Feature("dock-a", Point(1, 0), "dock"))
+    w.map.add(Feature("charger-1", Point(0, 1), "charger"))
+    spec = ContextSpec(name="planner", board_keys=("pose", "goal:*"), map_center="pose",
+                       map_radius=5.0,
+                       relevance={"deliver": ("dock", "shelf"), "charge": ("charger",)})
+    assembler = w.assembler(spec)
+    assert {f.id for f in assembler.assemble(0, 0.0).view("planner").nearby_map} == {
+        "dock-a", "charger-1"}
+    w.board.write("goal:deliver:1", 1)
+    assert [f.id for f in assembler.assemble(1, 0.1).view("planner").nearby_map] == ["dock-a"]
+    w.board.write("goal:inspect:1", 1)  # a goal kind the spec says nothing about
+    assert len(assembler.assemble(2, 0.2).view("planner").nearby_map) == 2
+
+
+def test_unknown_cabin_view_is_a_clear_error() -> None:
+    w = World()
+    ws = w.assembler(ContextSpec(name="a")).assemble(0, 0.0)
+    with pytest.raises(KeyError, match=r"no spec for cabin 'zz'.*known: a"):
+        ws.view("zz")
+
+
+def test_duplicate_spec_names_refused() -> None:
+    w = World()
+    with pytest.raises(ValueError, match="share the cabin name"):
+        w.assembler(ContextSpec(name="a"), ContextSpec(name="a"))
