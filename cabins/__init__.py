@@ -1,0 +1,1 @@
+"""Decision components (cabins): planner, executor, monitor and their helpers."""
