@@ -22,7 +22,7 @@ import structlog
 from runtime.assembler import Assembler
 from runtime.cabin import Cabin, Command, Outbox
 from runtime.clock import Clock
-from runtime.pack import WorkingSet
+from runtime.pack import CabinView, WorkingSet
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
@@ -69,6 +69,7 @@ class TickResult:
     tick: int
     time: float
     working_set: WorkingSet
+    views: tuple[CabinView, ...]
     outboxes: tuple[Outbox, ...]
     commands: tuple[Command, ...]
     failures: tuple[CabinFailure, ...]
@@ -175,12 +176,15 @@ class TickLoop:
         started = self.timer()
         ws = self.assembler.assemble(tick, now)
         outboxes: list[Outbox] = []
+        views: list[CabinView] = []
         failures: list[CabinFailure] = []
         for cabin in self.cabins:
             hidden = tuple(self.suppress(tick, cabin.name)) if self.suppress else ()
             out = Outbox(cabin.name)
+            view = ws.view(cabin.name, suppress=hidden)
+            views.append(view)
             try:
-                cabin.step(ws.view(cabin.name, suppress=hidden), out)
+                cabin.step(view, out)
             except Exception as exc:  # a cabin's failure must not stop the loop
                 failures.append(CabinFailure(cabin.name, type(exc).__name__, str(exc)))
                 self._log.error("cabin_failed", tick=tick, cabin=cabin.name,
@@ -201,6 +205,9 @@ class TickLoop:
             self._counters.skipped += slot - self._slot
             self._log.warning("tick_overrun", tick=tick, compute_s=compute,
                               policy=self.overrun.name, skipped=slot - self._slot)
+            self.assembler.log.append("tick_overrun", {"tick": tick, "compute_s": compute,
+                                                       "skipped": slot - self._slot},
+                                      tags=("alarm",))
             self._slot = slot
             deadline = self._start + self._slot * self.period
         c = self._counters
@@ -208,8 +215,8 @@ class TickLoop:
         c.evictions += len(ws.evictions)
         c.capacity_alarms += int(ws.capacity_alarm)
         c.failures += len(failures)
-        result = TickResult(tick, now, ws, tuple(outboxes), commands, tuple(failures), compute,
-                            late)
+        result = TickResult(tick, now, ws, tuple(views), tuple(outboxes), commands,
+                            tuple(failures), compute, late)
         for hook in self.hooks:
             hook.after_apply(result)
         clock.sleep_until(deadline)

@@ -145,6 +145,8 @@ def test_wall_clock_overruns_are_counted(policy: object, skipped: int,
     assert stats.overruns >= 1
     assert seen == pytest.approx(times)
     assert all(s > 0 for s in fake.slept)
+    overruns = loop.assembler.log.query(0.0, kinds=["tick_overrun"])
+    assert overruns and overruns[0].data["tick"] == 1
 
 
 def test_wall_clock_on_time_never_overruns() -> None:
