@@ -1,0 +1,1 @@
+"""The headless warehouse simulator: scenarios, the world and the `python -m sim` CLI."""

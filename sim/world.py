@@ -1,0 +1,654 @@
+"""The warehouse world: the simulated ground truth that cabins sense and act on.
+
+``World`` holds everything that changes during a run (the robot, the people and
+forklifts, the tasks, the statistics) in plain picklable dataclasses, draws every
+random number from the one ``numpy.random.Generator`` it is given, and exposes the
+three moments of a tick:
+
+- ``install`` puts the static map features and constraint items on the board and
+  the map, once;
+- ``sense`` writes the sensor readings, the outcome of last tick's actions, the
+  moving obstacles in range and the dispatcher's goals;
+- ``apply`` carries out the cabins' commands for one period: it integrates the
+  unicycle robot, walks the moving obstacles and checks collisions, forbidden
+  zones and speed limits with shapely.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import shapely
+from shapely.geometry import Point
+
+from runtime.board import StateBoard
+from runtime.cabin import Command
+from runtime.cabin_map import CabinMap, Feature
+from sim.scenario import YIELD_MARGIN, MovingObstacle, Scenario
+
+__all__ = [
+    "ActionOutcome",
+    "CommandLike",
+    "Incident",
+    "ObstacleState",
+    "RobotState",
+    "Stats",
+    "TaskState",
+    "World",
+    "WorldState",
+]
+
+CommandLike: TypeAlias = Command | tuple[str, str, Mapping[str, Any]]
+"""A ``runtime.cabin.Command`` or a ``(cabin, name, args)`` triple."""
+
+WORLD = "world"
+DISPATCHER = "dispatcher"
+_EPS = 1e-9
+
+
+@dataclass
+class RobotState:
+    """The true pose, velocity, battery and cargo of the robot."""
+
+    x: float
+    y: float
+    theta: float
+    battery_wh: float
+    v: float = 0.0
+    w: float = 0.0
+    distance: float = 0.0
+    cargo: str | None = None
+
+
+@dataclass
+class ObstacleState:
+    """Where a moving obstacle is on its loop and how it moved last tick."""
+
+    id: str
+    x: float
+    y: float
+    target: int
+    vx: float = 0.0
+    vy: float = 0.0
+    yielding: bool = False
+
+
+@dataclass
+class TaskState:
+    """The life of one delivery: posted, picked, delivered."""
+
+    id: str
+    goal_posted: bool = False
+    goal_removed: bool = False
+    picked_at: float | None = None
+    delivered_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """The result of one pick, drop or charge command, reported at the next ``sense``."""
+
+    id: int
+    action: str
+    task: str | None
+    ok: bool
+    reason: str
+    stamp: float
+    charger: str | None = None
+
+    def as_value(self) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "id": self.id, "action": self.action, "task": self.task, "ok": self.ok,
+            "reason": self.reason, "stamp": self.stamp,
+        }
+        if self.charger is not None:
+            value["charger"] = self.charger
+        return value
+
+
+@dataclass(frozen=True)
+class Incident:
+    """Something worth telling about a run: a collision, a zone entry, a failure."""
+
+    time: float
+    kind: str
+    detail: str
+
+
+@dataclass
+class Stats:
+    """Counters of a run. Violations count entries; ``*_ticks`` count ticks spent in them."""
+
+    collisions: int = 0
+    collision_ticks: int = 0
+    safety_violations: int = 0
+    safety_violation_ticks: int = 0
+    speed_violations: int = 0
+    speed_violation_ticks: int = 0
+    picks_failed: int = 0
+    drops_failed: int = 0
+    actions_refused: int = 0
+    commands_rejected: int = 0
+    pose_dropouts: int = 0
+    battery_depleted: bool = False
+    depleted_ticks: int = 0
+
+
+@dataclass
+class WorldState:
+    """All mutable world state: what a checkpoint must hold besides the rng."""
+
+    robot: RobotState
+    obstacles: list[ObstacleState]
+    tasks: list[TaskState]
+    time: float = 0.0
+    ticks: int = 0
+    stats: Stats = field(default_factory=Stats)
+    contacts: list[str] = field(default_factory=list)
+    zones_entered: list[str] = field(default_factory=list)
+    speeding: bool = False
+    charging: str | None = None
+    obstacles_on_map: list[str] = field(default_factory=list)
+    pending: list[ActionOutcome] = field(default_factory=list)
+    action_seq: int = 0
+    incidents: list[Incident] = field(default_factory=list)
+
+
+class _Geometry:
+    """Shapely geometries of the static world, prepared once for fast per-tick queries."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.shelf_ids = [s.id for s in scenario.shelves]
+        self.shelves = _prepared([s.shape for s in scenario.shelves])
+        self.forbidden_ids = [z.id for z in scenario.forbidden_zones]
+        self.forbidden = _prepared([z.shape for z in scenario.forbidden_zones])
+        self.speed_ids = [z.id for z in scenario.speed_zones]
+        self.speed = _prepared([z.shape for z in scenario.speed_zones])
+        self.speed_limits = np.array([z.max_speed for z in scenario.speed_zones], dtype=float)
+
+    def near(self, geoms: npt.NDArray[Any], ids: list[str], x: float, y: float,
+             distance: float) -> list[str]:
+        """Ids of the geometries within ``distance`` of (x, y)."""
+        if not ids:
+            return []
+        hits = shapely.dwithin(geoms, Point(x, y), distance)
+        return [ids[i] for i in np.flatnonzero(hits)]
+
+    def speed_limit(self, x: float, y: float) -> float | None:
+        """The lowest speed limit of the zones containing (x, y), or None outside them."""
+        if not self.speed_ids:
+            return None
+        inside = shapely.intersects_xy(self.speed, x, y)
+        return float(self.speed_limits[inside].min()) if inside.any() else None
+
+
+def _prepared(shapes: list[Any]) -> npt.NDArray[Any]:
+    arr = np.array(shapes, dtype=object)
+    if len(arr):
+        shapely.prepare(arr)
+    return arr
+
+
+class World:
+    """The simulated warehouse of one scenario; stepped by ``sense`` and ``apply``."""
+
+    def __init__(self, scenario: Scenario, *, rng: np.random.Generator) -> None:
+        self.scenario = scenario
+        self.rng = rng
+        robot = scenario.robot
+        self.state = WorldState(
+            robot=RobotState(
+                x=robot.start.x, y=robot.start.y, theta=_wrap(robot.start.theta),
+                battery_wh=robot.start_battery * robot.battery_wh,
+            ),
+            obstacles=[
+                ObstacleState(id=o.id, x=o.waypoints[0][0], y=o.waypoints[0][1], target=1)
+                for o in scenario.moving_obstacles
+            ],
+            tasks=[TaskState(id=t.id) for t in scenario.tasks],
+        )
+        self._geo = _Geometry(scenario)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_geo"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._geo = _Geometry(self.scenario)
+
+    @property
+    def time(self) -> float:
+        """Simulated time (s) the world state is at."""
+        return self.state.time
+
+    @property
+    def all_delivered(self) -> bool:
+        return all(t.delivered_at is not None for t in self.state.tasks)
+
+    @property
+    def incidents(self) -> tuple[Incident, ...]:
+        return tuple(self.state.incidents)
+
+    # -- install --------------------------------------------------------------
+
+    def install(self, board: StateBoard, cabin_map: CabinMap) -> None:
+        """Put the static world on the map and the board: shelves, docks, zones, bounds."""
+        sc = self.scenario
+        static = frozenset({"static"})
+        for shelf in sc.shelves:
+            cabin_map.add(Feature(f"shelf:{shelf.id}", shelf.shape, "shelf", static,
+                                  {"id": shelf.id}))
+        for dock in sc.docks:
+            cabin_map.add(Feature(f"dock:{dock.id}", Point(dock.x, dock.y), "dock", static,
+                                  {"id": dock.id}))
+        for charger in sc.chargers:
+            cabin_map.add(Feature(f"charger:{charger.id}", Point(charger.x, charger.y),
+                                  "charger", static, {"id": charger.id}))
+        for zone in sc.forbidden_zones:
+            cabin_map.add(Feature(f"zone:{zone.id}", zone.shape, "forbidden",
+                                  frozenset({"safety"}),
+                                  {"id": zone.id, "description": zone.description}))
+            board.write(f"safety:forbidden:{zone.id}", {
+                "zone": zone.id, "polygon": zone.polygon, "description": zone.description,
+            }, source=DISPATCHER)
+        for speed in sc.speed_zones:
+            cabin_map.add(Feature(f"zone:{speed.id}", speed.shape, "speed_zone",
+                                  frozenset({"constraint"}),
+                                  {"id": speed.id, "max_speed": speed.max_speed}))
+            board.write(f"constraint:speed:{speed.id}", {
+                "zone": speed.id, "polygon": speed.polygon, "max_speed": speed.max_speed,
+            }, source=DISPATCHER)
+        board.write("world:bounds", sc.floor.bounds, source=WORLD)
+        board.write("robot:radius", sc.robot.radius, source=WORLD)
+        board.write("robot:limits", {
+            "radius": sc.robot.radius, "max_speed": sc.robot.max_speed,
+            "max_turn_rate": sc.robot.max_turn_rate, "max_accel": sc.robot.max_accel,
+        }, source=WORLD)
+        board.write("acceptance", {
+            "dock_tolerance": sc.acceptance.dock_tolerance, "max_speed": sc.acceptance.max_speed,
+        }, source=WORLD)
+        board.write("battery:low", sc.robot.low_battery, source=WORLD)
+        board.write("docks", {d.id: (d.x, d.y) for d in sc.docks}, source=DISPATCHER)
+        board.write("chargers", {c.id: (c.x, c.y) for c in sc.chargers}, source=DISPATCHER)
+
+    # -- sense ----------------------------------------------------------------
+
+    def sense(self, board: StateBoard, cabin_map: CabinMap, now: float) -> None:
+        """Write this tick's readings, action outcomes, obstacle sightings and goals."""
+        st, sc = self.state, self.scenario
+        robot, sensors = st.robot, sc.sensors
+        for outcome in st.pending:
+            board.write("action:last", outcome.as_value(), source=WORLD)
+        st.pending = []
+        dropout = sc.failures.sensor_dropout_p > 0 and self.rng.random() < (
+            sc.failures.sensor_dropout_p
+        )
+        if dropout:
+            st.stats.pose_dropouts += 1
+        else:
+            nx, ny, nt = self.rng.normal(0.0, 1.0, size=3)
+            pose = (
+                robot.x + float(nx) * sensors.pose_noise,
+                robot.y + float(ny) * sensors.pose_noise,
+                _wrap(robot.theta + float(nt) * sensors.heading_noise),
+            )
+            board.write("pose", pose, ttl=sensors.pose_ttl, source=WORLD)
+        board.write("velocity", (robot.v, robot.w), ttl=sensors.velocity_ttl, source=WORLD)
+        board.write("battery", robot.battery_wh / sc.robot.battery_wh, ttl=sensors.battery_ttl,
+                    source=WORLD)
+        board.write("cargo", robot.cargo, source=WORLD)
+        self._sense_obstacles(cabin_map, now)
+        self._dispatch(board, now)
+
+    def _sense_obstacles(self, cabin_map: CabinMap, now: float) -> None:
+        st, sensors = self.state, self.scenario.sensors
+        seen: list[str] = []
+        for spec, ob in zip(self.scenario.moving_obstacles, st.obstacles, strict=True):
+            feature_id = f"obstacle:{ob.id}"
+            if math.hypot(ob.x - st.robot.x, ob.y - st.robot.y) > sensors.obstacle_range:
+                if feature_id in st.obstacles_on_map:
+                    cabin_map.discard(feature_id)
+                continue
+            seen.append(feature_id)
+            cabin_map.add(Feature(
+                feature_id, Point(ob.x, ob.y).buffer(spec.radius), "obstacle",
+                frozenset({"moving", spec.kind}),
+                {"id": ob.id, "kind": spec.kind, "radius": spec.radius, "vx": ob.vx,
+                 "vy": ob.vy, "stamp": now, "ttl": sensors.obstacle_ttl},
+            ), replace=True)
+        st.obstacles_on_map = seen
+
+    def _dispatch(self, board: StateBoard, now: float) -> None:
+        for task, ts in zip(self.scenario.tasks, self.state.tasks, strict=True):
+            key = f"goal:deliver:{task.id}"
+            if ts.delivered_at is not None:
+                if ts.goal_posted and not ts.goal_removed:
+                    board.delete(key)
+                    ts.goal_removed = True
+            elif not ts.goal_posted and now + _EPS >= task.release:
+                pickup, drop = self.scenario.dock(task.pickup), self.scenario.dock(task.drop)
+                board.write(key, {
+                    "task": task.id, "pickup": task.pickup, "drop": task.drop,
+                    "pickup_xy": (pickup.x, pickup.y), "drop_xy": (drop.x, drop.y),
+                    "released": task.release,
+                }, source=DISPATCHER)
+                ts.goal_posted = True
+
+    # -- apply ----------------------------------------------------------------
+
+    def apply(self, commands: Iterable[CommandLike], now: float, dt: float) -> None:
+        """Carry out the commands of the tick at ``now`` and advance the world by ``dt``.
+
+        Actions are judged on the state the cabins saw (before this tick's motion).
+        ``stop`` overrides any ``drive``; with no drive the robot brakes to a halt.
+        """
+        if not (math.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
+        st = self.state
+        drive: tuple[float, float] | None = None
+        stop = False
+        st.charging = None
+        for command in commands:
+            parsed = self._parse(command, now)
+            if parsed is None:
+                continue
+            name, args = parsed
+            if name == "drive":
+                drive = (float(args["v"]), float(args["w"]))
+            elif name == "stop":
+                stop = True
+            else:
+                self._act(name, args, now, dt)
+        self._move(drive, stop, dt)
+        self._walk_obstacles(dt)
+        self._check(now + dt)
+        st.time = now + dt
+        st.ticks += 1
+
+    def _parse(self, command: CommandLike, now: float) -> tuple[str, Mapping[str, Any]] | None:
+        args: object
+        if isinstance(command, Command):
+            cabin, name, args = command.cabin, command.name, command.args
+        else:
+            try:
+                cabin, name, args = command
+            except (TypeError, ValueError):
+                self._reject(now, f"not a (cabin, name, args) command: {command!r}")
+                return None
+        if not isinstance(args, Mapping):
+            self._reject(now, f"{cabin}: {name!r} args must be a mapping, got {args!r}")
+            return None
+        if name == "drive":
+            for arg in ("v", "w"):
+                value = args.get(arg)
+                if not _is_number(value):
+                    self._reject(now, f"{cabin}: drive {arg} must be a finite number, "
+                                      f"got {value!r}")
+                    return None
+        elif name not in ("stop", "pick", "drop", "charge"):
+            self._reject(now, f"{cabin}: unknown command {name!r} (known: drive, stop, "
+                              "pick, drop, charge)")
+            return None
+        return name, args
+
+    def _reject(self, now: float, detail: str) -> None:
+        self.state.stats.commands_rejected += 1
+        self.state.incidents.append(Incident(now, "command_rejected", detail))
+
+    def _act(self, name: str, args: Mapping[str, Any], now: float, dt: float) -> None:
+        if name == "charge":
+            charger = args.get("charger")
+            reason = self._charge_refusal(charger)
+            if reason == "ok":
+                self.state.charging = str(charger)
+            charger_id = charger if isinstance(charger, str) else None
+            self._outcome("charge", None, reason, now, charger=charger_id)
+            return
+        task = args.get("task")
+        reason = self._pick_refusal(task) if name == "pick" else self._drop_refusal(task)
+        task_id = task if isinstance(task, str) else None
+        if reason != "ok":
+            self._outcome(name, task_id, reason, now)
+            return
+        assert task_id is not None
+        stats, failures = self.state.stats, self.scenario.failures
+        fail_p = failures.pick_fail_p if name == "pick" else failures.drop_fail_p
+        if self.rng.random() < fail_p:
+            if name == "pick":
+                stats.picks_failed += 1
+            else:
+                stats.drops_failed += 1
+            self.state.incidents.append(Incident(now, f"{name}_failed", task_id))
+            self._outcome(name, task_id, "failed", now)
+            return
+        ts = self._task_state(task_id)
+        if name == "pick":
+            self.state.robot.cargo = task_id
+            ts.picked_at = now
+        else:
+            self.state.robot.cargo = None
+            ts.delivered_at = now
+            self.state.incidents.append(Incident(now, "delivered", task_id))
+        self._outcome(name, task_id, "ok", now)
+
+    def _outcome(self, action: str, task: str | None, reason: str, now: float,
+                 *, charger: str | None = None) -> None:
+        st = self.state
+        st.action_seq += 1
+        if reason not in ("ok", "failed"):
+            st.stats.actions_refused += 1
+        st.pending.append(ActionOutcome(st.action_seq, action, task, reason == "ok", reason,
+                                        now, charger))
+
+    def _task_state(self, task_id: str) -> TaskState:
+        return next(ts for ts in self.state.tasks if ts.id == task_id)
+
+    def _pick_refusal(self, task: object) -> str:
+        """Why a pick of ``task`` cannot happen now, or "ok"."""
+        robot = self.state.robot
+        if not isinstance(task, str):
+            return "bad_command"
+        found = [t for t in self.scenario.tasks if t.id == task]
+        if not found:
+            return "unknown_task"
+        ts = self._task_state(task)
+        if not ts.goal_posted:
+            return "not_released"
+        if ts.delivered_at is not None:
+            return "already_delivered"
+        if robot.cargo is not None:
+            return "already_carrying" if robot.cargo == task else "has_cargo"
+        return self._placement(self.scenario.dock(found[0].pickup), "not_at_dock")
+
+    def _drop_refusal(self, task: object) -> str:
+        """Why a drop of ``task`` cannot happen now, or "ok"."""
+        robot = self.state.robot
+        if not isinstance(task, str):
+            return "bad_command"
+        found = [t for t in self.scenario.tasks if t.id == task]
+        if not found:
+            return "unknown_task"
+        if robot.cargo is None:
+            return "no_cargo"
+        if robot.cargo != task:
+            return "wrong_cargo"
+        return self._placement(self.scenario.dock(found[0].drop), "not_at_dock")
+
+    def _charge_refusal(self, charger: object) -> str:
+        if not isinstance(charger, str):
+            return "bad_command"
+        found = [c for c in self.scenario.chargers if c.id == charger]
+        if not found:
+            return "unknown_charger"
+        return self._placement(found[0], "not_at_charger")
+
+    def _placement(self, spot: Any, far_reason: str) -> str:
+        """The acceptance predicate: near enough to ``spot`` and nearly stopped."""
+        robot, acceptance = self.state.robot, self.scenario.acceptance
+        if math.hypot(robot.x - spot.x, robot.y - spot.y) > acceptance.dock_tolerance:
+            return far_reason
+        if abs(robot.v) > acceptance.max_speed:
+            return "moving"
+        return "ok"
+
+    def _move(self, drive: tuple[float, float] | None, stop: bool, dt: float) -> None:
+        robot, spec, st = self.state.robot, self.scenario.robot, self.state
+        if stop:
+            v = w = 0.0
+        elif robot.battery_wh <= 0:
+            v = w = 0.0
+            if drive is not None and drive != (0.0, 0.0):
+                st.stats.depleted_ticks += 1
+        else:
+            target_v, target_w = drive if drive is not None else (0.0, 0.0)
+            target_v = _clamp(target_v, spec.max_speed)
+            w = _clamp(target_w, spec.max_turn_rate)
+            v = robot.v + _clamp(target_v - robot.v, spec.max_accel * dt)
+        theta = robot.theta
+        if abs(w) < _EPS:
+            robot.x += v * dt * math.cos(theta)
+            robot.y += v * dt * math.sin(theta)
+        else:
+            robot.x += v / w * (math.sin(theta + w * dt) - math.sin(theta))
+            robot.y -= v / w * (math.cos(theta + w * dt) - math.cos(theta))
+        robot.theta = _wrap(theta + w * dt)
+        robot.v, robot.w = v, w
+        travelled = abs(v) * dt
+        robot.distance += travelled
+        drain = spec.drain_wh_per_m * travelled + spec.drain_wh_per_s * dt
+        gain = spec.charge_wh_per_s * dt if st.charging is not None else 0.0
+        before = robot.battery_wh
+        robot.battery_wh = min(spec.battery_wh, max(0.0, before - drain + gain))
+        if before > 0 and robot.battery_wh <= 0:
+            st.stats.battery_depleted = True
+            st.incidents.append(Incident(st.time + dt, "battery_depleted", "battery at 0"))
+
+    def _walk_obstacles(self, dt: float) -> None:
+        robot = self.state.robot
+        for spec, ob in zip(self.scenario.moving_obstacles, self.state.obstacles, strict=True):
+            x, y, target = _walk(spec, ob.x, ob.y, ob.target, spec.speed * dt)
+            clearance = self.scenario.robot.radius + spec.radius + YIELD_MARGIN
+            gap_next = math.hypot(x - robot.x, y - robot.y)
+            if gap_next < clearance and gap_next < math.hypot(ob.x - robot.x, ob.y - robot.y):
+                ob.vx = ob.vy = 0.0
+                ob.yielding = True
+                continue
+            ob.vx, ob.vy = (x - ob.x) / dt, (y - ob.y) / dt
+            ob.x, ob.y, ob.target = x, y, target
+            ob.yielding = False
+
+    def _check(self, at: float) -> None:
+        st, sc, geo = self.state, self.scenario, self._geo
+        robot, r = st.robot, sc.robot.radius
+        contacts = {f"shelf:{i}" for i in geo.near(geo.shelves, geo.shelf_ids, robot.x, robot.y, r)}
+        for spec, ob in zip(sc.moving_obstacles, st.obstacles, strict=True):
+            if math.hypot(ob.x - robot.x, ob.y - robot.y) < r + spec.radius:
+                contacts.add(f"obstacle:{ob.id}")
+        minx, miny, maxx, maxy = sc.floor.bounds
+        if not (minx + r <= robot.x <= maxx - r and miny + r <= robot.y <= maxy - r):
+            contacts.add("wall")
+        for new in sorted(contacts.difference(st.contacts)):
+            st.stats.collisions += 1
+            st.incidents.append(Incident(at, "collision", f"{new} at {_at(robot)}"))
+        st.stats.collision_ticks += bool(contacts)
+        st.contacts = sorted(contacts)
+
+        zones = geo.near(geo.forbidden, geo.forbidden_ids, robot.x, robot.y, r)
+        for new in sorted(set(zones).difference(st.zones_entered)):
+            st.stats.safety_violations += 1
+            st.incidents.append(Incident(at, "safety_violation", f"zone:{new} at {_at(robot)}"))
+        st.stats.safety_violation_ticks += bool(zones)
+        st.zones_entered = sorted(zones)
+
+        limit = geo.speed_limit(robot.x, robot.y)
+        speeding = limit is not None and abs(robot.v) > limit + _EPS
+        if speeding and not st.speeding:
+            st.stats.speed_violations += 1
+            st.incidents.append(Incident(at, "speed_violation",
+                                         f"{abs(robot.v):.2f} m/s > {limit:g} m/s at {_at(robot)}"))
+        st.stats.speed_violation_ticks += speeding
+        st.speeding = speeding
+
+    # -- results --------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """What happened so far, as plain JSON-able values."""
+        st, sc = self.state, self.scenario
+        times = {
+            task.id: ts.delivered_at - task.release
+            for task, ts in zip(sc.tasks, st.tasks, strict=True)
+            if ts.delivered_at is not None
+        }
+        stats = dataclasses.asdict(st.stats)
+        return {
+            "scenario": sc.name,
+            "time": st.time,
+            "ticks": st.ticks,
+            "deliveries_done": len(times),
+            "deliveries_assigned": sum(ts.goal_posted for ts in st.tasks),
+            "tasks_total": len(sc.tasks),
+            "delivery_times": times,
+            "mean_delivery_time": sum(times.values()) / len(times) if times else None,
+            **stats,
+            "battery_end": st.robot.battery_wh / sc.robot.battery_wh,
+            "distance": st.robot.distance,
+        }
+
+    def state_digest(self) -> str:
+        """sha256 of a canonical serialisation of the world state and the rng state."""
+        payload = {
+            "state": dataclasses.asdict(self.state),
+            "rng": self.rng.bit_generator.state,
+        }
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _walk(
+    spec: MovingObstacle, x: float, y: float, target: int, step: float
+) -> tuple[float, float, int]:
+    """Move ``step`` metres along the closed waypoint loop towards waypoint ``target``."""
+    points = spec.waypoints
+    while step > 0:
+        tx, ty = points[target]
+        gap = math.hypot(tx - x, ty - y)
+        if gap <= step:
+            x, y, step = tx, ty, step - gap
+            target = (target + 1) % len(points)
+        else:
+            x += (tx - x) * step / gap
+            y += (ty - y) * step / gap
+            step = 0.0
+    return x, y, target
+
+
+def _is_number(value: object) -> bool:
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(value)
+    )
+
+
+def _clamp(value: float, limit: float) -> float:
+    return max(-limit, min(limit, value))
+
+
+def _wrap(angle: float) -> float:
+    """``angle`` in [-pi, pi)."""
+    return (angle + math.pi) % (2 * math.pi) - math.pi
+
+
+def _at(robot: RobotState) -> str:
+    return f"({robot.x:.2f}, {robot.y:.2f})"
