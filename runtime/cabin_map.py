@@ -196,7 +196,10 @@ def _as_route(route: RouteLike) -> LineString | Point:
 
 
 def _check_distance(value: float, *, what: str) -> float:
-    distance = float(value)
+    try:
+        distance = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be a number, got {value!r}") from exc
     if math.isnan(distance) or distance < 0:
         raise ValueError(f"{what} must be a non-negative number, got {value!r}")
     return distance
@@ -206,6 +209,19 @@ def _slack(geometry: BaseGeometry, distance: float) -> float:
     """Float headroom so the index never drops a feature the exact distance keeps."""
     extent = float(np.max(np.abs(shapely.bounds(geometry))))
     return 1e-9 * (1.0 + distance + extent)
+
+
+def _reach_boxes(line: LineString, reach: float) -> npt.NDArray[np.object_]:
+    """Boxes covering everything within ``reach`` of ``line``, cut short so each stays small.
+
+    A long diagonal route's own bounding box would cover the whole map.
+    """
+    length = max(2.0 * reach, line.length / 1024.0)
+    coords = shapely.get_coordinates(shapely.segmentize(line, length) if length > 0 else line)
+    lo = np.minimum(coords[:-1], coords[1:]) - reach
+    hi = np.maximum(coords[:-1], coords[1:]) + reach
+    boxes: npt.NDArray[np.object_] = shapely.box(lo[:, 0], lo[:, 1], hi[:, 0], hi[:, 1])
+    return boxes
 
 
 class _Filter:
@@ -385,9 +401,11 @@ class CabinMap:
                     found_distances.append(float(distances[i]))
 
         if self._tree is not None:
-            hits = self._tree.query(
-                geometry, predicate="dwithin", distance=distance + _slack(geometry, distance)
-            )
+            reach = distance + _slack(geometry, distance)
+            if isinstance(geometry, LineString) and math.isfinite(distance):
+                hits = np.unique(self._tree.query(_reach_boxes(geometry, reach))[1])
+            else:
+                hits = self._tree.query(geometry, predicate="dwithin", distance=reach)
             hits = hits[self._base_alive[hits]]
             collect([self._base[i] for i in hits.tolist()], self._base_geoms[hits])
         if self._overflow:

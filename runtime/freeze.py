@@ -58,7 +58,7 @@ class FrozenDict(Mapping[K, V]):
         return f"FrozenDict({self._data!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenDict, (self._data,))
+        return (freeze, (self._data,))  # unpickled arrays come back writable: freeze again
 
 
 def freeze(value: Any, *, key: str = "") -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -130,3 +131,21 @@ def test_two_boards_share_nothing() -> None:
     a, b = StateBoard(clock=SimClock()), StateBoard(clock=SimClock())
     a.write("k", 1)
     assert b.read("k") is None and b.seq == 0
+
+
+def test_frozen_values_stay_frozen_through_pickle() -> None:
+    import pickle
+
+    value: Any = freeze_value({"grid": np.ones(2), "nested": {"a": [1]}})
+    back = pickle.loads(pickle.dumps(value))
+    assert back["nested"] == {"a": (1,)}
+    assert np.array_equal(back["grid"], np.ones(2))
+    assert not back["grid"].flags.writeable
+    with pytest.raises(TypeError):
+        back["nested"]["a"] = 2
+
+
+def freeze_value(value: object) -> object:
+    from runtime import freeze
+
+    return freeze(value)
