@@ -1,0 +1,832 @@
+"""The planner cabin: the goal stack, the plan DAG of the active delivery and its route.
+
+Each tick the planner reads its view and, through its outbox only:
+
+- keeps a stack of the ``goal:deliver:*`` goals (oldest released first) and works on
+  one at a time; a goal that leaves the board was delivered;
+- plans the active task as a chain of steps (go to the pick-up dock, pick, go to the
+  drop dock, drop), with go-to-charger and charge first when the battery is low;
+- follows the executor's ``action_done``/``action_failed`` reports to mark steps done
+  or failed, and re-plans (keeping done steps, with a ``replan`` event) when a step
+  failed, when an obstacle enters the route corridor ahead, when the same action
+  failed twice in a row without progress, or when a step runs too long;
+- routes the robot to the current go-to step's target with ``cabins.routing``,
+  keeping the robot radius clear of shelves and never crossing a forbidden zone;
+- writes ``plan`` and ``route`` to the board when they change.
+
+Missing items (``view.missing``, reason other than "absent"; one reaction per episode
+of missingness, on the tick the item goes missing):
+
+- ``constraint:*``: ``alarm:constraint_check`` and an ``alarm`` event; the zones last
+  seen are routed around as if blocked, and with none ever seen it holds;
+- ``safety:*`` and ``pose``: ``hold:no_plan``: no new route (the route is cleared), the
+  plan is kept; a missing pose of any reason holds;
+- ``goal:*``: ``idle:no_goal``: the route is cleared, the plan and the goal stack kept.
+
+Static geometry seen once (shelves, forbidden and speed zones) is remembered, so an
+item evicted from working memory is still avoided.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import shapely
+import structlog
+from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry.base import BaseGeometry
+
+from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
+from runtime.cabin import Outbox
+from runtime.cabin_map import Feature
+from runtime.pack import CabinView
+from runtime.plan import (
+    Plan,
+    PlanError,
+    PlanStep,
+    RepeatWatch,
+    ReplanTrigger,
+    failed_step,
+    overdue_step,
+)
+from runtime.spec import ContextSpec
+
+__all__ = ["REACTIONS", "Goal", "Planner"]
+
+_log = structlog.get_logger(__name__)
+
+REACTIONS: Final[Mapping[str, str]] = {
+    "goal:*": "idle:no_goal",
+    "pose": "hold:no_plan",
+    "constraint:*": "alarm:constraint_check",
+    "safety:*": "hold:no_plan",
+}
+"""Required pattern -> the reaction the planner reports when it goes missing (not absent)."""
+
+DEFAULT_RADIUS: Final = 0.35
+DEFAULT_LOW_BATTERY: Final = 0.25
+_AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
+_EMPTY_ROUTE: Route = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """One delivery goal as the dispatcher posted it."""
+
+    task: str
+    pickup: str
+    drop: str
+    pickup_xy: Point2
+    drop_xy: Point2
+    released: float
+
+    @classmethod
+    def parse(cls, value: Any, docks: Mapping[str, Any]) -> Goal | None:
+        """The goal in a ``goal:deliver:*`` value, or None if it is malformed."""
+        if not isinstance(value, Mapping):
+            return None
+        task, pickup, drop = value.get("task"), value.get("pickup"), value.get("drop")
+        if not (isinstance(task, str) and isinstance(pickup, str) and isinstance(drop, str)):
+            return None
+        pickup_xy = _xy(value.get("pickup_xy")) or _xy(docks.get(pickup))
+        drop_xy = _xy(value.get("drop_xy")) or _xy(docks.get(drop))
+        released = _number(value.get("released"))
+        if pickup_xy is None or drop_xy is None:
+            return None
+        return cls(task, pickup, drop, pickup_xy, drop_xy,
+                   0.0 if released is None else released)
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What this tick's view says, read once."""
+
+    pose: Point2 | None
+    battery: float | None
+    cargo_known: bool
+    cargo: str | None
+    low_battery: float
+    obstacles: tuple[Feature, ...]
+    missing: dict[str, str]  # required pattern -> reason, only reasons other than "absent"
+
+
+class Planner:
+    """Plans deliveries and routes; see the module docstring for what it does each tick."""
+
+    def __init__(
+        self,
+        spec: ContextSpec,
+        *,
+        replan_after_ticks: int = 1200,
+        charge_timeout_ticks: int = 6000,
+        low_battery: float | None = None,
+        charge_until: float = 0.9,
+        resolution: float = 0.25,
+        clearance: float = 0.25,
+        obstacle_replan_interval: float = 1.0,
+        obstacle_moved: float = 0.5,
+        route_retry_interval: float = 1.0,
+        goal_clear_ticks: int = 40,
+        stall_ticks: int = 200,
+        progress_step: float = 0.25,
+    ) -> None:
+        for name, count in (("replan_after_ticks", replan_after_ticks),
+                            ("charge_timeout_ticks", charge_timeout_ticks),
+                            ("goal_clear_ticks", goal_clear_ticks),
+                            ("stall_ticks", stall_ticks)):
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {count!r}")
+        if low_battery is not None and not 0.0 <= low_battery < 1.0:
+            raise ValueError(f"low_battery must be in [0, 1), got {low_battery!r}")
+        if not 0.0 < charge_until <= 1.0:
+            raise ValueError(f"charge_until must be in (0, 1], got {charge_until!r}")
+        if low_battery is not None and charge_until <= low_battery:
+            raise ValueError(f"charge_until ({charge_until!r}) must be above low_battery "
+                             f"({low_battery!r})")
+        for name, value in (("resolution", resolution),
+                            ("obstacle_replan_interval", obstacle_replan_interval),
+                            ("obstacle_moved", obstacle_moved),
+                            ("progress_step", progress_step),
+                            ("route_retry_interval", route_retry_interval)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not (math.isfinite(clearance) and clearance >= 0):
+            raise ValueError(f"clearance must be a number >= 0, got {clearance!r}")
+        self.spec = spec
+        self.replan_after_ticks = replan_after_ticks
+        self.charge_timeout_ticks = charge_timeout_ticks
+        self.low_battery = low_battery
+        self.charge_until = charge_until
+        self.resolution = resolution
+        self.clearance = clearance
+        self.obstacle_replan_interval = obstacle_replan_interval
+        self.obstacle_moved = obstacle_moved
+        self.route_retry_interval = route_retry_interval
+        self.goal_clear_ticks = goal_clear_ticks
+        self.stall_ticks = stall_ticks
+        self.progress_step = progress_step
+
+        # goals and the active task
+        self._goals: dict[str, Goal] = {}
+        self._task: str | None = None
+        self._plan: Plan | None = None
+        self._burned: set[str] = set()  # step ids of this task that ever ran
+        self._tasks_done = 0
+        self._busy = False  # worked on a task since the last plan_done
+        self._done_since: int | None = None  # tick the active plan became done
+        # executor reports
+        self._seen_events: dict[int, float] = {}
+        self._progress = 0  # steps done, across revisions and tasks
+        self._repeat = RepeatWatch(repeats=2)
+        self._trigger: ReplanTrigger | None = None
+        # geometry remembered from every view, and the route planner built from it
+        self._shelves: dict[str, BaseGeometry] = {}
+        self._forbidden: dict[str, BaseGeometry] = {}
+        self._constraints: dict[str, BaseGeometry] = {}
+        self._sources: dict[str, Any] = {}  # item key -> the value its geometry came from
+        self._goal_items: dict[str, tuple[Any, Goal | None]] = {}  # key -> (value, parsed)
+        self._layout_version = 0
+        self._bounds: tuple[float, float, float, float] | None = None
+        self._radius = DEFAULT_RADIUS
+        self._router: RoutePlanner | None = None
+        self._router_key: tuple[Any, ...] | None = None
+        # what was written, and why
+        self._episodes: dict[str, str] = {}
+        self._route: Route | None = None
+        self._route_line: BaseGeometry | None = None
+        self._route_key: tuple[Any, ...] | None = None
+        self._route_failed_at: float | None = None
+        self._last_obstacle_replan = -math.inf
+        self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
+        self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
+        self._written_plan: Plan | None = None
+        self._plan_written = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def plan(self) -> Plan | None:
+        """The plan of the active task (None when idle)."""
+        return self._plan
+
+    @property
+    def task(self) -> str | None:
+        """The active task, or None."""
+        return self._task
+
+    # -- the tick -----------------------------------------------------------------------
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        seen = self._read(view)
+        self._react_to_missing(seen, out)
+        self._learn_geometry(view)
+        goals_visible = "goal:*" not in seen.missing
+        if goals_visible:
+            self._update_goals(view)
+        self._read_events(view, seen)
+
+        hold = self._hold_reason(seen)
+        if goals_visible:
+            self._choose_task(view, seen, out)
+        if self._plan is not None and hold is None:
+            self._advance(view, seen, out)
+
+        route = self._desired_route(view, seen, hold, out)
+        self._publish(route, out)
+
+    # -- reading the view ---------------------------------------------------------------
+
+    def _read(self, view: CabinView) -> _Seen:
+        pose = _xy(view.get("pose")) if "pose" not in view.missing else None
+        battery = _number(view.get("battery"))
+        low = self.low_battery
+        if low is None:
+            low = _number(view.get("battery:low"))
+            low = DEFAULT_LOW_BATTERY if low is None or not 0 <= low < 1 else low
+        obstacles = tuple(f for f in view.nearby_map if f.kind == "obstacle")
+        extra = tuple(f for f in view.corridor_map
+                      if f.kind == "obstacle" and f not in obstacles)
+        missing = {p: str(r) for p, r in view.missing.items() if r != "absent"}
+        cargo = view.get("cargo")
+        return _Seen(
+            pose=pose,
+            battery=battery,
+            cargo_known="cargo" in view,
+            cargo=cargo if isinstance(cargo, str) else None,
+            low_battery=low,
+            obstacles=obstacles + extra,
+            missing=missing,
+        )
+
+    def _react_to_missing(self, seen: _Seen, out: Outbox) -> None:
+        for pattern, reaction in REACTIONS.items():
+            reason = seen.missing.get(pattern)
+            if reason is None:
+                self._episodes.pop(pattern, None)
+                continue
+            if pattern in self._episodes:
+                continue
+            self._episodes[pattern] = reason
+            out.react(pattern, reaction, reason=reason)
+            if pattern == "constraint:*":
+                out.emit("alarm", {"kind": "constraint_check", "level": "alarm",
+                                   "pattern": pattern, "reason": reason,
+                                   "known_zones": len(self._constraints)}, tags=("alarm",))
+
+    def _learn_geometry(self, view: CabinView) -> None:
+        changed = False
+        for feature in view.nearby_map:
+            if feature.kind == "shelf":
+                changed |= self._remember(self._shelves, f"map:{feature.id}", feature,
+                                          feature.geometry)
+            elif feature.kind == "forbidden":
+                changed |= self._remember(self._forbidden, f"map:{feature.id}", feature,
+                                          feature.geometry)
+            elif feature.kind == "speed_zone":
+                self._remember(self._constraints, f"map:{feature.id}", feature,
+                               feature.geometry)
+        for key in view:
+            if key.startswith("safety:forbidden:"):
+                value = view[key]
+                if self._sources.get(key) is not value:
+                    shape = _polygon(value)
+                    if shape is not None:
+                        changed |= self._remember(self._forbidden, key, value, shape)
+            elif key.startswith("constraint:"):
+                value = view[key]
+                if self._sources.get(key) is not value:
+                    shape = _polygon(value)
+                    if shape is not None:
+                        self._remember(self._constraints, key, value, shape)
+        bounds = view.get("world:bounds")
+        if bounds is not None and bounds is not self._sources.get("world:bounds"):
+            parsed = _bounds(bounds)
+            if parsed is not None:
+                self._sources["world:bounds"] = bounds
+                if parsed != self._bounds:
+                    self._bounds = parsed
+                    changed = True
+        radius = _radius(view)
+        if radius is not None and radius != self._radius:
+            self._radius = radius
+            changed = True
+        if changed:
+            self._layout_version += 1
+
+    def _remember(self, store: dict[str, BaseGeometry], key: str, source: Any,
+                  shape: BaseGeometry) -> bool:
+        """Keep ``shape`` under ``key``; True when that changed what is known."""
+        if self._sources.get(key) is source:
+            return False
+        self._sources[key] = source
+        known = store.get(key)
+        if known is not None and shapely.equals_exact(known, shape, tolerance=0.0):
+            return False
+        store[key] = shape
+        return True
+
+    def _update_goals(self, view: CabinView) -> None:
+        docks = view.get("docks")
+        docks = docks if isinstance(docks, Mapping) else {}
+        parsed: dict[str, tuple[Any, Goal | None]] = {}
+        for key in view:
+            if not key.startswith("goal:"):
+                continue
+            value = view[key]
+            known = self._goal_items.get(key)
+            if known is not None and known[0] is value:
+                parsed[key] = known
+                continue
+            goal = Goal.parse(value, docks) if key.startswith("goal:deliver:") else None
+            if goal is None:
+                _log.warning("planner.goal_ignored", key=key, value=value)
+            parsed[key] = (value, goal)
+        if parsed.keys() != self._goal_items.keys() or any(
+                parsed[k] is not self._goal_items[k] for k in parsed):
+            self._goals = {g.task: g for _, g in parsed.values() if g is not None}
+        self._goal_items = parsed
+
+    def _read_events(self, view: CabinView, seen: _Seen) -> None:
+        horizon = view.time - 2 * max(self.spec.event_window, 1.0)
+        if self._seen_events:
+            self._seen_events = {s: t for s, t in self._seen_events.items() if t >= horizon}
+        for event in view.recent_events:
+            if event.seq in self._seen_events:
+                continue
+            self._seen_events[event.seq] = event.stamp
+            if self._plan is not None and isinstance(event.data, Mapping):
+                self._on_report(event.kind, event.data, seen)
+
+    def _on_report(self, kind: str, data: Mapping[str, Any], seen: _Seen) -> None:
+        plan = self._plan
+        step_id = data.get("step")
+        if plan is None or not isinstance(step_id, str) or step_id not in plan:
+            return
+        step = plan.step(step_id)
+        task = data.get("task")
+        if step.status != "running" or (task is not None and task != step.data.get("task")):
+            return
+        if kind == "action_done":
+            if step.action == "charge" and seen.battery is not None \
+                    and seen.battery < self.charge_until:
+                return  # charging goes on until the level is reached
+            self._plan = plan.with_status(step_id, "done")
+            self._progress += 1
+            return
+        attempt = data.get("attempt")
+        attempts = max(step.attempts, attempt if isinstance(attempt, int) else step.attempts)
+        if data.get("final"):
+            self._plan = plan.with_status(step_id, "failed", attempts=attempts)
+            return
+        self._plan = plan.with_status(step_id, "running", attempts=attempts)
+        signature = (step.action, step.target, str(data.get("reason")))
+        if self._repeat.observe(signature, self._progress):
+            self._trigger = ReplanTrigger("no_progress", step_id, signature[2])
+
+    # -- goals and plans ----------------------------------------------------------------
+
+    def _choose_task(self, view: CabinView, seen: _Seen, out: Outbox) -> None:
+        if self._task is not None and self._task not in self._goals:
+            self._finish_task()
+        if self._task is None and self._goals:
+            goal = min(self._goals.values(), key=lambda g: (g.released, g.task))
+            self._start_task(goal, view, seen, out)
+        elif self._task is None and self._busy:
+            self._busy = False
+            out.emit("plan_done", {"tasks_done": self._tasks_done}, tags=("plan",))
+
+    def _finish_task(self) -> None:
+        self._tasks_done += 1
+        self._task = None
+        self._plan = None
+        self._burned = set()
+        self._trigger = None
+        self._done_since = None
+        self._repeat.reset()
+
+    def _start_task(self, goal: Goal, view: CabinView, seen: _Seen, out: Outbox) -> None:
+        self._task = goal.task
+        self._busy = True
+        self._burned = set()
+        self._done_since = None
+        self._repeat.reset()
+        plan = Plan(self._chain((), self._needed_steps(goal, view, seen, ())))
+        self._plan = plan
+        out.emit("task_started", {"task": goal.task, "revision": plan.revision,
+                                  "steps": plan.ids}, tags=("plan",))
+
+    def _needed_steps(self, goal: Goal, view: CabinView, seen: _Seen,
+                      kept: tuple[PlanStep, ...]) -> list[PlanStep]:
+        """The steps still to do for ``goal``, given the cargo, battery and ``kept`` steps."""
+        if seen.cargo_known:
+            carrying = seen.cargo == goal.task
+        else:
+            picked = any(s.action == "pick" and s.status == "done" for s in kept)
+            carrying = picked and not any(s.action == "drop" and s.status == "done" for s in kept)
+        taken = {s.id for s in kept} | self._burned
+        steps: list[PlanStep] = []
+        if self._needs_charge(seen):
+            steps.extend(self._charge_steps(goal.task, view, seen, taken))
+        if not carrying:
+            steps.append(self._new_step(taken, goal.task, "go_pickup", "go_to", goal.pickup,
+                                        goal.pickup_xy, f"go to the pick-up dock {goal.pickup}"))
+            steps.append(self._new_step(taken, goal.task, "pick", "pick", goal.pickup,
+                                        goal.pickup_xy, f"pick {goal.task} at {goal.pickup}"))
+        steps.append(self._new_step(taken, goal.task, "go_drop", "go_to", goal.drop,
+                                    goal.drop_xy, f"go to the drop dock {goal.drop}"))
+        steps.append(self._new_step(taken, goal.task, "drop", "drop", goal.drop, goal.drop_xy,
+                                    f"drop {goal.task} at {goal.drop}"))
+        return steps
+
+    def _needs_charge(self, seen: _Seen) -> bool:
+        return seen.battery is not None and seen.battery < seen.low_battery
+
+    def _charge_steps(self, task: str, view: CabinView, seen: _Seen,
+                      taken: set[str]) -> list[PlanStep]:
+        chargers = view.get("chargers")
+        places = {str(k): xy for k, v in (chargers.items() if isinstance(chargers, Mapping)
+                                           else ()) if (xy := _xy(v)) is not None}
+        if not places:
+            _log.warning("planner.no_charger", battery=seen.battery)
+            return []
+        here = seen.pose or (0.0, 0.0)
+        charger = min(places, key=lambda c: (math.dist(here, places[c]), c))
+        xy = places[charger]
+        return [
+            self._new_step(taken, task, "go_charger", "go_to", charger, xy,
+                           f"go to the charger {charger}"),
+            self._new_step(taken, task, "charge", "charge", charger, xy,
+                           f"charge at {charger} to {self.charge_until:g}",
+                           until=self.charge_until),
+        ]
+
+    @staticmethod
+    def _new_step(taken: set[str], task: str, base: str, action: str, target: str,
+                  xy: Point2, description: str, **extra: Any) -> PlanStep:
+        step_id = f"{task}:{base}"
+        n = 0
+        while step_id in taken:
+            n += 1
+            step_id = f"{task}:{base}.{n}"
+        taken.add(step_id)
+        return PlanStep(step_id, description, action, target,
+                        data={"task": task, "target_xy": xy, **extra})
+
+    @staticmethod
+    def _chain(kept: tuple[PlanStep, ...], tail: list[PlanStep]) -> tuple[PlanStep, ...]:
+        """``kept`` then ``tail``, each tail step depending on the step before it."""
+        chained: list[PlanStep] = []
+        previous = kept[-1].id if kept else None
+        for step in tail:
+            deps = (previous,) if previous is not None else ()
+            chained.append(step if step.depends_on == deps else
+                           PlanStep(step.id, step.description, step.action, step.target, deps,
+                                    step.status, step.attempts, step.started_at, step.data))
+            previous = step.id
+        return (*kept, *chained)
+
+    def _advance(self, view: CabinView, seen: _Seen, out: Outbox) -> None:
+        """Re-plan if a trigger fired, finish charging, start the next step."""
+        plan = self._plan
+        assert plan is not None
+        limit = self._timeout_for
+        pending = self._trigger
+        self._trigger = None
+        if pending is not None and (pending.step is None or pending.step not in plan
+                                    or plan.step(pending.step).status != "running"):
+            pending = None
+        trigger = (failed_step(plan) or pending or self._stalled(plan, seen, view.tick)
+                   or overdue_step(plan, view.tick, limit=limit))
+        if trigger is not None:
+            self._replan(trigger, view, seen, out)
+            plan = self._plan
+            assert plan is not None
+        current = plan.current
+        if current is not None and current.action == "charge" and seen.battery is not None \
+                and seen.battery >= self.charge_until:
+            plan = plan.with_status(current.id, "done")
+            self._progress += 1
+            current = None
+        if current is None:
+            nxt = plan.next_runnable()
+            # Charging goes in before the robot sets off: an action at the spot it
+            # stands on (a pick, a drop) is done first.
+            chargers = self._charger_ids(view)
+            if nxt is not None and nxt.action == "go_to" and nxt.target not in chargers \
+                    and chargers and self._needs_charge(seen) \
+                    and not self._charging_planned(plan):
+                self._plan = plan
+                self._replan(ReplanTrigger("low_battery", None,
+                                           f"battery {seen.battery:.2f}"), view, seen, out)
+                plan = self._plan
+                nxt = plan.next_runnable()
+            if nxt is not None:
+                self._burned.add(nxt.id)
+                plan = plan.with_status(nxt.id, "running", started_at=float(view.tick))
+        self._plan = plan
+        self._check_delivered(view, seen, out)
+
+    def _stalled(self, plan: Plan, seen: _Seen, tick: int) -> ReplanTrigger | None:
+        """``no_progress`` when a go-to step has not got ``progress_step`` further along its
+        route for ``stall_ticks`` ticks (the robot waits in a stand-off, say)."""
+        current = plan.current
+        line = self._route_line
+        if current is None or current.action != "go_to" or line is None or seen.pose is None:
+            self._stall = None
+            return None
+        along = float(line.project(Point(seen.pose)))
+        mark = (current.id, self._route)
+        if self._stall is None or self._stall[0] != mark \
+                or along >= self._stall[1] + self.progress_step:
+            self._stall = (mark, along, tick)
+            return None
+        if tick - self._stall[2] < self.stall_ticks:
+            return None
+        self._stall = None
+        return ReplanTrigger("no_progress", current.id,
+                             f"{self.stall_ticks} ticks without progress along the route")
+
+    def _timeout_for(self, step: PlanStep) -> float:
+        if step.action == "charge":
+            return float(self.charge_timeout_ticks)
+        return float(self.replan_after_ticks)
+
+    @staticmethod
+    def _charging_planned(plan: Plan) -> bool:
+        return any(s.action == "charge" and s.status in ("pending", "running") for s in plan)
+
+    @staticmethod
+    def _charger_ids(view: CabinView) -> frozenset[str]:
+        chargers = view.get("chargers")
+        return frozenset(map(str, chargers)) if isinstance(chargers, Mapping) else frozenset()
+
+    def _check_delivered(self, view: CabinView, seen: _Seen, out: Outbox) -> None:
+        """A finished plan whose goal stays on the board did not deliver: plan it again."""
+        plan = self._plan
+        if plan is None or not plan.is_done:
+            self._done_since = None
+            return
+        if self._done_since is None:
+            self._done_since = view.tick
+        elif view.tick - self._done_since >= self.goal_clear_ticks:
+            self._done_since = None
+            self._replan(ReplanTrigger("goal_not_cleared"), view, seen, out)
+
+    def _replan(self, trigger: ReplanTrigger, view: CabinView, seen: _Seen,
+                out: Outbox) -> None:
+        """Adjust the plan for ``trigger``: done (and running) steps kept, revision + 1."""
+        plan = self._plan
+        goal = self._goals.get(self._task) if self._task is not None else None
+        if plan is None or goal is None:
+            return
+        step = trigger.step
+        if step is not None and step in plan and plan.step(step).status in ("running",
+                                                                             "pending"):
+            plan = plan.with_status(step, "failed")
+        if trigger.reason == "obstacle_in_corridor":
+            new_steps = plan.steps
+        else:
+            kept = tuple(s for s in plan if s.status in ("done", "running"))
+            if trigger.reason == "low_battery":
+                taken = {s.id for s in plan} | self._burned
+                tail = [*self._charge_steps(goal.task, view, seen, taken),
+                        *(s for s in plan if s.status == "pending")]
+            else:
+                tail = self._needed_steps(goal, view, seen, kept)
+            new_steps = self._chain(kept, tail)
+        try:
+            self._plan = plan.adjust_plan(new_steps)
+        except PlanError:  # a bug in this module; never lose the plan over it
+            _log.exception("planner.replan_refused", reason=trigger.reason)
+            self._plan = plan
+            return
+        self._route_key = None
+        out.emit("replan", {"reason": trigger.reason, "task": goal.task,
+                            "revision": self._plan.revision, "step": trigger.step,
+                            "detail": trigger.detail}, tags=("plan",))
+
+    # -- routes -------------------------------------------------------------------------
+
+    def _hold_reason(self, seen: _Seen) -> str | None:
+        """Why no route may be planned this tick, or None."""
+        if "goal:*" in seen.missing:
+            return "no_goal"
+        if seen.pose is None:
+            return "no_pose"
+        if "safety:*" in seen.missing:
+            return "no_safety"
+        if "constraint:*" in seen.missing and not self._constraints:
+            return "no_constraints"
+        if self._bounds is None:
+            return "no_bounds"
+        return None
+
+    def _desired_route(self, view: CabinView, seen: _Seen, hold: str | None,
+                       out: Outbox) -> Route:
+        plan = self._plan
+        if hold is not None or plan is None or plan.is_done:
+            self._route_key = None
+            return _EMPTY_ROUTE
+        current = plan.current
+        if current is None:
+            return self._route or _EMPTY_ROUTE
+        if current.action in _AT_TARGET:
+            return self._route or _EMPTY_ROUTE
+        assert seen.pose is not None
+        router = self._router_for()
+        blocking = "constraint:*" in seen.missing
+        key = (self._task, current.id, plan.revision, self._router_key, blocking)
+        if key == self._route_key:
+            if self._route_failed_at is not None:
+                if view.time - self._route_failed_at < self.route_retry_interval:
+                    return _EMPTY_ROUTE
+            elif self._obstacle_ahead(seen, view, out):
+                plan = self._plan
+                assert plan is not None
+                key = (self._task, current.id, plan.revision, self._router_key, blocking)
+            else:
+                return self._route or _EMPTY_ROUTE
+        target = _xy(current.data.get("target_xy"))
+        if target is None or router is None:
+            return _EMPTY_ROUTE
+        blocked = [_shrunk(f.geometry, (seen.pose, target), self._reach)
+                   for f in seen.obstacles]
+        if blocking:
+            blocked.extend(self._constraints.values())
+        route = router.plan(seen.pose, target, blocked=[g for g in blocked if g is not None])
+        self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
+        self._route_key = key
+        if route is None:
+            if self._route_failed_at is None:
+                out.emit("alarm", {"kind": "no_route", "level": "warn", "task": self._task,
+                                   "step": current.id, "target": current.target,
+                                   "from": seen.pose}, tags=("alarm",))
+            self._route_failed_at = view.time
+            return _EMPTY_ROUTE
+        self._route_failed_at = None
+        return route
+
+    @property
+    def _reach(self) -> float:
+        return self._radius + self.clearance
+
+    def _router_for(self) -> RoutePlanner | None:
+        """The route planner of the known layout; built again only when the layout changed."""
+        if self._bounds is None:
+            return None
+        key = (self._bounds, self._radius, self._layout_version)
+        if key != self._router_key:
+            try:
+                problem = RoutingProblem(
+                    bounds=self._bounds, obstacles=tuple(self._shelves.values()),
+                    forbidden=tuple(self._forbidden.values()), robot_radius=self._radius,
+                    clearance=self.clearance, resolution=self.resolution)
+            except (TypeError, ValueError):
+                _log.exception("planner.bad_layout", bounds=self._bounds, radius=self._radius)
+                return None
+            self._router = RoutePlanner(problem)
+            self._router_key = key
+        return self._router
+
+    def _obstacle_ahead(self, seen: _Seen, view: CabinView, out: Outbox) -> bool:
+        """Re-plan (rate limited) when an obstacle in the corridor comes near the route ahead.
+
+        Near: within the robot radius plus clearance of the route; ahead: the nearest
+        route point is not behind the robot's projection on the route. An obstacle the
+        route was planned around counts again only once it has moved ``obstacle_moved``.
+        """
+        line = self._route_line
+        pose = seen.pose
+        if line is None or pose is None:
+            return False
+        obstacles = [f for f in view.corridor_map if f.kind == "obstacle"]
+        if not obstacles or view.time - self._last_obstacle_replan \
+                < self.obstacle_replan_interval:
+            return False
+        reach = self._reach
+        along: float | None = None
+        for feature in obstacles:
+            if float(line.distance(feature.geometry)) > reach:
+                continue
+            planned_at = self._planned_obstacles.get(feature.id)
+            if planned_at is not None and planned_at.distance(feature.geometry.centroid) \
+                    < self.obstacle_moved:
+                continue  # the route was planned with it there already
+            if along is None:
+                along = float(line.project(Point(pose)))
+            nearest = shapely.shortest_line(line, feature.geometry)
+            if float(line.project(Point(nearest.coords[0]))) < along - reach:
+                continue  # behind the robot
+            self._last_obstacle_replan = view.time
+            self._replan(ReplanTrigger("obstacle_in_corridor", None, feature.id),
+                         view, seen, out)
+            return True
+        return False
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _publish(self, route: Route, out: Outbox) -> None:
+        if route != self._route:
+            self._route = route
+            self._route_line = LineString(route) if len(route) >= 2 else None
+            out.write("route", route)
+        plan = self._plan
+        if not self._plan_written or (plan is not self._written_plan
+                                      and plan != self._written_plan):
+            out.write("plan", self.board_plan())
+        self._written_plan = plan
+        self._plan_written = True
+
+    def board_plan(self) -> dict[str, Any]:
+        """The ``plan`` board value (see the contract): task, revision, current, steps."""
+        plan = self._plan
+        if plan is None:
+            return {"task": None, "revision": 0, "current": None, "steps": ()}
+        current = plan.current
+        steps = []
+        for s in plan:
+            entry: dict[str, Any] = {
+                "id": s.id, "action": s.action, "target": s.target,
+                "target_xy": s.data.get("target_xy"), "task": s.data.get("task"),
+                "depends_on": s.depends_on, "status": s.status, "attempts": s.attempts,
+                "description": s.description,
+            }
+            if "until" in s.data:
+                entry["until"] = s.data["until"]
+            steps.append(entry)
+        return {"task": self._task, "revision": plan.revision,
+                "current": current.id if current is not None else None, "steps": tuple(steps)}
+
+
+# -- value parsing -------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _xy(value: Any) -> Point2 | None:
+    """(x, y) from a pose-like sequence (x, y, ...), or None."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__getitem__"):
+        return None
+    try:
+        x, y = _number(value[0]), _number(value[1])
+    except (IndexError, KeyError, TypeError):
+        return None
+    return None if x is None or y is None else (x, y)
+
+
+def _polygon(value: Any) -> BaseGeometry | None:
+    points = value.get("polygon") if isinstance(value, Mapping) else None
+    if points is None:
+        return None
+    try:
+        shape = Polygon(points)
+    except (TypeError, ValueError, shapely.errors.GEOSException):
+        return None
+    return shape if shape.is_valid and not shape.is_empty else None
+
+
+def _bounds(value: Any) -> tuple[float, float, float, float] | None:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 4:
+        return None
+    numbers = [_number(v) for v in value]
+    if any(n is None for n in numbers):
+        return None
+    minx, miny, maxx, maxy = (float(n) for n in numbers if n is not None)
+    return (minx, miny, maxx, maxy) if minx < maxx and miny < maxy else None
+
+
+def _radius(view: CabinView) -> float | None:
+    limits = view.get("robot:limits")
+    radius = _number(limits.get("radius")) if isinstance(limits, Mapping) else None
+    if radius is None:
+        radius = _number(view.get("robot:radius"))
+    return radius if radius is not None and radius >= 0 else None
+
+
+def _shrunk(shape: BaseGeometry, keep_free: tuple[Point2, ...], reach: float
+            ) -> BaseGeometry | None:
+    """``shape`` shrunk about its centre so that no point of ``keep_free`` is within ``reach``.
+
+    A moving obstacle right beside the robot (or at its target) must not make every route
+    impossible: the route is planned around what is left, and leads away from it.
+    """
+    size = math.sqrt(shape.area / math.pi) if shape.area > 0 else 0.0
+    centre = shape.centroid
+    limit = size
+    for p in keep_free:
+        limit = min(limit, centre.distance(Point(p)) - reach - 0.05)
+    if limit >= size:
+        return shape
+    if limit <= 0.01:
+        return None
+    return centre.buffer(limit)
