@@ -1,0 +1,800 @@
+"""The executor cabin: carries out the planner's current step on the robot.
+
+Each tick it reads the ``plan`` and ``route`` the planner wrote and does the current
+step:
+
+- ``go_to``: follows ``route`` with pure pursuit, within the robot's limits; it slows
+  for the end of the route, for speed zones (``constraint:speed:*``, looked for a
+  stopping distance ahead along the route), for the final approach to a dock (the
+  retry policy's ``approach_speed_factor``) and for obstacles (people, forklifts) on
+  the route ahead, before which it stops and waits. Within the arrival tolerance of
+  the target it stops and reports ``action_done``.
+- ``pick`` / ``drop``: commands the action once, only when the acceptance predicate
+  holds (near the dock and nearly stopped; otherwise it creeps closer or brakes
+  first), then waits for an ``action:last`` with a newer id to learn the outcome. It
+  reports ``action_done`` or ``action_failed`` and retries under the ``RetryPolicy``
+  in force (``cabins.retry``), with ``final: true`` once the attempts are spent.
+- ``charge``: commands ``charge`` every tick while stopped at the charger until the
+  battery reaches ``charge_until``.
+
+It sends exactly one ``drive`` command every tick (``drive(v=0, w=0)`` to hold). When
+it cannot see where it is, how fast it goes, its plan or its route, it holds; when the
+speed-limit constraints are hidden from it, it caps its speed everywhere; when its
+failure records are hidden, its retries turn conservative. Each of these is reported
+as a reaction once per episode (an episode ends after ``EPISODE_QUIET_TICKS`` ticks
+without the item missing), and they are exactly the ``[on_missing]`` of
+``specs/executor.toml``. The board key ``retry:mode`` shows the policy in force.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import shapely
+import shapely.affinity
+import structlog
+from shapely.geometry import Polygon
+from shapely.geometry.base import BaseGeometry
+
+from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
+from runtime.cabin import Outbox
+from runtime.cabin_map import Feature
+from runtime.pack import CabinView
+from runtime.spec import ContextSpec
+
+__all__ = [
+    "DEFAULT_ACCEPTANCE",
+    "DEFAULT_LIMITS",
+    "EPISODE_QUIET_TICKS",
+    "REACTIONS",
+    "REANNOUNCE_TICKS",
+    "RETRYABLE_REASONS",
+    "Acceptance",
+    "Executor",
+    "Limits",
+    "Step",
+]
+
+_log = structlog.get_logger(__name__)
+
+Point2 = tuple[float, float]
+StepKey = tuple[str, str, str]
+"""(task, step id, action): the identity of a step across plan revisions."""
+
+REACTIONS: Final[Mapping[str, str]] = {
+    "pose": "stop:hold",
+    "velocity": "stop:hold",
+    "plan": "stop:hold",
+    "route": "stop:hold",
+    "constraint:*": "slow:speed_limits_unknown",
+    FAILURE_PATTERN: "retry:conservative",
+}
+"""Required pattern -> what the executor does when it is missing (not merely absent)."""
+
+EPISODE_QUIET_TICKS: Final = 20
+"""Ticks an item must stay visible (or merely absent) before a new episode is reported."""
+
+REANNOUNCE_TICKS: Final = 40
+"""Ticks after which a step reported done, still current in the plan, is reported again
+(the event may have been lost, or missed by the planner)."""
+
+RETRYABLE_REASONS: Final = frozenset({"failed", "not_at_dock", "moving", "not_at_charger",
+                                      "no_outcome"})
+"""Outcome reasons worth another attempt; any other refusal is final at once."""
+
+_ACTIONS: Final = frozenset({"go_to", "pick", "drop", "charge"})
+_HOLD: Final = (0.0, 0.0)
+_ROTATE_THRESHOLD: Final = 0.8  # rad: turn on the spot when the target is further off
+_TURN_GAIN: Final = 2.0  # rad/s per rad of heading error when turning on the spot
+_SPIN_SPEED: Final = 0.25  # m/s: turn on the spot only once slower than this
+_BRAKE_FRACTION: Final = 0.8  # plan braking with this share of max_accel
+_CREEP_SPEED: Final = 0.08  # m/s: the least speed while short of the target
+_BACKTRACK: Final = 1.0  # m: how far back along the route the projection may jump
+_SAMPLE_SPACING: Final = 0.1  # m between route samples checked against obstacles
+_ZONE_MARGIN: Final = 0.3  # m looked ahead beyond the stopping distance for speed zones
+_ZONE_SPEED_FACTOR: Final = 0.9  # drive at this share of a zone's limit
+_OBSTACLE_GAP: Final = 0.3  # m of route left free before the point where it would touch
+_CONTACT_MARGIN: Final = 0.03  # m: a route passing closer than this to an obstacle is blocked
+_PASS_SPEED: Final = 0.3  # m/s when the route passes within obstacle_margin of an obstacle
+_PREDICT_S: Final = 1.0  # s: a moving obstacle is taken to cover where it goes meanwhile
+_REACTION_DT: Final = 0.1  # s: a command's delay, added to stopping distances
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The robot's physical limits (``robot:limits``)."""
+
+    radius: float
+    max_speed: float
+    max_turn_rate: float
+    max_accel: float
+
+    @classmethod
+    def from_view(cls, view: Mapping[str, Any]) -> Limits:
+        """``robot:limits`` (and ``robot:radius``) from the view, defaults for what is not."""
+        raw = view.get("robot:limits")
+        given = raw if isinstance(raw, Mapping) else {}
+        radius = _positive(view.get("robot:radius"), DEFAULT_LIMITS.radius)
+        return cls(
+            radius=_positive(given.get("radius"), radius),
+            max_speed=_positive(given.get("max_speed"), DEFAULT_LIMITS.max_speed),
+            max_turn_rate=_positive(given.get("max_turn_rate"), DEFAULT_LIMITS.max_turn_rate),
+            max_accel=_positive(given.get("max_accel"), DEFAULT_LIMITS.max_accel),
+        )
+
+
+DEFAULT_LIMITS: Final = Limits(radius=0.35, max_speed=1.2, max_turn_rate=1.5, max_accel=0.5)
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """The pick/drop/charge acceptance predicate's numbers (``acceptance``)."""
+
+    dock_tolerance: float
+    max_speed: float
+
+    @classmethod
+    def from_view(cls, view: Mapping[str, Any]) -> Acceptance:
+        raw = view.get("acceptance")
+        given = raw if isinstance(raw, Mapping) else {}
+        return cls(
+            dock_tolerance=_positive(given.get("dock_tolerance"),
+                                     DEFAULT_ACCEPTANCE.dock_tolerance),
+            max_speed=_positive(given.get("max_speed"), DEFAULT_ACCEPTANCE.max_speed),
+        )
+
+
+DEFAULT_ACCEPTANCE: Final = Acceptance(dock_tolerance=0.3, max_speed=0.05)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of the planner's plan, as the executor reads it."""
+
+    id: str
+    action: str
+    target: str | None
+    target_xy: Point2 | None
+    task: str | None
+    status: str
+
+    @property
+    def key(self) -> StepKey:
+        return (self.task or "", self.id, self.action)
+
+    @classmethod
+    def parse(cls, value: Any) -> Step | None:
+        """A step from a plan entry, or None when it is not a well-formed step."""
+        if not isinstance(value, Mapping):
+            return None
+        step_id, action = value.get("id"), value.get("action")
+        if not isinstance(step_id, str) or action not in _ACTIONS:
+            return None
+        target = value.get("target")
+        task = value.get("task")
+        status = value.get("status", "pending")
+        return cls(
+            id=step_id,
+            action=str(action),
+            target=target if isinstance(target, str) else None,
+            target_xy=_point(value.get("target_xy")),
+            task=task if isinstance(task, str) else None,
+            status=status if isinstance(status, str) else "pending",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    revision: int
+    task: str | None
+    step: Step | None
+
+
+def _read_plan(value: Any) -> _Plan | None:
+    """The plan's revision, task and current step (None when the plan is malformed)."""
+    if not isinstance(value, Mapping):
+        return None
+    revision = value.get("revision", 0)
+    steps = value.get("steps", ())
+    if isinstance(revision, bool) or not isinstance(revision, int) \
+            or not isinstance(steps, Sequence):
+        return None
+    task = value.get("task")
+    task = task if isinstance(task, str) else None
+    parsed = [s for s in (Step.parse(v) for v in steps) if s is not None]
+    current = value.get("current")
+    step: Step | None = None
+    if isinstance(current, str):
+        step = next((s for s in parsed if s.id == current), None)
+    elif current is None and "current" not in value:
+        step = next((s for s in parsed if s.status == "running"), None) or next(
+            (s for s in parsed if s.status == "pending"), None)
+    return _Plan(revision, task, step)
+
+
+class _Track:
+    """A polyline with arc length: projection, points at a distance, samples."""
+
+    __slots__ = ("cum", "length", "points")
+
+    def __init__(self, points: Sequence[Point2]) -> None:
+        self.points = tuple(points)
+        cum = [0.0]
+        for (ax, ay), (bx, by) in zip(self.points, self.points[1:], strict=False):
+            cum.append(cum[-1] + math.hypot(bx - ax, by - ay))
+        self.cum = cum
+        self.length = cum[-1]
+
+    def project(self, x: float, y: float, s_min: float = -math.inf) -> float:
+        """Arc length of the point of the track nearest (x, y), at or after ``s_min``."""
+        best_d2, best_s = math.inf, 0.0
+        pts, cum = self.points, self.cum
+        for i in range(len(pts) - 1):
+            if cum[i + 1] < s_min:
+                continue
+            (ax, ay), (bx, by) = pts[i], pts[i + 1]
+            seg = cum[i + 1] - cum[i]
+            t = 0.0
+            if seg > 0:
+                t = ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / (seg * seg)
+                t = min(1.0, max(0.0, t))
+            px, py = ax + t * (bx - ax), ay + t * (by - ay)
+            d2 = (x - px) ** 2 + (y - py) ** 2
+            if d2 < best_d2:
+                best_d2, best_s = d2, cum[i] + t * seg
+        return best_s
+
+    def point_at(self, s: float) -> Point2:
+        pts, cum = self.points, self.cum
+        if s <= 0 or len(pts) == 1:
+            return pts[0]
+        if s >= self.length:
+            return pts[-1]
+        i = min(bisect.bisect_right(cum, s) - 1, len(pts) - 2)
+        seg = cum[i + 1] - cum[i]
+        t = (s - cum[i]) / seg if seg > 0 else 0.0
+        (ax, ay), (bx, by) = pts[i], pts[i + 1]
+        return ax + t * (bx - ax), ay + t * (by - ay)
+
+    def polyline(self, s0: float, s1: float) -> list[Point2]:
+        """The track between arc lengths ``s0`` and ``s1`` (its vertices in between kept)."""
+        out = [self.point_at(s0)]
+        out.extend(p for p, s in zip(self.points, self.cum, strict=True) if s0 < s < s1)
+        out.append(self.point_at(s1))
+        return out
+
+    def samples(self, s0: float, s1: float, spacing: float) -> tuple[list[float], list[Point2]]:
+        """Points every ``spacing`` metres from ``s0`` to ``s1`` (both ends included)."""
+        count = max(1, math.ceil((s1 - s0) / spacing))
+        arcs = [s0 + (s1 - s0) * k / count for k in range(count + 1)]
+        return arcs, [self.point_at(s) for s in arcs]
+
+
+@dataclass(frozen=True, slots=True)
+class _Zone:
+    shape: Polygon
+    max_speed: float
+
+
+@dataclass(slots=True)
+class _Attempts:
+    count: int = 0
+    failed_tick: int | None = None
+    final_revision: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """A step reported done: under which plan revision, when, at which attempt."""
+
+    revision: int
+    tick: int
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A pick or drop commanded and not yet answered."""
+
+    key: StepKey
+    step: str
+    action: str
+    task: str | None
+    attempt: int
+    baseline: int
+    tick: int
+
+
+class Executor:
+    """The executor cabin (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: ContextSpec,
+        *,
+        lookahead: float = 0.8,
+        arrive_fraction: float = 0.5,
+        approach_distance: float = 2.0,
+        approach_speed: float = 0.3,
+        max_approach_gap: float = 1.5,
+        obstacle_margin: float = 0.25,
+        accept_margin: float = 0.05,
+        blind_max_speed: float = 0.5,
+        charge_until: float = 0.9,
+        outcome_timeout_ticks: int = 40,
+        chooser: RetryChooser | None = None,
+    ) -> None:
+        for name, value in (("lookahead", lookahead), ("approach_distance", approach_distance),
+                            ("approach_speed", approach_speed),
+                            ("max_approach_gap", max_approach_gap),
+                            ("blind_max_speed", blind_max_speed)):
+            _require(name, value, lambda v: v > 0, "a number > 0")
+        for name, value in (("obstacle_margin", obstacle_margin),
+                            ("accept_margin", accept_margin)):
+            _require(name, value, lambda v: v >= 0, "a number >= 0")
+        _require("arrive_fraction", arrive_fraction, lambda v: 0 < v <= 1, "in (0, 1]")
+        _require("charge_until", charge_until, lambda v: 0 < v <= 1, "in (0, 1]")
+        if isinstance(outcome_timeout_ticks, bool) or not isinstance(outcome_timeout_ticks, int) \
+                or outcome_timeout_ticks < 1:
+            raise ValueError(f"outcome_timeout_ticks must be an int >= 1, "
+                             f"got {outcome_timeout_ticks!r}")
+        _check_declared(spec)
+        self.spec = spec
+        self.lookahead = float(lookahead)
+        self.arrive_fraction = float(arrive_fraction)
+        self.approach_distance = float(approach_distance)
+        self.approach_speed = float(approach_speed)
+        self.max_approach_gap = float(max_approach_gap)
+        self.obstacle_margin = float(obstacle_margin)
+        self.accept_margin = float(accept_margin)
+        self.blind_max_speed = float(blind_max_speed)
+        self.charge_until = float(charge_until)
+        self.outcome_timeout_ticks = outcome_timeout_ticks
+        self.chooser = chooser if chooser is not None else RetryChooser()
+        # private state between ticks
+        self._mode: str | None = None
+        self._episodes: dict[str, tuple[str, int]] = {}  # pattern -> (reason, last tick)
+        self._last_action_id = -1
+        self._pending: _Pending | None = None
+        self._charging: StepKey | None = None
+        self._attempts: dict[StepKey, _Attempts] = {}
+        self._done: dict[StepKey, _Done] = {}
+        self._dropped: list[str] = []
+        self._task: str | None = None
+        self._revision = 0
+        self._route: tuple[Point2, ...] | None = None
+        self._track: _Track | None = None
+        self._progress = 0.0
+        self._zones: dict[str, tuple[int, _Zone | None]] = {}  # key -> (seq, zone or bad)
+        self._plan_value: Any = None
+        self._plan: _Plan | None = None
+        self._route_value: Any = None
+        self._route_points: tuple[Point2, ...] | None = None
+        self._limits = DEFAULT_LIMITS
+        self._accept = DEFAULT_ACCEPTANCE
+        self._lowest_limit = math.inf
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def mode(self) -> str | None:
+        """The name of the retry policy in force at the last step (None before the first)."""
+        return self._mode
+
+    # -- the tick -----------------------------------------------------------------------
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        choice = self.chooser.choose(view)
+        if choice.policy.name != self._mode:
+            self._mode = choice.policy.name
+            out.write("retry:mode", choice.policy.name)
+        self._report_missing(view, out)
+        v, w = self._decide(view, out, choice.policy)
+        out.command("drive", v=v, w=w)
+
+    def _report_missing(self, view: CabinView, out: Outbox) -> None:
+        episodes = self._episodes
+        for pattern, reaction in REACTIONS.items():
+            reason = view.missing.get(pattern)
+            if reason is not None and reason != "absent":
+                episode = episodes.get(pattern)
+                if episode is None or episode[0] != reason:
+                    out.react(pattern, reaction, reason=reason, tick=view.tick)
+                episodes[pattern] = (reason, view.tick)
+            elif pattern in episodes and view.tick - episodes[pattern][1] > EPISODE_QUIET_TICKS:
+                del episodes[pattern]
+
+    def _decide(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
+        self._limits = Limits.from_view(view)
+        self._accept = Acceptance.from_view(view)
+        plan = self._read_plan(view.get("plan"))
+        if plan is not None:
+            self._follow_plan(plan)
+        self._poll_outcome(view, out, policy)
+        pose = _pose(view.get("pose"))
+        velocity = _point(view.get("velocity"))
+        if pose is None or velocity is None or plan is None or plan.step is None:
+            self._charging = None
+            return _HOLD
+        step = plan.step
+        if step.status in ("done", "failed") or self._pending is not None:
+            return _HOLD
+        done = self._done.get(step.key)
+        if done is not None:
+            if plan.revision <= done.revision:
+                if view.tick - done.tick >= REANNOUNCE_TICKS:
+                    self._succeed(view, out, step.key, done.attempt)  # not heard: say again
+                return _HOLD
+            del self._done[step.key]  # a newer plan wants it again
+        if step.action == "go_to":
+            return self._go_to(view, out, step, pose, velocity[0], policy)
+        return self._act(view, out, step, pose, velocity[0], policy)
+
+    def _follow_plan(self, plan: _Plan) -> None:
+        self._revision = plan.revision
+        if plan.task != self._task:
+            self._task = plan.task
+            keep = plan.task or ""
+            self._attempts = {k: a for k, a in self._attempts.items() if k[0] == keep}
+            self._done = {k: r for k, r in self._done.items() if k[0] == keep}
+
+    # -- outcomes -----------------------------------------------------------------------
+
+    def _poll_outcome(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> None:
+        last = view.get("action:last")
+        if isinstance(last, Mapping):
+            seen = last.get("id")
+            if isinstance(seen, int) and not isinstance(seen, bool) \
+                    and seen > self._last_action_id:
+                self._last_action_id = seen
+                self._outcome(view, out, policy, last)
+        pending = self._pending
+        if pending is not None and view.tick - pending.tick > self.outcome_timeout_ticks:
+            self._resolve(view, out, policy, pending, ok=False, reason="no_outcome")
+
+    def _outcome(self, view: CabinView, out: Outbox, policy: RetryPolicy,
+                 last: Mapping[str, Any]) -> None:
+        action, ok = last.get("action"), last.get("ok") is True
+        reason = str(last.get("reason", "ok" if ok else "failed"))
+        pending = self._pending
+        if pending is not None and action == pending.action \
+                and int(last["id"]) > pending.baseline and last.get("task") == pending.task:
+            self._resolve(view, out, policy, pending, ok=ok, reason=reason)
+        elif action == "charge" and self._charging is not None and not ok:
+            key = self._charging
+            self._charging = None
+            record = self._attempts.setdefault(key, _Attempts())
+            self._fail(view, out, policy, key, record, reason)
+
+    def _resolve(self, view: CabinView, out: Outbox, policy: RetryPolicy, pending: _Pending,
+                 *, ok: bool, reason: str) -> None:
+        self._pending = None
+        if ok or (pending.action == "pick" and reason == "already_carrying"):
+            if pending.action == "drop" and pending.task is not None:
+                self._remember_drop(pending.task)
+            self._succeed(view, out, pending.key, pending.attempt)
+            return
+        record = self._attempts.setdefault(pending.key, _Attempts(count=pending.attempt))
+        self._fail(view, out, policy, pending.key, record, reason)
+
+    def _succeed(self, view: CabinView, out: Outbox, key: StepKey, attempt: int) -> None:
+        task, step, action = key
+        out.emit("action_done", {"action": action, "task": task or None, "step": step,
+                                 "attempt": attempt})
+        self._done[key] = _Done(self._revision, view.tick, attempt)
+        self._attempts.pop(key, None)
+
+    def _fail(self, view: CabinView, out: Outbox, policy: RetryPolicy, key: StepKey,
+              record: _Attempts, reason: str) -> None:
+        task, step, action = key
+        final = reason not in RETRYABLE_REASONS or policy.exhausted(record.count)
+        out.emit("action_failed", {"action": action, "task": task or None, "step": step,
+                                   "attempt": record.count, "reason": reason, "final": final})
+        record.failed_tick = view.tick
+        if final:
+            record.final_revision = self._revision
+
+    def _remember_drop(self, task: str) -> None:
+        if task not in self._dropped:
+            self._dropped.append(task)
+            del self._dropped[:-32]
+
+    # -- steps --------------------------------------------------------------------------
+
+    def _go_to(self, view: CabinView, out: Outbox, step: Step, pose: tuple[float, float, float],
+               speed: float, policy: RetryPolicy) -> tuple[float, float]:
+        route = self._read_route(view.get("route"))
+        if route is None:
+            return _HOLD
+        target = step.target_xy or route[-1]
+        tolerance = self._accept.dock_tolerance * self.arrive_fraction
+        if math.hypot(target[0] - pose[0], target[1] - pose[1]) <= tolerance:
+            self._succeed(view, out, step.key, 1)
+            return _HOLD
+        track = self._track_for(route)
+        s = track.project(pose[0], pose[1], self._progress - _BACKTRACK)
+        self._progress = s
+        cap = math.inf
+        if track.length - s < self.approach_distance and policy.approach_speed_factor < 1:
+            cap = policy.approach_speed_factor * self._limits.max_speed
+        return self._pursue(view, track, s, pose, speed, target, tolerance, cap)
+
+    def _act(self, view: CabinView, out: Outbox, step: Step, pose: tuple[float, float, float],
+             speed: float, policy: RetryPolicy) -> tuple[float, float]:
+        key = step.key
+        record = self._attempts.get(key)
+        if record is not None and record.final_revision is not None:
+            if self._revision <= record.final_revision:
+                return _HOLD  # attempts spent: the planner re-plans
+            record = self._attempts[key] = _Attempts()
+        if self._already_done(view, step):
+            self._charging = None
+            self._succeed(view, out, key,
+                          record.count if record is not None and record.count else 1)
+            return _HOLD
+        if record is not None and record.failed_tick is not None \
+                and view.tick < record.failed_tick + max(1, policy.backoff_ticks):
+            return _HOLD  # at least a tick, so that the policy has seen the failure
+        target = step.target_xy
+        if target is None:
+            return _HOLD
+        accept = self._accept
+        gap = math.hypot(target[0] - pose[0], target[1] - pose[1])
+        reach = max(accept.dock_tolerance - self.accept_margin, accept.dock_tolerance / 2)
+        if gap <= reach:
+            if abs(speed) >= accept.max_speed:
+                self._charging = None
+                return _HOLD  # brake first
+            self._command(view, out, step, key, record)
+            return _HOLD
+        self._charging = None
+        if gap > self.max_approach_gap:
+            return _HOLD  # too far for a direct approach: the planner must route us there
+        track = _Track(((pose[0], pose[1]), target))
+        cap = self.approach_speed * policy.approach_speed_factor
+        return self._pursue(view, track, 0.0, pose, speed, target, reach / 2, cap)
+
+    def _already_done(self, view: CabinView, step: Step) -> bool:
+        if step.action == "pick":
+            return step.task is not None and view.get("cargo") == step.task
+        if step.action == "drop":
+            return step.task is not None and step.task in self._dropped
+        battery = view.get("battery")
+        return isinstance(battery, (int, float)) and battery >= self.charge_until
+
+    def _command(self, view: CabinView, out: Outbox, step: Step, key: StepKey,
+                 record: _Attempts | None) -> None:
+        if record is None:
+            record = self._attempts[key] = _Attempts()
+        if step.action == "charge":
+            if self._charging != key:
+                self._charging = key
+                record.count += 1
+            out.command("charge", charger=step.target)
+            return
+        record.count += 1
+        out.command(step.action, task=step.task)
+        self._pending = _Pending(key, step.id, step.action, step.task, record.count,
+                                 self._last_action_id, view.tick)
+
+    # -- driving ------------------------------------------------------------------------
+
+    def _read_plan(self, value: Any) -> _Plan | None:
+        if value is not self._plan_value:  # values are frozen: the same object, the same plan
+            self._plan_value, self._plan = value, _read_plan(value)
+        return self._plan
+
+    def _read_route(self, value: Any) -> tuple[Point2, ...] | None:
+        if value is not self._route_value:
+            self._route_value, self._route_points = value, _route(value)
+        return self._route_points
+
+    def _track_for(self, route: tuple[Point2, ...]) -> _Track:
+        if self._track is None or route != self._route:
+            self._route = route
+            self._track = _Track(route)
+            self._progress = -math.inf
+        return self._track
+
+    def _pursue(self, view: CabinView, track: _Track, s: float,
+                pose: tuple[float, float, float], speed: float, target: Point2,
+                tolerance: float, cap: float) -> tuple[float, float]:
+        """Pure pursuit along ``track`` from arc length ``s``: the (v, w) to command."""
+        limits = self._limits
+        x, y, theta = pose
+        gx, gy = track.point_at(s + self.lookahead)
+        dx, dy = gx - x, gy - y
+        cos_t, sin_t = math.cos(theta), math.sin(theta)
+        lx, ly = cos_t * dx + sin_t * dy, -sin_t * dx + cos_t * dy
+        alpha = math.atan2(ly, lx)
+        if abs(alpha) > _ROTATE_THRESHOLD:
+            if abs(speed) > _SPIN_SPEED:
+                return _HOLD  # brake straight along the way it came: an arc would leave it
+            return 0.0, _clamp(_TURN_GAIN * alpha, limits.max_turn_rate)
+        d2 = lx * lx + ly * ly
+        kappa = 2.0 * ly / d2 if d2 > 1e-12 else 0.0
+        brake = _BRAKE_FRACTION * limits.max_accel
+        remaining = max(track.length - s, math.hypot(target[0] - x, target[1] - y))
+        v = min(limits.max_speed, cap,
+                max(_CREEP_SPEED, math.sqrt(2.0 * brake * max(0.0, remaining - tolerance / 2))))
+        v *= math.cos(alpha)
+        if abs(kappa) * v > limits.max_turn_rate:
+            v = limits.max_turn_rate / abs(kappa)
+        moving = max(abs(speed), v)
+        stopping = moving * moving / (2.0 * brake) + moving * _REACTION_DT
+        v = min(v, self._zone_cap(view, track, s, (x, y), stopping))
+        v = min(v, self._obstacle_cap(view, track, s, pose, stopping, limits.radius, brake))
+        v = max(0.0, v)
+        return v, _clamp(v * kappa, limits.max_turn_rate)
+
+    def _zone_cap(self, view: CabinView, track: _Track, s: float, here: Point2,
+                  stopping: float) -> float:
+        """The speed limit of the zones the robot is in or enters within a stopping distance."""
+        zones = self._read_zones(view)
+        cap = math.inf
+        reason = view.missing.get("constraint:*")
+        if reason is not None and reason != "absent":
+            cap = min(self.blind_max_speed, self._lowest_limit)
+        if not zones:
+            return cap
+        ahead = track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))
+        path = shapely.LineString([here, *ahead])
+        for zone in zones:
+            if zone.max_speed * _ZONE_SPEED_FACTOR < cap and zone.shape.intersects(path):
+                cap = zone.max_speed * _ZONE_SPEED_FACTOR
+        return cap
+
+    def _read_zones(self, view: CabinView) -> list[_Zone]:
+        found: list[_Zone] = []
+        for key in view:
+            if not key.startswith("constraint:speed:"):
+                continue
+            item = view.items[key]
+            cached = self._zones.get(key)
+            if cached is None or cached[0] != item.seq:
+                cached = self._zones[key] = (item.seq, _zone(key, item.value))
+                if cached[1] is not None:
+                    self._lowest_limit = min(self._lowest_limit,
+                                             cached[1].max_speed * _ZONE_SPEED_FACTOR)
+            if cached[1] is not None:
+                found.append(cached[1])
+        return found
+
+    def _obstacle_cap(self, view: CabinView, track: _Track, s: float,
+                      pose: tuple[float, float, float], stopping: float, radius: float,
+                      brake: float) -> float:
+        """The speed that stops short of the first obstacle the route ahead runs into.
+
+        An obstacle counts with the ground it covers in the next ``_PREDICT_S`` seconds
+        at its sensed velocity. A route that would bring the robot's disc within
+        ``_CONTACT_MARGIN`` of that is a conflict: stop before it. One that only passes within
+        ``obstacle_margin`` of it is passed at ``_PASS_SPEED``. Only stretches where the
+        route closes in on the obstacle count, unless the obstacle is ahead of the robot:
+        driving away from something behind cannot hit it.
+        """
+        obstacles = [f for f in view.nearby_map if f.kind == "obstacle"]
+        if not obstacles:
+            return math.inf
+        x, y, theta = pose
+        end = min(track.length, s + stopping + radius + self.obstacle_margin + _OBSTACLE_GAP)
+        arcs, points = track.samples(s, end, _SAMPLE_SPACING)
+        arcs.insert(0, s)
+        points.insert(0, (x, y))
+        grid = shapely.points(np.asarray(points, dtype=float))
+        hard, soft = radius + _CONTACT_MARGIN, radius + self.obstacle_margin
+        cap = math.inf
+        cos_t, sin_t = math.cos(theta), math.sin(theta)
+        for feature in obstacles:
+            centre = feature.geometry.centroid
+            gaps = shapely.distance(grid, _swept(feature))
+            closing = gaps <= gaps[0] + 1e-9
+            if cos_t * (centre.x - x) + sin_t * (centre.y - y) < 0:
+                closing[0] = False
+                closing &= gaps < gaps[0]
+            hits = np.flatnonzero(closing & (gaps < hard))
+            if hits.size:
+                free = arcs[int(hits[0])] - s - _OBSTACLE_GAP
+                cap = min(cap, math.sqrt(2.0 * brake * free) if free > 0 else 0.0)
+            elif np.any(closing & (gaps < soft)):
+                cap = min(cap, _PASS_SPEED)
+        return cap
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _check_declared(spec: ContextSpec) -> None:
+    """Refuse a spec whose declared reactions are not what this cabin does."""
+    wrong = [f"{p!r} = {r!r} (the executor does {REACTIONS.get(p, 'nothing')!r})"
+             for p, r in spec.on_missing.items() if REACTIONS.get(p) != r]
+    if wrong:
+        raise ValueError(f"spec {spec.name!r} declares reactions the executor does not have: "
+                         + "; ".join(wrong))
+
+
+def _require(name: str, value: object, ok: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or not ok(value):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+def _positive(value: Any, default: float) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value) and value > 0:
+        return float(value)
+    return default
+
+
+def _point(value: Any) -> Point2 | None:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) < 2:
+        return None
+    a, b = value[0], value[1]
+    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
+               for c in (a, b)):
+        return None
+    return float(a), float(b)
+
+
+def _pose(value: Any) -> tuple[float, float, float] | None:
+    xy = _point(value)
+    if xy is None or len(value) < 3:
+        return None
+    theta = value[2]
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) \
+            or not math.isfinite(theta):
+        return None
+    return xy[0], xy[1], float(theta)
+
+
+def _route(value: Any) -> tuple[Point2, ...] | None:
+    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
+        return None
+    points = tuple(_point(p) for p in value)
+    if any(p is None for p in points):
+        return None
+    return tuple(p for p in points if p is not None)
+
+
+def _zone(key: str, value: Any) -> _Zone | None:
+    """A speed zone from a ``constraint:speed:*`` value (None, logged once, if malformed)."""
+    if not isinstance(value, Mapping):
+        _log.warning("executor.bad_speed_zone", key=key, value=repr(value))
+        return None
+    limit = value.get("max_speed")
+    polygon = value.get("polygon")
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0 \
+            or not isinstance(polygon, Sequence):
+        _log.warning("executor.bad_speed_zone", key=key, value=repr(value))
+        return None
+    try:
+        shape = Polygon(polygon)
+    except (TypeError, ValueError) as exc:
+        _log.warning("executor.bad_speed_zone", key=key, error=str(exc))
+        return None
+    if shape.is_empty or not shape.is_valid:
+        _log.warning("executor.bad_speed_zone", key=key, error="empty or invalid polygon")
+        return None
+    shapely.prepare(shape)
+    return _Zone(shape, float(limit))
+
+
+def _swept(feature: Feature) -> BaseGeometry:
+    """The obstacle's geometry, swept along its sensed velocity for ``_PREDICT_S``."""
+    props = feature.props
+    vx, vy = props.get("vx", 0.0), props.get("vy", 0.0)
+    if not all(isinstance(c, (int, float)) and math.isfinite(c) for c in (vx, vy)) \
+            or math.hypot(vx, vy) < 0.05:
+        return feature.geometry
+    moved = shapely.affinity.translate(feature.geometry, vx * _PREDICT_S, vy * _PREDICT_S)
+    return shapely.convex_hull(shapely.GeometryCollection([feature.geometry, moved]))
+
+
+def _clamp(value: float, limit: float) -> float:
+    return max(-limit, min(limit, value))

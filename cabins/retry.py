@@ -1,0 +1,112 @@
+"""Retry policies: how hard the executor tries a pick or drop again after it fails.
+
+A ``RetryPolicy`` is a small frozen value: how many attempts a step gets, how fast
+the robot approaches its dock (a fraction of its normal speed) and how many ticks it
+waits between attempts. Two presets ship: ``NORMAL`` and ``CONSERVATIVE`` (fewer
+tries, a slower approach, a back-off between tries).
+
+``RetryChooser`` picks the policy from what a cabin can see. It turns conservative
+when recent ``action_failed`` events are in the view, and also when the failure
+records are *missing* from the view for a reason other than ``absent`` (a fault,
+an eviction, a stale source): a cabin that cannot see its failures must assume
+they happened. ``absent`` means there simply were none, so the policy stays normal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from runtime.patterns import literal_prefix, matches
+
+if TYPE_CHECKING:
+    from runtime.pack import CabinView
+
+__all__ = [
+    "CONSERVATIVE",
+    "FAILURE_KIND",
+    "FAILURE_PATTERN",
+    "NORMAL",
+    "PolicyChoice",
+    "RetryChooser",
+    "RetryPolicy",
+]
+
+FAILURE_KIND = "action_failed"
+"""The event kind of a failed action."""
+
+FAILURE_PATTERN = "event:action_failed*"
+"""The required pattern naming the failure records in a view."""
+
+Cause = Literal["no_failures", "recent_failures", "records_missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a failed action is retried.
+
+    ``max_attempts`` counts the first try; ``approach_speed_factor`` scales the speed
+    of the final approach to a dock, in (0, 1]; ``backoff_ticks`` is the wait between
+    a failure and the next attempt.
+    """
+
+    name: str
+    max_attempts: int
+    approach_speed_factor: float
+    backoff_ticks: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a retry policy needs a non-empty name, got {self.name!r}")
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) \
+                or self.max_attempts < 1:
+            raise ValueError(f"retry policy {self.name!r}: max_attempts must be an int >= 1, "
+                             f"got {self.max_attempts!r}")
+        factor = self.approach_speed_factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) \
+                or not 0.0 < factor <= 1.0:
+            raise ValueError(f"retry policy {self.name!r}: approach_speed_factor must be in "
+                             f"(0, 1], got {factor!r}")
+        if isinstance(self.backoff_ticks, bool) or not isinstance(self.backoff_ticks, int) \
+                or self.backoff_ticks < 0:
+            raise ValueError(f"retry policy {self.name!r}: backoff_ticks must be an int >= 0, "
+                             f"got {self.backoff_ticks!r}")
+
+    def exhausted(self, attempts: int) -> bool:
+        """True when ``attempts`` tries leave none under this policy."""
+        return attempts >= self.max_attempts
+
+
+NORMAL = RetryPolicy("normal", max_attempts=3, approach_speed_factor=1.0, backoff_ticks=0)
+CONSERVATIVE = RetryPolicy("conservative", max_attempts=2, approach_speed_factor=0.5,
+                           backoff_ticks=20)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChoice:
+    """The policy in force and why: ``missing_reason`` is set when the records are hidden."""
+
+    policy: RetryPolicy
+    cause: Cause
+    failures_seen: int = 0
+    missing_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryChooser:
+    """Chooses ``normal`` or ``conservative`` from a cabin's view."""
+
+    normal: RetryPolicy = NORMAL
+    conservative: RetryPolicy = CONSERVATIVE
+    pattern: str = FAILURE_PATTERN
+
+    def choose(self, view: CabinView) -> PolicyChoice:
+        """The policy for this tick's view."""
+        prefix = literal_prefix(self.pattern)
+        failures = sum(1 for key in view if key.startswith(prefix) and matches(key, self.pattern))
+        if failures:
+            return PolicyChoice(self.conservative, "recent_failures", failures)
+        reason = view.missing.get(self.pattern)
+        if reason is not None and reason != "absent":
+            return PolicyChoice(self.conservative, "records_missing", 0, reason)
+        return PolicyChoice(self.normal, "no_failures")
