@@ -23,22 +23,23 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 import shapely
 from shapely.geometry import Point
 
-from runtime.board import StateBoard
 from runtime.cabin import Command
-from runtime.cabin_map import CabinMap, Feature
+from runtime.cabin_map import Feature
 from sim.scenario import YIELD_MARGIN, MovingObstacle, Scenario
 
 __all__ = [
     "ActionOutcome",
+    "BoardSink",
     "CommandLike",
     "Incident",
+    "MapSink",
     "ObstacleState",
     "RobotState",
     "Stats",
@@ -46,6 +47,23 @@ __all__ = [
     "World",
     "WorldState",
 ]
+
+class BoardSink(Protocol):
+    """What the world writes the board through (a ``StateBoard``, or a gate in front of one)."""
+
+    def write(self, key: str, value: Any, *, ttl: float | None = None,
+              source: str = "") -> Any: ...
+
+    def delete(self, key: str) -> bool: ...
+
+
+class MapSink(Protocol):
+    """What the world writes the map through (a ``CabinMap``, or a gate in front of one)."""
+
+    def add(self, feature: Feature, *, replace: bool = False) -> None: ...
+
+    def discard(self, feature_id: str) -> Feature | None: ...
+
 
 CommandLike: TypeAlias = Command | tuple[str, str, Mapping[str, Any]]
 """A ``runtime.cabin.Command`` or a ``(cabin, name, args)`` triple."""
@@ -242,7 +260,7 @@ class World:
 
     # -- install --------------------------------------------------------------
 
-    def install(self, board: StateBoard, cabin_map: CabinMap) -> None:
+    def install(self, board: BoardSink, cabin_map: MapSink) -> None:
         """Put the static world on the map and the board: shelves, docks, zones, bounds."""
         sc = self.scenario
         static = frozenset({"static"})
@@ -284,7 +302,7 @@ class World:
 
     # -- sense ----------------------------------------------------------------
 
-    def sense(self, board: StateBoard, cabin_map: CabinMap, now: float) -> None:
+    def sense(self, board: BoardSink, cabin_map: MapSink, now: float) -> None:
         """Write this tick's readings, action outcomes, obstacle sightings and goals."""
         st, sc = self.state, self.scenario
         robot, sensors = st.robot, sc.sensors
@@ -311,7 +329,7 @@ class World:
         self._sense_obstacles(cabin_map, now)
         self._dispatch(board, now)
 
-    def _sense_obstacles(self, cabin_map: CabinMap, now: float) -> None:
+    def _sense_obstacles(self, cabin_map: MapSink, now: float) -> None:
         st, sensors = self.state, self.scenario.sensors
         seen: list[str] = []
         for spec, ob in zip(self.scenario.moving_obstacles, st.obstacles, strict=True):
@@ -329,7 +347,7 @@ class World:
             ), replace=True)
         st.obstacles_on_map = seen
 
-    def _dispatch(self, board: StateBoard, now: float) -> None:
+    def _dispatch(self, board: BoardSink, now: float) -> None:
         for task, ts in zip(self.scenario.tasks, self.state.tasks, strict=True):
             key = f"goal:deliver:{task.id}"
             if ts.delivered_at is not None:

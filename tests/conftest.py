@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
+import structlog
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -14,3 +17,10 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=40, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _reset_structlog() -> Iterator[None]:
+    """Logging configuration is process-wide: no test may leave its own to the next."""
+    yield
+    structlog.reset_defaults()

@@ -1,0 +1,619 @@
+"""The monitor cabin: watches the robot and stops it when safety demands.
+
+Each tick it reads only its view and, through its outbox:
+
+- measures the cross-track error of ``pose`` from ``route``, keeps a bounded history of
+  it and raises an ``alarm`` {"kind": "deviation"} when the error climbs into the warn
+  or alarm band (with hysteresis, so noise on a band edge does not repeat it);
+- raises an ``alarm`` when a required reading (``pose``, ``route``) is missing for a
+  reason other than "absent": kind ``stale_reading`` when it is stale, else
+  ``missing_reading``, and reports the reaction ``alarm:missing_reading``;
+- commands ``stop`` while the robot's disc is within ``stop_margin`` of a forbidden zone
+  (``safety:forbidden:*`` items, and forbidden zones on its map) and moving towards it,
+  or within ``obstacle_margin`` of an obstacle and moving towards it. A robot moving
+  away, alongside or turning on the spot is let go, so it cannot get stuck beside a
+  zone; a robot at rest that faces a shape from close by is held, with a free tick now
+  and then to start turning away (see ``Monitor._must_stop``);
+- fail-safe: while ``safety:*`` is missing for a reason other than "absent" (fault,
+  stale, evicted), or a safety item cannot be read, it commands ``stop`` every tick
+  and reports the reaction ``stop:fail_safe`` ("absent" means the scenario has no
+  forbidden zones, so there is nothing to stop for);
+- raises alarms on ``cabin_failed`` and ``tick_overrun`` events (one per event), on
+  capacity alarms, on speeding inside a speed zone and on a low battery;
+- writes ``monitor:status`` = {"deviation", "level", "estop"} when it changes.
+
+Missing readings and the fail-safe are reported on the tick they start (or their reason
+changes). Other alarms and emergency stops are reported once per *episode*: an episode
+lasts while its condition recurs within ``episode_gap`` seconds (a stopped robot that
+creeps on is still the same episode). The ``stop`` command itself is sent every tick
+the condition holds. The monitor never raises on bad data: an unreadable value gets an ``alarm``
+{"kind": "bad_reading"} naming the key and the value, and unreadable safety data is
+treated as missing (fail-safe).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import shapely
+from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry.base import BaseGeometry
+
+from runtime.cabin import Outbox
+from runtime.pack import CabinView
+from runtime.spec import ContextSpec
+
+__all__ = ["FAIL_SAFE", "READING_REACTION", "SAFETY", "STATUS_KEY", "DeviationBands", "Level",
+           "Monitor"]
+
+Level = Literal["ok", "warn", "alarm"]
+_RANK: Final[dict[Level, int]] = {"ok": 0, "warn": 1, "alarm": 2}
+
+SAFETY: Final = "safety:*"
+FAIL_SAFE: Final = "stop:fail_safe"
+READING_REACTION: Final = "alarm:missing_reading"
+STATUS_KEY: Final = "monitor:status"
+DEFAULT_RADIUS: Final = 0.35
+DEFAULT_LOW_BATTERY: Final = 0.25
+_SPEED_TOLERANCE: Final = 1e-6
+_HOLD_FACING: Final = 0.1  # heading within ~84 degrees of straight at the shape
+_AT_REST_TURN: Final = 0.05  # rad/s: slower turns count as at rest
+_HOLD_REACH: Final = 2.0  # a hold lasts while the measured gap is within this many margins
+_ALARM_TAGS: Final = ("alarm",)
+_STOP_TAGS: Final = ("safety",)
+
+
+def _finite(value: float, name: str, *, low: float = 0.0, strict: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or number < low or (strict and number == low):
+        bound = f"> {low:g}" if strict else f">= {low:g}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class DeviationBands:
+    """Warn and alarm bands of the cross-track error, in metres.
+
+    An error at or above ``warn`` (``alarm``) is in the warn (alarm) band; it leaves a
+    band only once it is ``hysteresis`` below the band's lower edge.
+    """
+
+    warn: float = 0.5
+    alarm: float = 1.0
+    hysteresis: float = 0.05
+
+    def __post_init__(self) -> None:
+        _finite(self.warn, "warn_deviation", strict=True)
+        _finite(self.alarm, "alarm_deviation", strict=True)
+        _finite(self.hysteresis, "hysteresis")
+        if self.alarm <= self.warn:
+            raise ValueError(f"alarm_deviation ({self.alarm!r}) must be greater than "
+                             f"warn_deviation ({self.warn!r})")
+        if self.hysteresis >= min(self.warn, self.alarm - self.warn):
+            raise ValueError(f"hysteresis ({self.hysteresis!r}) must be smaller than "
+                             f"warn_deviation ({self.warn!r}) and than the gap between the "
+                             f"bands ({self.alarm - self.warn!r})")
+
+    def classify(self, error: float, current: Level = "ok") -> Level:
+        """The band of ``error`` for a monitor now in band ``current``."""
+        if error >= self.alarm or (current == "alarm" and error > self.alarm - self.hysteresis):
+            return "alarm"
+        if error >= self.warn or (current != "ok" and error > self.warn - self.hysteresis):
+            return "warn"
+        return "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class _Robot:
+    """The robot as the stop guards see it this tick: centre, heading, speed, radius."""
+
+    here: Point
+    cos: float
+    sin: float
+    speed: float | None  # signed forward speed; None when velocity is not in view
+    turn: float  # turn rate (0 when velocity is not in view)
+    radius: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Hold:
+    """A robot at rest held beside a shape: since when, how often it pushed on when let go,
+    and whether this tick is its free one."""
+
+    since: float
+    pushes: int
+    released: bool = False
+
+
+class _Episodes:
+    """Episodes by key: one lasts while its condition recurs within ``gap`` seconds."""
+
+    __slots__ = ("_gap", "_last")
+
+    def __init__(self, gap: float) -> None:
+        self._gap = gap
+        self._last: dict[Hashable, float] = {}
+
+    def hit(self, key: Hashable, now: float) -> bool:
+        """Record that ``key``'s condition holds at ``now``; True if this opens an episode."""
+        last = self._last.get(key)
+        self._last[key] = now if last is None else max(last, now)
+        return last is None or now - last > self._gap
+
+    def close_old(self, now: float) -> None:
+        """Forget the episodes whose condition last held more than ``gap`` ago."""
+        old = [k for k, t in self._last.items() if now - t > self._gap]
+        for key in old:
+            del self._last[key]
+
+    def open(self) -> tuple[Hashable, ...]:
+        return tuple(self._last)
+
+
+class _ShapeCache:
+    """Prepared shapely geometries by id, rebuilt only when their source value changes."""
+
+    __slots__ = ("_limit", "_shapes")
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._shapes: dict[str, tuple[Any, BaseGeometry]] = {}
+
+    def get(self, key: str, source: Any, build: Callable[[Any], BaseGeometry]) -> BaseGeometry:
+        hit = self._shapes.get(key)
+        if hit is not None and (hit[0] is source or _same(hit[0], source)):
+            return hit[1]
+        shape = build(source)
+        shapely.prepare(shape)
+        if len(self._shapes) >= self._limit:
+            self._shapes.clear()
+        self._shapes[key] = (source, shape)
+        return shape
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, BaseGeometry) or isinstance(b, BaseGeometry):
+        return (isinstance(a, BaseGeometry) and isinstance(b, BaseGeometry)
+                and bool(shapely.equals_exact(a, b, 0.0)))
+    try:
+        return bool(a == b)
+    except ValueError:
+        return False
+
+
+def _polygon(value: Any) -> BaseGeometry:
+    """A polygon from ((x, y), ...); raises ValueError saying what is wrong."""
+    try:
+        shape: BaseGeometry = Polygon(value)
+    except (TypeError, ValueError, shapely.errors.ShapelyError) as exc:
+        raise ValueError(f"not a polygon ((x, y), ...): {value!r} ({exc})") from None
+    if shape.is_empty:
+        raise ValueError(f"empty polygon: {value!r}")
+    if not shape.is_valid:
+        shape = shapely.make_valid(shape)
+    return shape
+
+
+def _copy(geometry: Any) -> BaseGeometry:
+    # a private copy to prepare: a view's features are shared with other cabins
+    copied: BaseGeometry = shapely.from_wkb(shapely.to_wkb(geometry))
+    return copied
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _numbers(value: Any, count: int) -> tuple[float, ...] | None:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) < count:
+        return None
+    numbers: list[float] = []
+    for item in value[:count]:
+        number = _number(item)
+        if number is None:
+            return None
+        numbers.append(number)
+    return tuple(numbers)
+
+
+def _route(value: Any) -> tuple[tuple[float, float], ...] | None:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        return None
+    points: list[tuple[float, float]] = []
+    for point in value:
+        xy = _numbers(point, 2)
+        if xy is None:
+            return None
+        points.append((xy[0], xy[1]))
+    return tuple(points)
+
+
+def _data(event_data: Any) -> Mapping[str, Any]:
+    return event_data if isinstance(event_data, Mapping) else {}
+
+
+class Monitor:
+    """Deviation bands, stale readings, emergency stops and alarms for one robot."""
+
+    def __init__(
+        self,
+        spec: ContextSpec,
+        *,
+        warn_deviation: float = 0.5,
+        alarm_deviation: float = 1.0,
+        hysteresis: float = 0.05,
+        history: int = 200,
+        stop_margin: float = 0.1,
+        obstacle_margin: float = 0.1,
+        closing_speed: float = 1e-3,
+        hold_fraction: float = 0.5,
+        hold_release: float = 1.0,
+        episode_gap: float = 1.0,
+        status_step: float = 0.05,
+    ) -> None:
+        if not isinstance(spec, ContextSpec):
+            raise TypeError(f"spec must be a ContextSpec, got {type(spec).__name__}")
+        if isinstance(history, bool) or not isinstance(history, int) or history < 1:
+            raise ValueError(f"history must be an integer >= 1, got {history!r}")
+        self.spec = spec
+        self.bands = DeviationBands(warn_deviation, alarm_deviation, hysteresis)
+        self.stop_margin = _finite(stop_margin, "stop_margin")
+        self.obstacle_margin = _finite(obstacle_margin, "obstacle_margin")
+        self.closing_speed = _finite(closing_speed, "closing_speed")
+        self.hold_fraction = _finite(hold_fraction, "hold_fraction")
+        if self.hold_fraction > 1:
+            raise ValueError(f"hold_fraction must be in [0, 1], got {hold_fraction!r}")
+        self.hold_release = _finite(hold_release, "hold_release", strict=True)
+        self.episode_gap = _finite(episode_gap, "episode_gap")
+        self.status_step = _finite(status_step, "status_step", strict=True)
+        self._history: deque[tuple[float, float]] = deque(maxlen=history)
+        self._level: Level = "ok"
+        self._deviation: float | None = None
+        self._episodes = _Episodes(self.episode_gap)
+        self._shapes = _ShapeCache()
+        self._route_value: Any = None
+        self._route_line: BaseGeometry | None = None
+        self._seen_events: dict[int, float] = {}
+        self._missing: dict[str, str] = {}
+        self._safety_missing: str | None = None
+        self._held: dict[Hashable, _Hold] = {}  # last tick's holds, by shape
+        self._holding: dict[Hashable, _Hold] = {}  # this tick's
+        self._status: tuple[float | None, Level, bool] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def level(self) -> Level:
+        """The deviation band the robot is in now."""
+        return self._level
+
+    @property
+    def deviation(self) -> float | None:
+        """The last cross-track error (m), or None when it cannot be measured."""
+        return self._deviation
+
+    @property
+    def history(self) -> tuple[tuple[float, float], ...]:
+        """Recent (time, cross-track error) samples, oldest first."""
+        return tuple(self._history)
+
+    @property
+    def estop(self) -> bool:
+        """True while an emergency-stop episode is open."""
+        return any(isinstance(k, tuple) and k[0] == "stop" for k in self._episodes.open())
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        now = view.time
+        self._episodes.close_old(now)
+        radius = self._radius(view, out)
+        pose = self._reading(view, "pose", 3, out)
+        velocity = self._reading(view, "velocity", 2, out)
+        self._check_readings(view, out)
+        self._track_deviation(view, pose, out)
+
+        stops: list[str] = []
+        self._fail_safe(view, out, stops)
+        zones = self._zones(view, out, stops)
+        if pose is not None:
+            robot = _Robot(Point(pose[0], pose[1]), math.cos(pose[2]), math.sin(pose[2]),
+                           None if velocity is None else velocity[0],
+                           0.0 if velocity is None else velocity[1], radius)
+            self._guard_zones(view, zones, robot, out, stops)
+            self._guard_obstacles(view, robot, out, stops)
+            if robot.speed is not None:
+                self._check_speed(view, robot.here, abs(robot.speed), out)
+        self._held, self._holding = self._holding, {}
+        if stops:
+            out.command("stop", reason=stops[0])
+        self._check_battery(view, out)
+        self._read_events(view, out)
+        self._write_status(out)
+
+    # -- readings ---------------------------------------------------------------
+
+    def _bad(self, view: CabinView, out: Outbox, key: str, problem: str) -> None:
+        if self._episodes.hit(("bad", key), view.time):
+            out.emit("alarm", {"kind": "bad_reading", "level": "alarm", "key": key,
+                               "error": problem}, tags=_ALARM_TAGS)
+
+    def _reading(self, view: CabinView, key: str, count: int, out: Outbox
+                 ) -> tuple[float, ...] | None:
+        if key not in view:
+            return None
+        value = view[key]
+        numbers = _numbers(value, count)
+        if numbers is None:
+            self._bad(view, out, key, f"{key} must hold {count} finite numbers, got {value!r}")
+        return numbers
+
+    def _radius(self, view: CabinView, out: Outbox) -> float:
+        limits = view.get("robot:limits")
+        if isinstance(limits, Mapping) and "radius" in limits:
+            radius = _number(limits["radius"])
+            if radius is not None and radius > 0:
+                return radius
+            self._bad(view, out, "robot:limits", f"radius must be > 0, got {limits['radius']!r}")
+        if "robot:radius" in view:
+            radius = _number(view["robot:radius"])
+            if radius is not None and radius > 0:
+                return radius
+            self._bad(view, out, "robot:radius", f"must be > 0, got {view['robot:radius']!r}")
+        return DEFAULT_RADIUS
+
+    def _check_readings(self, view: CabinView, out: Outbox) -> None:
+        """Alarm (and react) on the tick a required reading goes missing, or changes reason."""
+        missing: dict[str, str] = {}
+        for pattern in self.spec.required:
+            reason = view.missing.get(pattern)
+            if pattern == SAFETY or reason is None or reason == "absent":
+                continue
+            missing[pattern] = reason
+            if self._missing.get(pattern) != reason:
+                kind = "stale_reading" if reason == "stale" else "missing_reading"
+                out.emit("alarm", {"kind": kind, "level": "warn", "key": pattern,
+                                   "reason": reason}, tags=_ALARM_TAGS)
+                out.react(pattern, READING_REACTION, reason=reason)
+        self._missing = missing
+
+    # -- deviation --------------------------------------------------------------
+
+    def _line(self, view: CabinView, value: Any, out: Outbox) -> BaseGeometry | None:
+        if value is self._route_value or (self._route_value is not None
+                                          and _same(value, self._route_value)):
+            return self._route_line
+        points = _route(value)
+        line: BaseGeometry | None = None
+        if points is None:
+            self._bad(view, out, self.spec.route_key,
+                      f"a route must be ((x, y), ...), got {value!r}")
+        elif len(points) == 1:
+            line = Point(points[0])
+        elif points:
+            line = LineString(points)
+        self._route_value, self._route_line = value, line
+        return line
+
+    def _track_deviation(self, view: CabinView, pose: tuple[float, ...] | None,
+                         out: Outbox) -> None:
+        key = self.spec.route_key
+        line = self._line(view, view[key], out) if key in view else None
+        if line is None:
+            self._deviation = None
+            if view.missing.get(key, "absent") == "absent":
+                self._level = "ok"  # no route at all: nothing to deviate from
+            return
+        if pose is None:
+            self._deviation = None
+            return
+        error = float(line.distance(Point(pose[0], pose[1])))
+        self._history.append((view.time, error))
+        self._deviation = error
+        level = self.bands.classify(error, self._level)
+        if _RANK[level] > _RANK[self._level]:
+            limit = self.bands.alarm if level == "alarm" else self.bands.warn
+            out.emit("alarm", {"kind": "deviation", "level": level, "error": error,
+                               "limit": limit}, tags=_ALARM_TAGS)
+        self._level = level
+
+    # -- stops ------------------------------------------------------------------
+
+    def _stop(self, view: CabinView, out: Outbox, stops: list[str], reason: str,
+              episode: Hashable, data: Mapping[str, Any]) -> bool:
+        """Stop this tick; True (and an ``emergency_stop`` event) if a stop episode opens."""
+        stops.append(reason)
+        if not self._episodes.hit(("stop", reason, episode), view.time):
+            return False
+        out.emit("emergency_stop", {"reason": reason, **data}, tags=_STOP_TAGS)
+        return True
+
+    def _fail_safe(self, view: CabinView, out: Outbox, stops: list[str]) -> None:
+        """Stop every tick while safety items are missing; report it when that starts."""
+        reason = view.missing.get(SAFETY)
+        before, self._safety_missing = self._safety_missing, reason
+        if reason is None or reason == "absent":
+            return
+        stops.append("fail_safe")
+        self._episodes.hit(("stop", "fail_safe", reason), view.time)
+        if reason != before:
+            out.emit("emergency_stop", {"reason": "fail_safe", "missing": reason},
+                     tags=_STOP_TAGS)
+            out.react(SAFETY, FAIL_SAFE, reason=reason)
+
+    def _zones(self, view: CabinView, out: Outbox, stops: list[str]
+               ) -> list[tuple[str, BaseGeometry]]:
+        zones: dict[str, BaseGeometry] = {}
+        for key in sorted(k for k in view if k.startswith("safety:forbidden:")):
+            value = view[key]
+            try:
+                if not isinstance(value, Mapping):
+                    raise ValueError(f"expected a mapping with zone and polygon, got {value!r}")
+                zone = str(value.get("zone", key.removeprefix("safety:forbidden:")))
+                zones[zone] = self._shapes.get(key, value.get("polygon"), _polygon)
+            except ValueError as exc:
+                self._bad(view, out, key, str(exc))
+                self._stop(view, out, stops, "fail_safe", key,
+                           {"missing": "unreadable", "key": key})
+        for feature in view.nearby_map:
+            if feature.kind != "forbidden":
+                continue
+            zone = str(feature.props.get("id", feature.id))
+            if zone not in zones:
+                zones[zone] = self._shapes.get(f"map:{feature.id}", feature.geometry, _copy)
+        return list(zones.items())
+
+    def _must_stop(self, shape: BaseGeometry, robot: _Robot, margin: float, key: Hashable,
+                   now: float) -> float | None:
+        """The disc's gap to ``shape`` if the robot must stop for it this tick, else None.
+
+        Within ``margin`` it stops when the centre is inside, when its velocity is unknown,
+        or when its motion shrinks the gap. A stopped robot reads speed 0, so a driver
+        pushing at ``shape`` would creep in one accelerating tick at a time. So within
+        ``hold_fraction`` of the margin a robot at rest that faces ``shape`` is *held*
+        (and stays held within twice the margin, as noise may move its pose but nothing
+        moves the robot), with one free tick after
+        ``hold_release`` seconds in which a driver can start to turn away: a robot turning
+        on the spot is not at rest, so its turn goes on and the hold ends. A driver that
+        uses its free tick to push on waits twice as long for the next (up to 8 times
+        ``hold_release``), so it creeps in by no more than about one accelerating tick
+        every 8 seconds.
+        """
+        centre_distance = float(shape.distance(robot.here))
+        gap = centre_distance - robot.radius
+        hold = self._held.get(key)
+        # a held robot at rest has not moved: only pose noise says otherwise
+        if gap >= (_HOLD_REACH * margin if hold is not None and not hold.released else margin):
+            return None
+        if robot.speed is None or centre_distance <= 0.0:
+            return self._keep(key, hold, gap)
+        nearest_x, nearest_y = shapely.shortest_line(robot.here, shape).coords[-1]
+        away_x = (robot.here.x - float(nearest_x)) / centre_distance
+        away_y = (robot.here.y - float(nearest_y)) / centre_distance
+        facing = robot.cos * away_x + robot.sin * away_y  # < 0: heading points at shape
+        if robot.speed * facing < -self.closing_speed:
+            if hold is not None and hold.released:  # it pushed on in its free tick
+                hold = _Hold(now, hold.pushes + 1)
+            return self._keep(key, hold, gap)
+        at_rest = abs(robot.speed) <= self.closing_speed and abs(robot.turn) <= _AT_REST_TURN
+        if not at_rest or facing >= -_HOLD_FACING:
+            return None
+        if hold is None:
+            if gap >= margin * self.hold_fraction:
+                return None
+            hold = _Hold(now, 0)
+        elif hold.released:
+            hold = _Hold(now, hold.pushes)
+        elif now - hold.since >= self.hold_release * 2 ** min(hold.pushes, 3):
+            self._holding[key] = _Hold(now, hold.pushes, released=True)
+            return None
+        return self._keep(key, hold, gap)
+
+    def _keep(self, key: Hashable, hold: _Hold | None, gap: float) -> float:
+        if hold is not None:
+            self._holding[key] = hold
+        return gap
+
+    def _guard_zones(self, view: CabinView, zones: list[tuple[str, BaseGeometry]],
+                     robot: _Robot, out: Outbox, stops: list[str]) -> None:
+        reach = robot.radius + _HOLD_REACH * self.stop_margin
+        for zone, shape in zones:
+            if not shapely.dwithin(shape, robot.here, reach):
+                continue
+            gap = self._must_stop(shape, robot, self.stop_margin, ("zone", zone), view.time)
+            if gap is not None:
+                self._stop(view, out, stops, "forbidden_zone", zone,
+                           {"zone": zone, "distance": gap})
+
+    def _guard_obstacles(self, view: CabinView, robot: _Robot, out: Outbox,
+                         stops: list[str]) -> None:
+        for feature in view.nearby_map:
+            if feature.kind != "obstacle":
+                continue
+            gap = self._must_stop(feature.geometry, robot, self.obstacle_margin,
+                                  ("obstacle", feature.id), view.time)
+            if gap is not None:
+                self._stop(view, out, stops, "obstacle", feature.id,
+                           {"obstacle": feature.id, "distance": gap})
+
+    # -- other alarms -----------------------------------------------------------
+
+    def _check_speed(self, view: CabinView, here: Point, speed: float, out: Outbox) -> None:
+        for key in sorted(k for k in view if k.startswith("constraint:speed:")):
+            value = view[key]
+            try:
+                if not isinstance(value, Mapping):
+                    raise ValueError(f"expected a mapping with polygon and max_speed, "
+                                     f"got {value!r}")
+                limit = _number(value.get("max_speed"))
+                if limit is None or limit <= 0:
+                    raise ValueError(f"max_speed must be > 0, got {value.get('max_speed')!r}")
+                shape = self._shapes.get(key, value.get("polygon"), _polygon)
+            except ValueError as exc:
+                self._bad(view, out, key, str(exc))
+                continue
+            if speed > limit + _SPEED_TOLERANCE and shapely.contains(shape, here):
+                zone = str(value.get("zone", key.removeprefix("constraint:speed:")))
+                if self._episodes.hit(("speed", zone), view.time):
+                    out.emit("alarm", {"kind": "speed", "level": "warn", "zone": zone,
+                                       "speed": speed, "max_speed": limit}, tags=_ALARM_TAGS)
+
+    def _check_battery(self, view: CabinView, out: Outbox) -> None:
+        battery = _number(view.get("battery"))
+        low = _number(view.get("battery:low"))
+        threshold = DEFAULT_LOW_BATTERY if low is None else low
+        if battery is not None and battery < threshold and self._episodes.hit(
+                ("battery",), view.time):
+            out.emit("alarm", {"kind": "battery", "level": "warn", "battery": battery,
+                               "threshold": threshold}, tags=_ALARM_TAGS)
+
+    def _read_events(self, view: CabinView, out: Outbox) -> None:
+        for event in view.recent_events:
+            if event.seq in self._seen_events:
+                continue
+            self._seen_events[event.seq] = event.stamp
+            data = _data(event.data)
+            if event.kind == "cabin_failed":
+                out.emit("alarm", {"kind": "cabin_failed", "level": "alarm",
+                                   "cabin": data.get("cabin"),
+                                   "error_type": data.get("error_type"),
+                                   "tick": data.get("tick"), "seq": event.seq},
+                         tags=_ALARM_TAGS)
+            elif event.kind == "tick_overrun":
+                out.emit("alarm", {"kind": "tick_overrun", "level": "warn",
+                                   "tick": data.get("tick"), "compute_s": data.get("compute_s"),
+                                   "skipped": data.get("skipped"), "seq": event.seq},
+                         tags=_ALARM_TAGS)
+            elif event.kind == "capacity_alarm" and self._episodes.hit(("capacity",),
+                                                                        event.stamp):
+                out.emit("alarm", {"kind": "capacity", "level": "warn",
+                                   "held": data.get("held"), "pinned": data.get("pinned"),
+                                   "capacity": data.get("capacity")}, tags=_ALARM_TAGS)
+        horizon = view.time - self.spec.event_window - self.episode_gap
+        old = [seq for seq, stamp in self._seen_events.items() if stamp < horizon]
+        for seq in old:
+            del self._seen_events[seq]
+
+    def _write_status(self, out: Outbox) -> None:
+        deviation = None if self._deviation is None else round(self._deviation, 3)
+        estop = self.estop
+        last = self._status
+        if last is not None:
+            last_dev, last_level, last_estop = last
+            same_dev = (deviation is None) == (last_dev is None) and (
+                deviation is None or last_dev is None
+                or abs(deviation - last_dev) < self.status_step)
+            if same_dev and last_level == self._level and last_estop == estop:
+                return
+        self._status = (deviation, self._level, estop)
+        out.write(STATUS_KEY, {"deviation": deviation, "level": self._level, "estop": estop})

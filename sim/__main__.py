@@ -1,0 +1,7 @@
+"""``python -m sim``: the simulator's command line."""
+
+import sys
+
+from sim.cli import main
+
+sys.exit(main())

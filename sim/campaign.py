@@ -1,0 +1,319 @@
+"""Fault campaigns: scenarios by seeds by faults, each run checked against the specs' contracts.
+
+Every run injects one fault (or none: the control run) and checks three things:
+the reactions the specs declare for what the fault takes away were observed
+within ``within`` ticks of the fault's start; no safety violation or collision
+happened; and how much of the mission still got done. Runs are independent and
+deterministic, so they go to any ``concurrent.futures.Executor``: a local
+process pool by default (a worker that dies loses only its own run, which is
+retried once, alone, and then reported) or Ray for clusters.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime import ContextSpec, Event
+from runtime.patterns import overlaps
+from sim.faults import (
+    SENSOR_KEYS,
+    CrashFault,
+    DropoutFault,
+    EventLossFault,
+    Fault,
+    MapLossFault,
+    MissingFault,
+    StaleFault,
+)
+
+DEFAULT_WITHIN = 40
+"""Ticks after a fault's start within which a declared reaction must be seen (2 s at 20 Hz)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """A reaction a cabin's spec declares for what a fault takes away."""
+
+    cabin: str
+    reaction: str
+    because: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One run of a campaign."""
+
+    scenario: str
+    seed: int
+    fault: Fault | None = None
+    ticks: int | None = None
+    within: int = DEFAULT_WITHIN
+
+    @property
+    def label(self) -> str:
+        return self.fault.label if self.fault is not None else "(none)"
+
+
+def auto_faults(specs: Mapping[str, ContextSpec], *, start: int = 200, end: int = 600
+                ) -> list[Fault]:
+    """One missing-item fault per required pattern of every spec, and one of each other kind."""
+    faults: list[Fault] = []
+    for name, spec in specs.items():
+        for pattern in spec.required:
+            faults.append(MissingFault(cabin=name, pattern=pattern, start=start, end=end))
+    faults.append(StaleFault(key="pose", start=start, end=end))
+    faults.append(DropoutFault(sensor="all", start=start, end=end))
+    faults.append(MapLossFault(feature="obstacle:*", start=start, end=end))
+    faults.append(EventLossFault(event="action_*", start=start, end=end))
+    first = next(iter(specs), "planner")
+    faults.append(CrashFault(cabin=first, start=start, end=start + 1))
+    return faults
+
+
+def expectations(fault: Fault, specs: Mapping[str, ContextSpec],
+                 ttl_of: Callable[[str], Iterable[float | None]]) -> list[Expectation]:
+    """What the specs say should happen when ``fault`` starts.
+
+    ``ttl_of(pattern)`` gives the time-to-live of the board readings a pattern
+    names at that moment: a key that stops updating only goes missing (stale) if
+    its readings expire.
+    """
+    out: list[Expectation] = []
+    if isinstance(fault, MissingFault):
+        for name, spec in specs.items():
+            if fault.cabin not in ("*", name):
+                continue
+            for pattern in spec.required:
+                if overlaps(pattern, fault.pattern):
+                    reaction = spec.reaction_for(pattern)
+                    if reaction is not None:
+                        out.append(Expectation(name, reaction, f"{pattern} hidden"))
+    elif isinstance(fault, (StaleFault, DropoutFault)):
+        if isinstance(fault, StaleFault):
+            keys = [fault.key]
+        else:
+            sensors = SENSOR_KEYS if fault.sensor == "all" else {fault.sensor: SENSOR_KEYS[
+                fault.sensor]}
+            keys = [k for ks in sensors.values() for k in ks]
+        expiring = [k for k in keys if any(t is not None for t in ttl_of(k))]
+        for name, spec in specs.items():
+            for pattern in spec.required:
+                if any(overlaps(pattern, k) for k in expiring):
+                    reaction = spec.reaction_for(pattern)
+                    if reaction is not None:
+                        out.append(Expectation(name, reaction, f"{pattern} stale"))
+    elif isinstance(fault, CrashFault) and "monitor" in specs and fault.cabin != "monitor":
+        out.append(Expectation("monitor", "alarm:cabin_failed", f"{fault.cabin} crashed"))
+    return out
+
+
+class _Observer:
+    """Collects the reactions cabins showed, with the tick each was first seen at."""
+
+    def __init__(self, rate_hz: float) -> None:
+        self.rate_hz = rate_hz
+        self.seen: dict[tuple[str, str], list[int]] = defaultdict(list)
+
+    def __call__(self, event: Event) -> None:
+        data = event.data if isinstance(event.data, Mapping) else {}
+        cabin = next((t[6:] for t in event.tags if t.startswith("cabin:")), "")
+        if event.kind == "reaction":
+            reaction = str(data.get("reaction"))
+            cabin = str(data.get("cabin", cabin))
+        elif event.kind == "alarm":
+            reaction = f"alarm:{data.get('kind')}"
+        elif event.kind == "emergency_stop":
+            reaction = f"stop:{data.get('reason')}"
+        else:
+            return
+        self.seen[(cabin, reaction)].append(round(event.stamp * self.rate_hz))
+
+    def first_at_or_after(self, cabin: str, reaction: str, tick: int) -> int | None:
+        later = [t for t in self.seen.get((cabin, reaction), ()) if t >= tick]
+        return min(later) if later else None
+
+
+def run_one(request: RunRequest) -> dict[str, Any]:
+    """Run one campaign run and judge it (picklable: runs in worker processes)."""
+    from sim.harness import Simulation
+
+    faults = [request.fault] if request.fault is not None else []
+    sim = Simulation(request.scenario, seed=request.seed, faults=faults)
+    observer = _Observer(sim.rate_hz)
+    sim.log.add_listener(observer)
+    expected: list[Expectation] = []
+    fault = request.fault
+
+    def ttl_of(pattern: str) -> list[float | None]:
+        return [r.ttl for r in sim.board.readings(pattern)]
+
+    total = sim.max_ticks if request.ticks is None else request.ticks
+    must_run_to = 0 if fault is None else min(total, fault.start + request.within + 1)
+    for tick in range(total):
+        if fault is not None and tick == fault.start:
+            expected = expectations(fault, sim.specs, ttl_of)
+        sim.loop.step()
+        if sim.done and tick + 1 >= must_run_to:
+            break
+    summary = sim.summary()
+    checks = []
+    for e in expected:
+        assert fault is not None
+        at = observer.first_at_or_after(e.cabin, e.reaction, fault.start)
+        ok = at is not None and at <= fault.start + request.within
+        checks.append({"cabin": e.cabin, "reaction": e.reaction, "because": e.because,
+                       "seen_at": at, "ok": ok})
+    safe = summary["safety_violations"] == 0 and summary["collisions"] == 0
+    return {
+        "scenario": request.scenario,
+        "seed": request.seed,
+        "fault": request.label,
+        "fault_kind": fault.kind if fault is not None else None,
+        "expected": checks,
+        "reactions_ok": all(c["ok"] for c in checks),
+        "safe": safe,
+        "passed": safe and all(c["ok"] for c in checks),
+        "deliveries_done": summary["deliveries_done"],
+        "tasks_total": summary["tasks_total"],
+        "safety_violations": summary["safety_violations"],
+        "collisions": summary["collisions"],
+        "ticks": summary["ticks"],
+        "board_digest": summary["board_digest"],
+        "error": None,
+    }
+
+
+def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
+    return {
+        "scenario": request.scenario, "seed": request.seed, "fault": request.label,
+        "fault_kind": request.fault.kind if request.fault is not None else None,
+        "expected": [], "reactions_ok": False, "safe": False, "passed": False,
+        "deliveries_done": 0, "tasks_total": 0, "safety_violations": 0, "collisions": 0,
+        "ticks": 0, "board_digest": None, "error": error,
+    }
+
+
+@dataclass
+class Campaign:
+    """Runs requests on an executor and keeps their results in request order."""
+
+    requests: Sequence[RunRequest]
+    executor_factory: Callable[[int], cf.Executor]
+    workers: int = 2
+    lost_errors: tuple[type[BaseException], ...] = (BrokenProcessPool,)
+    runner: Callable[[RunRequest], dict[str, Any]] = run_one
+    progress: Callable[[dict[str, Any]], None] | None = None
+    results: list[dict[str, Any] | None] = field(default_factory=list)
+
+    def run(self) -> list[dict[str, Any]]:
+        self.results = [None] * len(self.requests)
+        pending = list(range(len(self.requests)))
+        lost = self._round(pending, self.workers)
+        for index in lost:  # retried once, alone, so that a crash is its own
+            if self._round([index], 1):
+                self._finish(index, crashed_result(
+                    self.requests[index], "its worker died, and again on the retry"))
+        return [r for r in self.results if r is not None]
+
+    def _round(self, indexes: list[int], workers: int) -> list[int]:
+        """Run ``indexes``; return those whose worker died (their run is lost, not failed)."""
+        lost: list[int] = []
+        executor = self.executor_factory(workers)
+        try:
+            futures = {executor.submit(self.runner, self.requests[i]): i for i in indexes}
+            for future in cf.as_completed(futures):
+                index = futures[future]
+                try:
+                    self._finish(index, future.result())
+                except self.lost_errors:
+                    lost.append(index)
+                except Exception as exc:  # the run itself raised: report it, go on
+                    self._finish(index, crashed_result(self.requests[index],
+                                                       f"{type(exc).__name__}: {exc}"))
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+        return sorted(lost)
+
+    def _finish(self, index: int, result: dict[str, Any]) -> None:
+        self.results[index] = result
+        if self.progress is not None:
+            self.progress(result)
+
+
+def quiet_worker() -> None:
+    """A campaign reports failures in its results; its workers log only what is critical."""
+    from runtime import configure_logging
+
+    configure_logging(level="critical")
+
+
+def local_executor(workers: int) -> cf.Executor:
+    import multiprocessing
+
+    return cf.ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker,
+                                  mp_context=multiprocessing.get_context("spawn"))
+
+
+class RayExecutor(cf.Executor):
+    """Ray tasks behind the ``concurrent.futures.Executor`` interface."""
+
+    def __init__(self, *, address: str | None = None) -> None:
+        import ray
+
+        self._ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False,
+                     runtime_env={"worker_process_setup_hook": quiet_worker})
+        self._remote: dict[Callable[..., Any], Any] = {}
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = self._ray.remote(max_retries=0)(fn)
+        future: cf.Future[Any] = remote.remote(*args, **kwargs).future()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Leaves the Ray connection up for the next round; ``ray.shutdown()`` ends it."""
+
+
+def ray_lost_errors() -> tuple[type[BaseException], ...]:
+    from ray.exceptions import WorkerCrashedError
+
+    return (WorkerCrashedError,)
+
+
+def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per fault: reactions seen in x of n runs, deliveries done %, safety."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in results:
+        row = rows.setdefault(r["fault"], {
+            "fault": r["fault"], "runs": 0, "reactions_seen": 0, "expected": set(),
+            "delivered": 0, "tasks": 0, "safety_violations": 0, "collisions": 0,
+            "errors": 0, "passed": 0,
+        })
+        row["runs"] += 1
+        row["reactions_seen"] += int(r["reactions_ok"] and r["error"] is None)
+        row["expected"].update(f"{c['cabin']} {c['reaction']}" for c in r["expected"])
+        row["delivered"] += r["deliveries_done"]
+        row["tasks"] += r["tasks_total"]
+        row["safety_violations"] += r["safety_violations"]
+        row["collisions"] += r["collisions"]
+        row["errors"] += int(r["error"] is not None)
+        row["passed"] += int(r["passed"])
+    out = []
+    for row in rows.values():
+        row["expected"] = sorted(row["expected"])
+        row["deliveries_pct"] = 100.0 * row["delivered"] / row["tasks"] if row["tasks"] else 0.0
+        out.append(row)
+    return out
+
+
+def passed(results: Iterable[Mapping[str, Any]]) -> bool:
+    return all(r["passed"] for r in results)

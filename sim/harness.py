@@ -1,0 +1,292 @@
+"""A simulation: one scenario's world driving one tickwork runtime, headless.
+
+``Simulation`` wires a ``World`` to a state board, a cabin map, an event log,
+working memory and a ``TickLoop`` running the cabins: the world's sensors write
+before each freeze, and the world moves on the cabins' commands after each
+apply. It counts what a person wants to know after a run (deliveries, safety
+violations, collisions, re-plans, alarms, evictions, missing items) and keeps a
+digest of every board write, so two runs can be compared tick for tick.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runtime import (
+    Assembler,
+    Cabin,
+    CabinMap,
+    ContextSpec,
+    Event,
+    EventLog,
+    Reading,
+    SimClock,
+    StateBoard,
+    TickLoop,
+    TickResult,
+    WorkingMemory,
+    load_specs,
+)
+from sim.faults import Fault, FaultPlan
+from sim.injection import FaultInjector
+from sim.scenario import Scenario, load_scenario
+from sim.world import World
+
+SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+"""The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
+
+BUILTIN_CABINS = ("planner", "executor", "monitor")
+
+CabinFactory = Callable[[ContextSpec], Cabin]
+
+
+def builtin_cabins(specs: Mapping[str, ContextSpec]) -> list[Cabin]:
+    """The planner, executor and monitor, built on their specs (in that order)."""
+    from cabins.executor import Executor
+    from cabins.planner import Planner
+
+    from cabins.monitor import Monitor
+
+    factories: dict[str, CabinFactory] = {
+        "planner": Planner, "executor": Executor, "monitor": Monitor}
+    missing = [name for name in BUILTIN_CABINS if name not in specs]
+    if missing:
+        raise ValueError(f"no spec for the built-in cabin(s) {', '.join(missing)}")
+    return [factories[name](specs[name]) for name in BUILTIN_CABINS]
+
+
+def canonical(value: Any) -> Any:
+    """A JSON-able, order-stable form of a frozen board value (for digests and output)."""
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (tuple, list)):
+        return [canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((canonical(v) for v in value), key=repr)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "model_dump"):
+        return canonical(value.model_dump())
+    return repr(value)
+
+
+class _Digest:
+    """A running sha256 over every board write and delete."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.writes = 0
+
+    def __call__(self, reading: Reading | None, key: str) -> None:
+        self.writes += 1
+        if reading is None:
+            record: Any = ["delete", key]
+        else:
+            record = [reading.seq, key, canonical(reading.value), reading.stamp, reading.ttl,
+                      reading.source]
+        self._hash.update(json.dumps(record, separators=(",", ":")).encode())
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+class _EventTally:
+    """Counts the events of a run that its summary reports."""
+
+    def __init__(self) -> None:
+        self.kinds: Counter[str] = Counter()
+        self.alarms: Counter[str] = Counter()
+        self.stops: Counter[str] = Counter()
+        self.reactions: Counter[str] = Counter()
+
+    def __call__(self, event: Event) -> None:
+        self.kinds[event.kind] += 1
+        data = event.data if isinstance(event.data, Mapping) else {}
+        if event.kind == "alarm":
+            self.alarms[str(data.get("kind", "unknown"))] += 1
+        elif event.kind == "emergency_stop":
+            self.stops[str(data.get("reason", "unknown"))] += 1
+        elif event.kind == "reaction":
+            self.reactions[f"{data.get('cabin')}:{data.get('reaction')}"] += 1
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraCabin:
+    """A user cabin to run beside the built-in ones."""
+
+    spec: ContextSpec
+    factory: CabinFactory
+
+
+class Simulation:
+    """One headless run of a scenario."""
+
+    def __init__(
+        self,
+        scenario: Scenario | str | Path = "warehouse",
+        *,
+        seed: int = 0,
+        rate_hz: float | None = None,
+        capacity: int = 64,
+        specs: Mapping[str, ContextSpec] | None = None,
+        extra: Sequence[ExtraCabin] = (),
+        faults: Sequence[Fault] = (),
+    ) -> None:
+        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        self.seed = seed
+        self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
+        self.dt = 1.0 / self.rate_hz
+        specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
+        cabins = builtin_cabins(specs)
+        for cabin in extra:
+            if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
+                raise ValueError(f"two cabins are named {cabin.spec.name!r}")
+            if cabin.spec.name in BUILTIN_CABINS:
+                raise ValueError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
+            specs[cabin.spec.name] = cabin.spec
+            cabins.append(cabin.factory(cabin.spec))
+        self.specs = specs
+        self.clock = SimClock()
+        lock = threading.RLock()
+        self.board = StateBoard(clock=self.clock, lock=lock)
+        self.cabin_map = CabinMap(lock=lock)
+        self.log = EventLog(clock=self.clock, lock=lock)
+        self.memory = WorkingMemory(capacity=capacity)
+        self.rng = np.random.default_rng(seed)
+        self.world = World(self.scenario, rng=self.rng)
+        self.digest = _Digest()
+        self.tally = _EventTally()
+        self.board.add_listener(self.digest)
+        self.log.add_listener(self.tally)
+        self.world.install(self.board, self.cabin_map)
+        self.faults = FaultPlan(faults)
+        self.injector = FaultInjector(self.faults, board=self.board, cabin_map=self.cabin_map,
+                                      log=self.log)
+        used = [specs[c.name] for c in cabins]
+        self.assembler = Assembler(self.board, self.cabin_map, self.log, self.memory, used)
+        self.loop = TickLoop(self.assembler, self.injector.wrap(cabins), self.rate_hz,
+                             self.clock, hooks=(self,),
+                             suppress=self.injector.suppress if self.faults else None)
+        self.missing: dict[str, Counter[str]] = defaultdict(Counter)
+        self.wall_seconds = 0.0
+        self._results_listeners: list[Callable[[TickResult], None]] = []
+
+    @property
+    def max_ticks(self) -> int:
+        """Ticks in the scenario's duration."""
+        return round(self.scenario.duration * self.rate_hz)
+
+    def add_tick_listener(self, listener: Callable[[TickResult], None]) -> None:
+        self._results_listeners.append(listener)
+
+    def before_freeze(self, tick: int, now: float) -> None:
+        if self.faults:
+            self.injector.before_sense(tick)
+        self.world.sense(self.injector.board, self.injector.cabin_map, now)
+
+    def after_apply(self, result: TickResult) -> None:
+        self.world.apply(result.commands, result.time, self.dt)
+        for view in result.views:
+            counts = self.missing[view.cabin]
+            for reason in view.missing.values():
+                counts[reason] += 1
+        for listener in self._results_listeners:
+            listener(result)
+
+    @property
+    def done(self) -> bool:
+        return self.world.all_delivered
+
+    def run(self, ticks: int | None = None, *, until_done: bool = True,
+            progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Run ``ticks`` ticks (default: the scenario's duration), stopping early once every
+        delivery is done when ``until_done``; return the summary."""
+        import time
+
+        total = self.max_ticks if ticks is None else ticks
+        started = time.perf_counter()
+        try:
+            for _ in range(total):
+                self.loop.step()
+                if progress is not None:
+                    progress(self.loop.tick)
+                if until_done and self.done:
+                    break
+        finally:
+            self.wall_seconds += time.perf_counter() - started
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        world = self.world.summary()
+        stats = self.loop.stats()
+        sim_time = self.loop.tick * self.dt
+        return {
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "ticks": self.loop.tick,
+            "sim_time": sim_time,
+            "rate_hz": self.rate_hz,
+            "deliveries_done": world["deliveries_done"],
+            "deliveries_assigned": world["deliveries_assigned"],
+            "tasks_total": world["tasks_total"],
+            "mean_delivery_time": world["mean_delivery_time"],
+            "delivery_times": world["delivery_times"],
+            "safety_violations": world["safety_violations"],
+            "collisions": world["collisions"],
+            "speed_violations": world.get("speed_violations", 0),
+            "replans": self.tally.kinds["replan"],
+            "alarms": dict(sorted(self.tally.alarms.items())),
+            "emergency_stops": dict(sorted(self.tally.stops.items())),
+            "reactions": dict(sorted(self.tally.reactions.items())),
+            "actions_failed": self.tally.kinds["action_failed"],
+            "cabin_failures": stats.cabin_failures,
+            "faults": [f.label for f in self.faults.faults],
+            "evictions": stats.evictions,
+            "capacity_alarms": stats.capacity_alarms,
+            "missing": {cabin: dict(sorted(counts.items()))
+                        for cabin, counts in sorted(self.missing.items())},
+            "tick_compute_p50_ms": stats.compute_p50 * 1e3,
+            "tick_compute_p99_ms": stats.compute_p99 * 1e3,
+            "wall_seconds": self.wall_seconds,
+            "real_time_factor": sim_time / self.wall_seconds if self.wall_seconds > 0 else None,
+            "battery_end": world["battery_end"],
+            "distance": world["distance"],
+            "board_writes": self.digest.writes,
+            "board_digest": self.digest.hexdigest(),
+            "world_digest": self.world.state_digest(),
+        }
+
+
+def failed(summary: Mapping[str, Any]) -> bool:
+    """A run fails when a safety violation or a collision happened."""
+    return bool(summary["safety_violations"] or summary["collisions"])
+
+
+def run_scenario(scenario: str | Path = "warehouse", *, seed: int = 0,
+                 ticks: int | None = None, **kwargs: Any) -> dict[str, Any]:
+    """Build a ``Simulation`` and run it; the summary."""
+    return Simulation(scenario, seed=seed, **kwargs).run(ticks)
+
+
+def deterministic_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary without the measured (wall-clock) figures."""
+    measured = {"tick_compute_p50_ms", "tick_compute_p99_ms", "wall_seconds", "real_time_factor"}
+    return {k: v for k, v in summary.items() if k not in measured}
+
+

@@ -1,0 +1,129 @@
+"""Spec checking: validate cabin specs, lint them, and show what each would receive.
+
+``check_specs`` loads each spec file (or every spec in a folder), reports load
+errors as ``SpecError`` text, lints what loads (a required pattern with no
+declared reaction, or one no selector of the spec can ever satisfy), and
+assembles one tick of a scenario for the spec, so its author sees the items the
+cabin would get and what it would find missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from runtime import ContextSpec, SpecError, load_spec
+from runtime.patterns import overlaps
+
+
+def lint(spec: ContextSpec) -> list[str]:
+    """Warnings about a spec that loads but will not do what its author likely means."""
+    warnings: list[str] = []
+    for pattern in spec.required:
+        if spec.reaction_for(pattern) is None:
+            warnings.append(f"required[{pattern!r}] has no declared reaction in [on_missing]")
+        if pattern.startswith("event:"):
+            if spec.event_window <= 0:
+                warnings.append(f"required {pattern!r} names events, but event_window is 0: "
+                                "it will always be missing")
+        elif pattern.startswith("map:"):
+            if spec.map_radius <= 0 and spec.corridor_width <= 0:
+                warnings.append(f"required {pattern!r} names map features, but the spec has "
+                                "no map window or corridor: it will always be missing")
+        elif pattern.startswith("note:"):
+            continue
+        elif not any(overlaps(pattern, key) for key in spec.board_keys):
+            warnings.append(f"required {pattern!r} is not read: no board_keys pattern covers it")
+    return warnings
+
+
+def describe(spec: ContextSpec) -> dict[str, str]:
+    """What a spec reads, in words."""
+    reads: dict[str, str] = {}
+    reads["board keys"] = ", ".join(spec.board_keys) or "none"
+    reads["weights"] = ", ".join(f"{k}={v:g}" for k, v in spec.weights.items())
+    reads["weights"] = (reads["weights"] + "; " if reads["weights"] else "") + \
+        f"default {spec.default_weight:g}"
+    reads["required"] = ", ".join(spec.required) or "none"
+    if spec.map_center and spec.map_radius > 0:
+        filters = _filters(spec.map_kinds, spec.map_tags)
+        reads["map window"] = f"{spec.map_radius:g} m around {spec.map_center}{filters}"
+    if spec.corridor_width > 0:
+        reads["map corridor"] = f"{spec.corridor_width:g} m along {spec.route_key}"
+    if spec.event_window > 0:
+        reads["events"] = (f"last {spec.event_window:g} s, newest {spec.event_limit}"
+                           f"{_filters(spec.event_kinds, spec.event_tags)}")
+    if spec.relevance:
+        reads["relevance"] = "; ".join(f"{goal}: {', '.join(kept)}"
+                                       for goal, kept in spec.relevance.items())
+    if spec.on_missing:
+        reads["on missing"] = ", ".join(f"{k} → {v}" for k, v in spec.on_missing.items())
+    return reads
+
+
+def _filters(kinds: Iterable[str], tags: Iterable[str]) -> str:
+    parts = []
+    if kinds:
+        parts.append("kinds " + ", ".join(kinds))
+    if tags:
+        parts.append("tags " + ", ".join(tags))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def receives(spec: ContextSpec, scenario: str) -> dict[str, Any]:
+    """The items and missing items of ``spec``'s view at the first tick of ``scenario``."""
+    import numpy as np
+
+    from runtime import Assembler, CabinMap, EventLog, SimClock, StateBoard, WorkingMemory
+    from sim.scenario import load_scenario
+    from sim.world import World
+
+    sc = load_scenario(scenario)
+    clock = SimClock()
+    board = StateBoard(clock=clock)
+    cabin_map = CabinMap()
+    log = EventLog(clock=clock)
+    world = World(sc, rng=np.random.default_rng(0))
+    world.install(board, cabin_map)
+    world.sense(board, cabin_map, 0.0)
+    view = Assembler(board, cabin_map, log, WorkingMemory(), [spec]).assemble(0, 0.0).view(
+        spec.name)
+    return {"scenario": sc.name, "items": sorted(view), "missing": dict(view.missing)}
+
+
+def check_specs(paths: Iterable[str | Path], *, scenario: str | None = "warehouse"
+                ) -> list[dict[str, Any]]:
+    """One report per spec file: errors, warnings, what it reads and receives."""
+    from sim.scenario import ScenarioError
+
+    reports: list[dict[str, Any]] = []
+    for path in _spec_files(paths):
+        report: dict[str, Any] = {"path": str(path), "errors": [], "warnings": []}
+        reports.append(report)
+        try:
+            spec = load_spec(path)
+        except SpecError as exc:
+            report["errors"] = str(exc).splitlines()
+            continue
+        report["spec"] = spec.model_dump(mode="json")
+        report["warnings"] = lint(spec)
+        report["reads"] = describe(spec)
+        if scenario is not None:
+            try:
+                report["receives"] = receives(spec, scenario)
+            except ScenarioError as exc:
+                report["errors"] = str(exc).splitlines()
+    return reports
+
+
+def _spec_files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.toml") if not p.name.startswith("."))
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
