@@ -34,6 +34,11 @@ exit status: 0 every declared reaction seen and no safety violation, 1 otherwise
 """
 
 
+COMMAND_MODULES = ("sim.cmd_recording", "sim.cmd_analysis")
+"""Modules that add commands: each has ``register(subparsers)``; handlers may raise
+``InputError`` for bad input."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m sim",
@@ -68,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fault", action="append", default=[], metavar="FAULT",
                      help="inject a fault (repeatable; grammar below and in the README)")
     run.add_argument("--faults", metavar="FILE", help="inject the [[fault]] tables of a TOML file")
+    run.add_argument("--record", metavar="FILE.mcap",
+                     help="record the run to an MCAP file (inspect it with `python -m sim "
+                          "inspect`; Foxglove opens it too)")
     run.add_argument("--full", action="store_true",
                      help="run the whole duration even after every delivery is done")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -118,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: warehouse)")
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check_spec)
+
+    import importlib
+
+    for module in COMMAND_MODULES:  # light modules: their handlers import what they need
+        importlib.import_module(module).register(sub)
     return parser
 
 
@@ -176,7 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             specs = load_specs(args.specs)
         faults = _faults(args.fault, args.faults)
         sim = Simulation(args.scenario, seed=args.seed, rate_hz=args.rate,
-                         capacity=args.capacity, specs=specs, extra=extra, faults=faults)
+                         capacity=args.capacity, specs=specs, extra=extra, faults=faults,
+                         record=args.record)
     except (ScenarioError, SpecError) as exc:
         raise InputError(str(exc)) from None
     except ValueError as exc:
@@ -189,17 +203,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         ticks = sim.max_ticks
     until_done = not args.full
-    if args.json or not sys.stdout.isatty():
-        summary = sim.run(ticks, until_done=until_done)
-    else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    previous = _terminate_gracefully()
+    try:
+        if args.json or not sys.stdout.isatty():
+            summary = sim.run(ticks, until_done=until_done)
+        else:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                      TextColumn("{task.completed}/{task.total} ticks"), TimeRemainingColumn(),
-                      transient=True) as bar:
-            task = bar.add_task(f"{sim.scenario.name} seed {args.seed}", total=ticks)
-            summary = sim.run(ticks, until_done=until_done,
-                              progress=lambda tick: bar.update(task, completed=tick))
+            with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                          TextColumn("{task.completed}/{task.total} ticks"),
+                          TimeRemainingColumn(), transient=True) as bar:
+                task = bar.add_task(f"{sim.scenario.name} seed {args.seed}", total=ticks)
+                summary = sim.run(ticks, until_done=until_done,
+                                  progress=lambda tick: bar.update(task, completed=tick))
+    finally:
+        sim.close()
+        _restore_signals(previous)
     if args.json:
         import json
 
@@ -207,6 +226,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         _print_summary(summary)
     return EXIT_FAILED if failed(summary) else EXIT_OK
+
+
+def _terminate_gracefully() -> Any:
+    """Make SIGTERM unwind like Ctrl-C, so that recordings are finished in ``finally``."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def _restore_signals(previous: Any) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, previous)
 
 
 def _faults(texts: Sequence[str], path: str | None) -> list[Any]:

@@ -37,6 +37,7 @@ from runtime import (
     WorkingMemory,
     load_specs,
 )
+from runtime.recorder import Recorder
 from sim.faults import Fault, FaultPlan
 from sim.injection import FaultInjector
 from sim.scenario import Scenario, load_scenario
@@ -53,9 +54,8 @@ CabinFactory = Callable[[ContextSpec], Cabin]
 def builtin_cabins(specs: Mapping[str, ContextSpec]) -> list[Cabin]:
     """The planner, executor and monitor, built on their specs (in that order)."""
     from cabins.executor import Executor
-    from cabins.planner import Planner
-
     from cabins.monitor import Monitor
+    from cabins.planner import Planner
 
     factories: dict[str, CabinFactory] = {
         "planner": Planner, "executor": Executor, "monitor": Monitor}
@@ -147,6 +147,7 @@ class Simulation:
         specs: Mapping[str, ContextSpec] | None = None,
         extra: Sequence[ExtraCabin] = (),
         faults: Sequence[Fault] = (),
+        record: str | Path | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
@@ -174,6 +175,10 @@ class Simulation:
         self.tally = _EventTally()
         self.board.add_listener(self.digest)
         self.log.add_listener(self.tally)
+        self.recorder: Recorder | None = None
+        if record is not None:
+            self.recorder = Recorder(record, metadata=self.metadata(capacity, faults))
+            self.recorder.attach(self.board, self.log)
         self.world.install(self.board, self.cabin_map)
         self.faults = FaultPlan(faults)
         self.injector = FaultInjector(self.faults, board=self.board, cabin_map=self.cabin_map,
@@ -187,6 +192,31 @@ class Simulation:
         self.wall_seconds = 0.0
         self._results_listeners: list[Callable[[TickResult], None]] = []
 
+    def metadata(self, capacity: int, faults: Sequence[Fault]) -> dict[str, Any]:
+        """What a recording says about the run that made it."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            tickwork = version("tickwork")
+        except PackageNotFoundError:
+            tickwork = "unknown"
+        return {
+            "scenario": self.scenario.name,
+            "scenario_toml": self.scenario.model_dump_json(),
+            "seed": str(self.seed),
+            "rate_hz": repr(self.rate_hz),
+            "capacity": str(capacity),
+            "specs": json.dumps({n: s.model_dump(mode="json") for n, s in self.specs.items()}),
+            "cabins": json.dumps(list(self.specs)),
+            "faults": json.dumps([f.label for f in faults]),
+            "tickwork_version": tickwork,
+        }
+
+    def close(self) -> None:
+        """Finish the recording, if there is one. Safe to call twice."""
+        if self.recorder is not None:
+            self.recorder.close()
+
     @property
     def max_ticks(self) -> int:
         """Ticks in the scenario's duration."""
@@ -196,12 +226,25 @@ class Simulation:
         self._results_listeners.append(listener)
 
     def before_freeze(self, tick: int, now: float) -> None:
+        if self.recorder is not None:
+            self.recorder.before_freeze(tick, now)
         if self.faults:
             self.injector.before_sense(tick)
         self.world.sense(self.injector.board, self.injector.cabin_map, now)
 
     def after_apply(self, result: TickResult) -> None:
+        stats = self.world.state.stats
+        before = (stats.collisions, stats.safety_violations)
         self.world.apply(result.commands, result.time, self.dt)
+        if stats.collisions > before[0]:
+            self.log.append("collision", {"tick": result.tick, "total": stats.collisions},
+                            tags=("incident",))
+        if stats.safety_violations > before[1]:
+            self.log.append("safety_violation", {"tick": result.tick,
+                                                 "total": stats.safety_violations},
+                            tags=("incident",))
+        if self.recorder is not None:
+            self.recorder.record_tick(result)
         for view in result.views:
             counts = self.missing[view.cabin]
             for reason in view.missing.values():

@@ -1,0 +1,243 @@
+"""The flight recorder: every board write, event and frozen pack of a run, in MCAP.
+
+A ``Recorder`` writes JSON messages on JSON-Schema channels of an MCAP file
+(which Foxglove and the ``mcap`` tools open):
+
+=============== ==============================================================
+``/board``        every board write and delete
+``/events``       every event appended to the log
+``/working_set``  per tick: tick, time, source versions, the items with their
+                  provenance, and each cabin's view (items and the filter that
+                  let each in, missing items with reasons, suppressed patterns)
+``/evictions``    per tick: what working memory let go, and why
+``/decisions``    per tick: each cabin's outbox (writes, events, commands,
+                  reactions) or its failure
+``/faults``       every ``fault`` event (what was done to the run)
+``/stats``        per tick: compute time, overrun, working-set size
+=============== ==============================================================
+
+plus a ``run`` metadata record given by the caller. Message log times are the
+run's clock in nanoseconds; the tick is the message sequence number. The file is
+flushed (a complete chunk) at least once per ``flush_every`` seconds of run time
+and finished by ``close()``, which the caller runs in a ``finally`` block.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from mcap.writer import CompressionType, Writer
+
+from runtime.board import Reading, StateBoard
+from runtime.jsonable import to_json
+from runtime.log import Event, EventLog
+from runtime.loop import TickResult
+
+PROFILE = "tickwork"
+SCHEMA_VERSION = 1
+
+CHANNELS: dict[str, dict[str, Any]] = {
+    "/board": {"required": ["seq", "key", "stamp", "source", "deleted"],
+               "properties": {"seq": {"type": "integer"}, "key": {"type": "string"},
+                              "value": {}, "stamp": {"type": "number"},
+                              "ttl": {"type": ["number", "null"]}, "source": {"type": "string"},
+                              "deleted": {"type": "boolean"}}},
+    "/events": {"required": ["seq", "stamp", "kind", "tags", "data"],
+                "properties": {"seq": {"type": "integer"}, "stamp": {"type": "number"},
+                               "kind": {"type": "string"},
+                               "tags": {"type": "array", "items": {"type": "string"}},
+                               "data": {}}},
+    "/working_set": {"required": ["tick", "time", "versions", "items", "views"],
+                     "properties": {"tick": {"type": "integer"}, "time": {"type": "number"},
+                                    "versions": {"type": "object"},
+                                    "items": {"type": "object"}, "views": {"type": "object"},
+                                    "capacity_alarm": {"type": "boolean"}}},
+    "/evictions": {"required": ["tick", "evictions"],
+                   "properties": {"tick": {"type": "integer"},
+                                  "evictions": {"type": "array"}}},
+    "/decisions": {"required": ["tick", "cabins"],
+                   "properties": {"tick": {"type": "integer"}, "cabins": {"type": "object"}}},
+    "/faults": {"required": ["tick", "fault", "phase"],
+                "properties": {"tick": {"type": "integer"}, "fault": {"type": "string"},
+                               "phase": {"type": "string"}}},
+    "/stats": {"required": ["tick", "compute_s", "overrun", "items"],
+               "properties": {"tick": {"type": "integer"}, "compute_s": {"type": "number"},
+                              "overrun": {"type": "boolean"}, "items": {"type": "integer"},
+                              "evictions": {"type": "integer"}}},
+}
+
+
+def _ns(seconds: float) -> int:
+    return max(0, round(seconds * 1e9))
+
+
+def _dumps(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+
+
+class Recorder:
+    """Writes one run to an MCAP file. Use as a tick hook, or call ``record_tick``."""
+
+    def __init__(self, output: str | Path | IO[bytes], *,
+                 metadata: Mapping[str, Any] | None = None, flush_every: float = 1.0,
+                 chunk_size: int = 1 << 20) -> None:
+        if not flush_every > 0:
+            raise ValueError(f"flush_every must be positive seconds, got {flush_every!r}")
+        self.path = output if isinstance(output, (str, Path)) else None
+        self._stream: IO[bytes] = (
+            open(output, "wb")  # noqa: SIM115 (closed by close())
+            if isinstance(output, (str, Path)) else output)
+        self._writer = Writer(self._stream, chunk_size=chunk_size,
+                              compression=CompressionType.ZSTD)
+        self._writer.start(profile=PROFILE, library="tickwork recorder")
+        self._channels: dict[str, int] = {}
+        for topic, schema in CHANNELS.items():
+            document = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                        "title": topic, "type": "object", **schema}
+            schema_id = self._writer.register_schema(
+                name=f"tickwork{topic.replace('/', '.')}", encoding="jsonschema",
+                data=json.dumps(document).encode())
+            self._channels[topic] = self._writer.register_channel(
+                topic=topic, message_encoding="json", schema_id=schema_id,
+                metadata={"tickwork_schema_version": str(SCHEMA_VERSION)})
+        run = {k: v if isinstance(v, str) else json.dumps(to_json(v))
+               for k, v in (metadata or {}).items()}
+        self._writer.add_metadata("run", {"schema_version": str(SCHEMA_VERSION), **run})
+        self.flush_every = flush_every
+        self._last_flush = 0.0
+        self._tick = 0
+        self._now = 0.0
+        self.messages = 0
+        self.closed = False
+        self._json_cache: dict[int, tuple[Any, Any]] = {}
+        self._json_next: dict[int, tuple[Any, Any]] = {}
+
+    # -- sources ---------------------------------------------------------------------------
+
+    def attach(self, board: StateBoard, log: EventLog) -> None:
+        """Record every board write and every event from now on."""
+        board.add_listener(lambda reading, key: self.on_board(reading, key, board))
+        log.add_listener(self.on_event)
+
+    def on_board(self, reading: Reading | None, key: str, board: StateBoard) -> None:
+        if reading is None:
+            now = board.clock.now()
+            self._put("/board", {"seq": board.seq, "key": key, "value": None, "stamp": now,
+                                 "ttl": None, "source": "", "deleted": True}, now)
+            return
+        self._put("/board", {"seq": reading.seq, "key": key, "value": to_json(reading.value),
+                             "stamp": reading.stamp, "ttl": reading.ttl,
+                             "source": reading.source, "deleted": False}, reading.stamp)
+
+    def on_event(self, event: Event) -> None:
+        data = to_json(event.data)
+        self._put("/events", {"seq": event.seq, "stamp": event.stamp, "kind": event.kind,
+                              "tags": sorted(event.tags), "data": data}, event.stamp)
+        if event.kind == "fault" and isinstance(data, dict):
+            self._put("/faults", {"tick": data.get("tick", self._tick), **data}, event.stamp)
+
+    # -- ticks -----------------------------------------------------------------------------
+
+    def before_freeze(self, tick: int, now: float) -> None:
+        self._tick, self._now = tick, now
+
+    def after_apply(self, result: TickResult) -> None:
+        self.record_tick(result)
+
+    def record_tick(self, result: TickResult) -> None:
+        """Record the working set, evictions, decisions and stats of one tick."""
+        ws, tick, now = result.working_set, result.tick, result.time
+        self._tick, self._now = tick, now
+        items = {
+            key: {"value": self._value_json(item.value), "importance": item.importance,
+                  "last_used": item.last_used, "first_seen": item.first_seen,
+                  "source": item.source, "stamp": item.stamp, "seq": item.seq}
+            for key, item in ws.items.items()
+        }
+        views = {}
+        for view in result.views:
+            views[view.cabin] = {
+                "items": {key: item.via for key, item in view.items.items()},
+                "missing": dict(view.missing),
+                "suppressed": list(view.suppressed),
+                "nearby_map": [f.id for f in view.nearby_map],
+                "corridor_map": [f.id for f in view.corridor_map],
+                "recent_events": [e.seq for e in view.recent_events],
+            }
+        versions = {"board_seq": ws.versions.board_seq, "map_version": ws.versions.map_version,
+                    "log_seq": ws.versions.log_seq}
+        self._put("/working_set", {"tick": tick, "time": now, "versions": versions,
+                                   "items": items, "views": views,
+                                   "capacity_alarm": ws.capacity_alarm}, now)
+        self._put("/evictions", {"tick": tick, "evictions": [
+            {"key": e.key, "importance": e.importance, "last_used": e.last_used,
+             "reason": e.reason} for e in ws.evictions]}, now)
+        cabins: dict[str, Any] = {}
+        for out in result.outboxes:
+            cabins[out.cabin] = {
+                "writes": [{"key": w.key, "value": to_json(w.value), "ttl": w.ttl,
+                            "delete": w.delete} for w in out.writes],
+                "events": [{"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)}
+                           for e in out.events],
+                "commands": [{"name": c.name, "args": to_json(c.args)} for c in out.commands],
+                "reactions": [{"pattern": r.pattern, "reaction": r.reaction,
+                               "detail": to_json(r.detail)} for r in out.reactions],
+                "failed": None,
+            }
+        for failure in result.failures:
+            cabins[failure.cabin] = {"writes": [], "events": [], "commands": [],
+                                     "reactions": [], "failed": {
+                                         "error_type": failure.error_type,
+                                         "message": failure.message}}
+        self._put("/decisions", {"tick": tick, "cabins": cabins}, now)
+        self._put("/stats", {"tick": tick, "compute_s": result.compute_seconds,
+                             "overrun": result.overrun, "items": len(ws.items),
+                             "evictions": len(ws.evictions)}, now)
+        if now - self._last_flush >= self.flush_every:
+            self.flush()
+            self._last_flush = now
+        self._json_cache, self._json_next = self._json_next, {}
+
+    def _value_json(self, value: Any) -> Any:
+        """``to_json`` of a working-set value, reusing last tick's for the same frozen object."""
+        key = id(value)
+        hit = self._json_cache.get(key)
+        if hit is None or hit[0] is not value:
+            hit = (value, to_json(value))
+        self._json_next[key] = hit
+        return hit[1]
+
+    # -- file ------------------------------------------------------------------------------
+
+    def _put(self, topic: str, message: Mapping[str, Any], stamp: float) -> None:
+        if self.closed:
+            return
+        self._writer.add_message(self._channels[topic], log_time=_ns(stamp),
+                                 data=_dumps(message), publish_time=_ns(stamp),
+                                 sequence=self._tick)
+        self.messages += 1
+
+    def flush(self) -> None:
+        """End the chunk in progress and push it to the file (readable after a crash)."""
+        if not self.closed:
+            self._writer.flush()  # type: ignore[no-untyped-call]
+
+    def close(self) -> None:
+        """Finish the file (summary and footer). Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._writer.finish()  # type: ignore[no-untyped-call]
+        finally:
+            if self.path is not None:
+                self._stream.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
