@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 
 def register(sub: Any) -> None:
     """Add this module's commands to the ``python -m sim`` parser."""
-    del sub, argparse
