@@ -176,6 +176,10 @@ class MovingObstacle(_Model):
         min_length=2,
         description="Loop [[x, y], ...] (m); it starts at the first and returns to it.",
     )
+    patience: Num = Field(
+        default=4.0, gt=0,
+        description="Seconds it waits for the robot before turning back along its loop.",
+    )
 
     @model_validator(mode="after")
     def _check_loop(self) -> MovingObstacle:

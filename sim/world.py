@@ -98,6 +98,8 @@ class ObstacleState:
     vx: float = 0.0
     vy: float = 0.0
     yielding: bool = False
+    waited: float = 0.0
+    direction: int = 1
 
 
 @dataclass
@@ -555,16 +557,22 @@ class World:
     def _walk_obstacles(self, dt: float) -> None:
         robot = self.state.robot
         for spec, ob in zip(self.scenario.moving_obstacles, self.state.obstacles, strict=True):
-            x, y, target = _walk(spec, ob.x, ob.y, ob.target, spec.speed * dt)
+            x, y, target = _walk(spec, ob.x, ob.y, ob.target, spec.speed * dt, ob.direction)
             clearance = self.scenario.robot.radius + spec.radius + YIELD_MARGIN
             gap_next = math.hypot(x - robot.x, y - robot.y)
             if gap_next < clearance and gap_next < math.hypot(ob.x - robot.x, ob.y - robot.y):
                 ob.vx = ob.vy = 0.0
                 ob.yielding = True
+                ob.waited += dt
+                if ob.waited >= spec.patience:  # a stand-off: turn back the way it came
+                    ob.target = (ob.target - ob.direction) % len(spec.waypoints)
+                    ob.direction = -ob.direction
+                    ob.waited = 0.0
                 continue
             ob.vx, ob.vy = (x - ob.x) / dt, (y - ob.y) / dt
             ob.x, ob.y, ob.target = x, y, target
             ob.yielding = False
+            ob.waited = 0.0
 
     def _check(self, at: float) -> None:
         st, sc, geo = self.state, self.scenario, self._geo
@@ -634,16 +642,17 @@ class World:
 
 
 def _walk(
-    spec: MovingObstacle, x: float, y: float, target: int, step: float
+    spec: MovingObstacle, x: float, y: float, target: int, step: float, direction: int = 1
 ) -> tuple[float, float, int]:
-    """Move ``step`` metres along the closed waypoint loop towards waypoint ``target``."""
+    """Move ``step`` metres along the closed waypoint loop towards waypoint ``target``,
+    going round the loop forwards (``direction`` 1) or backwards (-1)."""
     points = spec.waypoints
     while step > 0:
         tx, ty = points[target]
         gap = math.hypot(tx - x, ty - y)
         if gap <= step:
             x, y, step = tx, ty, step - gap
-            target = (target + 1) % len(points)
+            target = (target + direction) % len(points)
         else:
             x += (tx - x) * step / gap
             y += (ty - y) * step / gap

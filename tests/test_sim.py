@@ -32,7 +32,8 @@ def test_another_seed_gives_another_run() -> None:
     assert a["board_digest"] != b["board_digest"]
 
 
-def test_second_scenario_runs_safely() -> None:
-    summary = Simulation("narrow_aisles", seed=0).run()
+@pytest.mark.parametrize("seed", [0, 5, 9])  # 5 and 9 once ended in a stand-off with a picker
+def test_second_scenario_completes_safely(seed: int) -> None:
+    summary = Simulation("narrow_aisles", seed=seed).run()
     assert summary["safety_violations"] == 0 and summary["collisions"] == 0, summary
-    assert summary["deliveries_done"] >= 1, summary
+    assert summary["deliveries_done"] == summary["tasks_total"], summary

@@ -652,3 +652,24 @@ def test_the_summary_is_plain_json() -> None:
                 "collisions", "safety_violations", "speed_violations", "battery_end",
                 "distance", "picks_failed", "drops_failed", "battery_depleted"):
         assert key in summary
+
+
+def test_an_obstacle_blocked_past_its_patience_turns_back() -> None:
+    rig = Rig(make_scenario(robot__start={"x": 16.0, "y": 2.0, "theta": 0.0}))
+    spec = rig.scenario.moving_obstacles[0]
+    ob = rig.world.state.obstacles[0]
+    stop = ("monitor", "stop", {"reason": "test"})
+    blocked_at = None
+    for i in range(int(30 * RATE)):
+        rig.step([stop])
+        if ob.yielding and blocked_at is None:
+            blocked_at = i
+        if ob.direction == -1:
+            break
+    assert blocked_at is not None, "the obstacle never met the robot"
+    assert ob.direction == -1
+    assert (i - blocked_at) / RATE == pytest.approx(spec.patience, abs=2 / RATE)
+    before = math.hypot(ob.x - 16.0, ob.y - 2.0)
+    rig.step([stop], n=int(0.5 * RATE))
+    assert math.hypot(ob.x - 16.0, ob.y - 2.0) > before + 0.4  # walking away: no stand-off
+    assert rig.world.summary()["collisions"] == 0
