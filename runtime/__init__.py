@@ -3,11 +3,22 @@
 The state board, the spatial map and the event log hold the truth; each tick the
 assembler freezes one working set from them for every cabin's context spec;
 working memory forgets by value; the tick loop runs the cabins on their views.
+Agents add a task-scoped scratchpad (notes in the working set), function tools,
+and short-term, long-term and working-state memory tiers.
 """
 
+from runtime.agent_memory import (
+    HashingEmbedder,
+    LongTermMemory,
+    MemoryRecord,
+    Message,
+    ShortTermMemory,
+    ToolCall,
+    WorkingState,
+)
 from runtime.assembler import Assembler
 from runtime.board import Reading, StateBoard
-from runtime.cabin import Cabin, Command, Outbox, Reaction
+from runtime.cabin import Cabin, Command, NoteOp, Outbox, Reaction
 from runtime.cabin_map import CabinMap, Feature
 from runtime.clock import Clock, SimClock, WallClock
 from runtime.freeze import FreezeError, FrozenDict, freeze
@@ -23,7 +34,9 @@ from runtime.memory import (
     WorkItem,
 )
 from runtime.pack import CabinView, Versions, WorkingSet
+from runtime.scratchpad import Note, Scratchpad
 from runtime.spec import ContextSpec, SpecError, load_spec, load_specs
+from runtime.tools import Tool, ToolArgs, ToolDispatcher, ToolResult, scratchpad_tools
 
 __all__ = [
     "Assembler",
@@ -42,9 +55,17 @@ __all__ = [
     "FifoEviction",
     "FreezeError",
     "FrozenDict",
+    "HashingEmbedder",
+    "LongTermMemory",
+    "MemoryRecord",
+    "Message",
+    "Note",
+    "NoteOp",
     "Outbox",
     "Reaction",
     "Reading",
+    "Scratchpad",
+    "ShortTermMemory",
     "SimClock",
     "SkipMissed",
     "SpecError",
@@ -52,14 +73,21 @@ __all__ = [
     "TickLoop",
     "TickResult",
     "TickStats",
+    "Tool",
+    "ToolArgs",
+    "ToolCall",
+    "ToolDispatcher",
+    "ToolResult",
     "ValueEviction",
     "Versions",
     "WallClock",
     "WorkItem",
     "WorkingMemory",
     "WorkingSet",
+    "WorkingState",
     "configure_logging",
     "freeze",
     "load_spec",
     "load_specs",
+    "scratchpad_tools",
 ]

@@ -6,6 +6,14 @@ corridor along its route, and the event window; upserts what it read into
 working memory; lets memory evict down to capacity; and freezes the result,
 with each spec's selection and what each spec required but cannot have.
 Queries that several specs share are made once per tick.
+
+Scratchpads: a cabin given a ``Scratchpad`` has its notes enter the working set
+at each freeze, as ``note:<key>`` items in its view only (importance = its spec's
+weight for ``note:<key>``, via ``note:scratchpad``), subject to capacity and
+eviction like every other item. In working memory, and so in ``WorkingSet.items``
+and eviction records, a note is held as ``note:<cabin>/<key>`` so that two
+cabins' pads never collide. A pad scoped to a task whose goal key has left the
+board is cleared (and unscoped) at the freeze, before its notes are read.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from runtime.freeze import FrozenDict
 from runtime.memory import Eviction, Source, WorkingMemory, WorkItem
 from runtime.pack import MissingReason, Selection, Versions, WorkingSet
 from runtime.patterns import matches
+from runtime.scratchpad import NOTE_PREFIX, Scratchpad
 
 if TYPE_CHECKING:
     from runtime.cabin_map import CabinMap, Feature
@@ -69,6 +78,8 @@ class Assembler:
         log: EventLog,
         memory: WorkingMemory,
         specs: Iterable[ContextSpec] | Mapping[str, ContextSpec],
+        *,
+        scratchpads: Mapping[str, Scratchpad] | None = None,
     ) -> None:
         self.board = board
         self.cabin_map = cabin_map
@@ -80,8 +91,22 @@ class Assembler:
         if duplicates:
             raise ValueError(f"two specs share the cabin name(s) {', '.join(duplicates)}")
         self.specs: dict[str, ContextSpec] = {s.name: s for s in spec_list}
+        pads = dict(scratchpads or {})
+        unknown = sorted(set(pads) - set(self.specs))
+        if unknown:
+            raise ValueError(f"scratchpads for cabin(s) {', '.join(unknown)} that have no spec "
+                             f"(specs: {', '.join(sorted(self.specs)) or 'none'})")
+        for name, pad in pads.items():
+            if not isinstance(pad, Scratchpad):
+                raise TypeError(f"the scratchpad of cabin {name!r} must be a Scratchpad, "
+                                f"got {type(pad).__name__}")
+        shared = sorted(n for n, p in pads.items() if sum(q is p for q in pads.values()) > 1)
+        if shared:
+            raise ValueError(f"cabins {', '.join(shared)} share one Scratchpad; "
+                             "give each cabin its own")
+        self.scratchpads: FrozenDict[str, Scratchpad] = FrozenDict(pads)
         locks: list[threading.RLock] = []
-        for lock in (board.lock, cabin_map.lock, log.lock):
+        for lock in (board.lock, cabin_map.lock, log.lock, *(p.lock for p in pads.values())):
             if all(lock is not held for held in locks):
                 locks.append(lock)
         self._locks = tuple(locks)
@@ -96,11 +121,13 @@ class Assembler:
     def _assemble(self, tick: int, now: float) -> WorkingSet:
         board, memory = self.board, self.memory
         versions = Versions(board.seq, self.cabin_map.version, self.log.seq)
+        self._end_finished_tasks(tick)
         evictions = list(self._retract(tick, now))
 
         candidates: dict[str, _Candidate] = {}
         stale: set[str] = set()
         picks: dict[str, dict[str, str]] = {}
+        renames: dict[str, dict[str, str]] = {}  # per cabin: memory key -> view key (notes)
         maps: dict[str, tuple[tuple[Feature, ...], tuple[Feature, ...]]] = {}
         events: dict[str, tuple[Event, ...]] = {}
         board_cache: dict[str, tuple[str, ...]] = {}
@@ -162,6 +189,18 @@ class Assembler:
                           event.seq, via)
             events[name] = recent
 
+            pad = self.scratchpads.get(name)
+            renamed: dict[str, str] = {}
+            renames[name] = renamed
+            if pad is not None:
+                for note in pad.notes():
+                    view_key = NOTE_PREFIX + note.key
+                    held_key = _note_key(name, note.key)
+                    candidates[held_key] = _Candidate(note, "note", None, note.seq,
+                                                      weight(view_key))
+                    chosen[held_key] = "note:scratchpad"
+                    renamed[held_key] = view_key
+
         for key, c in candidates.items():
             memory.upsert(WorkItem(key, c.value, c.importance, now, now, c.source, c.stamp,
                                    c.seq))
@@ -173,16 +212,19 @@ class Assembler:
         selections: dict[str, Selection] = {}
         for name, spec in self.specs.items():
             chosen = picks[name]
+            renamed = renames[name]
             items: dict[str, WorkItem] = {}
             for key, via in chosen.items():
                 item = held.get(key)
                 if item is not None:
-                    items[key] = _with_via(item, via)
+                    view_key = renamed.get(key, key)
+                    items[view_key] = _with_via(item, via, view_key)
             missing: dict[str, MissingReason] = {}
             for pattern in spec.required:
                 if any(matches(k, pattern) for k in items):
                     continue
-                if any(matches(k, pattern) for k in evicted_keys if k in chosen):
+                if any(matches(renamed.get(k, k), pattern) for k in evicted_keys
+                       if k in chosen):
                     missing[pattern] = "evicted"
                 elif any(matches(k, pattern) for k in stale):
                     missing[pattern] = "stale"
@@ -229,9 +271,21 @@ class Assembler:
                 feature_id = item.key[4:]
                 if self.cabin_map.get(feature_id) is None:
                     gone = self.memory.remove(item.key, reason="retracted", tick=tick)
+            elif item.source == "note":
+                cabin, _, note_key = item.key[len(NOTE_PREFIX):].partition("/")
+                pad = self.scratchpads.get(cabin)
+                if pad is None or note_key not in pad:
+                    gone = self.memory.remove(item.key, reason="retracted", tick=tick)
             if gone is not None:
                 out.append(gone)
         return out
+
+    def _end_finished_tasks(self, tick: int) -> None:
+        """Clear (and unscope) every pad whose task's goal key has left the board."""
+        for pad in self.scratchpads.values():
+            task = pad.task
+            if task is not None and self.board.read(task) is None:
+                pad.end_task(tick=tick)
 
     def _map_for(
         self,
@@ -286,8 +340,14 @@ def _relevant(spec: ContextSpec, goal_kinds: frozenset[str]) -> frozenset[str] |
     return frozenset(keep)
 
 
-def _with_via(item: WorkItem, via: str) -> WorkItem:
-    if item.via == via:
+def _note_key(cabin: str, key: str) -> str:
+    """The working-memory key of ``cabin``'s note ``key`` (its view shows ``note:<key>``)."""
+    return f"{NOTE_PREFIX}{cabin}/{key}"
+
+
+def _with_via(item: WorkItem, via: str, key: str | None = None) -> WorkItem:
+    key = item.key if key is None else key
+    if item.via == via and item.key == key:
         return item
-    return WorkItem(item.key, item.value, item.importance, item.last_used, item.first_seen,
+    return WorkItem(key, item.value, item.importance, item.last_used, item.first_seen,
                     item.source, item.stamp, item.seq, via)

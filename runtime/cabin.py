@@ -2,17 +2,19 @@
 
 A cabin (planner, executor, monitor, or one a user writes) has a ``name``, a
 ``spec`` and a ``step(view, out)``. It reads only its frozen view and writes
-only intentions to its ``Outbox``: board writes, events, commands for the world
-and reactions to missing items. The loop applies every outbox after all
-cabins of the tick have run, so no cabin sees another's writes in the same tick.
+only intentions to its ``Outbox``: board writes, events, commands for the world,
+reactions to missing items and changes to its own scratchpad notes. The loop
+applies every outbox after all cabins of the tick have run, so no cabin sees
+another's writes in the same tick.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from runtime.freeze import FrozenDict, freeze
+from runtime.scratchpad import NOTE_PREFIX, check_note_key
 
 if TYPE_CHECKING:
     from runtime.pack import CabinView
@@ -66,10 +68,21 @@ class Reaction:
     detail: FrozenDict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class NoteOp:
+    """A change to the cabin's scratchpad: write a note, clear the pad, or scope it to a task."""
+
+    op: Literal["write", "clear", "scope"]
+    key: str | None = None
+    value: Any = None
+    description: str = ""
+    task: str | None = None
+
+
 class Outbox:
     """What one cabin intends at one tick; values are frozen as they are put in."""
 
-    __slots__ = ("cabin", "commands", "events", "reactions", "writes")
+    __slots__ = ("cabin", "commands", "events", "notes", "reactions", "writes")
 
     def __init__(self, cabin: str) -> None:
         self.cabin = cabin
@@ -77,6 +90,7 @@ class Outbox:
         self.events: list[EmittedEvent] = []
         self.commands: list[Command] = []
         self.reactions: list[Reaction] = []
+        self.notes: list[NoteOp] = []
 
     def write(self, key: str, value: Any, *, ttl: float | None = None) -> None:
         self.writes.append(BoardWrite(key, freeze(value, key=key), ttl))
@@ -97,5 +111,27 @@ class Outbox:
         self.reactions.append(Reaction(self.cabin, pattern, reaction,
                                        FrozenDict(freeze(detail, key=reaction))))
 
+    def note(self, key: str, value: Any, description: str = "") -> None:
+        """Write (or overwrite) a note in this cabin's scratchpad, visible from the next tick."""
+        check_note_key(key)
+        if not isinstance(description, str):
+            raise ValueError(f"the description of note {key!r} must be a string, "
+                             f"got {type(description).__name__}")
+        self.notes.append(NoteOp("write", key, freeze(value, key=NOTE_PREFIX + key),
+                                 description))
+
+    def clear_notes(self) -> None:
+        """Drop every note of this cabin's scratchpad (before the notes written after it)."""
+        self.notes.append(NoteOp("clear"))
+
+    def scope_notes(self, task: str | None) -> None:
+        """Scope this cabin's scratchpad to ``task`` (a goal's board key); a different task
+        than the current one clears the pad first, and the pad is cleared when the goal
+        key leaves the board."""
+        if task is not None and (not isinstance(task, str) or not task):
+            raise ValueError(f"a task must be a non-empty board key or None, got {task!r}")
+        self.notes.append(NoteOp("scope", task=task))
+
     def __bool__(self) -> bool:
-        return bool(self.writes or self.events or self.commands or self.reactions)
+        return bool(self.writes or self.events or self.commands or self.reactions
+                    or self.notes)

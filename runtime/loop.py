@@ -6,6 +6,13 @@ show from the next tick), and waits for the next deadline on a fixed grid. A
 cabin that raises is isolated: its outbox is dropped, a ``cabin_failed`` event
 records the exception, and the tick completes. With a ``WallClock``, a tick that
 ends after the next deadline is an overrun, handled by an ``OverrunPolicy``.
+
+Note changes in an outbox (``note``, ``clear_notes``, ``scope_notes``) are applied
+to that cabin's scratchpad, in the order they were made. A cabin that declares
+``uses_notes = True`` must have a scratchpad in the assembler (checked when the
+loop is built); any other cabin that puts notes in its outbox without having one
+fails like a cabin that raised: its outbox is dropped and a ``cabin_failed``
+event (error type ``NoScratchpad``) says why.
 """
 
 from __future__ import annotations
@@ -20,9 +27,10 @@ import numpy as np
 import structlog
 
 from runtime.assembler import Assembler
-from runtime.cabin import Cabin, Command, Outbox
+from runtime.cabin import Cabin, Command, NoteOp, Outbox
 from runtime.clock import Clock
 from runtime.pack import CabinView, WorkingSet
+from runtime.scratchpad import Scratchpad
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
@@ -141,6 +149,13 @@ class TickLoop:
         if unknown:
             raise ValueError(f"cabins {unknown} have no spec in the assembler "
                              f"(specs: {sorted(assembler.specs)})")
+        pads = assembler.scratchpads
+        padless = [n for n, c in zip(names, cabins, strict=True)
+                   if getattr(c, "uses_notes", False) is True and n not in pads]
+        if padless:
+            raise ValueError(
+                f"cabins {padless} use notes (uses_notes=True) but the assembler has no "
+                "scratchpad for them; pass Assembler(..., scratchpads={name: Scratchpad()})")
         self.assembler = assembler
         self.cabins = tuple(cabins)
         self.rate_hz = float(rate_hz)
@@ -190,6 +205,14 @@ class TickLoop:
                 self._log.error("cabin_failed", tick=tick, cabin=cabin.name,
                                 error_type=type(exc).__name__, message=str(exc))
                 continue
+            if out.notes and cabin.name not in self.assembler.scratchpads:
+                message = (f"cabin {cabin.name!r} wrote {len(out.notes)} note change(s) but "
+                           "has no scratchpad (Assembler(..., scratchpads=...)); its outbox "
+                           "was dropped")
+                failures.append(CabinFailure(cabin.name, "NoScratchpad", message))
+                self._log.error("cabin_failed", tick=tick, cabin=cabin.name,
+                                error_type="NoScratchpad", message=message)
+                continue
             outboxes.append(out)
         commands = self._apply(tick, ws, outboxes, failures)
         compute = self.timer() - started
@@ -228,6 +251,8 @@ class TickLoop:
         commands: list[Command] = []
         with board.lock, log.lock:
             for out in outboxes:
+                if out.notes:
+                    _apply_notes(self.assembler.scratchpads[out.cabin], out.notes, tick)
                 tag = f"cabin:{out.cabin}"
                 for w in out.writes:
                     if w.delete:
@@ -267,3 +292,14 @@ class TickLoop:
             capacity_alarms=c.capacity_alarms,
             cabin_failures=c.failures,
         )
+
+
+def _apply_notes(pad: Scratchpad, ops: Sequence[NoteOp], tick: int) -> None:
+    with pad.lock:
+        for op in ops:
+            if op.op == "write" and op.key is not None:
+                pad.write(op.key, op.value, op.description, tick=tick)
+            elif op.op == "clear":
+                pad.clear(tick=tick, reason="cabin")
+            elif op.op == "scope":
+                pad.scope(op.task, tick=tick)
