@@ -19,8 +19,9 @@ import shapely
 from runtime.cabin_map import Feature
 from runtime.freeze import FrozenDict, freeze
 from runtime.log import Event
+from runtime.scratchpad import Note
 
-_TAGS = ("$feature", "$event", "$wkb", "$ndarray", "$float", "$pairs", "$set", "$repr")
+_TAGS = ("$feature", "$event", "$note", "$wkb", "$ndarray", "$float", "$pairs", "$set", "$repr")
 
 
 def to_json(value: Any) -> Any:
@@ -41,6 +42,10 @@ def to_json(value: Any) -> Any:
     if isinstance(value, Event):
         return {"$event": {"seq": value.seq, "stamp": value.stamp, "kind": value.kind,
                            "tags": sorted(value.tags), "data": to_json(value.data)}}
+    if isinstance(value, Note):
+        return {"$note": {"key": value.key, "value": to_json(value.value),
+                          "description": value.description, "task": value.task,
+                          "seq": value.seq}}
     if isinstance(value, (set, frozenset)):
         return {"$set": sorted((to_json(v) for v in value), key=repr)}
     if isinstance(value, np.ndarray):
@@ -73,6 +78,10 @@ def _decode(data: Any) -> Any:
             e = data["$event"]
             return Event(e["seq"], e["stamp"], e["kind"], frozenset(e["tags"]),
                          freeze(_decode(e["data"])))
+        if "$note" in data:
+            n = data["$note"]
+            return Note(n["key"], freeze(_decode(n["value"])), n["description"], n["task"],
+                        n["seq"])
         if "$wkb" in data:
             return shapely.from_wkb(bytes.fromhex(data["$wkb"]))
         if "$ndarray" in data:

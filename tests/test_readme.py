@@ -22,3 +22,13 @@ def test_runtime_example_runs_and_prints_what_it_says() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
     assert out.getvalue().strip() == expected.group(1)
+
+
+def test_agent_example_runs_and_prints_what_it_says() -> None:
+    block = next(b for b in python_blocks() if "LLMCabin(" in b)
+    expected = re.findall(r"^# (.*)$", block, re.M)
+    assert len(expected) == 3
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+    assert out.getvalue().strip().splitlines() == expected
