@@ -11,20 +11,26 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from mcap.exceptions import McapError
+from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
 from mcap.records import Channel, Header, Message, Metadata, Schema
-from mcap.stream_reader import StreamReader
+from mcap.stream_reader import CRCValidationError, StreamReader
 
-from runtime.recorder import PROFILE
+from runtime.recorder import CHANNELS, PROFILE, SCHEMA_VERSION
 
 MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,), "number": (int, float), "string": (str,), "boolean": (bool,),
+    "object": (dict,), "array": (list,),
+}
 
 
 class RecordingError(Exception):
@@ -32,14 +38,19 @@ class RecordingError(Exception):
 
 
 class _Counting:
-    """A binary reader that counts how many bytes were read."""
+    """A binary reader that counts the bytes read and never reads past ``size``.
 
-    def __init__(self, raw: IO[bytes]) -> None:
+    The cap keeps a corrupted length field from allocating gigabytes.
+    """
+
+    def __init__(self, raw: IO[bytes], size: int) -> None:
         self.raw = raw
+        self.size = size
         self.offset = 0
 
     def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
+        left = self.size - self.offset
+        data = self.raw.read(left if n < 0 else min(n, left))
         self.offset += len(data)
         return data
 
@@ -49,7 +60,11 @@ class _Counting:
 
 @dataclass
 class Scan:
-    """What could be read of a recording, and where it broke."""
+    """What could be read of a recording, and where it broke.
+
+    ``good_bytes`` is where the first unreadable record starts (the file size when
+    complete); ``error`` is the reader's own words, ``cause`` says it for people.
+    """
 
     path: str
     size: int
@@ -61,6 +76,7 @@ class Scan:
     complete: bool = False
     good_bytes: int = 0
     error: str | None = None
+    cause: str | None = None
 
     @property
     def damaged(self) -> bool:
@@ -70,9 +86,23 @@ class Scan:
         """One sentence on how much of the file was read."""
         if self.complete:
             return f"{self.path}: complete, {len(self.messages)} messages"
-        pct = 100.0 * self.good_bytes / self.size if self.size else 0.0
-        return (f"{self.path}: damaged at byte {self.good_bytes} of {self.size} ({self.error}); "
-                f"recovered {len(self.messages)} messages up to there ({pct:.0f}% of the file)")
+        return (f"{self.path}: damaged at byte {self.good_bytes} of {self.size} ({self.cause}); "
+                f"recovered {len(self.messages)} messages before it")
+
+
+def _cause(exc: Exception, good: int, read: int, size: int) -> str:
+    """Why reading stopped, in words."""
+    if isinstance(exc, CRCValidationError):
+        return "a chunk fails its checksum: its bytes were changed"
+    if isinstance(exc, RecordLengthLimitExceeded):
+        return (f"the file is cut short or corrupted: the record at byte {good} claims more "
+                "bytes than the file holds")
+    if read >= size and isinstance(exc, (EndOfFile, struct.error, EOFError)):
+        if good >= size:
+            return "the file ends without the MCAP summary and footer: the run stopped writing"
+        return f"the file is cut short: its last {size - good} bytes are an incomplete record"
+    return f"an unreadable record ({type(exc).__name__}: {exc})" if str(exc) else \
+        f"an unreadable record ({type(exc).__name__})"
 
 
 def scan(path: str | Path) -> Scan:
@@ -85,18 +115,25 @@ def scan(path: str | Path) -> Scan:
         raise RecordingError(f"{shown}: no such file") from None
     except IsADirectoryError:
         raise RecordingError(f"{shown}: is a folder, not a recording") from None
+    except OSError as exc:
+        raise RecordingError(f"{shown}: cannot be read ({exc.strerror or exc})") from None
     with fh:
         head = fh.read(len(MAGIC))
+        if not head:
+            raise RecordingError(f"{shown}: the file is empty (0 bytes): nothing was recorded")
         if head != MAGIC:
+            if MAGIC.startswith(head):
+                raise RecordingError(f"{shown}: cut short inside the MCAP magic bytes ({size} "
+                                     "bytes): nothing to recover")
             raise RecordingError(f"{shown}: not an MCAP file (it does not start with the MCAP "
-                                 f"magic bytes; it starts with {head[:8]!r})")
+                                 f"magic bytes; it starts with {head!r})")
         fh.seek(0)
-        counting = _Counting(fh)
+        counting = _Counting(fh, size)
         result = Scan(path=shown, size=size)
-        reader = StreamReader(counting)  # type: ignore[arg-type]
-        records = reader.records
+        reader = StreamReader(counting, validate_crcs=True,  # type: ignore[arg-type]
+                              record_size_limit=size)
         try:
-            for record in records:
+            for record in reader.records:
                 if isinstance(record, Header):
                     result.header = record
                 elif isinstance(record, Schema):
@@ -110,17 +147,21 @@ def scan(path: str | Path) -> Scan:
                 result.good_bytes = counting.offset
             result.complete = True
             result.good_bytes = size
-        except (McapError, EOFError, ValueError, OSError, KeyError) as exc:
-            result.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         except Exception as exc:  # the mcap reader raises struct.error and others on garbage
-            result.error = f"{type(exc).__name__}: {exc}"
+            result.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            result.cause = _cause(exc, result.good_bytes, counting.offset, size)
     if result.header is None:
-        raise RecordingError(f"{shown}: an MCAP file with no readable header ({result.error})")
+        raise RecordingError(f"{shown}: an MCAP file cut short or damaged before the end of its "
+                             f"header ({result.cause}): nothing to recover")
     if result.header.profile != PROFILE:
         raise RecordingError(f"{shown}: an MCAP file, but not a tickwork recording (profile "
                              f"{result.header.profile!r}, expected {PROFILE!r})")
     if "run" not in result.metadata and result.complete:
         raise RecordingError(f"{shown}: a tickwork recording without its run metadata")
+    version = result.metadata.get("run", {}).get("schema_version", str(SCHEMA_VERSION))
+    if version != str(SCHEMA_VERSION):
+        raise RecordingError(f"{shown}: recorded with message schema version {version!r}; this "
+                             f"tickwork reads version {SCHEMA_VERSION}")
     return result
 
 
@@ -168,8 +209,18 @@ def write_recording(result: Scan, path: str | Path, *, upto_tick: int | None = N
 
 
 def repair(path: str | Path, out: str | Path | None = None) -> Scan:
-    """Rewrite a damaged recording as a complete one (in place unless ``out`` is given)."""
+    """Rewrite a damaged recording as a complete one (in place unless ``out`` is given).
+
+    A complete recording is left alone and nothing is written. A file that broke
+    before its run metadata has nothing to recover: ``RecordingError``.
+    """
     result = scan(path)
+    if result.complete:
+        return result
+    if "run" not in result.metadata:
+        raise RecordingError(
+            f"{result.path}: nothing to recover: it breaks at byte {result.good_bytes} of "
+            f"{result.size} ({result.cause}), before its run metadata was written")
     write_recording(result, out if out is not None else path)
     return result
 
@@ -183,7 +234,12 @@ class Recording:
         run = result.metadata.get("run", {})
         self.metadata: dict[str, str] = dict(run)
         self._by_topic: dict[str, list[Message]] = defaultdict(list)
-        topics = {cid: c.topic for cid, c in result.channels.items()}
+        topics: dict[int, str] = {}
+        for cid, c in result.channels.items():
+            if c.topic in CHANNELS and c.message_encoding != "json":
+                raise RecordingError(f"{self.path}: channel {c.topic} holds "
+                                     f"{c.message_encoding!r} messages, expected 'json'")
+            topics[cid] = c.topic
         for m in result.messages:
             topic = topics.get(m.channel_id)
             if topic is not None:
@@ -210,6 +266,11 @@ class Recording:
         for m in self._by_topic.get(topic, ()):
             yield self._decode(topic, m)
 
+    def records(self, topic: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(tick, decoded message) of ``topic``, in recorded order."""
+        for m in self._by_topic.get(topic, ()):
+            yield m.sequence, self._decode(topic, m)
+
     def ticks(self) -> list[int]:
         """The ticks that have a recorded working set."""
         return sorted(self._index("/working_set"))
@@ -223,7 +284,15 @@ class Recording:
         return found[0] if found else None
 
     def spec_json(self) -> dict[str, Any]:
-        return dict(json.loads(self.metadata.get("specs", "{}")))
+        """Cabin name → its spec as recorded (``ContextSpec.model_dump(mode="json")``)."""
+        try:
+            specs = json.loads(self.metadata.get("specs", "{}"))
+        except ValueError as exc:
+            raise RecordingError(f"{self.path}: the run metadata's specs are not JSON "
+                                 f"({exc})") from None
+        if not isinstance(specs, dict):
+            raise RecordingError(f"{self.path}: the run metadata's specs are not a JSON object")
+        return specs
 
     def _index(self, topic: str) -> dict[int, list[Message]]:
         index = self._ticks.get(topic)
@@ -235,12 +304,37 @@ class Recording:
         return index
 
     def _decode(self, topic: str, message: Message) -> dict[str, Any]:
+        where = f"{self.path}: a {topic} message of tick {message.sequence}"
         try:
-            value = json.loads(message.data)
+            value = json.loads(message.data, parse_constant=_no_constant)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise RecordingError(f"{self.path}: a {topic} message of tick {message.sequence} is "
-                                 f"not JSON ({exc})") from None
+            raise RecordingError(f"{where} is not JSON ({exc})") from None
         if not isinstance(value, dict):
-            raise RecordingError(f"{self.path}: a {topic} message of tick {message.sequence} is "
-                                 "not a JSON object (wrong schema)")
+            raise RecordingError(f"{where} is not a JSON object (wrong schema)")
+        _check_fields(value, CHANNELS.get(topic, {}), where)
         return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_fields(value: Mapping[str, Any], schema: Mapping[str, Any], where: str) -> None:
+    """Check the required fields of a message and the JSON types its schema declares."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    for name in schema.get("required", ()):
+        if name not in value:
+            raise RecordingError(f"{where} has no {name!r} field (wrong schema)")
+    for name, spec in properties.items():
+        declared = spec.get("type")
+        if name not in value or declared is None:
+            continue
+        names = declared if isinstance(declared, list) else [declared]
+        got = value[name]
+        ok = any((got is None) if t == "null" else
+                 isinstance(got, _JSON_TYPES.get(t, object))
+                 and not (t in ("integer", "number") and isinstance(got, bool))
+                 for t in names)
+        if not ok:
+            raise RecordingError(f"{where}: field {name!r} should be {' or '.join(names)}, "
+                                 f"got {json.dumps(got)[:60]} (wrong schema)")

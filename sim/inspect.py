@@ -1,0 +1,464 @@
+"""Archaeology on a recording: what each cabin saw at a tick, one key's history, what changed.
+
+Each query takes an open ``Recording`` and returns a plain, JSON-able dict: the
+command line prints it as one JSON object (``--json``) or as tables, from the same
+dict. ``open_recording`` is how every command opens a file: a damaged file is read
+up to its break and the caller is told so once. A query the recording cannot
+answer (a tick it does not hold, a cabin it does not know, a key it never saw)
+raises ``InspectError``; a file that is not a tickwork recording raises
+``RecordingError``.
+
+Values stay in their recorded JSON form (``runtime.jsonable.to_json``):
+``runtime.jsonable.from_json`` turns one back into the frozen value a cabin saw.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import shlex
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from runtime.patterns import matches, overlaps
+from sim.recording import Recording, RecordingError, repair
+
+NOTE_PREFIX = "note:"
+"""A cabin's notes are ``note:<key>`` in its view but ``note:<cabin>/<key>`` in the working
+set and in eviction records (runtime.assembler), so two cabins' pads never collide."""
+
+Json = dict[str, Any]
+
+
+class InspectError(ValueError):
+    """A question the recording cannot answer; the message says what it does hold."""
+
+
+# -- opening ---------------------------------------------------------------------------------
+
+
+def open_recording(path: str | Path, *, warn: Callable[[str], None] | None = None) -> Recording:
+    """Open a recording; if it is damaged, read it up to the break and ``warn`` once."""
+    recording = Recording.open(path)
+    notice = damage_notice(recording)
+    if notice is not None and warn is not None:
+        warn(notice)
+    return recording
+
+
+def damage_notice(recording: Recording) -> str | None:
+    """One sentence on how much of a damaged recording was read; None when it is complete."""
+    result = recording.scan
+    if result.complete:
+        return None
+    ticks = recording.ticks()
+    where = (f"{result.path} is damaged at byte {result.good_bytes} of {result.size} "
+             f"({result.cause})")
+    if "run" not in result.metadata:
+        return f"{where}; nothing before it can be read or recovered"
+    read = (f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} "
+            f"({tick_ranges(ticks)}) up to there" if ticks else "no tick was recorded before it")
+    return (f"{where}; {read} (python -m sim repair {shlex.quote(result.path)} writes a "
+            "complete copy)")
+
+
+def tick_ranges(ticks: Sequence[int]) -> str:
+    """``[0, 1, 2, 5, 6]`` → ``"0-2, 5-6"``; ``"none"`` for no ticks."""
+    spans: list[str] = []
+    start = prev = None
+    for t in sorted(ticks):
+        if prev is not None and t == prev + 1:
+            prev = t
+            continue
+        if start is not None:
+            spans.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = t
+    if start is not None:
+        spans.append(f"{start}-{prev}" if prev != start else str(start))
+    return ", ".join(spans) or "none"
+
+
+# -- repair ----------------------------------------------------------------------------------
+
+
+def repair_report(path: str | Path, out: str | Path | None = None) -> Json:
+    """Repair ``path`` (into ``out``, or in place) and say how much was recovered.
+
+    A complete recording is left unchanged (and nothing is written to ``out``).
+    """
+    result = repair(path, out)
+    recording = Recording(result)
+    ticks = recording.ticks()
+    last = ticks[-1] if ticks else None
+    report: Json = {
+        "path": result.path, "complete": result.complete, "repaired": not result.complete,
+        "out": None if result.complete else str(out if out is not None else path),
+        "size": result.size, "messages": len(result.messages), "ticks": len(ticks),
+        "tick_range": tick_ranges(ticks),
+        "first_tick": ticks[0] if ticks else None, "last_tick": last,
+        "break_at": None if result.complete else result.good_bytes,
+        "bytes_recovered": result.good_bytes, "bytes_dropped": result.size - result.good_bytes,
+        "cause": result.cause,
+        "last_tick_partial": last is not None and recording.one("/stats", last) is None,
+        "messages_by_channel": {t: recording.count(t) for t in recording.topics},
+    }
+    return report
+
+
+# -- one tick --------------------------------------------------------------------------------
+
+
+def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) -> Json:
+    """What each cabin (or just ``cabin``) saw at ``tick``, what it lacked, and what it decided.
+
+    ``cabins[name]``: ``items`` (key → provenance, the filter that let it in and the
+    value), ``missing`` (pattern → reason, plus the eviction behind an ``evicted``
+    reason), ``suppressed`` (patterns hidden by a fault) and ``decision`` (its outbox,
+    or its failure; None if the file breaks before it). ``evicted``: what working
+    memory let go at this tick's freeze. ``unviewed``: working-set items that no
+    cabin's spec selected this tick (only without ``cabin``).
+    """
+    ws = _working_set(recording, tick)
+    items = _obj(ws["items"], "items", recording, tick)
+    views = _views(recording, ws, tick)
+    names = _cabins(recording, views, cabin, tick)
+    decisions = recording.one("/decisions", tick)
+    outboxes = _obj(decisions["cabins"], "cabins", recording, tick) if decisions else None
+    evictions = recording.one("/evictions", tick)
+    cabins: Json = {}
+    for name in names:
+        view = views[name]
+        cabins[name] = {
+            "items": {key: {"via": via, **_item(items, name, key)}
+                      for key, via in _obj(view.get("items", {}), "items", recording, tick)
+                      .items()},
+            "missing": {pattern: _missing(recording, tick, name, pattern, reason)
+                        for pattern, reason in _obj(view.get("missing", {}), "missing",
+                                                    recording, tick).items()},
+            "suppressed": list(view.get("suppressed", [])),
+            "decision": None if outboxes is None else outboxes.get(name),
+        }
+    report: Json = {
+        "recording": recording.path, "damaged": recording.damaged, "tick": tick,
+        "time": ws["time"], "versions": ws["versions"],
+        "capacity_alarm": bool(ws.get("capacity_alarm", False)),
+        "working_set_size": len(items), "cabins": cabins,
+        "evicted": None if evictions is None else evictions["evictions"],
+        "decisions_recorded": decisions is not None,
+    }
+    if cabin is None:
+        seen = {_held(name, key) for name in views for key in views[name].get("items", {})}
+        report["unviewed"] = {k: v for k, v in items.items() if k not in seen}
+    return report
+
+
+def _missing(recording: Recording, tick: int, cabin: str, pattern: str, reason: Any) -> Json:
+    entry: Json = {"reason": reason}
+    if reason == "evicted":
+        entry["eviction"] = _last_eviction(recording, tick, cabin, pattern)
+    return entry
+
+
+def _last_eviction(recording: Recording, tick: int, cabin: str, pattern: str) -> Json | None:
+    """The latest eviction, at or before ``tick``, of a key ``pattern`` matches."""
+    for t in range(tick, -1, -1):
+        message = recording.one("/evictions", t)
+        for e in reversed(message["evictions"] if message else []):
+            if isinstance(e, dict) and matches(_shown(cabin, str(e.get("key", ""))), pattern):
+                return {"tick": t, **e}
+    return None
+
+
+# -- one key ---------------------------------------------------------------------------------
+
+
+def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> Json:
+    """The history of ``key``: every tick it was in the working set, in a view, missing
+    or evicted (``history``), and every board write or delete of it (``board``)."""
+    _require_ticks(recording)
+    names = _check_cabin(recording, cabin)
+    evictions: dict[int, list[Json]] = {}
+    for t, message in recording.records("/evictions"):
+        for e in message["evictions"]:
+            if isinstance(e, dict) and any(_shown(n, str(e.get("key"))) == key for n in names):
+                evictions.setdefault(t, []).append(e)
+    history: list[Json] = []
+    for t, ws in recording.records("/working_set"):
+        row = _key_row(recording, t, ws, key, cabin, evictions.get(t))
+        if row is not None:
+            history.append(row)
+    board = [{"tick": t, **{k: m.get(k) for k in ("seq", "stamp", "deleted", "value", "ttl",
+                                                   "source")}}
+             for t, m in recording.records("/board") if m["key"] == key]
+    if not history and not board:
+        raise InspectError(_unknown_key(recording, key))
+    return {"recording": recording.path, "damaged": recording.damaged, "key": key,
+            "cabin": cabin, "ticks": tick_ranges(recording.ticks()),
+            "in_working_set": tick_ranges([r["tick"] for r in history if r["in_working_set"]]),
+            "history": history, "board": board}
+
+
+def _key_row(recording: Recording, tick: int, ws: Json, key: str, cabin: str | None,
+             evicted: list[Json] | None) -> Json | None:
+    items = _obj(ws["items"], "items", recording, tick)
+    views = _views(recording, ws, tick)
+    names = [cabin] if cabin is not None else list(views)
+    in_view: Json = {}
+    missing: Json = {}
+    held: Json | None = items.get(key)
+    for name in names:
+        view = views.get(name, {})
+        via = view.get("items", {}).get(key)
+        if via is not None:
+            in_view[name] = via
+            held = held or items.get(_held(name, key))
+        gaps = {p: r for p, r in view.get("missing", {}).items() if overlaps(key, p)}
+        if gaps:
+            missing[name] = gaps
+    if held is None and not in_view and not missing and not evicted:
+        return None
+    row: Json = {"tick": tick, "time": ws["time"], "in_working_set": held is not None}
+    if held is not None:
+        row.update(held)
+    row.update({"views": in_view, "missing": missing, "evicted": evicted or []})
+    return row
+
+
+def _unknown_key(recording: Recording, key: str) -> str:
+    known: set[str] = set()
+    for t, ws in recording.records("/working_set"):
+        known.update(_obj(ws["items"], "items", recording, t))
+        for view in _views(recording, ws, t).values():
+            known.update(view.get("items", {}))
+            known.update(view.get("missing", {}))
+    for _, m in recording.records("/board"):
+        known.add(str(m["key"]))
+    close = difflib.get_close_matches(key, sorted(known), n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return (f"key {key!r} never appears in {recording.path} (in no working set, view, "
+            f"missing list, eviction or board write){hint}")
+
+
+# -- two ticks -------------------------------------------------------------------------------
+
+
+def diff_report(recording: Recording, first: int, second: int, *,
+                cabin: str | None = None) -> Json:
+    """What changed in the working set from tick ``first`` to tick ``second``.
+
+    ``added``/``removed``: items (with provenance) in one working set and not the
+    other; ``changed``: items whose value or importance changed (from → to);
+    ``evicted_between``: evictions at the ticks after the earlier one, up to the later
+    one (all of them: an evicted item is in no view); ``cabins[name]``: items that came
+    into (``in``) or left (``out``) its view, a changed filter (``via_changed``), and
+    missing items that appeared, went or changed reason. With ``cabin``, only that
+    cabin, and added/removed/changed only for the keys its view held at either tick.
+    """
+    wa, wb = _working_set(recording, first), _working_set(recording, second)
+    ia = _obj(wa["items"], "items", recording, first)
+    ib = _obj(wb["items"], "items", recording, second)
+    va, vb = _views(recording, wa, first), _views(recording, wb, second)
+    names = _cabins(recording, {**va, **vb}, cabin, second)
+    scope: set[str] | None = None
+    if cabin is not None:
+        scope = {_held(cabin, k) for v in (va, vb) for k in v.get(cabin, {}).get("items", {})}
+
+    def wanted(key: str) -> bool:
+        return scope is None or key in scope
+
+    changed: Json = {}
+    for key in ia.keys() & ib.keys():
+        if not wanted(key):
+            continue
+        delta = {f: {"from": ia[key].get(f), "to": ib[key].get(f)}
+                 for f in ("value", "importance") if ia[key].get(f) != ib[key].get(f)}
+        if delta:
+            changed[key] = delta
+    low, high = sorted((first, second))
+    between = [{"tick": t, **e} for t in range(low + 1, high + 1)
+               for e in (_at(recording, "/evictions", t) or {}).get("evictions", [])
+               if isinstance(e, dict)]
+    cabins: Json = {}
+    for name in names:
+        a, b = va.get(name, {}), vb.get(name, {})
+        ai, bi = a.get("items", {}), b.get("items", {})
+        am, bm = a.get("missing", {}), b.get("missing", {})
+        cabins[name] = {
+            "in": {k: bi[k] for k in bi if k not in ai},
+            "out": {k: ai[k] for k in ai if k not in bi},
+            "via_changed": {k: {"from": ai[k], "to": bi[k]} for k in ai
+                            if k in bi and ai[k] != bi[k]},
+            "missing_new": {p: bm[p] for p in bm if p not in am},
+            "missing_gone": {p: am[p] for p in am if p not in bm},
+            "missing_changed": {p: {"from": am[p], "to": bm[p]} for p in am
+                                if p in bm and am[p] != bm[p]},
+        }
+    return {
+        "recording": recording.path, "damaged": recording.damaged,
+        "from": first, "to": second, "time": {"from": wa["time"], "to": wb["time"]},
+        "versions": {"from": wa["versions"], "to": wb["versions"]},
+        "size": {"from": len(ia), "to": len(ib)},
+        "added": {k: ib[k] for k in ib if k not in ia and wanted(k)},
+        "removed": {k: ia[k] for k in ia if k not in ib and wanted(k)},
+        "changed": dict(sorted(changed.items())),
+        "evicted_between": between, "cabins": cabins,
+    }
+
+
+# -- for people ------------------------------------------------------------------------------
+
+
+def compress(rows: Iterable[Json], *, same: Callable[[Json], Hashable]) -> list[Json]:
+    """Runs of rows of consecutive ticks that ``same`` says are alike, as
+    ``{"first": tick, "last": tick, "row": first row of the run}``."""
+    runs: list[Json] = []
+    previous: Hashable = None
+    for row in rows:
+        tag = same(row)
+        if runs and row["tick"] == runs[-1]["last"] + 1 and tag == previous:
+            runs[-1]["last"] = row["tick"]
+        else:
+            runs.append({"first": row["tick"], "last": row["tick"], "row": row})
+        previous = tag
+    return runs
+
+
+def brief(value: Any, width: int = 48, *, digits: int = 4) -> str:
+    """A short, readable form of a recorded JSON value: features and events by name,
+    floats to ``digits`` significant digits, cut at ``width`` characters."""
+    text = _text(value, digits)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _text(value: Any, digits: int) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if math.isfinite(value) else repr(value)
+    if isinstance(value, (int, str)):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_text(v, digits) for v in value) + "]"
+    if isinstance(value, dict):
+        if isinstance(value.get("$feature"), dict):
+            f = value["$feature"]
+            return f"<{f.get('kind')} {f.get('id')}>"
+        if isinstance(value.get("$event"), dict):
+            e = value["$event"]
+            return f"<event {e.get('kind')} #{e.get('seq')} {_text(e.get('data'), digits)}>"
+        if "$wkb" in value:
+            return "<geometry>"
+        if "$ndarray" in value:
+            return f"<array {value.get('dtype')}>"
+        if "$float" in value:
+            return str(value["$float"])
+        if "$set" in value:
+            return "{" + ", ".join(_text(v, digits) for v in value["$set"]) + "}"
+        if "$pairs" in value:
+            pairs = (f"{_text(k, digits)}: {_text(v, digits)}" for k, v in value["$pairs"])
+            return "{" + ", ".join(pairs) + "}"
+        if "$repr" in value:
+            return str(value["$repr"])
+        return "{" + ", ".join(f"{k}: {_text(v, digits)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _working_set(recording: Recording, tick: int) -> Json:
+    ws = _at(recording, "/working_set", tick)
+    if ws is not None:
+        return ws
+    ticks = _require_ticks(recording)
+    raise InspectError(f"tick {tick} is not in {recording.path}: it holds ticks "
+                       f"{tick_ranges(ticks)}")
+
+
+def _require_ticks(recording: Recording) -> list[int]:
+    ticks = recording.ticks()
+    if not ticks:
+        broke = (f": it breaks at byte {recording.scan.good_bytes} of {recording.scan.size}, "
+                 "before its first tick" if recording.damaged else "")
+        raise InspectError(f"{recording.path} holds no ticks{broke}")
+    return ticks
+
+
+def _at(recording: Recording, topic: str, tick: int) -> Json | None:
+    return recording.one(topic, tick)
+
+
+def _views(recording: Recording, ws: Json, tick: int) -> dict[str, Json]:
+    views = _obj(ws["views"], "views", recording, tick)
+    for name, view in views.items():
+        _obj(view, f"views.{name}", recording, tick)
+        for part in ("items", "missing"):
+            _obj(view.get(part, {}), f"views.{name}.{part}", recording, tick)
+    return views
+
+
+def _obj(value: Any, what: str, recording: Recording, tick: int) -> Json:
+    if not isinstance(value, dict):
+        raise RecordingError(f"{recording.path}: the {what} of tick {tick} is not a JSON "
+                             "object (wrong schema)")
+    return value
+
+
+def _known_cabins(recording: Recording, views: Mapping[str, Any]) -> list[str]:
+    try:
+        listed = json.loads(recording.metadata.get("cabins", "[]"))
+    except ValueError:
+        listed = []
+    names = [str(n) for n in listed] if isinstance(listed, list) else []
+    return names + [n for n in views if n not in names]
+
+
+def _cabins(recording: Recording, views: Mapping[str, Any], cabin: str | None,
+            tick: int) -> list[str]:
+    if cabin is None:
+        return list(views)
+    if cabin not in views:
+        known = ", ".join(_known_cabins(recording, views)) or "none"
+        raise InspectError(f"no cabin {cabin!r} at tick {tick} of {recording.path} "
+                           f"(cabins: {known})")
+    return [cabin]
+
+
+def _check_cabin(recording: Recording, cabin: str | None) -> list[str]:
+    """``[cabin]`` if the recording knows it, or all the cabins it knows for None."""
+    first = recording.ticks()[:1]
+    views = _views(recording, _working_set(recording, first[0]), first[0]) if first else {}
+    known = _known_cabins(recording, views)
+    if cabin is None:
+        return known
+    if cabin not in known:
+        raise InspectError(f"no cabin {cabin!r} in {recording.path} "
+                           f"(cabins: {', '.join(known) or 'none'})")
+    return [cabin]
+
+
+def _held(cabin: str, key: str) -> str:
+    """The working-set key of an item ``cabin``'s view shows as ``key``."""
+    if key.startswith(NOTE_PREFIX) and cabin:
+        return f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX):]}"
+    return key
+
+
+def _shown(cabin: str, key: str) -> str:
+    """The view key of working-set key ``key`` in ``cabin``'s view."""
+    mine = f"{NOTE_PREFIX}{cabin}/"
+    return NOTE_PREFIX + key[len(mine):] if key.startswith(mine) else key
+
+
+def _item(items: Mapping[str, Any], cabin: str, key: str) -> Json:
+    item = items.get(key)
+    if item is None:
+        item = items.get(_held(cabin, key))
+    return dict(item) if isinstance(item, dict) else {}
+
+
+__all__ = ["InspectError", "RecordingError", "brief", "compress", "damage_notice",
+           "diff_report", "key_history", "open_recording", "repair_report", "tick_ranges",
+           "tick_report"]
