@@ -1,9 +1,234 @@
-"""Commands added to ``python -m sim`` (placeholder until written)."""
+"""The analysis commands of ``python -m sim``: doctor and replay.
+
+``doctor`` (``sim.doctor``) says what each bad outcome of a recorded run lacked and
+which spec changes would have covered the most of them; ``replay``
+(``sim.replay``) feeds the recorded working sets back to fresh cabins and reports
+every tick where a decision differs. This module parses arguments and prints the
+reports, as one JSON object (``--json``) or as tables. Top-level imports stay
+light so that ``--help`` is instant.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from typing import Any
+
+DOCTOR_EPILOG = """\
+examples:
+  python -m sim doctor run.mcap
+  python -m sim doctor run.mcap --window 100 --json
+A bad outcome is an action_failed, replan, alarm, emergency_stop, collision or
+safety_violation event; it belongs to the cabin its cabin:<name> tag names (an
+untagged incident belongs to every cabin). Suggestions are TOML lines for the
+cabin's spec, ranked by how many bad outcomes each would have covered
+(weights."P" = W is the dotted form: under a spec's [weights] table write "P" = W).
+exit status: 0 nothing to suggest, 1 spec changes suggested, 2 bad input
+"""
+
+REPLAY_EPILOG = """\
+examples:
+  python -m sim replay run.mcap
+  python -m sim replay run.mcap --cabin greeter:Greeter@specs/greeter.toml --json
+The built-in cabins are built fresh on the recorded specs; give your own cabins
+with --cabin, as for `python -m sim run`. Faults recorded with the run (crashes,
+lost events) are applied again.
+exit status: 0 no drift, 1 decision drift, 2 bad input
+"""
+
+SHOWN = 30
+"""Rows printed per table before the rest is summarised (``--json`` has them all)."""
+
+
+def _ticks(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of ticks, got {text!r}") \
+            from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of ticks >= 0, got {value}")
+    return value
 
 
 def register(sub: Any) -> None:
     """Add this module's commands to the ``python -m sim`` parser."""
+    raw = argparse.RawDescriptionHelpFormatter
+    doctor = sub.add_parser(
+        "doctor", help="what each bad outcome lacked, and the spec changes that would help",
+        epilog=DOCTOR_EPILOG, formatter_class=raw)
+    doctor.add_argument("recording", metavar="FILE.mcap")
+    doctor.add_argument("--window", type=_ticks, default=40, metavar="TICKS",
+                        help="look this many ticks back from each bad outcome (default: 40)")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+    doctor.set_defaults(handler=cmd_doctor)
+
+    replay = sub.add_parser(
+        "replay", help="feed a recording back to the cabins and report decision drift",
+        epilog=REPLAY_EPILOG, formatter_class=raw)
+    replay.add_argument("recording", metavar="FILE.mcap")
+    replay.add_argument("--cabin", action="append", default=[], metavar="MODULE:CLASS@SPEC",
+                        help="replay your own cabin too: CLASS from MODULE (importable from "
+                             "the current directory), built as CLASS(spec) on the spec file "
+                             "SPEC; repeatable")
+    replay.add_argument("--json", action="store_true", help="print one JSON object")
+    replay.set_defaults(handler=cmd_replay)
+
+
+# -- handlers --------------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from runtime import configure_logging
+    from sim import inspect as ins
+    from sim.cli import EXIT_FAILED, EXIT_OK, InputError
+    from sim.doctor import diagnose
+    from sim.replay import ReplayError
+
+    configure_logging(level="error")
+    try:
+        recording = ins.open_recording(args.recording, warn=_notice)
+        report = diagnose(recording, window=args.window)
+    except (ins.RecordingError, ReplayError) as exc:
+        raise InputError(str(exc)) from None
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        _print_doctor(report)
+    return EXIT_FAILED if report.suggestions else EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from runtime import configure_logging
+    from sim import inspect as ins
+    from sim.cli import EXIT_FAILED, EXIT_OK, InputError, _load_cabin
+    from sim.replay import ReplayError, replay
+
+    configure_logging(level="critical")  # a replayed cabin may log its (recorded) failures
+    extra = [_load_cabin(text) for text in args.cabin]
+    cabins = []
+    for text, cabin in zip(args.cabin, extra, strict=True):
+        try:
+            cabins.append(cabin.factory(cabin.spec))
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"--cabin {text!r}: cannot build the cabin: {exc}") from None
+    try:
+        recording = ins.open_recording(args.recording, warn=_notice)
+        report = replay(recording, cabins=cabins)
+    except (ins.RecordingError, ReplayError) as exc:
+        raise InputError(str(exc)) from None
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        _print_replay(report)
+    return EXIT_FAILED if report.drifted else EXIT_OK
+
+
+def _notice(text: str) -> None:
+    print(f"notice: {text}", file=sys.stderr)
+
+
+def _print_json(report: dict[str, Any]) -> None:
+    import json
+
+    print(json.dumps(report, sort_keys=True))
+
+
+# -- tables ----------------------------------------------------------------------------------
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _table(title: str, *columns: str) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    return table
+
+
+def _t(text: Any) -> Any:
+    """A table cell that rich does not read as markup."""
+    from rich.text import Text
+
+    return Text(str(text))
+
+
+def _ticks_text(ticks: Any) -> str:
+    return ", ".join(str(t) for t in ticks)
+
+
+def _more(console: Any, total: int) -> None:
+    if total > SHOWN:
+        console.print(_t(f"... and {total - SHOWN} more (--json lists them all)"))
+
+
+def _print_doctor(report: Any) -> None:
+    console = _console()
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.outcome_counts.items()))
+    console.print(_t(f"{report.path} · {report.ticks} ticks · {len(report.findings)} bad "
+                     f"outcome(s){': ' + counts if counts else ''} · window {report.window} "
+                     "ticks"))
+    if report.findings:
+        table = _table("bad outcomes and what their cabin lacked before them",
+                       "tick", "outcome", "cabin", "missing or evicted in the window")
+        for finding in report.findings[:SHOWN]:
+            o = finding.outcome
+            lacks = "\n".join(
+                (lack.describe() if o.cabin is not None else f"{lack.cabin}: {lack.describe()}")
+                for lack in finding.lacks) or "nothing"
+            table.add_row(str(o.tick), _t(o.summary), o.cabin or "(every cabin)", _t(lacks))
+        console.print(table)
+        _more(console, len(report.findings))
+    if report.suggestions:
+        table = _table("suggested spec changes, by bad outcomes covered",
+                       "#", "cabin", "change (TOML)", "outcomes", "e.g. ticks", "why")
+        for i, s in enumerate(report.suggestions[:SHOWN], start=1):
+            table.add_row(str(i), s.cabin, _t(s.change), str(s.outcomes),
+                          _ticks_text(s.examples), _t(s.why))
+        console.print(table)
+        _more(console, len(report.suggestions))
+    elif report.findings:
+        console.print("no spec change to suggest")
+    if report.injected:
+        table = _table("injected by the run's faults (not a spec problem)",
+                       "cabin", "item", "reason", "fault", "outcomes", "e.g. ticks")
+        for i in report.injected[:SHOWN]:
+            table.add_row(i.cabin, _t(i.pattern), i.reason, _t(", ".join(i.faults)),
+                          str(i.outcomes), _ticks_text(i.ticks[:5]))
+        console.print(table)
+    for note in report.notes:
+        console.print(_t(f"note: {note}"))
+    if not report.findings:
+        console.print("[green]no bad outcome in this recording[/green]")
+
+
+def _print_replay(report: Any) -> None:
+    console = _console()
+    span = ("no tick" if report.first_tick is None
+            else f"ticks {report.first_tick}-{report.last_tick}")
+    faults = f" · faults {', '.join(report.faults)}" if report.faults else ""
+    console.print(_t(f"{report.path} · replayed {report.ticks} ticks ({span}) · cabins "
+                     f"{', '.join(report.cabins) or 'none'}{faults}"))
+    for name in report.skipped:
+        console.print(_t(f"warning: cabin {name!r} was not replayed (give it with --cabin "
+                         "MODULE:CLASS@SPEC)"))
+    for note in report.notes:
+        console.print(_t(f"note: {note}"))
+    if not report.drifted:
+        console.print("[green]no decision drift: every replayed decision matches the "
+                      "recording[/green]")
+        return
+    table = _table("decision drift", "tick", "cabin", "what differed")
+    for drift in report.drifts[:SHOWN]:
+        table.add_row(str(drift.tick), drift.cabin, _t(drift.describe()))
+    console.print(table)
+    _more(console, len(report.drifts))
+    by_cabin = ", ".join(f"{c} at {n} tick(s)" for c, n in report.by_cabin().items())
+    console.print(_t(f"DRIFT: {by_cabin}; first at tick {report.drift_ticks[0]}"),
+                  style="red")

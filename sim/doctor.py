@@ -1,0 +1,603 @@
+"""The doctor: what each bad outcome of a recorded run lacked, and which spec changes would
+have helped. The seed's "fill the assembly list back in from the failure history".
+
+A bad outcome is an ``action_failed``, ``replan``, ``alarm``, ``emergency_stop``,
+``collision`` or ``safety_violation`` event. It belongs to the cabin its
+``cabin:<name>`` tag names; an event without one (an incident the world reports)
+belongs to every cabin. For each, the doctor lists what that cabin lacked in the
+``window`` ticks up to and including the outcome's tick: its missing items (the
+required patterns in ``view.missing``, with their reasons) and the items working
+memory evicted (for capacity, or because they went stale) that its spec weights
+or requires and could select. A capacity eviction counts for a cabin only if the
+freeze that evicted the item had just offered it with an importance no lower than
+the cabin's weight for it (else the cabin was not asking for it then). Then it
+ranks spec changes by how many bad outcomes each would have covered:
+
+raise a weight
+    items the cabin's spec weights (or requires) were evicted for capacity before
+    the outcome; the suggested weight is the next step of 0.05 above the highest
+    importance memory evicted at those ticks (below it, the item loses again).
+widen the event window
+    the outcome repeats an earlier event of the same kind (and action) that the
+    cabin reads, but the earlier one was older than its ``event_window`` when the
+    repeat happened; the suggested window reaches the earlier one. Repeats more
+    than three windows apart are taken as unrelated.
+add a required pattern
+    a simple contrast: an item kind (the board pattern that let it in, or
+    ``map:<prefix>:*``) that was in the cabin's view the tick before at least 80%
+    of its successes (``action_done``, ``task_started``, ``plan_done``; at least
+    three of them) but not the tick before at least half of its bad outcomes (at
+    least two). Requiring it makes its absence explicit in ``view.missing``, where
+    the cabin can react to it. Events are left out: they come and go with the
+    window, so their presence before successes that follow one another (one
+    action done, then the next) says nothing about what the failures lacked.
+
+Missing items whose reason is ``fault`` (and stale ones whose keys a fault froze)
+were injected by the run's faults: they are reported as injected, not as spec
+problems.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from runtime.patterns import is_glob, matches, overlaps, specificity
+from runtime.spec import ContextSpec
+from sim.faults import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
+from sim.recording import Recording
+from sim.replay import recorded_faults, recorded_specs
+
+BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision",
+             "safety_violation")
+SUCCESS_KINDS = ("action_done", "task_started", "plan_done")
+DEFAULT_WINDOW = 40
+WEIGHT_STEP = 0.05
+REPEAT_SPAN = 3.0
+"""A repeat more than this many event windows after the earlier event is unrelated."""
+
+Action = Literal["raise_weight", "widen_window", "add_required"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One event of the run, read as an outcome: a bad one (``BAD_KINDS``) or a success."""
+
+    tick: int
+    seq: int
+    kind: str
+    cabin: str | None
+    stamp: float
+    data: Any
+    tags: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        d = self.data if isinstance(self.data, Mapping) else {}
+        if self.kind == "action_failed":
+            task = f" {d['task']}" if d.get("task") else ""
+            return f"{d.get('action', '?')}{task} failed ({d.get('reason', '?')})"
+        if self.kind == "alarm":
+            return f"alarm {d.get('kind', '?')}"
+        if self.kind == "emergency_stop":
+            return f"emergency stop ({d.get('reason', '?')})"
+        if self.kind == "replan":
+            return f"replan ({d.get('reason', '?')})"
+        return self.kind.replace("_", " ")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tick": self.tick, "seq": self.seq, "kind": self.kind, "cabin": self.cabin,
+                "stamp": self.stamp, "summary": self.summary, "tags": list(self.tags),
+                "data": self.data}
+
+
+@dataclass(frozen=True, slots=True)
+class Lack:
+    """Something a cabin lacked in the ticks before an outcome."""
+
+    cabin: str
+    what: Literal["missing", "evicted"]
+    item: str
+    """The required pattern (missing) or the item's key (evicted)."""
+    reason: str
+    """The missing reason (absent, stale, evicted, fault) or the eviction's (capacity, stale)."""
+    ticks: int
+    first: int
+    last: int
+    pattern: str | None = None
+    """For an eviction: the spec pattern that weights (or requires) the item."""
+    fault: str | None = None
+    """The fault that caused it, when one did."""
+
+    @property
+    def injected(self) -> bool:
+        return self.fault is not None
+
+    def describe(self) -> str:
+        span = f"tick {self.first}" if self.ticks == 1 else \
+            f"{self.ticks} ticks, {self.first}-{self.last}"
+        text = f"{self.item} {self.what} ({self.reason}, {span})"
+        return f"{text} [injected: {self.fault}]" if self.fault else text
+
+    def as_json(self) -> dict[str, Any]:
+        return {"cabin": self.cabin, "what": self.what, "item": self.item,
+                "reason": self.reason, "ticks": self.ticks, "first": self.first,
+                "last": self.last, "pattern": self.pattern, "fault": self.fault,
+                "injected": self.injected}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A bad outcome and what its cabin (or every cabin) lacked before it."""
+
+    outcome: Outcome
+    lacks: tuple[Lack, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.outcome.as_json(), "lacks": [lack.as_json() for lack in self.lacks]}
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """A spec change, and the bad outcomes it would have covered."""
+
+    cabin: str
+    action: Action
+    change: str
+    """The TOML line to write in the cabin's spec."""
+    why: str
+    outcomes: int
+    ticks: tuple[int, ...]
+    """The ticks of the covered outcomes."""
+    order: int = 1
+    """Tie-break among suggestions that cover as many outcomes: lower first."""
+
+    @property
+    def examples(self) -> tuple[int, ...]:
+        return self.ticks[:5]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"cabin": self.cabin, "action": self.action, "change": self.change,
+                "why": self.why, "outcomes": self.outcomes,
+                "example_ticks": list(self.examples), "ticks": list(self.ticks)}
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    """Items a fault took from a cabin before bad outcomes (not a spec problem)."""
+
+    cabin: str
+    pattern: str
+    reason: str
+    faults: tuple[str, ...]
+    outcomes: int
+    ticks: tuple[int, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"cabin": self.cabin, "pattern": self.pattern, "reason": self.reason,
+                "faults": list(self.faults), "outcomes": self.outcomes,
+                "example_ticks": list(self.ticks[:5]), "ticks": list(self.ticks),
+                "note": "injected (not a spec problem)"}
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    """What the doctor found in one recording."""
+
+    path: str
+    ticks: int
+    window: int
+    findings: tuple[Finding, ...]
+    suggestions: tuple[Suggestion, ...]
+    injected: tuple[Injected, ...]
+    damaged: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for f in self.findings:
+            counts[f.outcome.kind] = counts.get(f.outcome.kind, 0) + 1
+        return counts
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "ticks": self.ticks, "window": self.window,
+                "damaged": self.damaged, "bad_outcomes": len(self.findings),
+                "outcome_counts": self.outcome_counts,
+                "outcomes": [f.as_json() for f in self.findings],
+                "suggestions": [s.as_json() for s in self.suggestions],
+                "injected": [i.as_json() for i in self.injected], "notes": list(self.notes)}
+
+
+# -- reading the recording -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Tick:
+    time: float = 0.0
+    missing: dict[str, dict[str, str]] = field(default_factory=dict)
+    kinds: dict[str, frozenset[str]] = field(default_factory=dict)
+    evictions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Timeline:
+    ticks: dict[int, _Tick]
+    outcomes: list[Outcome]
+    successes: dict[str, list[Outcome]]
+    events: list[Outcome]
+    cabins: list[str]
+
+
+def item_kind(key: str, via: str) -> str:
+    """The kind of a view item, as a spec pattern: the board pattern that let it in,
+    ``map:<prefix>:*``, ``event:<kind>*``, or the key itself."""
+    if via.startswith("board:"):
+        return via[len("board:"):]
+    if key.startswith("event:"):
+        return f"event:{_event_kind(key)}*"
+    if key.startswith("map:"):
+        parts = key.split(":")
+        return f"map:{parts[1]}:*" if len(parts) >= 3 else "map:*"
+    return key
+
+
+def _event_kind(key: str) -> str:
+    """``event:<kind>:<seq>`` → ``<kind>``."""
+    return key[len("event:"):].rpartition(":")[0]
+
+
+def _cabin_of(tags: Iterable[str]) -> str | None:
+    for tag in tags:
+        if tag.startswith("cabin:"):
+            return tag[len("cabin:"):]
+    return None
+
+
+def _read(rec: Recording) -> _Timeline:
+    ticks: dict[int, _Tick] = {}
+    outcomes: list[Outcome] = []
+    events: list[Outcome] = []
+    successes: dict[str, list[Outcome]] = defaultdict(list)
+    cabins: list[str] = []
+    for tick in rec.ticks():
+        message = rec.one("/working_set", tick) or {}
+        entry = _Tick(time=float(message.get("time", 0.0)))
+        for cabin, view in message.get("views", {}).items():
+            if cabin not in cabins:
+                cabins.append(cabin)
+            entry.missing[cabin] = dict(view.get("missing", {}))
+            entry.kinds[cabin] = frozenset(item_kind(k, via)
+                                           for k, via in view.get("items", {}).items())
+        evicted = rec.one("/evictions", tick)
+        if evicted is not None:
+            entry.evictions = list(evicted.get("evictions", ()))
+        ticks[tick] = entry
+        for e in rec.at("/events", tick):
+            kind = str(e.get("kind", ""))
+            tags = tuple(str(t) for t in e.get("tags", ()))
+            event = Outcome(tick, int(e.get("seq", 0)), kind, _cabin_of(tags),
+                            float(e.get("stamp", 0.0)), e.get("data"), tags)
+            events.append(event)
+            if kind in BAD_KINDS:
+                outcomes.append(event)
+            elif kind in SUCCESS_KINDS and event.cabin is not None:
+                successes[event.cabin].append(event)
+    outcomes.sort(key=lambda o: (o.tick, o.seq))
+    return _Timeline(ticks, outcomes, dict(successes), events, cabins)
+
+
+# -- spec helpers ----------------------------------------------------------------------------
+
+
+def weight_pattern(spec: ContextSpec, key: str) -> str | None:
+    """The ``weights`` entry that gives ``key`` its weight (exact, else the most specific
+    matching glob, first declared on a tie), or None when the default weight applies."""
+    if key in spec.weights:
+        return key
+    globs = [(i, p) for i, p in enumerate(spec.weights) if is_glob(p) and matches(key, p)]
+    if not globs:
+        return None
+    return max(globs, key=lambda ip: (specificity(ip[1]), -ip[0]))[1]
+
+
+def required_pattern(spec: ContextSpec, key: str) -> str | None:
+    found = [p for p in spec.required if matches(key, p)]
+    return max(found, key=specificity) if found else None
+
+
+def _view_key(cabin: str, key: str) -> str | None:
+    """The key ``cabin`` would see for a memory key (None: another cabin's note)."""
+    if key.startswith("note:") and "/" in key:
+        owner, _, note = key[len("note:"):].partition("/")
+        return f"note:{note}" if owner == cabin else None
+    return key
+
+
+def _could_select(spec: ContextSpec, key: str) -> bool:
+    if key.startswith("event:"):
+        kind = _event_kind(key)
+        return spec.event_window > 0 and (not spec.event_kinds or kind in spec.event_kinds)
+    if key.startswith("map:"):
+        return spec.map_radius > 0 or spec.corridor_width > 0
+    if key.startswith("note:"):
+        return True
+    return any(matches(key, p) for p in spec.board_keys)
+
+
+def _offered(eviction: Mapping[str, Any], now: float, weight: float) -> bool:
+    """Whether a cabin that weights an item ``weight`` may have asked for it at the freeze
+    that evicted it: it was offered at that freeze (``last_used`` is now) with an importance
+    (the highest weight any spec gave it) no lower than ``weight``."""
+    return (eviction.get("last_used") == now
+            and float(eviction.get("importance", 0.0)) >= weight)
+
+
+def _toml_key(pattern: str) -> str:
+    return json.dumps(pattern)
+
+
+def _next_step(value: float) -> float:
+    return min(1.0, round(math.floor(value / WEIGHT_STEP + 1e-9) * WEIGHT_STEP + WEIGHT_STEP, 2))
+
+
+# -- the diagnosis ---------------------------------------------------------------------------
+
+
+def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW) -> DoctorReport:
+    """Find every bad outcome of ``recording``, what was lacking before it, and rank the spec
+    changes that would have covered the most outcomes."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ValueError(f"window must be a whole number of ticks >= 0, got {window!r}")
+    rec = recording if isinstance(recording, Recording) else Recording.open(recording)
+    specs = recorded_specs(rec)
+    faults = recorded_faults(rec)
+    line = _read(rec)
+    doctor = _Doctor(line, specs, faults, window)
+    findings = tuple(doctor.finding(o) for o in line.outcomes)
+    suggestions = doctor.suggestions(findings)
+    crowded = sum(any(e.get("reason") == "capacity" for e in t.evictions)
+                  for t in line.ticks.values())
+    if line.ticks and crowded >= len(line.ticks) / 2:
+        doctor.notes.append(
+            f"memory evicted items for capacity at {crowded} of {len(line.ticks)} ticks: a "
+            "raised weight only moves the evictions to other items; narrower map radii and "
+            "event windows are usually cheaper than more capacity")
+    return DoctorReport(path=rec.path, ticks=len(line.ticks), window=window,
+                        findings=findings, suggestions=suggestions,
+                        injected=doctor.injected(findings), damaged=rec.damaged,
+                        notes=tuple(doctor.notes))
+
+
+class _Doctor:
+    def __init__(self, line: _Timeline, specs: Mapping[str, ContextSpec], faults: Sequence[Any],
+                 window: int) -> None:
+        self.line = line
+        self.specs = specs
+        self.faults = faults
+        self.window = window
+        self.notes: list[str] = []
+
+    def cabins_for(self, outcome: Outcome) -> list[str]:
+        if outcome.cabin is None:
+            return [c for c in self.line.cabins if c in self.specs]
+        return [outcome.cabin] if outcome.cabin in self.specs else []
+
+    def window_ticks(self, tick: int) -> list[int]:
+        return [t for t in range(tick - self.window, tick + 1) if t in self.line.ticks]
+
+    # -- per outcome --
+
+    def finding(self, outcome: Outcome) -> Finding:
+        lacks: list[Lack] = []
+        span = self.window_ticks(outcome.tick)
+        for cabin in self.cabins_for(outcome):
+            lacks.extend(self._missing(cabin, span))
+            lacks.extend(self._evicted(cabin, span))
+        return Finding(outcome, tuple(lacks))
+
+    def _missing(self, cabin: str, span: Sequence[int]) -> list[Lack]:
+        seen: dict[tuple[str, str], list[int]] = {}
+        for t in span:
+            for pattern, reason in self.line.ticks[t].missing.get(cabin, {}).items():
+                seen.setdefault((pattern, reason), []).append(t)
+        out = []
+        for (pattern, reason), ticks in seen.items():
+            fault = self._fault_for(cabin, pattern, reason, ticks)
+            out.append(Lack(cabin, "missing", pattern, reason, len(ticks), ticks[0], ticks[-1],
+                            fault=fault))
+        return out
+
+    def _evicted(self, cabin: str, span: Sequence[int]) -> list[Lack]:
+        spec = self.specs[cabin]
+        seen: dict[tuple[str, str], tuple[list[int], str]] = {}
+        for t in span:
+            at = self.line.ticks[t]
+            for e in at.evictions:
+                reason = str(e.get("reason"))
+                if reason == "retracted":
+                    continue  # the source no longer holds it: nothing was lost
+                key = _view_key(cabin, str(e.get("key")))
+                pattern = self._relevant(spec, key)
+                if key is None or pattern is None:
+                    continue
+                if reason == "capacity" and not _offered(e, at.time, spec.weight_for(key)):
+                    continue
+                entry = seen.setdefault((key, reason), ([], pattern))
+                entry[0].append(t)
+        return [Lack(cabin, "evicted", key, reason, len(ticks), ticks[0], ticks[-1],
+                     pattern=pattern, fault=self._fault_for(cabin, key, reason, ticks))
+                for (key, reason), (ticks, pattern) in seen.items()]
+
+    def _relevant(self, spec: ContextSpec, key: str | None) -> str | None:
+        if key is None or not _could_select(spec, key):
+            return None
+        return weight_pattern(spec, key) or required_pattern(spec, key)
+
+    def _fault_for(self, cabin: str, pattern: str, reason: str, ticks: Sequence[int]
+                   ) -> str | None:
+        for fault in self.faults:
+            if not any(fault.active(t) for t in ticks):
+                continue
+            if reason == "fault" and isinstance(fault, MissingFault) \
+                    and fault.cabin in ("*", cabin) and overlaps(pattern, fault.pattern):
+                return str(fault.label)
+            if reason == "stale":
+                if isinstance(fault, StaleFault) and overlaps(pattern, fault.key):
+                    return str(fault.label)
+                if isinstance(fault, DropoutFault):
+                    keys = [k for s, ks in SENSOR_KEYS.items()
+                            if fault.sensor in ("all", s) for k in ks]
+                    if any(overlaps(pattern, k) for k in keys):
+                        return str(fault.label)
+        if reason == "fault":
+            return "a missing-item fault"
+        return None
+
+    # -- suggestions --
+
+    def suggestions(self, findings: Sequence[Finding]) -> tuple[Suggestion, ...]:
+        found = [*self._raise_weights(findings), *self._widen_windows(),
+                 *self._add_required(findings)]
+        found.sort(key=lambda s: (-s.outcomes, s.order, s.cabin, s.change))
+        return tuple(found)
+
+    def _raise_weights(self, findings: Sequence[Finding]) -> list[Suggestion]:
+        covered: dict[tuple[str, str], list[int]] = defaultdict(list)
+        keys: dict[tuple[str, str], set[str]] = defaultdict(set)
+        evicted_at: dict[tuple[str, str], set[int]] = defaultdict(set)
+        for f in findings:
+            hit: set[tuple[str, str]] = set()
+            for lack in f.lacks:
+                if lack.what != "evicted" or lack.reason != "capacity" or lack.pattern is None:
+                    continue
+                group = (lack.cabin, lack.pattern)
+                hit.add(group)
+                keys[group].add(lack.item)
+                evicted_at[group].update(self._eviction_ticks(lack))
+            for group in hit:
+                covered[group].append(f.outcome.tick)
+        out: list[Suggestion] = []
+        for (cabin, pattern), ticks in covered.items():
+            spec = self.specs[cabin]
+            current = max(spec.weight_for(k) for k in keys[(cabin, pattern)])
+            ceiling = max(float(e.get("importance", 0.0))
+                          for t in evicted_at[(cabin, pattern)]
+                          for e in self.line.ticks[t].evictions if e.get("reason") == "capacity")
+            new = _next_step(max(ceiling, current))
+            shown = ", ".join(sorted(keys[(cabin, pattern)])[:3])
+            if len(keys[(cabin, pattern)]) > 3:
+                shown += ", ..."
+            required = required_pattern(spec, next(iter(keys[(cabin, pattern)])))
+            if current >= 1.0:
+                self.notes.append(
+                    f"{cabin}: items it weights 1.0 ({shown}) were evicted for capacity before "
+                    f"{len(ticks)} bad outcome(s); no weight can keep them: raise the capacity "
+                    "or narrow the specs' windows")
+                continue
+            why = (f"{'required ' if required else ''}items it weights {current:g} ({shown}) "
+                   f"were evicted for capacity before {len(ticks)} bad outcome(s); memory "
+                   f"evicted items of importance up to {ceiling:g} then")
+            out.append(Suggestion(cabin, "raise_weight",
+                                  f"weights.{_toml_key(pattern)} = {new:g}", why, len(ticks),
+                                  tuple(ticks), order=0 if required else 1))
+        return out
+
+    def _eviction_ticks(self, lack: Lack) -> list[int]:
+        return [t for t in range(lack.first, lack.last + 1) if t in self.line.ticks
+                and any(_view_key(lack.cabin, str(e.get("key"))) == lack.item
+                        for e in self.line.ticks[t].evictions)]
+
+    def _widen_windows(self) -> list[Suggestion]:
+        gaps: dict[str, list[tuple[float, Outcome, Outcome]]] = defaultdict(list)
+        previous: dict[tuple[str, str, Any], Outcome] = {}
+        for event in self.line.events:
+            if event.kind not in BAD_KINDS or event.cabin is None:
+                continue
+            data = event.data if isinstance(event.data, Mapping) else {}
+            subject = (event.cabin, event.kind, data.get("action"))
+            before = previous.get(subject)
+            previous[subject] = event
+            spec = self.specs.get(event.cabin)
+            if before is None or spec is None or not _reads(spec, before):
+                continue
+            gap = event.stamp - before.stamp
+            if spec.event_window < gap <= REPEAT_SPAN * spec.event_window:
+                gaps[event.cabin].append((gap, before, event))
+        out = []
+        for cabin, found in gaps.items():
+            spec = self.specs[cabin]
+            wanted = float(math.ceil(max(g for g, _, _ in found)))
+            kinds = sorted({o.kind for _, _, o in found})
+            first = found[0]
+            why = (f"{len(found)} bad outcome(s) ({', '.join(kinds)}) repeated an earlier one "
+                   f"the cabin reads but no longer saw: e.g. at tick {first[2].tick} the "
+                   f"previous {first[1].kind} (tick {first[1].tick}) was {first[0]:.1f} s old, "
+                   f"its event_window is {spec.event_window:g} s")
+            out.append(Suggestion(cabin, "widen_window", f"event_window = {wanted:.1f}", why,
+                                  len(found), tuple(o.tick for _, _, o in found)))
+        return out
+
+    def _add_required(self, findings: Sequence[Finding]) -> list[Suggestion]:
+        out: list[Suggestion] = []
+        for cabin, spec in self.specs.items():
+            wins = self.line.successes.get(cabin, [])
+            losses = sorted({f.outcome.tick for f in findings if cabin in
+                             self.cabins_for(f.outcome)})
+            if len(wins) < 3 or len(losses) < 2:
+                continue
+            before_wins = [self._kinds_before(cabin, o.tick) for o in wins]
+            candidates: set[str] = set().union(*before_wins)
+            for kind in sorted(candidates):
+                if kind.startswith("event:") or any(overlaps(kind, r) for r in spec.required):
+                    continue
+                share = sum(kind in k for k in before_wins) / len(before_wins)
+                lacked = [t for t in losses if kind not in self._kinds_before(cabin, t)]
+                if share < 0.8 or len(lacked) < 2 or len(lacked) < 0.5 * len(losses):
+                    continue
+                change = f"required = {json.dumps([*spec.required, kind])}"
+                why = (f"{kind} was in view before {share:.0%} of its {len(wins)} successes "
+                       f"but not before {len(lacked)} of its {len(losses)} bad outcomes; "
+                       "required, its absence shows in view.missing")
+                out.append(Suggestion(cabin, "add_required", change, why, len(lacked),
+                                      tuple(lacked), order=2))
+        return out
+
+    def _kinds_before(self, cabin: str, tick: int) -> frozenset[str]:
+        at = tick - 1 if tick - 1 in self.line.ticks else tick
+        entry = self.line.ticks.get(at)
+        return entry.kinds.get(cabin, frozenset()) if entry is not None else frozenset()
+
+    # -- injected --
+
+    def injected(self, findings: Sequence[Finding]) -> tuple[Injected, ...]:
+        groups: dict[tuple[str, str, str], tuple[set[str], list[int]]] = {}
+        for f in findings:
+            hit: set[tuple[str, str, str]] = set()
+            for lack in f.lacks:
+                if lack.fault is None:
+                    continue
+                key = (lack.cabin, lack.item, lack.reason)
+                entry = groups.setdefault(key, (set(), []))
+                entry[0].add(lack.fault)
+                hit.add(key)
+            for key in hit:
+                groups[key][1].append(f.outcome.tick)
+        out = [Injected(c, p, r, tuple(sorted(labels)), len(ticks), tuple(ticks))
+               for (c, p, r), (labels, ticks) in groups.items()]
+        out.sort(key=lambda i: (-i.outcomes, i.cabin, i.pattern))
+        return tuple(out)
+
+
+def _reads(spec: ContextSpec, event: Outcome) -> bool:
+    """Whether ``spec``'s event window takes events like ``event`` (window aside)."""
+    if spec.event_window <= 0:
+        return False
+    if spec.event_kinds and event.kind not in spec.event_kinds:
+        return False
+    return not spec.event_tags or not set(spec.event_tags).isdisjoint(event.tags)

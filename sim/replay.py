@@ -1,0 +1,435 @@
+"""Replay: feed a recording's working sets back to its cabins and look for decision drift.
+
+A run is deterministic (sim clock + scenario + seed), and a cabin decides only
+from its frozen view, so fresh cabins fed the recorded views tick by tick must
+decide exactly what the recorded ones did. ``replay`` rebuilds each tick's
+``WorkingSet`` from ``/working_set`` and ``/evictions`` (values decoded exactly
+with ``from_json``), takes each cabin's view of it with the recorded
+suppressions, runs the cabins in the recorded loop order from the first recorded
+tick (cabins keep private state between ticks), and compares each outbox with
+``/decisions`` in JSON form: writes, events, commands, reactions, or the failure
+of a cabin that raised. Any difference is decision drift: a cabin that reads
+something other than its view (a clock, global random, a shared counter), or
+code that changed since the recording.
+
+Faults recorded in the run's metadata are applied again where they act on the
+cabins themselves (crashes, and events lost from outboxes); the others
+(missing items, stale keys, drop-outs, map loss) are already in the recorded
+views. Notes a cabin writes to its scratchpad are not in ``/decisions``, so they
+are not compared; the notes it reads are in its view like any other item.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.cabin import Cabin, Outbox
+from runtime.freeze import FrozenDict
+from runtime.jsonable import from_json, to_json
+from runtime.memory import Eviction, WorkItem
+from runtime.pack import CabinView, Selection, Versions, WorkingSet
+from runtime.scratchpad import NOTE_PREFIX
+from runtime.spec import ContextSpec
+from sim.recording import Recording
+
+FIELDS = ("writes", "events", "commands", "reactions", "failed")
+"""The parts of a decision that are compared, in report order."""
+
+_NOTE_VIA = "note:scratchpad"
+
+
+class ReplayError(Exception):
+    """A recording that cannot be replayed as asked; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One part of a decision that differs: the first differing entry of a list, or the
+    failure (``index`` None)."""
+
+    field: str
+    index: int | None
+    recorded: Any
+    replayed: Any
+
+    def as_json(self) -> dict[str, Any]:
+        return {"field": self.field, "index": self.index, "recorded": self.recorded,
+                "replayed": self.replayed}
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """A tick at which a cabin decided otherwise than in the recording."""
+
+    tick: int
+    cabin: str
+    differences: tuple[Difference, ...]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(d.field for d in self.differences)
+
+    def describe(self) -> str:
+        parts = []
+        for d in self.differences:
+            where = "" if d.index is None else f"[{d.index}]"
+            parts.append(f"{d.field}{where}: recorded {_short(d.recorded)}, "
+                         f"replayed {_short(d.replayed)}")
+        return "; ".join(parts)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tick": self.tick, "cabin": self.cabin, "fields": list(self.fields),
+                "differences": [d.as_json() for d in self.differences]}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """What a replay found."""
+
+    path: str
+    cabins: tuple[str, ...]
+    ticks: int
+    first_tick: int | None
+    last_tick: int | None
+    faults: tuple[str, ...] = ()
+    damaged: bool = False
+    drifts: tuple[Drift, ...] = ()
+    skipped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.drifts)
+
+    @property
+    def drift_ticks(self) -> list[int]:
+        """The ticks with drift, ascending, each once."""
+        return sorted({d.tick for d in self.drifts})
+
+    def by_cabin(self) -> dict[str, int]:
+        """Cabin → number of ticks it drifted at."""
+        counts: dict[str, int] = {}
+        for d in self.drifts:
+            counts[d.cabin] = counts.get(d.cabin, 0) + 1
+        return counts
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "cabins": list(self.cabins), "ticks": self.ticks,
+                "first_tick": self.first_tick, "last_tick": self.last_tick,
+                "faults": list(self.faults), "damaged": self.damaged, "drift": self.drifted,
+                "drift_ticks": self.drift_ticks, "drifts_by_cabin": self.by_cabin(),
+                "drifts": [d.as_json() for d in self.drifts], "skipped": list(self.skipped),
+                "notes": list(self.notes)}
+
+
+# -- rebuilding views ------------------------------------------------------------------------
+
+
+class ViewBuilder:
+    """Rebuilds the views of recorded ticks exactly as the cabins saw them.
+
+    ``specs`` give each cabin's required patterns (for views with suppressions).
+    Decoded values are reused from one tick to the next while their JSON form is
+    unchanged, as working memory keeps one frozen value while it is unchanged.
+    """
+
+    def __init__(self, specs: Mapping[str, ContextSpec] | None = None) -> None:
+        self.specs: Mapping[str, ContextSpec] = specs or {}
+        self._values: dict[str, tuple[str, Any]] = {}
+
+    def value(self, key: str, data: Any) -> Any:
+        text = json.dumps(data, separators=(",", ":"))
+        hit = self._values.get(key)
+        if hit is not None and hit[0] == text:
+            return hit[1]
+        value = from_json(data)
+        self._values[key] = (text, value)
+        return value
+
+    def working_set(self, message: Mapping[str, Any],
+                    evictions: Mapping[str, Any] | None = None) -> WorkingSet:
+        """The ``WorkingSet`` of one ``/working_set`` message (and its ``/evictions``)."""
+        tick = int(message["tick"])
+        try:
+            v = message["versions"]
+            versions = Versions(int(v["board_seq"]), int(v["map_version"]), int(v["log_seq"]))
+            held: dict[str, WorkItem] = {}
+            for key, it in message["items"].items():
+                held[key] = WorkItem(key, self.value(key, it["value"]), it["importance"],
+                                     it["last_used"], it["first_seen"], it["source"],
+                                     it["stamp"], it["seq"])
+            gone = tuple(
+                Eviction(tick, e["key"], e["importance"], e["last_used"], e["reason"])
+                for e in (evictions or {}).get("evictions", ()))
+            selections = {cabin: self._selection(tick, cabin, view, held)
+                          for cabin, view in message["views"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ReplayError(f"tick {tick}: the recorded working set cannot be rebuilt "
+                              f"({type(exc).__name__}: {exc})") from None
+        return WorkingSet(tick=tick, time=message["time"], versions=versions,
+                          items=FrozenDict(held), evictions=gone,
+                          capacity_alarm=bool(message.get("capacity_alarm", False)),
+                          selections=FrozenDict(selections))
+
+    def views(self, message: Mapping[str, Any],
+              evictions: Mapping[str, Any] | None = None) -> dict[str, CabinView]:
+        """Cabin → its view at the tick of ``message``, checked against the recording."""
+        ws = self.working_set(message, evictions)
+        out: dict[str, CabinView] = {}
+        for cabin, recorded in message["views"].items():
+            view = ws.view(cabin, suppress=tuple(recorded.get("suppressed", ())))
+            _check_view(view, recorded)
+            out[cabin] = view
+        return out
+
+    def _selection(self, tick: int, cabin: str, recorded: Mapping[str, Any],
+                   held: Mapping[str, WorkItem]) -> Selection:
+        items: dict[str, WorkItem] = {}
+        for key, via in recorded["items"].items():
+            memory_key = key
+            if via == _NOTE_VIA and key.startswith(NOTE_PREFIX):
+                memory_key = f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX):]}"
+            base = held.get(memory_key)
+            if base is None:
+                raise ReplayError(f"tick {tick}: cabin {cabin!r} saw {key!r}, but the "
+                                  "recorded working set does not hold it")
+            items[key] = WorkItem(key, base.value, base.importance, base.last_used,
+                                  base.first_seen, base.source, base.stamp, base.seq, via)
+        missing = dict(recorded.get("missing", {}))
+        spec = self.specs.get(cabin)
+        required = tuple(spec.required) if spec is not None else tuple(missing)
+        events = {item.seq: item.value for item in items.values()
+                  if item.source == "log" and item.key.startswith("event:")}
+        return Selection(
+            required=required,
+            items=FrozenDict(items),
+            missing=FrozenDict(missing),
+            nearby_map=tuple(_feature(tick, cabin, items, i)
+                             for i in recorded.get("nearby_map", ())),
+            corridor_map=tuple(_feature(tick, cabin, items, i)
+                               for i in recorded.get("corridor_map", ())),
+            recent_events=tuple(_event(tick, cabin, events, s)
+                                for s in recorded.get("recent_events", ())),
+        )
+
+
+def _feature(tick: int, cabin: str, items: Mapping[str, WorkItem], feature_id: str) -> Any:
+    item = items.get(f"map:{feature_id}")
+    if item is None:
+        raise ReplayError(f"tick {tick}: cabin {cabin!r} had map feature {feature_id!r} "
+                          "nearby, but its view does not hold it")
+    return item.value
+
+
+def _event(tick: int, cabin: str, events: Mapping[int, Any], seq: int) -> Any:
+    if seq not in events:
+        raise ReplayError(f"tick {tick}: cabin {cabin!r} had event {seq} in its window, but "
+                          "its view does not hold it")
+    return events[seq]
+
+
+def _check_view(view: CabinView, recorded: Mapping[str, Any]) -> None:
+    """Raise ``ReplayError`` unless ``view`` is what the recording says the cabin saw."""
+    checks = {
+        "items": (list(view), list(recorded["items"])),
+        "missing": (dict(view.missing), dict(recorded.get("missing", {}))),
+        "nearby_map": ([f.id for f in view.nearby_map], list(recorded.get("nearby_map", ()))),
+        "corridor_map": ([f.id for f in view.corridor_map],
+                         list(recorded.get("corridor_map", ()))),
+        "recent_events": ([e.seq for e in view.recent_events],
+                          list(recorded.get("recent_events", ()))),
+    }
+    for name, (rebuilt, wanted) in checks.items():
+        if rebuilt != wanted:
+            raise ReplayError(f"tick {view.tick}: the rebuilt view of {view.cabin!r} differs "
+                              f"from the recorded one in {name}: {rebuilt!r} != {wanted!r}")
+
+
+# -- decisions -------------------------------------------------------------------------------
+
+
+def decision_json(out: Outbox, failed: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """An outbox in the form ``/decisions`` records (a failed cabin's outbox is dropped)."""
+    if failed is not None:
+        return {"writes": [], "events": [], "commands": [], "reactions": [],
+                "failed": dict(failed)}
+    return {
+        "writes": [{"key": w.key, "value": to_json(w.value), "ttl": w.ttl, "delete": w.delete}
+                   for w in out.writes],
+        "events": [{"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)}
+                   for e in out.events],
+        "commands": [{"name": c.name, "args": to_json(c.args)} for c in out.commands],
+        "reactions": [{"pattern": r.pattern, "reaction": r.reaction,
+                       "detail": to_json(r.detail)} for r in out.reactions],
+        "failed": None,
+    }
+
+
+def compare(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> tuple[Difference, ...]:
+    """The parts of two decisions (JSON forms) that differ; floats must match exactly."""
+    found: list[Difference] = []
+    for name in FIELDS:
+        a, b = recorded.get(name), replayed.get(name)
+        if name == "failed" or not isinstance(a, list) or not isinstance(b, list):
+            if _text(a) != _text(b):
+                found.append(Difference(name, None, a, b))
+            continue
+        if _text(a) == _text(b):
+            continue
+        index = next((i for i, (x, y) in enumerate(zip(a, b, strict=False))
+                      if _text(x) != _text(y)), min(len(a), len(b)))
+        found.append(Difference(name, index, a[index] if index < len(a) else None,
+                                b[index] if index < len(b) else None))
+    return tuple(found)
+
+
+def _text(value: Any) -> str:
+    # JSON text tells 1 from 1.0 and -0.0 from 0.0, and keeps float digits exact
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = "nothing" if value is None else _text(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def recorded_specs(recording: Recording) -> dict[str, ContextSpec]:
+    """The cabin specs a recording was made with."""
+    from pydantic import ValidationError
+
+    try:
+        return {name: ContextSpec.model_validate(data)
+                for name, data in recording.spec_json().items()}
+    except (ValueError, ValidationError) as exc:
+        raise ReplayError(f"{recording.path}: the recorded specs cannot be read: {exc}") \
+            from None
+
+
+def recorded_faults(recording: Recording) -> list[Any]:
+    """The faults a recording was made with (``sim.faults`` models)."""
+    from sim.faults import FaultError, parse_fault
+
+    try:
+        labels = json.loads(recording.metadata.get("faults", "[]"))
+        return [parse_fault(str(label)) for label in labels]
+    except (ValueError, TypeError, FaultError) as exc:
+        raise ReplayError(f"{recording.path}: the recorded faults cannot be read: {exc}") \
+            from None
+
+
+def _cabin_order(recording: Recording, first_tick: int | None) -> list[str]:
+    if first_tick is not None:
+        message = recording.one("/working_set", first_tick)
+        if message is not None:
+            return list(message["views"])
+    return list(json.loads(recording.metadata.get("cabins", "[]")))
+
+
+def build_cabins(recording: Recording, order: Sequence[str], specs: Mapping[str, ContextSpec],
+                 given: Sequence[Cabin]) -> tuple[list[Cabin], list[str], list[str]]:
+    """The cabins to replay in ``order``: ``given`` ones by name, built-in ones built fresh
+    on the recorded specs. Also the recorded cabins left out, and notes."""
+    from sim.harness import BUILTIN_CABINS, builtin_cabins
+
+    by_name: dict[str, Cabin] = {}
+    for cabin in given:
+        if cabin.name in by_name:
+            raise ReplayError(f"two cabins to replay are named {cabin.name!r}")
+        by_name[cabin.name] = cabin
+    unknown = [n for n in by_name if n not in order]
+    if unknown:
+        raise ReplayError(f"cabin(s) {', '.join(map(repr, unknown))} did not run in "
+                          f"{recording.path} (its cabins: {', '.join(order) or 'none'})")
+    notes: list[str] = []
+    for name, cabin in by_name.items():
+        if name in specs and cabin.spec != specs[name]:
+            notes.append(f"cabin {name!r} is replayed on a spec that differs from the "
+                         "recorded one")
+    wanted = [n for n in order if n in BUILTIN_CABINS and n not in by_name]
+    if wanted:
+        try:
+            built = {c.name: c for c in builtin_cabins(specs)}
+        except ValueError as exc:
+            raise ReplayError(f"{recording.path}: {exc}") from None
+        for name in wanted:
+            by_name[name] = built[name]
+    cabins = [by_name[n] for n in order if n in by_name]
+    skipped = [n for n in order if n not in by_name]
+    return cabins, skipped, notes
+
+
+def replay(recording: Recording | str | Path, *,
+           cabins: Sequence[Cabin] | None = None) -> ReplayReport:
+    """Replay ``recording`` and report every tick at which a cabin's decision differs.
+
+    ``cabins`` replace or add to the cabins built from the recorded specs (the
+    built-in planner, executor and monitor), by name; a recorded cabin that is
+    neither built in nor given is left out (``ReplayReport.skipped``).
+    """
+    from sim.faults import FaultPlan
+    from sim.injection import FaultyCabin
+
+    rec = recording if isinstance(recording, Recording) else Recording.open(recording)
+    specs = recorded_specs(rec)
+    faults = recorded_faults(rec)
+    ticks = rec.ticks()
+    order = _cabin_order(rec, ticks[0] if ticks else None)
+    run, skipped, notes = build_cabins(rec, order, specs, list(cabins or ()))
+    if faults:
+        plan = FaultPlan(faults)
+        run = [FaultyCabin(c, plan) for c in run]
+    if ticks and ticks[0] != 0:
+        notes.append(f"the recording starts at tick {ticks[0]}: cabins start from their "
+                     "initial state there")
+    builder = ViewBuilder(specs=specs)
+    drifts: list[Drift] = []
+    done: list[int] = []
+    for tick in ticks:
+        message = rec.one("/working_set", tick)
+        decisions = rec.one("/decisions", tick)
+        if message is None or decisions is None:
+            notes.append(f"tick {tick} has no recorded decisions: the replay stops there")
+            break
+        views = builder.views(message, rec.one("/evictions", tick))
+        recorded_cabins = decisions.get("cabins", {})
+        for cabin in run:
+            view = views.get(cabin.name)
+            if view is None:
+                notes.append(f"tick {tick}: no view of {cabin.name!r} was recorded")
+                continue
+            recorded = recorded_cabins.get(cabin.name)
+            replayed = _decide(cabin, view, recorded)
+            if recorded is None:
+                drifts.append(Drift(tick, cabin.name, (
+                    Difference("failed", None, "no decision recorded", replayed),)))
+                continue
+            differences = compare(recorded, replayed)
+            if differences:
+                drifts.append(Drift(tick, cabin.name, differences))
+        done.append(tick)
+    return ReplayReport(
+        path=rec.path, cabins=tuple(c.name for c in run), ticks=len(done),
+        first_tick=done[0] if done else None, last_tick=done[-1] if done else None,
+        faults=tuple(f.label for f in faults), damaged=rec.damaged, drifts=tuple(drifts),
+        skipped=tuple(skipped), notes=tuple(notes))
+
+
+def _decide(cabin: Cabin, view: CabinView, recorded: Mapping[str, Any] | None
+            ) -> dict[str, Any]:
+    out = Outbox(cabin.name)
+    try:
+        cabin.step(view, out)
+    except Exception as exc:  # the loop isolates a raising cabin; so does the replay
+        return decision_json(out, {"error_type": type(exc).__name__, "message": str(exc)})
+    failed = (recorded or {}).get("failed")
+    dropped = isinstance(failed, Mapping) and failed.get("error_type") == "NoScratchpad"
+    if dropped and out.notes:
+        return decision_json(out, failed)  # the loop dropped this outbox: no scratchpad
+    return decision_json(out)
