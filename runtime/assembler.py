@@ -201,6 +201,10 @@ class Assembler:
                     chosen[held_key] = "note:scratchpad"
                     renamed[held_key] = view_key
 
+        for key in [k for k in memory if k not in candidates]:
+            gone = memory.remove(key, reason="expired", tick=tick)  # left every spec's window
+            if gone is not None:
+                evictions.append(gone)
         for key, c in candidates.items():
             memory.upsert(WorkItem(key, c.value, c.importance, now, now, c.source, c.stamp,
                                    c.seq))

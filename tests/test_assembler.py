@@ -317,3 +317,17 @@ def test_duplicate_spec_names_refused() -> None:
     w = World()
     with pytest.raises(ValueError, match="share the cabin name"):
         w.assembler(ContextSpec(name="a"), ContextSpec(name="a"))
+
+
+def test_items_no_spec_selects_any_more_expire() -> None:
+    w = World(capacity=4)
+    w.board.write("pose", (0, 0, 0))
+    spec = ContextSpec(name="cabin", board_keys=("pose",), event_window=1.0,
+                       weights={"event:*": 0.9, "pose": 0.5})
+    assembler = w.assembler(spec)
+    old = w.log.append("bump", {"n": 1}, stamp=0.0)
+    assert f"event:bump:{old.seq}" in assembler.assemble(0, 0.0).items
+    ws = assembler.assemble(1, 2.0)  # the event left the only window: nobody can see it
+    assert f"event:bump:{old.seq}" not in ws.items
+    assert [(e.key, e.reason) for e in ws.evictions] == [(f"event:bump:{old.seq}", "expired")]
+    assert "pose" in ws.items  # and it did not cost a selected item its place
