@@ -4,6 +4,8 @@ Each key holds its current ``Reading``: a deep-frozen value, the stamp it was
 written at (from the runtime's clock), an optional time-to-live, the writer and
 a board-wide sequence number that grows with every write. Working memory and
 working sets are caches of the board; the board is what they are rebuilt from.
+
+A board pickles (for checkpoints) without its lock and its listeners.
 """
 
 from __future__ import annotations
@@ -120,6 +122,21 @@ class StateBoard:
         """Call ``listener(reading, key)`` after every write (``reading`` is None on delete)."""
         with self.lock:
             self._listeners.append(listener)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The readings and the sequence; not the lock, the listeners or the key index."""
+        state = self.__dict__.copy()
+        for name in ("lock", "_listeners", "_sorted_keys"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A new lock of its own and no listeners: whoever shares the lock or listens
+        (a simulation, a recorder) wires itself up again after unpickling."""
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
+        self._listeners = []
+        self._sorted_keys = sorted(self._readings)
 
     def __len__(self) -> int:
         return len(self._readings)

@@ -11,7 +11,8 @@ added or replaced since the tree was built, which queries scan directly, and a
 mask of base entries that were removed or replaced. The tree is rebuilt lazily,
 at the next query, only once overflow plus mask outgrow ``max(overflow_limit,
 isqrt(n))``; features that move every tick keep replacing their own overflow
-entry, so they never force a rebuild.
+entry, so they never force a rebuild. A map pickles (for checkpoints) without its
+lock and its index; the index is rebuilt when it is unpickled.
 """
 
 from __future__ import annotations
@@ -265,6 +266,22 @@ class CabinMap:
         self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
         self._rebuilds = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The features, the version and the settings; not the lock or the index."""
+        return {"features": self._features, "version": self._version,
+                "overflow_limit": self._overflow_limit, "rebuilds": self._rebuilds}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A new lock of its own and a freshly built index (queries answer the same)."""
+        self.lock = threading.RLock()
+        self._overflow_limit = state["overflow_limit"]
+        self._features = state["features"]
+        self._version = state["version"]
+        self._rebuilds = state["rebuilds"]
+        self._tree = None
+        self._overflow_arrays = None
+        self._build_index()
+
     # -- changes ---------------------------------------------------------------
 
     def add(self, feature: Feature, *, replace: bool = False) -> None:
@@ -420,12 +437,16 @@ class CabinMap:
         pending = len(self._overflow) + len(self._masked)
         if pending <= max(self._overflow_limit, math.isqrt(len(self._features))):
             return
+        self._build_index()
+        self._rebuilds += 1
+
+    def _build_index(self) -> None:
+        """A tree over every live feature, with empty overflow and mask."""
         self._base = list(self._features.values())
         self._base_pos = {f.id: i for i, f in enumerate(self._base)}
         self._base_alive = np.ones(len(self._base), dtype=bool)
         self._base_geoms = np.array([f.geometry for f in self._base], dtype=object)
         self._tree = shapely.STRtree(self._base_geoms) if self._base else None
-        self._masked.clear()
-        self._overflow.clear()
+        self._masked = set()
+        self._overflow = {}
         self._overflow_arrays = None
-        self._rebuilds += 1

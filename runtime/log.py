@@ -13,6 +13,8 @@ which keeps a held event at a few dozen bytes beyond its payload.
 With ``retention`` set, the oldest events are dropped in chunks once the log
 holds more than ``retention * 1.25`` events, down to ``retention``; every drop is
 counted in ``dropped`` and logged, never silent.
+
+A log pickles (for checkpoints) without its lock and its listeners.
 """
 
 from __future__ import annotations
@@ -95,6 +97,21 @@ class EventLog:
         self._by_kind: dict[str, _KindIndex] = {}
         self._tagsets: dict[frozenset[str], frozenset[str]] = {}
         self._listeners: tuple[Callable[[Event], None], ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The events and the settings; not the lock, the listeners or the tag-set cache."""
+        state = self.__dict__.copy()
+        for name in ("lock", "_listeners", "_tagsets"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A new lock of its own and no listeners: whoever shares the lock or listens
+        (a simulation, a recorder) wires itself up again after unpickling."""
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
+        self._listeners = ()
+        self._tagsets = {}
 
     @property
     def seq(self) -> int:

@@ -26,7 +26,7 @@ import structlog
 from runtime.patterns import PatternSet
 
 Source = Literal["board", "map", "log", "note"]
-EvictionReason = Literal["capacity", "retracted", "stale"]
+EvictionReason = Literal["capacity", "retracted", "stale", "expired"]
 
 DEFAULT_PINNED = ("goal:*", "safety:*")
 
@@ -172,6 +172,16 @@ class WorkingMemory:
         self.evicted_total = 0
         self.capacity_alarm = False
         self.capacity_alarms = 0
+        self._log = structlog.get_logger("tickwork.memory")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the logger."""
+        state = self.__dict__.copy()
+        del state["_log"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._log = structlog.get_logger("tickwork.memory")
 
     def __len__(self) -> int:

@@ -20,14 +20,20 @@ plus a ``run`` metadata record given by the caller. Message log times are the
 run's clock in nanoseconds; the tick is the message sequence number. The file is
 flushed (a complete chunk) at least once per ``flush_every`` seconds of run time
 and finished by ``close()``, which the caller runs in a ``finally`` block.
+
+An MCAP file cannot be appended to, so a run resumed from a checkpoint records
+into a new file that starts with the old file's messages: ``copy_messages``
+writes already-encoded messages as they were, and ``sync`` makes everything so
+far durable (a complete chunk, flushed and fsynced).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from mcap.writer import CompressionType, Writer
 
@@ -68,6 +74,16 @@ CHANNELS: dict[str, dict[str, Any]] = {
                               "overrun": {"type": "boolean"}, "items": {"type": "integer"},
                               "evictions": {"type": "integer"}}},
 }
+
+
+class RawMessage(NamedTuple):
+    """An already-encoded message of a recording, as read back from a file."""
+
+    topic: str
+    sequence: int
+    log_time: int
+    publish_time: int
+    data: bytes
 
 
 def _ns(seconds: float) -> int:
@@ -220,10 +236,41 @@ class Recorder:
                                  sequence=self._tick)
         self.messages += 1
 
+    def copy_messages(self, messages: Iterable[RawMessage]) -> int:
+        """Write already-encoded messages unchanged (the start of a run being continued);
+        the number written. The recorder then carries on from the last one's tick and time.
+        """
+        written = 0
+        for m in messages:
+            channel = self._channels.get(m.topic)
+            if channel is None:
+                raise ValueError(f"cannot copy a message of topic {m.topic!r}: a tickwork "
+                                 f"recording has the topics {', '.join(self._channels)}")
+            if self.closed:
+                raise ValueError("cannot copy messages into a closed recording")
+            self._writer.add_message(channel, log_time=m.log_time, data=m.data,
+                                     publish_time=m.publish_time, sequence=m.sequence)
+            self._tick, self._now = m.sequence, m.log_time / 1e9
+            written += 1
+        self.messages += written
+        self._last_flush = self._now
+        return written
+
     def flush(self) -> None:
         """End the chunk in progress and push it to the file (readable after a crash)."""
         if not self.closed:
             self._writer.flush()  # type: ignore[no-untyped-call]
+
+    def sync(self) -> None:
+        """``flush``, then fsync the file: what was recorded so far survives a power loss."""
+        if self.closed:
+            return
+        self.flush()
+        try:
+            fileno = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # an in-memory stream
+            return
+        os.fsync(fileno)
 
     def close(self) -> None:
         """Finish the file (summary and footer). Safe to call twice."""

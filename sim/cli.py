@@ -21,6 +21,8 @@ examples:
   python -m sim run                              the default warehouse, seed 0
   python -m sim run --scenario narrow_aisles --seed 3 --json
   python -m sim run --cabin greeter:Greeter@specs/greeter.toml
+  python -m sim run --record run.mcap --checkpoint-every 200   checkpoints to run.ckpt
+  python -m sim run --resume run.ckpt            go on from the last checkpoint
 exit status: 0 ok, 1 a safety violation or a collision happened, 2 bad input
 """
 
@@ -51,10 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario headless and summarise it",
                          epilog=RUN_EPILOG + "\n" + GRAMMAR,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("--scenario", default="warehouse", metavar="NAME|PATH",
+    run.add_argument("--scenario", metavar="NAME|PATH",
                      help="a shipped scenario name (see `python -m sim scenarios`) or a TOML file "
                           "(default: warehouse)")
-    run.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    run.add_argument("--seed", type=int, help="random seed (default: 0)")
     length = run.add_mutually_exclusive_group()
     length.add_argument("--ticks", type=_positive_int, metavar="N",
                         help="run at most N ticks (default: the scenario's duration)")
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run at most S simulated seconds")
     run.add_argument("--rate", type=_positive_float, metavar="HZ",
                      help="tick rate (default: the scenario's, usually 20)")
-    run.add_argument("--capacity", type=_positive_int, default=64, metavar="N",
+    run.add_argument("--capacity", type=_positive_int, metavar="N",
                      help="working-memory capacity in items (default: 64)")
     run.add_argument("--cabin", action="append", default=[], metavar="MODULE:CLASS@SPEC",
                      help="also run your own cabin: CLASS from MODULE (importable from the "
@@ -78,6 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
                           "inspect`; Foxglove opens it too)")
     run.add_argument("--full", action="store_true",
                      help="run the whole duration even after every delivery is done")
+    run.add_argument("--checkpoint-every", type=_positive_int, metavar="N",
+                     help="write the whole state of the run to a checkpoint every N ticks "
+                          "(atomically; the recording is flushed first)")
+    run.add_argument("--checkpoint", metavar="FILE",
+                     help="the checkpoint file (default: FILE.ckpt beside --record FILE.mcap, "
+                          "else SCENARIO-seedN.ckpt in the current folder; on --resume, the "
+                          "checkpoint resumed from)")
+    run.add_argument("--resume", metavar="CKPT",
+                     help="go on with the run a checkpoint holds, to the end the run would "
+                          "have reached (its settings, recording and checkpoint cadence come "
+                          "from the checkpoint; --ticks, --duration and --full set a new end)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     run.add_argument("--log-level", default="warning",
                      choices=["debug", "info", "warning", "error"],
@@ -175,47 +188,35 @@ def _positive_float(text: str) -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runtime import SpecError, configure_logging
-    from sim.harness import Simulation, failed
-    from sim.scenario import ScenarioError
+    from runtime import configure_logging
+    from sim.checkpoint import Checkpointer, CheckpointError
+    from sim.harness import failed
 
     configure_logging(json=args.json, level=args.log_level)
-    try:
-        extra = [_load_cabin(text) for text in args.cabin]
-        specs = None
-        if args.specs:
-            from runtime import load_specs
-
-            specs = load_specs(args.specs)
-        faults = _faults(args.fault, args.faults)
-        sim = Simulation(args.scenario, seed=args.seed, rate_hz=args.rate,
-                         capacity=args.capacity, specs=specs, extra=extra, faults=faults,
-                         record=args.record)
-    except (ScenarioError, SpecError) as exc:
-        raise InputError(str(exc)) from None
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-
-    if args.ticks is not None:
-        ticks = args.ticks
-    elif args.duration is not None:
-        ticks = max(1, round(args.duration * sim.rate_hz))
+    resumed = _resumed_run(args) if args.resume is not None else None
+    if resumed is not None:
+        sim, plan = resumed.sim, resumed.plan
     else:
-        ticks = sim.max_ticks
-    until_done = not args.full
+        sim, plan = _new_run(args)
+    checkpointer = Checkpointer(plan) if plan.every is not None else None
+    remaining = max(0, plan.ticks - sim.loop.tick)
     previous = _terminate_gracefully()
     try:
         if args.json or not sys.stdout.isatty():
-            summary = sim.run(ticks, until_done=until_done)
+            summary = sim.run(remaining, until_done=plan.until_done, after_tick=checkpointer)
         else:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
             with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                           TextColumn("{task.completed}/{task.total} ticks"),
                           TimeRemainingColumn(), transient=True) as bar:
-                task = bar.add_task(f"{sim.scenario.name} seed {args.seed}", total=ticks)
-                summary = sim.run(ticks, until_done=until_done,
+                task = bar.add_task(f"{sim.scenario.name} seed {sim.seed}", total=plan.ticks,
+                                    completed=sim.loop.tick)
+                summary = sim.run(remaining, until_done=plan.until_done,
+                                  after_tick=checkpointer,
                                   progress=lambda tick: bar.update(task, completed=tick))
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None
     finally:
         sim.close()
         _restore_signals(previous)
@@ -224,8 +225,107 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print(json.dumps(summary, sort_keys=True))
     else:
+        from rich.console import Console
+
+        console = Console()
+        if resumed is not None:
+            console.print(f"resumed at tick {resumed.info.tick} from {resumed.info.path}",
+                          highlight=False)
         _print_summary(summary)
+        if checkpointer is not None and checkpointer.last is not None:
+            console.print(f"{checkpointer.written} checkpoint(s) written, the last at tick "
+                          f"{checkpointer.last.tick}: {checkpointer.last.path}", highlight=False)
     return EXIT_FAILED if failed(summary) else EXIT_OK
+
+
+def _new_run(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The simulation and the run plan of a run started from scratch."""
+    import os
+
+    from runtime import SpecError
+    from sim.checkpoint import RunPlan
+    from sim.harness import Simulation
+    from sim.scenario import ScenarioError
+
+    if args.checkpoint is not None and args.checkpoint_every is None:
+        raise InputError(f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N "
+                         "(how often to write it)")
+    seed = 0 if args.seed is None else args.seed
+    try:
+        extra = [_load_cabin(text) for text in args.cabin]
+        specs = None
+        if args.specs:
+            from runtime import load_specs
+
+            specs = load_specs(args.specs)
+        faults = _faults(args.fault, args.faults)
+        sim = Simulation(args.scenario or "warehouse", seed=seed, rate_hz=args.rate,
+                         capacity=64 if args.capacity is None else args.capacity, specs=specs,
+                         extra=extra, faults=faults, record=args.record)
+    except (ScenarioError, SpecError) as exc:
+        raise InputError(str(exc)) from None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"--record {args.record!r}: cannot write it "
+                         f"({exc.strerror or exc})") from None
+
+    if args.ticks is not None:
+        ticks = args.ticks
+    elif args.duration is not None:
+        ticks = max(1, round(args.duration * sim.rate_hz))
+    else:
+        ticks = sim.max_ticks
+    checkpoint = None
+    if args.checkpoint_every is not None:
+        if args.checkpoint is not None:
+            checkpoint = args.checkpoint
+        elif args.record is not None:
+            checkpoint = os.path.splitext(args.record)[0] + ".ckpt"
+        else:
+            checkpoint = f"{sim.scenario.name}-seed{seed}.ckpt"
+        checkpoint = os.path.abspath(checkpoint)
+        if not os.path.isdir(os.path.dirname(checkpoint)):
+            sim.close()
+            raise InputError(f"--checkpoint {checkpoint!r}: its folder does not exist")
+    plan = RunPlan(ticks=ticks, until_done=not args.full,
+                   record=None if args.record is None else os.path.abspath(args.record),
+                   every=args.checkpoint_every, path=checkpoint, cabins=tuple(args.cabin))
+    return sim, plan
+
+
+def _resumed_run(args: argparse.Namespace) -> Any:
+    """The checkpoint named by ``--resume``, loaded and ready to go on."""
+    import os
+
+    from sim.checkpoint import CheckpointError, read_info, resume
+
+    fixed = {"--scenario": args.scenario, "--seed": args.seed, "--rate": args.rate,
+             "--capacity": args.capacity, "--specs": args.specs, "--faults": args.faults,
+             "--record": args.record, "--cabin": args.cabin or None,
+             "--fault": args.fault or None}
+    given = [name for name, value in fixed.items() if value is not None]
+    if given:
+        raise InputError(f"--resume goes on with the run its checkpoint holds, with that run's "
+                         f"settings: {', '.join(given)} cannot be given with it")
+    try:
+        info = read_info(args.resume)
+        ticks = args.ticks
+        if args.duration is not None:
+            ticks = max(1, round(args.duration * float(info.run["rate_hz"])))
+        if info.plan.cabins and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # where --cabin modules were imported from
+        checkpoint = args.checkpoint
+        if checkpoint is not None and args.checkpoint_every is None and info.plan.every is None:
+            raise InputError(f"--checkpoint {checkpoint!r} needs --checkpoint-every N "
+                             "(the resumed run wrote no checkpoints of its own)")
+        return resume(args.resume, ticks=ticks, until_done=False if args.full else None,
+                      every=args.checkpoint_every, checkpoint=checkpoint)
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{args.resume}: a checkpoint with bad run settings ({exc})") \
+            from None
 
 
 def _terminate_gracefully() -> Any:

@@ -5,11 +5,18 @@ working memory and a ``TickLoop`` running the cabins: the world's sensors write
 before each freeze, and the world moves on the cabins' commands after each
 apply. It counts what a person wants to know after a run (deliveries, safety
 violations, collisions, re-plans, alarms, evictions, missing items) and keeps a
-digest of every board write, so two runs can be compared tick for tick.
+digest of every board write, so two runs can be compared tick for tick; its
+summary also carries digests of the final world, working memory and event log.
+
+A ``Simulation`` pickles whole with ``sim.checkpoint``'s pickler (which carries the
+locks the assembler holds) except its recorder and its tick listeners: unpickled,
+it shares one lock between its sources again and listens to its board and log
+again; ``attach_recorder`` gives it a recorder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -83,14 +90,26 @@ def canonical(value: Any) -> Any:
         return value
     if hasattr(value, "model_dump"):
         return canonical(value.model_dump())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. Feature, Event
+        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "geom_type") and hasattr(value, "wkb_hex"):  # a shapely geometry, exactly
+        return value.wkb_hex
     return repr(value)
 
 
+def _json_bytes(record: Any) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
 class _Digest:
-    """A running sha256 over every board write and delete."""
+    """A sha256 chain over every board write and delete: ``h = sha256(h + record)``.
+
+    The chain value is plain bytes, so a checkpoint holds it and a resumed run goes
+    on with the same chain; equal digests mean equal sequences of writes.
+    """
 
     def __init__(self) -> None:
-        self._hash = hashlib.sha256()
+        self.value = bytes(32)
         self.writes = 0
 
     def __call__(self, reading: Reading | None, key: str) -> None:
@@ -100,10 +119,28 @@ class _Digest:
         else:
             record = [reading.seq, key, canonical(reading.value), reading.stamp, reading.ttl,
                       reading.source]
-        self._hash.update(json.dumps(record, separators=(",", ":")).encode())
+        self.value = hashlib.sha256(self.value + _json_bytes(record)).digest()
 
     def hexdigest(self) -> str:
-        return self._hash.hexdigest()
+        return self.value.hex()
+
+
+def memory_digest(memory: WorkingMemory) -> str:
+    """sha256 of working memory: its items in order, with their scores and provenance,
+    and its eviction counters."""
+    items = [[i.key, i.value, i.importance, i.last_used, i.first_seen, i.source,
+              i.stamp, i.seq, i.via] for i in memory.items()]
+    payload = [items, memory.evicted_total, memory.capacity_alarms, memory.capacity_alarm]
+    return hashlib.sha256(_json_bytes(canonical(payload))).hexdigest()
+
+
+def log_digest(log: EventLog) -> str:
+    """sha256 of the event log: every held event in order, and how many were dropped."""
+    h = hashlib.sha256(_json_bytes([log.seq, log.dropped]))
+    for event in log.query(-math.inf, limit=None):
+        h.update(_json_bytes(canonical([event.seq, event.stamp, event.kind, sorted(event.tags),
+                                        event.data])))
+    return h.hexdigest()
 
 
 class _EventTally:
@@ -164,7 +201,7 @@ class Simulation:
             cabins.append(cabin.factory(cabin.spec))
         self.specs = specs
         self.clock = SimClock()
-        lock = threading.RLock()
+        lock = self._lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)
         self.cabin_map = CabinMap(lock=lock)
         self.log = EventLog(clock=self.clock, lock=lock)
@@ -191,6 +228,27 @@ class Simulation:
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
         self._results_listeners: list[Callable[[TickResult], None]] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["recorder"] = None
+        state["_results_listeners"] = []
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        # The sources dropped their locks and listeners when pickled (see runtime.board).
+        for source in (self.board, self.cabin_map, self.log):
+            source.lock = self._lock
+        self.board.add_listener(self.digest)
+        self.log.add_listener(self.tally)
+
+    def attach_recorder(self, recorder: Recorder) -> None:
+        """Record the run from now on (a simulation unpickled from a checkpoint has none)."""
+        if self.recorder is not None:
+            raise ValueError("this simulation already has a recorder")
+        self.recorder = recorder
+        recorder.attach(self.board, self.log)
 
     def metadata(self, capacity: int, faults: Sequence[Fault]) -> dict[str, Any]:
         """What a recording says about the run that made it."""
@@ -257,9 +315,14 @@ class Simulation:
         return self.world.all_delivered
 
     def run(self, ticks: int | None = None, *, until_done: bool = True,
-            progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-        """Run ``ticks`` ticks (default: the scenario's duration), stopping early once every
-        delivery is done when ``until_done``; return the summary."""
+            progress: Callable[[int], None] | None = None,
+            after_tick: Callable[[Simulation], None] | None = None) -> dict[str, Any]:
+        """Run ``ticks`` more ticks (default: the scenario's duration), stopping early once
+        every delivery is done when ``until_done``; return the summary.
+
+        ``after_tick(self)`` is called after every tick, except the one at which the run
+        stops because the deliveries are done (e.g. to write a checkpoint).
+        """
         import time
 
         total = self.max_ticks if ticks is None else ticks
@@ -271,6 +334,8 @@ class Simulation:
                     progress(self.loop.tick)
                 if until_done and self.done:
                     break
+                if after_tick is not None:
+                    after_tick(self)
         finally:
             self.wall_seconds += time.perf_counter() - started
         return self.summary()
@@ -313,6 +378,8 @@ class Simulation:
             "board_writes": self.digest.writes,
             "board_digest": self.digest.hexdigest(),
             "world_digest": self.world.state_digest(),
+            "memory_digest": memory_digest(self.memory),
+            "log_digest": log_digest(self.log),
         }
 
 

@@ -1,0 +1,430 @@
+"""Checkpoints: the whole state of a simulated run in one file, so a killed run can go on.
+
+A checkpoint holds the ``Simulation`` pickled whole (board, map, log, working
+memory, the world with its random generator, the clock, the loop's counters, the
+cabins' private state, the fault plan and injector, the summary's tallies and the
+board-write digest), pickled as one graph so that objects shared between them
+(the generator of the world, the clock, the lock of the sources) stay shared,
+and the ``RunPlan``: how far the run goes, whether it stops once the deliveries
+are done, where it records and checkpoints. A run resumed from a checkpoint ends
+in exactly the state the uninterrupted run ends in.
+
+File format (``FORMAT`` 1): the line ``tickwork-checkpoint``, one line of JSON
+(the header: format, tickwork version, tick, plan, the run's settings and the
+payload's length and sha256), then the pickle. ``read_info`` reads the header
+only; ``load`` checks the version and the checksum before unpickling, so another
+version's checkpoint, a file cut short and garbage each get a ``CheckpointError``
+saying which. A checkpoint is a pickle: load only checkpoints you wrote.
+
+``save`` writes atomically: a temporary file in the target's folder, flushed and
+fsynced, renamed over the target, then the folder fsynced; a failed write leaves
+the previous checkpoint as it was. A recorded run's recording is flushed and
+fsynced before its checkpoint is written, so the recording holds every tick
+before the checkpoint's; ``resume`` starts a new recording at the same path with
+those ticks' messages and records the rest of the run after them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import sys
+import tempfile
+import threading
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from runtime.recorder import Recorder
+    from sim.harness import Simulation
+
+MAGIC = b"tickwork-checkpoint\n"
+FORMAT = 1
+PROTOCOL = 5  # protocol 5 keeps read-only (frozen) numpy arrays read-only
+_HEADER_LIMIT = 1 << 20
+_LOCK_TYPES: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be written, read or resumed; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """How a run goes: what a resumed run needs to end where the original would have.
+
+    ``ticks`` is the tick the run ends at (counted from the start of the run, not of
+    the resumption); ``record`` the recording's path; ``every`` and ``path`` the
+    checkpoint cadence and file; ``cabins`` the ``--cabin`` arguments of the run
+    (their modules must be importable to load the checkpoint).
+    """
+
+    ticks: int
+    until_done: bool = True
+    record: str | None = None
+    every: int | None = None
+    path: str | None = None
+    cabins: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ticks, bool) or not isinstance(self.ticks, int) or self.ticks < 0:
+            raise ValueError(f"ticks must be a whole number >= 0, got {self.ticks!r}")
+        if self.every is not None and (
+                isinstance(self.every, bool) or not isinstance(self.every, int)
+                or self.every < 1):
+            raise ValueError(f"checkpoint every must be a whole number >= 1, got {self.every!r}")
+        if self.every is not None and self.path is None:
+            raise ValueError(f"checkpoints every {self.every} ticks need a path")
+        object.__setattr__(self, "cabins", tuple(self.cabins))
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """A checkpoint's header: what it holds, without unpickling it."""
+
+    path: str
+    tick: int
+    time: float
+    tickwork_version: str
+    plan: RunPlan
+    run: dict[str, Any]
+    payload_offset: int
+    payload_bytes: int
+    payload_sha256: str
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """A loaded checkpoint: the simulation at ``info.tick`` and the plan it runs on."""
+
+    sim: Simulation
+    plan: RunPlan
+    info: CheckpointInfo
+
+    @property
+    def remaining(self) -> int:
+        """Ticks left to the plan's end."""
+        return max(0, self.plan.ticks - self.sim.loop.tick)
+
+    def run(self, **kwargs: Any) -> dict[str, Any]:
+        """Run to the plan's end, checkpointing on its cadence; the summary.
+
+        Keyword arguments go to ``Simulation.run`` (e.g. ``progress``).
+        """
+        after = Checkpointer(self.plan) if self.plan.every is not None else None
+        return self.sim.run(self.remaining, until_done=self.plan.until_done,
+                            after_tick=after, **kwargs)
+
+
+def tickwork_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tickwork")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _geometries(wkb: Any, writeable: bool) -> Any:
+    import shapely
+
+    array = shapely.from_wkb(wkb)
+    array.flags.writeable = writeable
+    return array
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles locks as references (each distinct lock comes back as one new lock) and
+    arrays of shapely geometries as one vectorised WKB conversion (an ``STRtree``
+    pickles its geometries; one at a time they cost 4 µs each)."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=PROTOCOL)
+        self._locks: dict[int, int] = {}
+        self._held: list[object] = []  # keeps ids unique while pickling
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is np.ndarray and obj.dtype == object and obj.size:
+            import shapely
+
+            if shapely.is_geometry(obj).all():
+                return (_geometries, (shapely.to_wkb(obj, include_srid=True),
+                                      bool(obj.flags.writeable)))
+        return NotImplemented
+
+    def persistent_id(self, obj: Any) -> Any:
+        kind = _LOCK_TYPES.get(type(obj))
+        if kind is None:
+            return None
+        number = self._locks.get(id(obj))
+        if number is None:
+            number = self._locks[id(obj)] = len(self._locks)
+            self._held.append(obj)
+        return (kind, number)
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self._locks: dict[int, object] = {}
+
+    def persistent_load(self, pid: Any) -> Any:
+        if not (isinstance(pid, tuple) and len(pid) == 2 and pid[0] in ("lock", "rlock")):
+            raise pickle.UnpicklingError(f"unknown reference {pid!r} in the checkpoint")
+        kind, number = pid
+        lock = self._locks.get(number)
+        if lock is None:
+            lock = self._locks[number] = threading.RLock() if kind == "rlock" else threading.Lock()
+        return lock
+
+
+def run_settings(sim: Simulation) -> dict[str, Any]:
+    """The run's settings as the header shows them."""
+    return {"scenario": sim.scenario.name, "seed": sim.seed, "rate_hz": sim.rate_hz,
+            "capacity": sim.memory.capacity, "faults": [f.label for f in sim.faults.faults],
+            "cabins": [c.name for c in sim.loop.cabins]}
+
+
+def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> CheckpointInfo:
+    """Write ``sim`` and ``plan`` to ``path`` (default: the plan's) atomically; its header.
+
+    A recording in progress is flushed and fsynced first.
+    """
+    where = path if path is not None else plan.path
+    if where is None:
+        raise ValueError("save needs a path, or a plan with one")
+    target = Path(where)
+    tick = sim.loop.tick
+    if sim.recorder is not None:
+        sim.recorder.sync()
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer).dump(sim)
+    except Exception as exc:
+        raise CheckpointError(f"cannot checkpoint the run at tick {tick}: its state does not "
+                              f"pickle ({type(exc).__name__}: {exc})") from exc
+    payload = buffer.getbuffer()
+    header = {"format": FORMAT, "tickwork_version": tickwork_version(),
+              "python": ".".join(map(str, sys.version_info[:3])), "tick": tick,
+              "time": sim.clock.now(), "plan": asdict(plan), "run": run_settings(sim),
+              "payload_bytes": len(payload),
+              "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    head = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
+    try:
+        write_atomically(target, head, payload)
+    except OSError as exc:
+        raise CheckpointError(f"cannot write checkpoint {target}: {exc.strerror or exc}") \
+            from exc
+    return _info(str(target), header, len(head))
+
+
+def write_atomically(target: Path, *parts: bytes | memoryview) -> None:
+    """Write ``parts`` to a temporary file beside ``target``, fsync it, rename it over
+    ``target`` and fsync the folder. On failure ``target`` is untouched."""
+    folder = target.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_folder(folder)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (where the platform allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class Checkpointer:
+    """Saves a checkpoint every ``plan.every`` ticks; pass it as ``Simulation.run``'s
+    ``after_tick``. No checkpoint is written at the plan's last tick."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        if plan.every is None or plan.path is None:
+            raise ValueError("a Checkpointer needs a plan with every and path set")
+        self.plan = plan
+        self.every = plan.every
+        self.last: CheckpointInfo | None = None
+        self.written = 0
+
+    def __call__(self, sim: Simulation) -> None:
+        tick = sim.loop.tick
+        if tick % self.every == 0 and tick < self.plan.ticks:
+            self.last = save(sim, self.plan)
+            self.written += 1
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def read_info(path: str | Path) -> CheckpointInfo:
+    """The header of the checkpoint at ``path``; ``CheckpointError`` if it is not a whole one."""
+    shown = str(path)
+    try:
+        size = os.path.getsize(path)
+        fh = open(path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise CheckpointError(f"{shown}: no such checkpoint") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"{shown}: is a folder, not a checkpoint") from None
+    except OSError as exc:
+        raise CheckpointError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    with fh:
+        magic = fh.read(len(MAGIC))
+        if magic != MAGIC:
+            raise CheckpointError(f"{shown}: not a tickwork checkpoint (it starts with "
+                                  f"{magic!r}, expected {MAGIC!r})")
+        line = fh.readline(_HEADER_LIMIT)
+        offset = fh.tell()
+    if not line.endswith(b"\n"):
+        raise CheckpointError(f"{shown}: a checkpoint whose header is cut short or too long")
+    try:
+        header = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{shown}: a checkpoint whose header is not JSON ({exc})") \
+            from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{shown}: a checkpoint whose header is not a JSON object")
+    if header.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{shown}: checkpoint format {header.get('format')!r}, written by tickwork "
+            f"{header.get('tickwork_version', 'unknown')}; this tickwork "
+            f"({tickwork_version()}) reads format {FORMAT}")
+    info = _info(shown, header, offset)
+    if size < offset + info.payload_bytes:
+        raise CheckpointError(f"{shown}: cut short: {size - offset} of its "
+                              f"{info.payload_bytes} state bytes are there")
+    return info
+
+
+def _info(path: str, header: dict[str, Any], offset: int) -> CheckpointInfo:
+    try:
+        plan = header["plan"]
+        return CheckpointInfo(
+            path=path, tick=int(header["tick"]), time=float(header["time"]),
+            tickwork_version=str(header["tickwork_version"]),
+            plan=RunPlan(**{**plan, "cabins": tuple(plan.get("cabins", ()))}),
+            run=dict(header["run"]), payload_offset=offset,
+            payload_bytes=int(header["payload_bytes"]),
+            payload_sha256=str(header["payload_sha256"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: a checkpoint header with a missing or bad field "
+                              f"({type(exc).__name__}: {exc})") from None
+
+
+def load(path: str | Path) -> Checkpoint:
+    """The checkpoint at ``path``, unpickled; ``CheckpointError`` if it cannot be."""
+    from sim.harness import Simulation
+
+    info = read_info(path)
+    shown = info.path
+    version = tickwork_version()
+    if info.tickwork_version != version:
+        raise CheckpointError(f"{shown}: written by tickwork {info.tickwork_version}; this is "
+                              f"tickwork {version}: resume it with the version that wrote it")
+    with open(path, "rb") as fh:
+        fh.seek(info.payload_offset)
+        payload = fh.read(info.payload_bytes + 1)
+    if len(payload) != info.payload_bytes:
+        raise CheckpointError(f"{shown}: {len(payload)} state bytes where the header says "
+                              f"{info.payload_bytes}")
+    if hashlib.sha256(payload).hexdigest() != info.payload_sha256:
+        raise CheckpointError(f"{shown}: damaged: its state does not match its checksum")
+    try:
+        sim = _Unpickler(io.BytesIO(payload)).load()
+    except ModuleNotFoundError as exc:
+        raise CheckpointError(f"{shown}: cannot load the run's state: {exc} (a --cabin module "
+                              "must be importable from the current folder)") from None
+    except Exception as exc:
+        raise CheckpointError(f"{shown}: cannot load the run's state "
+                              f"({type(exc).__name__}: {exc})") from None
+    if not isinstance(sim, Simulation):
+        raise CheckpointError(f"{shown}: holds a {type(sim).__name__}, not a simulation")
+    if sim.loop.tick != info.tick:
+        raise CheckpointError(f"{shown}: the header says tick {info.tick}, the state is at "
+                              f"tick {sim.loop.tick}")
+    return Checkpoint(sim, info.plan, info)
+
+
+def resume(path: str | Path, *, ticks: int | None = None, until_done: bool | None = None,
+           every: int | None = None, checkpoint: str | Path | None = None) -> Checkpoint:
+    """Load the checkpoint at ``path`` and make it ready to go on: the recording, if the
+    run records, continues at its path; the next checkpoints go to ``checkpoint``
+    (default: ``path``). ``ticks``, ``until_done`` and ``every`` override the plan's."""
+    loaded = load(path)
+    plan = loaded.plan
+    if ticks is not None and ticks < loaded.info.tick:
+        raise CheckpointError(f"{loaded.info.path}: the run cannot end at tick {ticks}: its "
+                              f"checkpoint is at tick {loaded.info.tick}")
+    cadence = every if every is not None else plan.every
+    plan = replace(plan,
+                   ticks=plan.ticks if ticks is None else ticks,
+                   until_done=plan.until_done if until_done is None else until_done,
+                   every=cadence,
+                   path=None if cadence is None else os.path.abspath(
+                       checkpoint if checkpoint is not None else path))
+    if plan.record is not None:
+        recorder = continue_recording(loaded.sim, plan.record, tick=loaded.info.tick)
+        loaded.sim.attach_recorder(recorder)
+    return Checkpoint(loaded.sim, plan, loaded.info)
+
+
+def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Recorder:
+    """A recorder at ``record`` that starts with the messages of ticks ``0..tick-1`` of the
+    recording already there (complete or cut short by a crash), ready to record ``tick``
+    on. The old file is replaced atomically, once the new one holds those messages."""
+    from runtime.recorder import RawMessage, Recorder
+    from sim.recording import RecordingError, scan
+
+    target = Path(record)
+    try:
+        old = scan(target)
+    except RecordingError as exc:
+        raise CheckpointError(f"cannot continue the run's recording: {exc}") from None
+    topics = {cid: channel.topic for cid, channel in old.channels.items()}
+    kept = [RawMessage(topics[m.channel_id], m.sequence, m.log_time, m.publish_time, m.data)
+            for m in old.messages if m.sequence < tick and m.channel_id in topics]
+    recorded = {m.sequence for m in kept if m.topic == "/working_set"}
+    lost = [t for t in range(tick) if t not in recorded]
+    if lost:
+        raise CheckpointError(
+            f"{target}: the recording lacks {len(lost)} of the {tick} ticks before the "
+            f"checkpoint (first missing: tick {lost[0]}); it cannot be continued without a gap")
+    metadata = old.metadata.get("run") or sim.metadata(sim.memory.capacity, sim.faults.faults)
+    tmp = target.with_name(f".{target.name}.resuming")
+    recorder = Recorder(tmp, metadata=metadata)
+    try:
+        recorder.copy_messages(kept)
+        recorder.sync()
+        os.replace(tmp, target)
+    except BaseException:
+        recorder.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_folder(target.parent)
+    recorder.path = target
+    return recorder
