@@ -200,6 +200,7 @@ class Simulation:
             specs[cabin.spec.name] = cabin.spec
             cabins.append(cabin.factory(cabin.spec))
         self.specs = specs
+        self.cabin_names = [c.name for c in cabins]  # the loop's order
         self.clock = SimClock()
         lock = self._lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)
@@ -265,7 +266,7 @@ class Simulation:
             "rate_hz": repr(self.rate_hz),
             "capacity": str(capacity),
             "specs": json.dumps({n: s.model_dump(mode="json") for n, s in self.specs.items()}),
-            "cabins": json.dumps(list(self.specs)),
+            "cabins": json.dumps(self.cabin_names),
             "faults": json.dumps([f.label for f in faults]),
             "tickwork_version": tickwork,
         }
