@@ -14,7 +14,6 @@ file per cabin; ``load_spec`` and ``load_specs`` read them and raise a
 from __future__ import annotations
 
 import argparse
-import difflib
 import fnmatch
 import json
 import os
@@ -40,6 +39,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from runtime.freeze import FrozenDict
 from runtime.patterns import is_glob, matches, specificity, validate_pattern
+from runtime.tomlfile import FileError, did_you_mean, key_path, syntax_problem
 
 __all__ = [
     "ContextSpec",
@@ -53,8 +53,6 @@ __all__ = [
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_TITLE = "tickwork cabin context spec"
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$")
 _WEIGHT_CACHE_LIMIT = 4096
 
 
@@ -284,60 +282,20 @@ class ContextSpec(BaseModel):
         return self.on_missing[max(found, key=specificity)]
 
 
-class SpecError(ValueError):
-    """A spec file (or folder) that cannot be loaded; one problem per line.
-
-    ``problems`` hold ``key.path: what is wrong`` (without the file); ``str()``
-    prefixes each with ``path``.
-    """
-
-    def __init__(self, path: str, problems: Sequence[str]) -> None:
-        if not problems:
-            raise ValueError("a SpecError needs at least one problem")
-        self.path = path
-        self.problems = tuple(problems)
-        super().__init__("\n".join(f"{path}: {problem}" for problem in self.problems))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.problems))
-
-
-def _key_path(loc: Sequence[str | int]) -> str:
-    out = ""
-    for part in loc:
-        if part == "[key]":
-            continue  # pydantic's marker for an error in a mapping key, not in its value
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        text = part if _BARE_KEY.fullmatch(part) else json.dumps(part, ensure_ascii=False)
-        out += f".{text}" if out else text
-    return out
+class SpecError(FileError):
+    """A spec file (or folder) that cannot be loaded; one problem per line."""
 
 
 def _describe(error: Mapping[str, Any]) -> str:
-    where = _key_path(error["loc"])
+    where = key_path(error["loc"])
     if error["type"] == "extra_forbidden":
         name = str(error["loc"][-1])
-        close = difflib.get_close_matches(name, list(ContextSpec.model_fields), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        return f"{where}: unknown key{hint}"
+        return f"{where}: unknown key{did_you_mean(name, ContextSpec.model_fields)}"
     message = str(error["msg"])
     value = error.get("input")
     if isinstance(value, (str, int, float)) and repr(value) not in message:
         message += f" (got {value!r})"
     return f"{where}: {message}" if where else message
-
-
-def _syntax_problem(exc: tomllib.TOMLDecodeError) -> str:
-    line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
-    text = str(getattr(exc, "msg", None) or exc)
-    if line is not None and column is not None:
-        return f"line {line}, column {column}: {text}"
-    found = _TOML_POSITION.match(text)
-    if found is None:
-        return f"invalid TOML: {text}"
-    return f"{found['where']}: {found['msg']}"
 
 
 def load_spec(path: str | os.PathLike[str]) -> ContextSpec:
@@ -356,7 +314,7 @@ def load_spec(path: str | os.PathLike[str]) -> ContextSpec:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(shown, (_syntax_problem(exc),)) from exc
+        raise SpecError(shown, (syntax_problem(exc),)) from exc
     data.setdefault("name", Path(path).stem)
     try:
         return ContextSpec.model_validate(data)

@@ -10,11 +10,8 @@ and the problem, one line per problem.
 
 from __future__ import annotations
 
-import difflib
 import itertools
-import json
 import os
-import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +29,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from shapely.geometry import LineString, Point, Polygon, box
+
+from runtime.tomlfile import FileError, did_you_mean, key_path, syntax_problem
 
 __all__ = [
     "SCENARIOS_DIR",
@@ -67,8 +66,6 @@ XY = tuple[Num, Num]
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)]
 Fraction = Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$")
 
 
 def _check_polygon(points: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
@@ -402,7 +399,7 @@ class Scenario(_Model):
                 ref = getattr(task, field)
                 if ref not in docks:
                     problems.add(("tasks", i, field), ref,
-                                 f"task {task.id!r}: no dock {ref!r}{_did_you_mean(ref, docks)}; "
+                                 f"task {task.id!r}: no dock {ref!r}{did_you_mean(ref, docks)}; "
                                  f"docks are {', '.join(docks) or '(none)'}")
             if task.pickup == task.drop:
                 problems.add(("tasks", i, "drop"), task.drop,
@@ -413,18 +410,8 @@ class Scenario(_Model):
                              f"(duration {self.duration:g} s)")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(FileError):
     """A scenario that cannot be loaded; one ``file: key.path: problem`` per line."""
-
-    def __init__(self, path: str, problems: Sequence[str]) -> None:
-        if not problems:
-            raise ValueError("a ScenarioError needs at least one problem")
-        self.path = path
-        self.problems = tuple(problems)
-        super().__init__("\n".join(f"{path}: {problem}" for problem in self.problems))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.path, self.problems))
 
 
 def scenario_path(name_or_path: str | os.PathLike[str]) -> Path:
@@ -441,7 +428,7 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         name = os.fspath(name_or_path)
         names = [shipped for shipped, _ in _shipped_paths()]
         raise ScenarioError(name, (
-            f"no shipped scenario of that name{_did_you_mean(name, names)}; "
+            f"no shipped scenario of that name{did_you_mean(name, names)}; "
             f"shipped: {', '.join(names)} (or give a path to a .toml file)",
         ))
     shown = _shown(path) if _is_bare_name(name_or_path) else os.fspath(name_or_path)
@@ -456,7 +443,7 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
     except UnicodeDecodeError as exc:
         raise ScenarioError(shown, (f"not UTF-8 text (bad byte at offset {exc.start})",)) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(shown, (_syntax_problem(exc),)) from exc
+        raise ScenarioError(shown, (syntax_problem(exc),)) from exc
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
@@ -512,22 +499,6 @@ def _box(bounds: tuple[float, float, float, float]) -> str:
     return f"({_xy(bounds[:2])}) to ({_xy(bounds[2:])})"
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _key_path(loc: Sequence[str | int]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        text = part if _BARE_KEY.fullmatch(part) else json.dumps(part, ensure_ascii=False)
-        out += f".{text}" if out else text
-    return out
-
-
 def _fields_at(loc: Sequence[str | int]) -> list[str]:
     """The keys the scenario model allows at ``loc`` (empty when it is not a table)."""
     target: Any = Scenario
@@ -557,11 +528,11 @@ def _describe_all(errors: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _describe(error: Mapping[str, Any]) -> str:
     loc = tuple(error["loc"])
-    where = _key_path(loc)
+    where = key_path(loc)
     kind = error["type"]
     if kind == "extra_forbidden":
         name = str(loc[-1])
-        return f"{where}: unknown key{_did_you_mean(name, _fields_at(loc[:-1]))}"
+        return f"{where}: unknown key{did_you_mean(name, _fields_at(loc[:-1]))}"
     if kind == "missing":
         if isinstance(loc[-1], int):
             return f"{where}: too few values (a point is [x, y])"
@@ -580,15 +551,3 @@ def _describe(error: Mapping[str, Any]) -> str:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _syntax_problem(exc: tomllib.TOMLDecodeError) -> str:
-    line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
-    text = str(getattr(exc, "msg", None) or exc)
-    if line is not None and column is not None:
-        return f"line {line}, column {column}: invalid TOML: {text}"
-    found = _TOML_POSITION.match(text)
-    if found is None:
-        return f"invalid TOML: {text}"
-    return f"{found['where']}: invalid TOML: {found['msg']}"
-

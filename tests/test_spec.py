@@ -97,7 +97,7 @@ def test_message_uses_the_path_as_given(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
     err = spec_error(tmp_path, "x.toml", "map_raduis = 3\n")
-    assert str(err) == f"{tmp_path / 'x.toml'}: map_raduis: unknown key (did you mean map_radius?)"
+    assert str(err) == f"{tmp_path / 'x.toml'}: map_raduis: unknown key (did you mean 'map_radius'?)"
 
 
 def test_bad_glob_in_required_names_the_index(tmp_path: Path) -> None:
@@ -116,12 +116,12 @@ def test_bad_glob_in_board_keys_and_weight_keys(tmp_path: Path) -> None:
 
 def test_toml_syntax_error_keeps_line_and_column(tmp_path: Path) -> None:
     err = spec_error(tmp_path, "x.toml", 'name = "x"\nevent_limit = 4\nweights = { a = }\n')
-    assert str(err) == f"{tmp_path / 'x.toml'}: line 3, column 17: Invalid value"
+    assert str(err) == f"{tmp_path / 'x.toml'}: line 3, column 17: invalid TOML: Invalid value"
 
 
 def test_toml_error_at_end_of_document(tmp_path: Path) -> None:
     err = spec_error(tmp_path, "x.toml", 'name = "x')
-    assert err.problems == ("end of document: Unterminated string",)
+    assert err.problems == ("end of document: invalid TOML: Unterminated string",)
 
 
 @pytest.mark.parametrize(
