@@ -14,6 +14,10 @@ import argparse
 import sys
 from typing import Any
 
+from sim.tables import cell as _t
+from sim.tables import console as _console
+from sim.tables import table as _table
+
 DOCTOR_EPILOG = """\
 examples:
   python -m sim doctor run.mcap
@@ -135,28 +139,6 @@ def _print_json(report: dict[str, Any]) -> None:
 
 
 # -- tables ----------------------------------------------------------------------------------
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def _table(title: str, *columns: str) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", title_style="bold")
-    for name in columns:
-        table.add_column(name, overflow="fold")
-    return table
-
-
-def _t(text: Any) -> Any:
-    """A table cell that rich does not read as markup."""
-    from rich.text import Text
-
-    return Text(str(text))
 
 
 def _ticks_text(ticks: Any) -> str:

@@ -11,6 +11,10 @@ import argparse
 import sys
 from typing import Any
 
+from sim.tables import cell as _t
+from sim.tables import console as _console
+from sim.tables import table as _table
+
 INSPECT_EPILOG = """\
 examples:
   python -m sim inspect run.mcap --tick 250                 every cabin at tick 250
@@ -155,31 +159,6 @@ def _repair_text(r: dict[str, Any]) -> str:
 
 
 # -- tables ----------------------------------------------------------------------------------
-
-
-def _console() -> Any:
-    import os
-
-    from rich.console import Console
-
-    wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    return Console(highlight=False, width=None if wide else 160)
-
-
-def _table(title: str, *columns: str) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", title_style="bold")
-    for name in columns:
-        table.add_column(name, overflow="fold")
-    return table
-
-
-def _t(text: Any) -> Any:
-    """A table cell that rich does not read as markup."""
-    from rich.text import Text
-
-    return Text(str(text))
 
 
 def _when(stamp: Any, now: float) -> str:
