@@ -1,0 +1,150 @@
+"""The report command of ``python -m sim``: a recorded run as one self-contained HTML page.
+
+The page is built by ``sim.report``; this module parses arguments and says where
+the page went. Top-level imports stay light so that ``--help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+REPORT_EPILOG = """\
+examples:
+  python -m sim report run.mcap                      writes run.html beside it
+  python -m sim report run.mcap -o report.html --json
+  python -m sim run --report report.html             run, record, report in one go
+The page opens from disk and loads nothing from the network. It embeds the
+working set of at most --max-ticks ticks (the ones worth a look first: faults,
+alarms, bad outcomes); python -m sim inspect FILE.mcap --tick N shows any other.
+exit status: 0 written, 2 bad input (not a recording, no ticks, a bad output path)
+A damaged recording is reported up to its break, with a notice on stderr.
+"""
+
+
+def _at_least(low: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") \
+                from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected a number of at least {low}, got {value}")
+        return value
+
+    return parse
+
+
+def register(sub: Any) -> None:
+    """Add the ``report`` command to the ``python -m sim`` parser."""
+    report = sub.add_parser(
+        "report", help="write a recorded run as one self-contained HTML page",
+        epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("recording", metavar="FILE.mcap")
+    report.add_argument("-o", "--out", metavar="FILE.html",
+                        help="where to write the page (default: FILE.html beside the recording)")
+    report.add_argument("--max-ticks", type=_at_least(0), default=None, metavar="N",
+                        help="embed the working set of at most N ticks (default: 200)")
+    report.add_argument("--max-points", type=_at_least(10), default=None, metavar="N",
+                        help="at most N points per timeline and on the trajectory "
+                             "(default: 1000)")
+    report.add_argument("--json", action="store_true",
+                        help="print one JSON object saying what the page holds")
+    report.set_defaults(handler=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from sim import report as rp
+    from sim.cli import EXIT_OK, InputError
+    from sim.recording import RecordingError
+
+    out = args.out if args.out is not None else os.path.splitext(args.recording)[0] + ".html"
+    if os.path.abspath(out) == os.path.abspath(args.recording):
+        raise InputError(f"-o {out!r} would overwrite the recording itself")
+    try:
+        info = rp.write_run_report(
+            args.recording, out,
+            max_points=rp.MAX_POINTS if args.max_points is None else args.max_points,
+            max_ticks=rp.MAX_TICKS if args.max_ticks is None else args.max_ticks,
+            warn=_notice)
+    except (RecordingError, rp.ReportError) as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"{out!r}: cannot write it ({exc.strerror or exc})") from None
+    if args.json:
+        print(json.dumps(info.as_json(), sort_keys=True))
+    else:
+        print(f"wrote {info.path} ({info.bytes / 1e3:.0f} kB): {info.ticks} ticks, the working "
+              f"set of {info.embedded_ticks} embedded ({info.worth_a_look} worth a look), "
+              f"{info.markers} markers, {info.routes} routes")
+    return EXIT_OK
+
+
+def _notice(text: str) -> None:
+    print(f"notice: {text}", file=sys.stderr)
+
+
+# -- for run --report and campaign --report --------------------------------------------------
+
+
+def check_report_target(path: str) -> None:
+    """Refuse a ``--report`` target that cannot be written, before any work is done."""
+    from sim.cli import InputError
+    from sim.report import ReportError, check_output
+
+    try:
+        check_output(path)
+    except ReportError as exc:
+        raise InputError(f"--report {exc}") from None
+
+
+def run_report_recording(args: argparse.Namespace) -> Path | None:
+    """For ``run --report``: check the target; the temporary file to record to when the run
+    records nowhere else (no ``--record``, no ``--resume``), else None. The caller deletes it."""
+    from sim.report import temporary_recording
+
+    if getattr(args, "report", None) is None:
+        return None
+    check_report_target(args.report)
+    if args.record is not None or args.resume is not None:
+        return None
+    return temporary_recording()
+
+
+def write_run_page(out: str, recording: str | Path, summary: Mapping[str, Any], *,
+                   quiet: bool = False) -> None:
+    """After ``run --report``: the page of the run's recording, with the run's own summary."""
+    from sim.cli import InputError
+    from sim.recording import RecordingError
+    from sim.report import ReportError, write_run_report
+
+    try:
+        info = write_run_report(recording, out, summary=summary, warn=_notice)
+    except (RecordingError, ReportError) as exc:
+        raise InputError(f"--report {out!r}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"--report {out!r}: cannot write it ({exc.strerror or exc})") from None
+    if not quiet:
+        print(f"report: {info.path} ({info.bytes / 1e3:.0f} kB)")
+
+
+def write_campaign_page(out: str, report: Mapping[str, Any], *, quiet: bool = False) -> None:
+    """After ``campaign --report``: the fault matrix as a page."""
+    from sim.cli import InputError
+    from sim.report import ReportError, write_campaign_report
+
+    try:
+        info = write_campaign_report(report, out)
+    except ReportError as exc:
+        raise InputError(f"--report {out!r}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"--report {out!r}: cannot write it ({exc.strerror or exc})") from None
+    if not quiet:
+        print(f"report: {info.path} ({info.bytes / 1e3:.0f} kB)")
