@@ -25,12 +25,26 @@ of missingness, on the tick the item goes missing):
 
 Static geometry seen once (shelves, forbidden and speed zones) is remembered, so an
 item evicted from working memory is still avoided.
+
+Long-term memory (optional: ``long_term``, a ``runtime.agent_memory.LongTermMemory``, with
+a ``memory_scope`` such as ``{"scenario": "warehouse"}``) carries what one run learned
+into the next. When the planner re-plans because an obstacle came into the route ahead,
+or because the robot made no progress with an obstacle beside it, it remembers a
+``BlockedSpot``: where the way was blocked, by what, and when (one per ``memory_cell``
+square; the memory's write filter refuses the same fact twice). The spots of its scope
+are read once, when the planner is built; spots learned during the run are added to
+them. When it routes, a spot the shortest route passes is treated as expensive, not as
+forbidden (people move): the route that keeps clear of every remembered spot is taken
+when there is one at most ``memory_detour`` times as long; otherwise the shortest. A
+``remembered`` event reports each new spot and a ``recalled`` event each route that
+memory changed. Without long-term memory the planner behaves exactly as before.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -40,6 +54,7 @@ from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
 from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
+from runtime.agent_memory import Embedder, LongTermMemory, MemoryRecord
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.pack import CabinView
@@ -54,7 +69,7 @@ from runtime.plan import (
 )
 from runtime.spec import ContextSpec
 
-__all__ = ["REACTIONS", "Goal", "Planner"]
+__all__ = ["REACTIONS", "BlockedSpot", "Goal", "Planner"]
 
 _log = structlog.get_logger(__name__)
 
@@ -100,6 +115,64 @@ class Goal:
                    0.0 if released is None else released)
 
 
+@dataclass(frozen=True, slots=True)
+class BlockedSpot:
+    """A place where the way was found blocked, as long-term memory holds it.
+
+    ``(x, y)`` is where the obstacle stood, ``radius`` how far around it to keep clear
+    when another way exists, ``kind`` what blocked it (``person``, ``forklift``, ...),
+    ``time`` the simulated time it was seen at.
+    """
+
+    x: float
+    y: float
+    radius: float
+    kind: str
+    time: float
+
+    @property
+    def area(self) -> BaseGeometry:
+        return Point(self.x, self.y).buffer(self.radius)
+
+    @classmethod
+    def from_record(cls, record: MemoryRecord) -> BlockedSpot | None:
+        """The spot a ``blocked`` memory record describes, or None for any other record."""
+        meta = record.metadata
+        if meta.get("fact") != "blocked":
+            return None
+        x, y = _number(meta.get("x")), _number(meta.get("y"))
+        radius, time = _number(meta.get("radius")), _number(meta.get("time"))
+        kind = meta.get("kind")
+        if x is None or y is None or radius is None or radius <= 0 or not isinstance(kind, str):
+            return None
+        return cls(x, y, radius, kind, record.stamp if time is None else time)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reopen:
+    """What a pickled planner needs to open its long-term memory file again."""
+
+    path: str
+    embed: Embedder
+    duplicate_threshold: float
+    echo_threshold: float
+    recall_window: int
+
+    @classmethod
+    def of(cls, memory: LongTermMemory) -> _Reopen:
+        return cls(memory.path, memory.embed, memory.duplicate_threshold,
+                   memory.echo_threshold, memory.recall_window)
+
+    def open(self) -> LongTermMemory | None:
+        if self.path == ":memory:":  # an in-memory database is gone with its process
+            _log.warning("planner.long_term_not_reopened", path=self.path)
+            return None
+        return LongTermMemory(self.path, embed=self.embed,
+                              duplicate_threshold=self.duplicate_threshold,
+                              echo_threshold=self.echo_threshold,
+                              recall_window=self.recall_window)
+
+
 @dataclass(slots=True)
 class _Seen:
     """What this tick's view says, read once."""
@@ -132,6 +205,11 @@ class Planner:
         goal_clear_ticks: int = 40,
         stall_ticks: int = 200,
         progress_step: float = 0.25,
+        long_term: LongTermMemory | None = None,
+        memory_scope: Mapping[str, str] | None = None,
+        memory_cell: float = 1.0,
+        memory_radius: float = 1.0,
+        memory_detour: float = 1.5,
     ) -> None:
         for name, count in (("replan_after_ticks", replan_after_ticks),
                             ("charge_timeout_ticks", charge_timeout_ticks),
@@ -150,11 +228,22 @@ class Planner:
                             ("obstacle_replan_interval", obstacle_replan_interval),
                             ("obstacle_moved", obstacle_moved),
                             ("progress_step", progress_step),
-                            ("route_retry_interval", route_retry_interval)):
+                            ("route_retry_interval", route_retry_interval),
+                            ("memory_cell", memory_cell),
+                            ("memory_radius", memory_radius)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
         if not (math.isfinite(clearance) and clearance >= 0):
             raise ValueError(f"clearance must be a number >= 0, got {clearance!r}")
+        if not (math.isfinite(memory_detour) and memory_detour >= 1.0):
+            raise ValueError(f"memory_detour must be a number >= 1, got {memory_detour!r}")
+        if long_term is not None and not isinstance(long_term, LongTermMemory):
+            raise TypeError(f"long_term must be a LongTermMemory, got "
+                            f"{type(long_term).__name__}")
+        scope = {"cabin": spec.name} if memory_scope is None else memory_scope
+        if not isinstance(scope, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in scope.items()):
+            raise ValueError(f"memory_scope must map strings to strings, got {memory_scope!r}")
         self.spec = spec
         self.replan_after_ticks = replan_after_ticks
         self.charge_timeout_ticks = charge_timeout_ticks
@@ -168,6 +257,16 @@ class Planner:
         self.goal_clear_ticks = goal_clear_ticks
         self.stall_ticks = stall_ticks
         self.progress_step = progress_step
+        self.memory_scope: Mapping[str, str] = dict(scope)
+        self.memory_cell = memory_cell
+        self.memory_radius = memory_radius
+        self.memory_detour = memory_detour
+        self._long_term = long_term
+        # blocked spots remembered, by their memory_cell square: read from long-term
+        # memory once, here, then learned during the run
+        self._spots: dict[tuple[float, float], BlockedSpot] = {}
+        if long_term is not None:
+            self._recall_spots(long_term.records(scope=self.memory_scope))
 
         # goals and the active task
         self._goals: dict[str, Goal] = {}
@@ -208,6 +307,33 @@ class Planner:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def long_term(self) -> LongTermMemory | None:
+        """The long-term memory the planner remembers blocked spots in, if any."""
+        return self._long_term
+
+    @property
+    def blocked_spots(self) -> tuple[BlockedSpot, ...]:
+        """The blocked spots known: remembered from earlier runs, then learned in this one."""
+        return tuple(self._spots.values())
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        memory = state.pop("_long_term")
+        state["_long_term_reopen"] = None if memory is None else _Reopen.of(memory)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        reopen: _Reopen | None = state.pop("_long_term_reopen", None)
+        # a planner pickled before it had long-term memory gets the settings' defaults
+        self.__dict__.update({"memory_scope": {"cabin": state["spec"].name},
+                              "memory_cell": 1.0, "memory_radius": 1.0,
+                              "memory_detour": 1.5, "_spots": {}})
+        self.__dict__.update(state)
+        # The spots were read when the run started and travel in the state; the file is
+        # opened again only to remember new ones.
+        self._long_term = None if reopen is None else reopen.open()
 
     @property
     def plan(self) -> Plan | None:
@@ -609,6 +735,8 @@ class Planner:
         out.emit("replan", {"reason": trigger.reason, "task": goal.task,
                             "revision": self._plan.revision, "step": trigger.step,
                             "detail": trigger.detail}, tags=("plan",))
+        if self._long_term is not None:
+            self._remember_blocked(trigger, view, seen, out)
 
     # -- routes -------------------------------------------------------------------------
 
@@ -658,7 +786,8 @@ class Planner:
                    for f in seen.obstacles]
         if blocking:
             blocked.extend(self._constraints.values())
-        route = router.plan(seen.pose, target, blocked=[g for g in blocked if g is not None])
+        route = self._plan_route(router, seen.pose, target,
+                                 [g for g in blocked if g is not None], current.id, out)
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
         self._route_key = key
         if route is None:
@@ -670,6 +799,81 @@ class Planner:
             return _EMPTY_ROUTE
         self._route_failed_at = None
         return route
+
+    def _plan_route(self, router: RoutePlanner, start: Point2, target: Point2,
+                    blocked: list[BaseGeometry], step: str, out: Outbox) -> Route | None:
+        """The shortest route, or the one clear of remembered blocked spots if it is not
+        more than ``memory_detour`` times as long (and the shortest passes one)."""
+        route = router.plan(start, target, blocked=blocked)
+        if route is None or not self._spots:
+            return route
+        reach = self._reach
+        line = LineString(route)
+        passed = [s for s in self._spots.values() if line.distance(s.area) <= reach]
+        if not passed:
+            return route
+        avoid = [shape for s in self._spots.values()
+                 if (shape := _shrunk(s.area, (start, target), reach)) is not None]
+        detour = router.plan(start, target, blocked=[*blocked, *avoid]) if avoid else None
+        length = float(line.length)
+        detour_length = float(LineString(detour).length) if detour is not None else math.inf
+        if detour_length > self.memory_detour * length:
+            return route
+        out.emit("recalled", {"task": self._task, "step": step, "spots": len(passed),
+                              "nearest": [passed[0].x, passed[0].y],
+                              "length": round(detour_length, 3),
+                              "shortest": round(length, 3)}, tags=("memory",))
+        return detour
+
+    # -- long-term memory ---------------------------------------------------------------
+
+    def _recall_spots(self, records: Iterable[MemoryRecord]) -> None:
+        for record in records:
+            spot = BlockedSpot.from_record(record)
+            if spot is not None:
+                self._spots.setdefault(self._cell(spot.x, spot.y), spot)
+        _log.debug("planner.spots_recalled", scope=self.memory_scope, spots=len(self._spots))
+
+    def _cell(self, x: float, y: float) -> tuple[float, float]:
+        size = self.memory_cell
+        return (round(round(x / size) * size, 6), round(round(y / size) * size, 6))
+
+    def _remember_blocked(self, trigger: ReplanTrigger, view: CabinView, seen: _Seen,
+                          out: Outbox) -> None:
+        """Remember where an obstacle blocked the way, when ``trigger`` says one did."""
+        memory = self._long_term
+        assert memory is not None
+        feature: Feature | None = None
+        if trigger.reason == "obstacle_in_corridor":
+            feature = next((f for f in seen.obstacles if f.id == trigger.detail), None)
+        elif trigger.reason == "no_progress" and seen.pose is not None:
+            pose = Point(seen.pose)
+            near = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
+            close = min((n for n in near if n[0] <= self._reach + 1.0), default=None)
+            feature = close[2] if close is not None else None
+        if feature is None:
+            return
+        centre = feature.geometry.centroid
+        x, y = round(float(centre.x), 3), round(float(centre.y), 3)
+        cell = self._cell(x, y)
+        if cell in self._spots:
+            return
+        kind = _obstacle_kind(feature)
+        spot = BlockedSpot(x, y, self.memory_radius, kind, view.time)
+        self._spots[cell] = spot
+        content = f"a {kind} blocked the way near ({cell[0]:g}, {cell[1]:g})"
+        metadata = {"fact": "blocked", "x": x, "y": y, "radius": spot.radius, "kind": kind,
+                    "time": view.time, "reason": trigger.reason, "obstacle": feature.id,
+                    "task": self._task}
+        try:
+            result = memory.remember(content, scope=self.memory_scope, metadata=metadata,
+                                     stamp=view.time)
+            stored, why = result.stored, str(result.reason)
+        except sqlite3.Error as exc:  # a locked or broken file must not stop the robot
+            _log.warning("planner.remember_failed", error=str(exc), path=memory.path)
+            stored, why = False, "error"
+        out.emit("remembered", {"content": content, "x": x, "y": y, "kind": kind,
+                                "stored": stored, "why": why}, tags=("memory",))
 
     @property
     def _reach(self) -> float:
@@ -811,6 +1015,16 @@ def _radius(view: CabinView) -> float | None:
     if radius is None:
         radius = _number(view.get("robot:radius"))
     return radius if radius is not None and radius >= 0 else None
+
+
+def _obstacle_kind(feature: Feature) -> str:
+    kind = feature.props.get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    for tag in ("person", "forklift"):
+        if tag in feature.tags:
+            return tag
+    return "obstacle"
 
 
 def _shrunk(shape: BaseGeometry, keep_free: tuple[Point2, ...], reach: float

@@ -53,6 +53,8 @@ class RunRequest:
     fault: Fault | None = None
     ticks: int | None = None
     within: int = DEFAULT_WITHIN
+    memory: str | None = None
+    """A long-term memory file the run's planner shares with the campaign's other runs."""
 
     @property
     def label(self) -> str:
@@ -143,7 +145,8 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     from sim.harness import Simulation
 
     faults = [request.fault] if request.fault is not None else []
-    sim = Simulation(request.scenario, seed=request.seed, faults=faults)
+    sim = Simulation(request.scenario, seed=request.seed, faults=faults,
+                     long_term=request.memory)
     observer = _Observer(sim.rate_hz)
     sim.log.add_listener(observer)
     expected: list[Expectation] = []
@@ -161,6 +164,7 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         if sim.done and tick + 1 >= must_run_to:
             break
     summary = sim.summary()
+    sim.close()
     checks = []
     for e in expected:
         assert fault is not None

@@ -23,6 +23,7 @@ examples:
   python -m sim run --cabin greeter:Greeter@specs/greeter.toml
   python -m sim run --record run.mcap --checkpoint-every 200   checkpoints to run.ckpt
   python -m sim run --resume run.ckpt            go on from the last checkpoint
+  python -m sim run --memory warehouse.sqlite    remember blocked aisles for the next run
 exit status: 0 ok, 1 a safety violation or a collision happened, 2 bad input
 """
 
@@ -32,11 +33,12 @@ examples:
   python -m sim campaign --faults auto --seeds 0-2
   python -m sim campaign --fault missing:executor:event:action_failed*@100-400 --seeds 0-9
   python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
+  python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
 exit status: 0 every declared reaction seen and no safety violation, 1 otherwise, 2 bad input
 """
 
 
-COMMAND_MODULES = ("sim.cmd_recording", "sim.cmd_analysis")
+COMMAND_MODULES = ("sim.cmd_recording", "sim.cmd_analysis", "sim.cmd_report")
 """Modules that add commands: each has ``register(subparsers)``; handlers may raise
 ``InputError`` for bad input."""
 
@@ -78,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--record", metavar="FILE.mcap",
                      help="record the run to an MCAP file (inspect it with `python -m sim "
                           "inspect`; Foxglove opens it too)")
+    run.add_argument("--report", metavar="FILE.html",
+                     help="write the run as one self-contained HTML page (as `python -m sim "
+                          "report` does); records to a temporary file unless --record is given")
     run.add_argument("--full", action="store_true",
                      help="run the whole duration even after every delivery is done")
     run.add_argument("--checkpoint-every", type=_positive_int, metavar="N",
@@ -91,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="go on with the run a checkpoint holds, to the end the run would "
                           "have reached (its settings, recording and checkpoint cadence come "
                           "from the checkpoint; --ticks, --duration and --full set a new end)")
+    run.add_argument("--memory", metavar="FILE.sqlite",
+                     help="the planner's long-term memory: it recalls where earlier runs of "
+                          "this scenario found the way blocked, and remembers where this run "
+                          "does (created if absent; the run then depends on what the file "
+                          "holds)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     run.add_argument("--log-level", default="warning",
                      choices=["debug", "info", "warning", "error"],
@@ -124,6 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
     campaign.add_argument("--address", metavar="ADDR",
                           help="Ray cluster address (default: start a local Ray)")
     campaign.add_argument("--out", metavar="FILE", help="write every run's result as JSON")
+    campaign.add_argument("--memory", metavar="FILE.sqlite",
+                          help="one long-term memory file for every run of the campaign "
+                               "(parallel runs share it): the planners remember where the way "
+                               "was blocked and recall it. Each run recalls what the file holds "
+                               "when it starts, so results depend on the order the runs happen "
+                               "to run in (the backend, the workers); without --memory they "
+                               "do not")
+    campaign.add_argument("--report", metavar="FILE.html",
+                          help="write the fault matrix as one self-contained HTML page")
     campaign.add_argument("--json", action="store_true",
                           help="print the results as one JSON object")
     campaign.set_defaults(handler=cmd_campaign)
@@ -193,6 +212,17 @@ def _positive_float(text: str) -> float:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from sim.cmd_report import run_report_recording
+
+    scratch = run_report_recording(args)  # --report without --record: a temporary recording
+    try:
+        return _run(args, scratch)
+    finally:
+        if scratch is not None:
+            scratch.unlink(missing_ok=True)
+
+
+def _run(args: argparse.Namespace, scratch: Any) -> int:
     from runtime import configure_logging
     from sim.checkpoint import Checkpointer, CheckpointError
     from sim.harness import failed
@@ -202,7 +232,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if resumed is not None:
         sim, plan = resumed.sim, resumed.plan
     else:
-        sim, plan = _new_run(args)
+        sim, plan = _new_run(args, record=scratch)
+    if args.report is not None and scratch is None and plan.record is None:
+        sim.close()
+        raise InputError(f"--report {args.report!r}: the resumed run records nothing (resume "
+                         "a run started with --record to report on it)")
     checkpointer = Checkpointer(plan) if plan.every is not None else None
     remaining = max(0, plan.ticks - sim.loop.tick)
     previous = _terminate_gracefully()
@@ -240,12 +274,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         if checkpointer is not None and checkpointer.last is not None:
             console.print(f"{checkpointer.written} checkpoint(s) written, the last at tick "
                           f"{checkpointer.last.tick}: {checkpointer.last.path}", highlight=False)
+    if args.report is not None:
+        from sim.cmd_report import write_run_page
+
+        write_run_page(args.report, scratch or plan.record, summary, quiet=args.json)
     return EXIT_FAILED if failed(summary) else EXIT_OK
 
 
-def _new_run(args: argparse.Namespace) -> tuple[Any, Any]:
+def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]:
     """The simulation and the run plan of a run started from scratch."""
     import os
+    import sqlite3
 
     from runtime import SpecError
     from sim.checkpoint import RunPlan
@@ -266,9 +305,14 @@ def _new_run(args: argparse.Namespace) -> tuple[Any, Any]:
         faults = _faults(args.fault, args.faults)
         sim = Simulation(args.scenario or "warehouse", seed=seed, rate_hz=args.rate,
                          capacity=64 if args.capacity is None else args.capacity, specs=specs,
-                         extra=extra, faults=faults, record=args.record)
+                         extra=extra, faults=faults,
+                         record=args.record if args.record is not None else record,
+                         long_term=args.memory)
     except (ScenarioError, SpecError) as exc:
         raise InputError(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") \
+            from None
     except ValueError as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
@@ -308,7 +352,7 @@ def _resumed_run(args: argparse.Namespace) -> Any:
     fixed = {"--scenario": args.scenario, "--seed": args.seed, "--rate": args.rate,
              "--capacity": args.capacity, "--specs": args.specs, "--faults": args.faults,
              "--record": args.record, "--cabin": args.cabin or None,
-             "--fault": args.fault or None}
+             "--fault": args.fault or None, "--memory": args.memory}
     given = [name for name, value in fixed.items() if value is not None]
     if given:
         raise InputError(f"--resume goes on with the run its checkpoint holds, with that run's "
@@ -475,13 +519,20 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         specs = load_specs(SPECS_DIR)
     except (ScenarioError, SpecError) as exc:
         raise InputError(str(exc)) from None
+    if args.report is not None:
+        from sim.cmd_report import check_report_target
+
+        check_report_target(args.report)
     faults = _faults(args.fault, None if args.faults in (None, "auto") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))
     if not faults:
         raise InputError("no faults: give --fault FAULT (repeatable) or --faults auto|FILE")
+    shared: dict[str, Any] = {}
+    if args.memory is not None:
+        shared["memory"] = _memory_file(args.memory)
     requests = [cp.RunRequest(scenario=name, seed=seed, fault=fault, ticks=args.ticks,
-                              within=args.within)
+                              within=args.within, **shared)
                 for name in scenarios for seed in args.seeds for fault in [None, *faults]]
     workers = args.workers or os.cpu_count() or 1
     if args.backend == "ray":
@@ -508,14 +559,37 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     report = {"scenarios": scenarios, "seeds": args.seeds, "within": args.within,
               "backend": args.backend, "passed": cp.passed(results), "table": rows,
               "runs": results}
+    if args.memory is not None:
+        report["memory"] = shared["memory"]
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(report, fh, indent=2, sort_keys=True)
+    if args.report is not None:
+        from sim.cmd_report import write_campaign_page
+
+        write_campaign_page(args.report, report, quiet=args.json)
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
         _print_campaign(rows, report["passed"])
     return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+def _memory_file(path: str) -> str:
+    """``path`` as an absolute path to a usable long-term memory file (created if absent)."""
+    import os
+    import sqlite3
+
+    from runtime import LongTermMemory
+
+    absolute = os.path.abspath(path)
+    try:
+        LongTermMemory(absolute).close()  # created once, before the workers race to
+    except sqlite3.Error as exc:
+        raise InputError(f"--memory {path!r}: not a usable SQLite file ({exc})") from None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return absolute
 
 
 def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:

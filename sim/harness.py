@@ -8,6 +8,9 @@ violations, collisions, re-plans, alarms, evictions, missing items) and keeps a
 digest of every board write, so two runs can be compared tick for tick; its
 summary also carries digests of the final world, working memory and event log.
 
+With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
+its way was blocked, scoped to the scenario's name, and recalls it in later runs.
+
 A ``Simulation`` pickles whole with ``sim.checkpoint``'s pickler (which carries the
 locks the assembler holds) except its recorder and its tick listeners: unpickled,
 it shares one lock between its sources again and listens to its board and log
@@ -44,6 +47,7 @@ from runtime import (
     WorkingMemory,
     load_specs,
 )
+from runtime.agent_memory import LongTermMemory
 from runtime.recorder import Recorder
 from sim.faults import Fault, FaultPlan
 from sim.injection import FaultInjector
@@ -58,14 +62,22 @@ BUILTIN_CABINS = ("planner", "executor", "monitor")
 CabinFactory = Callable[[ContextSpec], Cabin]
 
 
-def builtin_cabins(specs: Mapping[str, ContextSpec]) -> list[Cabin]:
-    """The planner, executor and monitor, built on their specs (in that order)."""
+def builtin_cabins(specs: Mapping[str, ContextSpec], *,
+                   long_term: LongTermMemory | None = None,
+                   memory_scope: Mapping[str, str] | None = None) -> list[Cabin]:
+    """The planner, executor and monitor, built on their specs (in that order); the
+    planner remembers in ``long_term``, within ``memory_scope``, when one is given."""
+    from functools import partial
+
     from cabins.executor import Executor
     from cabins.monitor import Monitor
     from cabins.planner import Planner
 
+    planner: CabinFactory = Planner
+    if long_term is not None:
+        planner = partial(Planner, long_term=long_term, memory_scope=memory_scope)
     factories: dict[str, CabinFactory] = {
-        "planner": Planner, "executor": Executor, "monitor": Monitor}
+        "planner": planner, "executor": Executor, "monitor": Monitor}
     missing = [name for name in BUILTIN_CABINS if name not in specs]
     if missing:
         raise ValueError(f"no spec for the built-in cabin(s) {', '.join(missing)}")
@@ -185,13 +197,22 @@ class Simulation:
         extra: Sequence[ExtraCabin] = (),
         faults: Sequence[Fault] = (),
         record: str | Path | None = None,
+        long_term: str | Path | LongTermMemory | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
         self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
-        cabins = builtin_cabins(specs)
+        # A memory opened from a path is this simulation's to close; one passed in is not.
+        self._own_memory = (LongTermMemory(str(long_term))
+                            if isinstance(long_term, (str, Path)) else None)
+        memory = self._own_memory if self._own_memory is not None else long_term
+        if memory is not None and not isinstance(memory, LongTermMemory):
+            raise TypeError(f"long_term must be a SQLite file path or a LongTermMemory, got "
+                            f"{type(long_term).__name__}")
+        cabins = builtin_cabins(specs, long_term=memory,
+                                memory_scope={"scenario": self.scenario.name})
         for cabin in extra:
             if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
                 raise ValueError(f"two cabins are named {cabin.spec.name!r}")
@@ -234,6 +255,7 @@ class Simulation:
         state = self.__dict__.copy()
         state["recorder"] = None
         state["_results_listeners"] = []
+        state["_own_memory"] = None  # the planner opens its memory file again
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -272,9 +294,12 @@ class Simulation:
         }
 
     def close(self) -> None:
-        """Finish the recording, if there is one. Safe to call twice."""
+        """Finish the recording, if there is one, and close a long-term memory opened from
+        a path. Safe to call twice."""
         if self.recorder is not None:
             self.recorder.close()
+        if self._own_memory is not None:
+            self._own_memory.close()
 
     @property
     def max_ticks(self) -> int:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import REACTIONS, Planner
+from runtime.agent_memory import LongTermMemory
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec
@@ -517,3 +521,143 @@ def test_bad_settings_are_refused_with_the_value() -> None:
         Planner(SPEC, replan_after_ticks=0)
     with pytest.raises(ValueError, match="charge_until"):
         Planner(SPEC, low_battery=0.5, charge_until=0.4)
+
+
+# -- long-term memory -------------------------------------------------------------------
+
+
+def remembering(memory: LongTermMemory, scope: str = "s1", **settings: Any) -> Bench:
+    """The open floor, planned by a planner that remembers in ``memory`` under ``scope``."""
+    bench = open_floor()
+    bench.planner = Planner(SPEC, long_term=memory, memory_scope={"scenario": scope},
+                            **settings)
+    return bench
+
+
+def blocked_fact(x: float, y: float, **extra: Any) -> dict[str, Any]:
+    return {"fact": "blocked", "x": x, "y": y, "radius": 1.0, "kind": "person", "time": 5.0,
+            **extra}
+
+
+def test_an_obstacle_in_the_way_is_remembered_once_with_where_and_when() -> None:
+    memory = LongTermMemory(":memory:")
+    bench = remembering(memory)
+    bench.step()
+    bench.features.append(person(9.0, 2.2))
+    out = bench.step()
+    assert [e["reason"] for e in events_of(out, "replan")] == ["obstacle_in_corridor"]
+    [note] = events_of(out, "remembered")
+    assert note["stored"] and note["why"] == "stored" and note["kind"] == "person"
+    [record] = memory.records(scope={"scenario": "s1"})
+    assert record.content == "a person blocked the way near (9, 2)"
+    meta = record.metadata
+    assert (meta["fact"], meta["kind"], meta["reason"], meta["obstacle"], meta["task"]) == (
+        "blocked", "person", "obstacle_in_corridor", "obstacle:p1", "t1")
+    assert meta["x"] == pytest.approx(9.0, abs=1e-3) and meta["y"] == pytest.approx(2.2, abs=1e-3)
+    assert meta["time"] == pytest.approx(10.05) and record.stamp == pytest.approx(10.05)
+    assert memory.count() == 1
+
+
+def test_a_second_planner_routes_around_the_remembered_spot_and_another_scope_does_not() -> None:
+    memory = LongTermMemory(":memory:")
+    memory.remember("a person blocked the way near (9, 2)", scope={"scenario": "s1"},
+                    metadata=blocked_fact(9.0, 2.2))
+    straight = ((2.0, 2.0), DOCKS["a"])
+
+    bench = remembering(memory, "s1")
+    assert [(s.x, s.y, s.kind) for s in bench.planner.blocked_spots] == [(9.0, 2.2, "person")]
+    out = bench.step()
+    [recalled] = events_of(out, "recalled")
+    assert recalled["spots"] == 1 and recalled["length"] <= 1.5 * recalled["shortest"]
+    assert bench.route[0] == (2.0, 2.0) and bench.route[-1] == DOCKS["a"]
+    assert LineString(bench.route).distance(Point(9.0, 2.2)) > 1.0 + RADIUS
+    assert not events_of(out, "replan")  # a recalled spot is no re-plan
+
+    other = remembering(memory, "s2")
+    assert other.planner.blocked_spots == ()
+    assert not events_of(other.step(), "recalled")
+    assert other.route == straight
+
+
+def test_a_remembered_spot_is_expensive_not_forbidden() -> None:
+    memory = LongTermMemory(":memory:")
+    memory.remember("a person blocked the way near (9, 2)", scope={"scenario": "s1"},
+                    metadata=blocked_fact(9.0, 2.2))
+    straight = ((2.0, 2.0), DOCKS["a"])
+    # any detour is too long: the shortest route it is, through the spot
+    strict = remembering(memory, memory_detour=1.0)
+    out = strict.step()
+    assert strict.route == straight and not events_of(out, "recalled")
+    # a spot at the robot's own position never strands it
+    memory.remember("a person blocked the way near (9, 2)", scope={"scenario": "s3"},
+                    metadata=blocked_fact(2.2, 2.0))
+    here = remembering(memory, "s3")
+    here.step()
+    assert here.route == straight
+
+
+def test_a_recalled_spot_is_never_written_again_and_the_filter_refuses_a_copy() -> None:
+    memory = LongTermMemory(":memory:")
+    # two runs that start before either has learned anything (parallel runs of a campaign)
+    first, second = remembering(memory), remembering(memory)
+    for bench in (first, second):
+        bench.step()
+        bench.features.append(person(9.0, 2.2))
+    [stored] = events_of(first.step(), "remembered")
+    [refused] = events_of(second.step(), "remembered")
+    assert stored["stored"] and (refused["stored"], refused["why"]) == (False, "duplicate")
+    assert memory.count() == 1
+
+    # a planner that recalled the spot and meets the obstacle there again writes nothing
+    third = remembering(memory, memory_detour=1.0)
+    third.step()
+    third.features.append(person(9.0, 2.2))
+    out = third.step()
+    assert events_of(out, "replan") and not events_of(out, "remembered")
+    assert memory.count() == 1
+
+
+def test_other_records_of_the_scope_are_no_spots() -> None:
+    memory = LongTermMemory(":memory:")
+    memory.remember("the west aisle is narrow", scope={"scenario": "s1"})
+    memory.remember("a bad fact", scope={"scenario": "s1"},
+                    metadata={"fact": "blocked", "x": "nine", "y": 2.0, "radius": 1.0})
+    assert remembering(memory).planner.blocked_spots == ()
+
+
+@given(written=st.sampled_from(["warehouse", "narrow_aisles", "Warehouse", "w"]),
+       asked=st.sampled_from(["warehouse", "narrow_aisles", "Warehouse", "w"]))
+def test_spots_never_cross_scopes(written: str, asked: str) -> None:
+    with LongTermMemory(":memory:") as memory:
+        memory.remember("a person blocked the way near (9, 2)", scope={"scenario": written},
+                        metadata=blocked_fact(9.0, 2.2))
+        planner = Planner(SPEC, long_term=memory, memory_scope={"scenario": asked})
+        assert len(planner.blocked_spots) == (1 if written == asked else 0)
+
+
+def test_a_pickled_planner_opens_its_memory_file_again(tmp_path: Path) -> None:
+    path = str(tmp_path / "memory.sqlite")
+    with LongTermMemory(path) as memory:
+        bench = remembering(memory)
+        bench.step()
+        bench.features.append(person(9.0, 2.2))
+        bench.step()
+        copy = pickle.loads(pickle.dumps(bench.planner))
+    assert copy.blocked_spots == bench.planner.blocked_spots
+    assert copy.long_term is not None and copy.long_term.path == path
+    assert copy.long_term.count() == 1
+    copy.long_term.close()
+
+    in_memory = remembering(LongTermMemory(":memory:")).planner
+    assert pickle.loads(pickle.dumps(in_memory)).long_term is None  # gone with its process
+
+
+def test_bad_memory_settings_are_refused_with_the_value() -> None:
+    with pytest.raises(ValueError, match=r"memory_detour must be a number >= 1, got 0\.5"):
+        Planner(SPEC, memory_detour=0.5)
+    with pytest.raises(ValueError, match="memory_cell must be a positive number, got 0"):
+        Planner(SPEC, memory_cell=0)
+    with pytest.raises(TypeError, match="long_term must be a LongTermMemory, got str"):
+        Planner(SPEC, long_term="memory.sqlite")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="memory_scope must map strings to strings"):
+        Planner(SPEC, memory_scope={"scenario": 1})  # type: ignore[dict-item]
