@@ -256,6 +256,12 @@ class Recorder:
         self._last_flush = self._now
         return written
 
+    def add_metadata(self, name: str, values: Mapping[str, Any]) -> None:
+        """Add a metadata record (values that are not strings are stored as JSON)."""
+        if not self.closed:
+            self._writer.add_metadata(name, {k: v if isinstance(v, str) else
+                                             json.dumps(to_json(v)) for k, v in values.items()})
+
     def flush(self) -> None:
         """End the chunk in progress and push it to the file (readable after a crash)."""
         if not self.closed:

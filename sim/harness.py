@@ -297,6 +297,8 @@ class Simulation:
         """Finish the recording, if there is one, and close a long-term memory opened from
         a path. Safe to call twice."""
         if self.recorder is not None:
+            if not self.recorder.closed:  # the last tick's outcome is only in the summary
+                self.recorder.add_metadata("summary", {"json": json.dumps(self.summary())})
             self.recorder.close()
         if self._own_memory is not None:
             self._own_memory.close()

@@ -1254,6 +1254,18 @@ def _open(source: str | os.PathLike[str] | Scan | Recording,
     return recording
 
 
+def recorded_summary(recording: Recording) -> dict[str, Any] | None:
+    """The summary the run wrote when it finished, if it finished (a killed run has none)."""
+    text = recording.scan.metadata.get("summary", {}).get("json")
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def run_page(source: str | os.PathLike[str] | Scan | Recording, *,
              summary: Mapping[str, Any] | None = None, max_points: int = MAX_POINTS,
              max_ticks: int = MAX_TICKS, warn: Callable[[str], None] | None = None
@@ -1269,6 +1281,8 @@ def run_page(source: str | os.PathLike[str] | Scan | Recording, *,
     if max_ticks < 0:
         raise ReportError(f"max_ticks must be 0 or more, got {max_ticks}")
     recording = _open(source, warn)
+    if summary is None:
+        summary = recorded_summary(recording)
     scenario = _scenario(recording)
     run = _collect(recording)
     axis = _Axis(run.first, run.last, max(1, math.ceil((run.last - run.first + 1) / max_points)))

@@ -551,3 +551,17 @@ def test_capacity_alarms_are_drawn_and_worth_a_look(tmp_path: Path) -> None:
     assert len(select(doc, "rect", "alarm-span", inside="svg#chart-working-set")) >= 1
     assert any("capacity alarm" in w["why"] for w in report_data(doc)["worth"])
     assert report_data(doc)["snapshots"]["0"]["alarm"] is True
+
+
+def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> None:
+    from sim.harness import Simulation
+    from sim.recording import Recording
+    from sim.report import recorded_summary
+
+    sim = Simulation("warehouse", seed=0, record=tmp_path / "run.mcap")
+    summary = sim.run(120, until_done=False)
+    sim.close()
+    saved = recorded_summary(Recording.open(tmp_path / "run.mcap"))
+    assert saved is not None
+    assert saved["ticks"] == summary["ticks"] == 120
+    assert saved["board_digest"] == summary["board_digest"]
