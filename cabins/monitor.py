@@ -594,11 +594,14 @@ class Monitor:
                                    "tick": data.get("tick"), "compute_s": data.get("compute_s"),
                                    "skipped": data.get("skipped"), "seq": event.seq},
                          tags=_ALARM_TAGS)
-            elif event.kind == "capacity_alarm" and self._episodes.hit(("capacity",),
-                                                                        event.stamp):
+            elif (event.kind == "capacity_alarm" and data.get("phase", "start") == "start"
+                  and self._episodes.hit(("capacity",), event.stamp)):
                 out.emit("alarm", {"kind": "capacity", "level": "warn",
                                    "held": data.get("held"), "pinned": data.get("pinned"),
                                    "capacity": data.get("capacity")}, tags=_ALARM_TAGS)
+        if view.capacity_alarm and self._episodes.hit(("capacity",), view.time):
+            # while pinned items alone overflow memory, the alarm event itself is evicted
+            out.emit("alarm", {"kind": "capacity", "level": "warn"}, tags=_ALARM_TAGS)
         horizon = view.time - self.spec.event_window - self.episode_gap
         old = [seq for seq, stamp in self._seen_events.items() if stamp < horizon]
         for seq in old:

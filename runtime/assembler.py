@@ -206,7 +206,10 @@ class Assembler:
             if gone is not None:
                 evictions.append(gone)
         for key, c in candidates.items():
-            memory.upsert(WorkItem(key, c.value, c.importance, now, now, c.source, c.stamp,
+            # recency is when the source last refreshed the item: a reading not rewritten for
+            # a while, or an older event, goes before a fresh one of the same importance
+            used = now if c.stamp is None else min(c.stamp, now)
+            memory.upsert(WorkItem(key, c.value, c.importance, used, now, c.source, c.stamp,
                                    c.seq))
         evicted = memory.evict_to_fit(tick)
         evictions.extend(evicted)

@@ -43,6 +43,15 @@ class Reading:
         return math.inf if self.ttl is None else self.stamp + self.ttl
 
 
+def check_write(key: str, ttl: float | None) -> None:
+    """Refuse a board key or ttl that a write cannot take (``ValueError`` saying why)."""
+    if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
+        raise ValueError(f"board key {key!r} must be a non-empty string without wildcards "
+                         "or white space")
+    if ttl is not None and not (isinstance(ttl, (int, float)) and math.isfinite(ttl) and ttl > 0):
+        raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
+
+
 class StateBoard:
     """Key → current ``Reading``. Thread-safe under ``lock``."""
 
@@ -61,11 +70,7 @@ class StateBoard:
 
     def write(self, key: str, value: Any, *, ttl: float | None = None, source: str = "") -> Reading:
         """Freeze ``value`` and make it the current reading of ``key``."""
-        if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
-            raise ValueError(f"board key {key!r} must be a non-empty string without wildcards "
-                             "or white space")
-        if ttl is not None and not ttl > 0:
-            raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
+        check_write(key, ttl)
         frozen = freeze(value, key=key)
         with self.lock:
             self._seq += 1

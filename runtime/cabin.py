@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from runtime.board import check_write
 from runtime.freeze import FrozenDict, freeze
 from runtime.scratchpad import NOTE_PREFIX, check_note_key
 
@@ -93,15 +94,19 @@ class Outbox:
         self.notes: list[NoteOp] = []
 
     def write(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        check_write(key, ttl)  # refused here, in the cabin's step, where failures are isolated
         self.writes.append(BoardWrite(key, freeze(value, key=key), ttl))
 
     def delete(self, key: str) -> None:
+        check_write(key, None)
         self.writes.append(BoardWrite(key, None, None, delete=True))
 
     def emit(self, kind: str, data: Any = None, *, tags: tuple[str, ...] | frozenset[str] = ()
              ) -> None:
-        if not kind:
-            raise ValueError("an event needs a kind")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"an event needs a kind (a non-empty string), got {kind!r}")
+        if isinstance(tags, str) or not all(isinstance(t, str) and t for t in tags):
+            raise ValueError(f"event {kind!r}: tags must be non-empty strings, got {tags!r}")
         self.events.append(EmittedEvent(kind, freeze(data, key=kind), frozenset(tags)))
 
     def command(self, name: str, **args: Any) -> None:

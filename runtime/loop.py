@@ -169,6 +169,7 @@ class TickLoop:
         self._start: float | None = None
         self._slot = 0
         self._counters = _Counters()
+        self._capacity_alarm = False
         self._log = structlog.get_logger("tickwork.loop")
 
     def run(self, ticks: int) -> TickStats:
@@ -251,32 +252,45 @@ class TickLoop:
         commands: list[Command] = []
         with board.lock, log.lock:
             for out in outboxes:
-                if out.notes:
-                    _apply_notes(self.assembler.scratchpads[out.cabin], out.notes, tick)
-                tag = f"cabin:{out.cabin}"
-                for w in out.writes:
-                    if w.delete:
-                        board.delete(w.key)
-                    else:
-                        board.write(w.key, w.value, ttl=w.ttl, source=out.cabin)
-                for e in out.events:
-                    log.append(e.kind, e.data, tags=e.tags | {tag})
-                for r in out.reactions:
-                    log.append("reaction", {"cabin": r.cabin, "pattern": r.pattern,
-                                            "reaction": r.reaction, **r.detail},
-                               tags=(tag, "reaction"))
+                try:
+                    self._apply_outbox(tick, out)
+                except Exception as exc:  # the outbox checks its contents; this is a backstop
+                    failures.append(CabinFailure(out.cabin, type(exc).__name__,
+                                                 f"its outbox could not be applied: {exc}"))
+                    self._log.error("outbox_failed", tick=tick, cabin=out.cabin,
+                                    error_type=type(exc).__name__, message=str(exc))
+                    continue
                 commands.extend(out.commands)
             for f in failures:
                 log.append("cabin_failed", {"cabin": f.cabin, "tick": tick,
                                             "error_type": f.error_type, "message": f.message},
                            tags=(f"cabin:{f.cabin}", "failure"))
-            if ws.capacity_alarm:
+            if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
+                self._capacity_alarm = ws.capacity_alarm
                 memory = self.assembler.memory
                 log.append("capacity_alarm", {"tick": tick, "held": len(memory),
                                               "pinned": memory.pinned_count,
-                                              "capacity": memory.capacity},
+                                              "capacity": memory.capacity,
+                                              "phase": "start" if ws.capacity_alarm else "end"},
                            tags=("alarm",))
         return tuple(commands)
+
+    def _apply_outbox(self, tick: int, out: Outbox) -> None:
+        board, log = self.assembler.board, self.assembler.log
+        if out.notes:
+            _apply_notes(self.assembler.scratchpads[out.cabin], out.notes, tick)
+        tag = f"cabin:{out.cabin}"
+        for w in out.writes:
+            if w.delete:
+                board.delete(w.key)
+            else:
+                board.write(w.key, w.value, ttl=w.ttl, source=out.cabin)
+        for e in out.events:
+            log.append(e.kind, e.data, tags=e.tags | {tag})
+        for r in out.reactions:
+            log.append("reaction", {"cabin": r.cabin, "pattern": r.pattern,
+                                    "reaction": r.reaction, **r.detail},
+                       tags=(tag, "reaction"))
 
     def stats(self) -> TickStats:
         c = self._counters

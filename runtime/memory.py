@@ -35,6 +35,10 @@ DEFAULT_PINNED = ("goal:*", "safety:*")
 class WorkItem:
     """One working-memory item and its provenance.
 
+    ``last_used`` is when the item was last refreshed: the assembler sets it to the
+    source's stamp (a reading's write time, an event's time) or, for map features and
+    notes, which are current whenever they are selected, to the time of the freeze.
+
     ``source`` is the layer it came from, ``stamp`` the source's time for it
     (reading or event stamp), ``seq`` the source's sequence number for it
     (board reading seq, event seq, map version), ``via`` the spec filter that

@@ -104,13 +104,14 @@ class Provenance(Mapping[str, WorkItem]):
 class CabinView(Mapping[str, Any]):
     """A read-only mapping of key → value for one cabin at one tick."""
 
-    __slots__ = ("_items", "cabin", "corridor_map", "missing", "nearby_map", "recent_events",
-                 "suppressed", "tick", "time", "versions")
+    __slots__ = ("_items", "cabin", "capacity_alarm", "corridor_map", "missing", "nearby_map",
+                 "recent_events", "suppressed", "tick", "time", "versions")
 
     cabin: str
     tick: int
     time: float
     versions: Versions
+    capacity_alarm: bool
     suppressed: tuple[str, ...]
     missing: FrozenDict[str, MissingReason]
     nearby_map: tuple[Feature, ...]
@@ -125,6 +126,7 @@ class CabinView(Mapping[str, Any]):
         put(self, "tick", ws.tick)
         put(self, "time", ws.time)
         put(self, "versions", ws.versions)
+        put(self, "capacity_alarm", ws.capacity_alarm)
         put(self, "suppressed", suppress)
         if not suppress:
             put(self, "_items", selection.items)

@@ -108,10 +108,10 @@ def check_report_target(path: str) -> None:
 def run_report_recording(args: argparse.Namespace) -> Path | None:
     """For ``run --report``: check the target; the temporary file to record to when the run
     records nowhere else (no ``--record``, no ``--resume``), else None. The caller deletes it."""
-    from sim.report import temporary_recording
-
     if getattr(args, "report", None) is None:
         return None
+    from sim.report import temporary_recording
+
     check_report_target(args.report)
     if args.record is not None or args.resume is not None:
         return None

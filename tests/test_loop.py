@@ -172,8 +172,41 @@ def test_reactions_and_capacity_alarms_are_recorded() -> None:
     reactions = log.query(0.0, kinds=["reaction"])
     assert [r.data["reaction"] for r in reactions] == ["alarm:constraint_check"] * 2
     assert reactions[0].data["cabin"] == "r"
-    assert stats.capacity_alarms == 2
-    assert len(log.query(0.0, kinds=["capacity_alarm"])) == 2
+    assert stats.capacity_alarms == 2  # ticks spent in the alarm
+    alarms = log.query(0.0, kinds=["capacity_alarm"])
+    assert [a.data["phase"] for a in alarms] == ["start"]  # logged when it starts, not per tick
+    for i in range(3):
+        loop.assembler.board.delete(f"goal:{i}")
+    loop.run(1)
+    assert [a.data["phase"] for a in log.query(0.0, kinds=["capacity_alarm"])] == ["start", "end"]
+
+
+def test_a_cabin_whose_outbox_the_board_would_refuse_is_isolated() -> None:
+    class Sloppy(Recorder):
+        def step(self, view: CabinView, out: Outbox) -> None:
+            out.write("count:sloppy", view.tick)
+            out.write("bad key", 1)  # refused at once, inside the cabin's step
+
+    good = Recorder("good", spec("good"))
+    sloppy = Sloppy("sloppy", spec("sloppy"))
+    loop = make_loop(SimClock(), good, sloppy)
+    stats = loop.run(3)
+    assert stats.ticks == 3 and stats.cabin_failures == 3
+    failed = loop.assembler.log.query(0.0, kinds=["cabin_failed"], limit=None)
+    assert {e.data["error_type"] for e in failed} == {"ValueError"}
+    assert "bad key" in failed[0].data["message"]
+    assert loop.assembler.board.read("count:sloppy") is None  # nothing of its outbox landed
+    assert loop.assembler.board.read("count:good").value == 2
+
+
+def test_outbox_refuses_what_the_sources_would_refuse() -> None:
+    out = Outbox("c")
+    for bad in (lambda: out.write("goal:*", 1), lambda: out.write("k", 1, ttl=0),
+                lambda: out.delete(""), lambda: out.emit(""),
+                lambda: out.emit("e", tags=("",)), lambda: out.emit("e", tags="abc")):
+        with pytest.raises(ValueError):
+            bad()
+    assert not out
 
 
 def test_suppression_reaches_views() -> None:

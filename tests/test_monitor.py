@@ -478,3 +478,19 @@ def test_the_monitor_is_a_cabin_with_the_spec_name() -> None:
     assert monitor.name == "guard" and monitor.spec is custom
     out = step(monitor, board={"pose": (0.0, 0.0, 0.0)})
     assert out.commands == []
+
+
+def test_capacity_alarm_seen_in_the_view_raises_one_alarm_per_episode() -> None:
+    spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "monitor.toml")
+    monitor = Monitor(spec)
+    board = {f"safety:forbidden:z{i}": {"zone": f"z{i}", "polygon": ((50 + i, 50), (51 + i, 50),
+                                                                     (51 + i, 51))}
+             for i in range(4)}
+    board["pose"] = (0.0, 0.0, 0.0)
+    alarms = []
+    for tick in range(3):
+        view = make_view(spec, board=board, capacity=2, now=10.0 + tick * 0.05, tick=tick)
+        assert view.capacity_alarm  # pinned safety items alone overflow memory
+        out = run_step(monitor, view)
+        alarms += [e for e in out.events if e.kind == "alarm" and e.data["kind"] == "capacity"]
+    assert len(alarms) == 1

@@ -97,7 +97,8 @@ def test_message_uses_the_path_as_given(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
     err = spec_error(tmp_path, "x.toml", "map_raduis = 3\n")
-    assert str(err) == f"{tmp_path / 'x.toml'}: map_raduis: unknown key (did you mean 'map_radius'?)"
+    expected = "map_raduis: unknown key (did you mean 'map_radius'?)"
+    assert str(err) == f"{tmp_path / 'x.toml'}: {expected}"
 
 
 def test_bad_glob_in_required_names_the_index(tmp_path: Path) -> None:

@@ -1,0 +1,94 @@
+"""Whole-simulator speed: the default scenario at 20 Hz, ticks per second and real-time factor.
+
+Each run builds ``sim.harness.Simulation`` on the default (warehouse) scenario and
+runs it as ``python -m sim run`` does, until every delivery is done or the
+scenario's duration is over. The real-time factor is simulated seconds over wall
+seconds of ``run`` (construction excluded, reported apart).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import statistics
+import time
+from typing import Any
+
+from benchmarks.profiling import top_functions
+
+RATE_HZ = 20.0
+
+
+def _one_run(scenario: str, seed: int) -> dict[str, Any]:
+    from sim.harness import Simulation
+
+    t0 = time.perf_counter()
+    sim = Simulation(scenario, seed=seed, rate_hz=RATE_HZ)
+    build_s = time.perf_counter() - t0
+    summary = sim.run()
+    ticks = int(summary["ticks"])
+    wall = float(summary["wall_seconds"])
+    return {
+        "ticks": ticks,
+        "sim_time_s": float(summary["sim_time"]),
+        "wall_s": round(wall, 3),
+        "build_s": round(build_s, 3),
+        "ticks_per_s": round(ticks / wall, 1),
+        "real_time_factor": round(float(summary["real_time_factor"]), 1),
+        "tick_compute_p50_ms": round(float(summary["tick_compute_p50_ms"]), 3),
+        "tick_compute_p99_ms": round(float(summary["tick_compute_p99_ms"]), 3),
+        "deliveries_done": summary["deliveries_done"],
+    }
+
+
+def measure_simulator(runs: int, *, scenario: str = "warehouse", seed: int = 0,
+                      ) -> dict[str, Any]:
+    """``runs`` runs of ``scenario``; each run's figures and the median real-time factor."""
+    results = [_one_run(scenario, seed) for _ in range(runs)]
+    factors = [r["real_time_factor"] for r in results]
+    return {
+        "scenario": scenario,
+        "seed": seed,
+        "rate_hz": RATE_HZ,
+        "runs": results,
+        "median_real_time_factor": round(statistics.median(factors), 1),
+        "median_ticks_per_s": round(statistics.median(r["ticks_per_s"] for r in results), 1),
+    }
+
+
+BREAKDOWN = (
+    ("freeze (Assembler.assemble)", "runtime/assembler.py", "assemble"),
+    ("planner step", "cabins/planner.py", "step"),
+    ("executor step", "cabins/executor.py", "step"),
+    ("monitor step", "cabins/monitor.py", "step"),
+    ("apply outboxes (TickLoop._apply)", "runtime/loop.py", "_apply"),
+    ("world sensing (before_freeze)", "sim/harness.py", "before_freeze"),
+    ("world motion and tallies (after_apply)", "sim/harness.py", "after_apply"),
+)
+
+
+def profile_simulator(*, scenario: str = "warehouse", seed: int = 0,
+                      ticks: int | None = None) -> dict[str, Any]:
+    """cProfile over one run (or its first ``ticks``): the top functions, and the share of
+    the tick each part of the loop takes (cProfile inflates Python-heavy parts)."""
+    from sim.harness import Simulation
+
+    sim = Simulation(scenario, seed=seed, rate_hz=RATE_HZ)
+    limit = sim.max_ticks if ticks is None else ticks
+    done = 0
+    profiler = cProfile.Profile()
+    profiler.enable()
+    while done < limit and not sim.done:
+        sim.loop.step()
+        done += 1
+    profiler.disable()
+    entries: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    total = sum(v[3] for (path, _, name), v in entries.items()
+                if path.endswith("runtime/loop.py") and name == "step")
+    parts = {}
+    for label, suffix, name in BREAKDOWN:
+        cum = sum(v[3] for (path, _, fn), v in entries.items()
+                  if path.endswith(suffix) and fn == name)
+        parts[label] = round(100.0 * cum / total, 1) if total else None
+    return {"ticks": done, "share_of_tick_percent": parts,
+            "top": top_functions(entries, max(done, 1))}

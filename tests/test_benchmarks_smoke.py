@@ -1,0 +1,143 @@
+"""The benchmark code runs on a toy world, and its seed reference selects what the runtime does.
+
+Nothing here times anything: the figures themselves come from ``python -m benchmarks``.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.report import markdown, targets
+from benchmarks.seed_reference import (
+    SeedBoard,
+    SeedItem,
+    SeedLog,
+    SeedMap,
+    SeedWorkingMemory,
+    seed_tick,
+)
+from benchmarks.ticks import Plan, measure_world, views_match
+from benchmarks.world import (
+    MIN_BOARD,
+    Driver,
+    RuntimeWorld,
+    SeedWorld,
+    WorldSize,
+    generate,
+    load_shipped_specs,
+)
+from runtime import WorkingMemory, WorkItem, configure_logging
+
+TOY = WorldSize(MIN_BOARD + 10, 150, 300)
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    configure_logging(level="warning", stream=io.StringIO())
+    yield
+
+
+def _worlds(capacity: int) -> tuple[RuntimeWorld, SeedWorld, Driver]:
+    data = generate(TOY, np.random.default_rng(3))
+    runtime = RuntimeWorld(data, load_shipped_specs(), capacity=capacity)
+    seed = SeedWorld(data, runtime)
+    return runtime, seed, Driver(data, runtime, np.random.default_rng(4), seed)
+
+
+def test_seed_reference_and_runtime_select_the_same_items_without_eviction() -> None:
+    runtime, seed, driver = _worlds(capacity=10_000)
+    for _ in range(60):
+        tick, now = driver.advance()
+        ws, views = runtime.tick(tick, now)
+        packs = seed_tick(seed.memory, seed.specs, now)
+        assert all(e.reason != "capacity" for e in ws.evictions)
+        for view in views:
+            pack = packs[view.cabin]
+            assert set(view.keys()) == pack.keys()
+            assert view.nearby_map == pack.nearby_map
+            assert view.corridor_map == pack.corridor_map
+            assert view.recent_events == pack.recent_events
+            assert {k: view[k] for k in pack.board} == pack.board
+        # The runtime's memory holds exactly this tick's selections; the seed's never expires.
+        selected = set().union(*(pack.keys() for pack in packs.values()))
+        assert set(runtime.memory.keys()) == selected <= seed.memory.keys()
+
+
+def test_seed_reference_and_runtime_agree_under_eviction() -> None:
+    runtime, seed, driver = _worlds(capacity=24)
+    evicted = 0
+    for _ in range(60):
+        tick, now = driver.advance()
+        ws, views = runtime.tick(tick, now)
+        packs = seed_tick(seed.memory, seed.specs, now)
+        evicted += len(ws.evictions)
+        assert views_match(ws, views, packs) is None
+    assert evicted > 0  # the check above compared packs the runtime's memory had to trim
+
+
+def test_the_selection_check_notices_a_difference() -> None:
+    runtime, seed, driver = _worlds(capacity=10_000)
+    tick, now = driver.advance()
+    ws, views = runtime.tick(tick, now)
+    packs = seed_tick(seed.memory, seed.specs, now)
+    packs["executor"].board.pop("pose")
+    assert views_match(ws, views, packs) is not None
+
+
+_KEYS = ("goal:a", "safety:b", "pose", "route", "map:shelf:1", "map:dock:2", "event:x:1",
+         "constraint:z", "battery", "cargo")
+
+
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from((0.1, 0.5, 0.9, 1.0))),
+                max_size=40),
+       st.integers(min_value=1, max_value=5))
+def test_seed_eviction_picks_the_runtime_victims(pushes: list[tuple[str, float]],
+                                                 capacity: int) -> None:
+    memory = WorkingMemory(capacity=capacity)
+    reference = SeedWorkingMemory(SeedBoard(), SeedMap(), SeedLog(), capacity=capacity)
+    for t, (key, importance) in enumerate(pushes):
+        memory.push(WorkItem(key, t, importance, float(t)))
+        reference.push(SeedItem(key, t, importance, float(t)))
+        assert reference.keys() == set(memory.keys())
+
+
+def test_measure_world_runs_on_a_toy_world_and_reports() -> None:
+    plan = Plan(ticks=20, warmup=5, seed_ticks=5, seed_budget_s=60.0, stage_ticks=5,
+                profile_ticks=3, slack_ticks=5, gc_freeze=False)
+    result = measure_world(TOY, plan, seed=1)
+    assert result.parity == {"ticks_compared": 5, "mismatches": 0}
+    assert result.runtime.n == 20 and result.seed.n == 5
+    assert set(result.stages_us) == {"board", "map", "log", "eviction", "freeze"}
+    assert result.profile["top_runtime_cumulative"]
+    world = result.as_dict()
+    results: dict[str, Any] = {
+        "command": "test", "mode": "quick", "duration_s": 1.0,
+        "machine": {"cpu": "cpu", "cores": 1, "implementation": "CPython", "python": "3",
+                    "system": "Linux", "load_average_at_start": [0.0, 0.0, 0.0]},
+        "settings": {"capacity": 64, "area_per_feature_m2": 150.0, "event_rate_hz": 20.0},
+        "worlds": [world],
+        "peer": None,
+        "event_memory": {"events": 10, "runtime_log_bytes_per_event": 50.0,
+                         "seed_list_bytes_per_event": 130.0, "payload_bytes_per_event": 200.0},
+        "simulator": {"rate_hz": 20.0, "median_real_time_factor": 50.0,
+                      "median_ticks_per_s": 1000.0,
+                      "runs": [{"ticks": 10, "sim_time_s": 0.5, "tick_compute_p50_ms": 0.5}]},
+    }
+    results["targets"] = targets(results)
+    by_name = {t["target"]: t for t in results["targets"]}
+    assert by_name["bytes per logged event beyond its payload"]["met"] is True
+    assert by_name["default scenario speed"]["met"] is False
+    assert by_name["cheaper than the py_trees tick"]["met"] is None
+    assert TOY.label in markdown(results)
+
+
+def test_world_sizes_refuse_too_small_a_board() -> None:
+    with pytest.raises(ValueError, match="board keys"):
+        WorldSize(MIN_BOARD - 1, 10, 10)
