@@ -19,16 +19,20 @@ board is cleared (and unscoped) at the freeze, before its notes are read.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from runtime.board import StateBoard
 from runtime.freeze import FrozenDict
 from runtime.memory import Eviction, Source, WorkingMemory, WorkItem
 from runtime.pack import MissingReason, Selection, Versions, WorkingSet
-from runtime.patterns import matches
+from runtime.patterns import is_glob, matches
 from runtime.scratchpad import NOTE_PREFIX, Scratchpad
 
 if TYPE_CHECKING:
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
     from runtime.log import Event, EventLog
     from runtime.spec import ContextSpec
 
+
+_log = structlog.get_logger("tickwork.assembler")
 
 def as_point(value: Any) -> tuple[float, float] | None:
     """Read an (x, y) position from a pose-like value: a sequence or a mapping with x and y."""
@@ -66,6 +72,7 @@ class _Candidate:
     stamp: float | None
     seq: int
     importance: float
+    via: str = ""
 
 
 class Assembler:
@@ -105,6 +112,10 @@ class Assembler:
             raise ValueError(f"cabins {', '.join(shared)} share one Scratchpad; "
                              "give each cabin its own")
         self.scratchpads: FrozenDict[str, Scratchpad] = FrozenDict(pads)
+        self._required = {
+            name: [(p, re.compile(fnmatch.translate(p)).match if is_glob(p) else None)
+                   for p in spec.required]
+            for name, spec in self.specs.items()}
         locks: list[threading.RLock] = []
         for lock in (board.lock, cabin_map.lock, log.lock, *(p.lock for p in pads.values())):
             if all(lock is not held for held in locks):
@@ -139,14 +150,14 @@ class Assembler:
         for name, spec in self.specs.items():
             chosen: dict[str, str] = {}
             picks[name] = chosen
-            weight = spec.weight_for
+            weight = spec.weigher
 
             def offer(key: str, value: Any, source: Source, stamp: float | None, seq: int,
                       via: str, weight: Any = weight, chosen: dict[str, str] = chosen) -> None:
                 importance = weight(key)
                 have = candidates.get(key)
                 if have is None:
-                    candidates[key] = _Candidate(value, source, stamp, seq, importance)
+                    candidates[key] = _Candidate(value, source, stamp, seq, importance, via)
                 elif importance > have.importance:
                     have.importance = importance
                 chosen.setdefault(key, via)
@@ -197,7 +208,7 @@ class Assembler:
                     view_key = NOTE_PREFIX + note.key
                     held_key = _note_key(name, note.key)
                     candidates[held_key] = _Candidate(note, "note", None, note.seq,
-                                                      weight(view_key))
+                                                      weight(view_key), "note:scratchpad")
                     chosen[held_key] = "note:scratchpad"
                     renamed[held_key] = view_key
 
@@ -209,10 +220,15 @@ class Assembler:
             # recency is when the source last refreshed the item: a reading not rewritten for
             # a while, or an older event, goes before a fresh one of the same importance
             used = now if c.stamp is None else min(c.stamp, now)
-            memory.upsert(WorkItem(key, c.value, c.importance, used, now, c.source, c.stamp,
-                                   c.seq))
+            held_before = memory.get(key)
+            first = now if held_before is None else held_before.first_seen
+            memory.upsert(WorkItem(key, c.value, c.importance, used, first, c.source, c.stamp,
+                                   c.seq, c.via))
         evicted = memory.evict_to_fit(tick)
         evictions.extend(evicted)
+        if evictions:
+            _log.debug("evicted", tick=tick, count=len(evictions),
+                       keys=[(e.key, e.reason) for e in evictions])
         evicted_keys = frozenset(e.key for e in evicted)
 
         held = {key: memory.get(key) for key in memory}
@@ -227,8 +243,8 @@ class Assembler:
                     view_key = renamed.get(key, key)
                     items[view_key] = _with_via(item, via, view_key)
             missing: dict[str, MissingReason] = {}
-            for pattern in spec.required:
-                if any(matches(k, pattern) for k in items):
+            for pattern, rx in self._required[name]:
+                if (pattern in items) if rx is None else any(rx(k) for k in items):
                     continue
                 if any(matches(renamed.get(k, k), pattern) for k in evicted_keys
                        if k in chosen):

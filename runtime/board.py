@@ -11,6 +11,7 @@ A board pickles (for checkpoints) without its lock and its listeners.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import threading
 from collections.abc import Callable
@@ -109,15 +110,13 @@ class StateBoard:
         with self.lock:
             if not is_glob(pattern):
                 return (pattern,) if pattern in self._readings else ()
+            keys = self._sorted_keys
             prefix = literal_prefix(pattern)
-            lo = bisect.bisect_left(self._sorted_keys, prefix)
-            out = []
-            for key in self._sorted_keys[lo:]:
-                if not key.startswith(prefix):
-                    break
-                if matches(key, pattern):
-                    out.append(key)
-            return tuple(out)
+            lo = bisect.bisect_left(keys, prefix)
+            hi = bisect.bisect_left(keys, prefix + "\U0010ffff") if prefix else len(keys)
+            if pattern == prefix + "*":
+                return tuple(keys[lo:hi])
+            return tuple(key for key in itertools.islice(keys, lo, hi) if matches(key, pattern))
 
     def readings(self, pattern: str = "*") -> tuple[Reading, ...]:
         with self.lock:

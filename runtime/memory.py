@@ -268,6 +268,4 @@ class WorkingMemory:
         eviction = Eviction(tick, item.key, item.importance, item.last_used, reason)
         self.evictions.append(eviction)
         self.evicted_total += 1
-        self._log.debug("evicted", tick=tick, key=item.key, importance=item.importance,
-                        last_used=item.last_used, reason=reason)
         return eviction

@@ -17,7 +17,7 @@ _GLOB_CHARS = frozenset("*?[")
 
 def is_glob(pattern: str) -> bool:
     """True when ``pattern`` has a wildcard, false for an exact key."""
-    return any(c in _GLOB_CHARS for c in pattern)
+    return not _GLOB_CHARS.isdisjoint(pattern)
 
 
 def literal_prefix(pattern: str) -> str:

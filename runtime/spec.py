@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -269,6 +269,11 @@ class ContextSpec(BaseModel):
         """The importance of ``key``: its exact ``weights`` entry, else that of the most
         specific matching glob (ties: first declared), else ``default_weight``."""
         return self._lookup.weight(key)
+
+    @property
+    def weigher(self) -> Callable[[str], float]:
+        """``weight_for`` as a plain function, for hot loops (no model attribute lookups)."""
+        return self._lookup.weight
 
     def reaction_for(self, pattern: str) -> str | None:
         """The declared reaction for a missing ``pattern`` (a required pattern, or a key
