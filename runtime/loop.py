@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -33,6 +34,10 @@ from runtime.pack import CabinView, WorkingSet
 from runtime.scratchpad import Scratchpad
 
 Suppressor = Callable[[int, str], Iterable[str]]
+
+
+STATS_WINDOW = 100_000
+"""Ticks whose compute times the percentiles of ``TickStats`` are taken over (the latest)."""
 
 
 class OverrunPolicy(Protocol):
@@ -117,7 +122,8 @@ class TickHook(Protocol):
 
 @dataclass(slots=True)
 class _Counters:
-    compute: list[float] = field(default_factory=list)
+    compute: deque[float] = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
+    compute_max: float = 0.0
     overruns: int = 0
     skipped: int = 0
     evictions: int = 0
@@ -236,6 +242,7 @@ class TickLoop:
             deadline = self._start + self._slot * self.period
         c = self._counters
         c.compute.append(compute)
+        c.compute_max = max(c.compute_max, compute)
         c.evictions += len(ws.evictions)
         c.capacity_alarms += int(ws.capacity_alarm)
         c.failures += len(failures)
@@ -299,7 +306,7 @@ class TickLoop:
             ticks=self.tick,
             compute_p50=float(np.percentile(compute, 50)),
             compute_p99=float(np.percentile(compute, 99)),
-            compute_max=float(compute.max()),
+            compute_max=c.compute_max,
             overruns=c.overruns,
             skipped_ticks=c.skipped,
             evictions=c.evictions,
