@@ -508,6 +508,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
     from runtime import SpecError, configure_logging, load_specs
     from sim import campaign as cp
+    from sim.faults import FaultError, FaultPlan
     from sim.harness import SPECS_DIR
     from sim.scenario import ScenarioError, load_scenario
 
@@ -526,6 +527,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     faults = _faults(args.fault, None if args.faults in (None, "auto") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))
+    try:
+        FaultPlan(faults).check_cabins(specs)
+    except FaultError as exc:
+        raise InputError(str(exc)) from None
     if not faults:
         raise InputError("no faults: give --fault FAULT (repeatable) or --faults auto|FILE")
     shared: dict[str, Any] = {}

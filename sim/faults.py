@@ -248,6 +248,15 @@ class FaultPlan:
     def __bool__(self) -> bool:
         return bool(self.faults)
 
+    def check_cabins(self, cabins: Iterable[str]) -> None:
+        """Refuse a fault aimed at a cabin the run does not have (``FaultError``)."""
+        known = list(cabins)
+        for fault in self.faults:
+            cabin = getattr(fault, "cabin", "*")
+            if cabin != "*" and cabin not in known:
+                raise FaultError(f"fault {fault.label!r}: there is no cabin {cabin!r} "
+                                 f"(cabins: {', '.join(known)})")
+
     def active(self, tick: int) -> list[Fault]:
         return [f for f in self.faults if f.active(tick)]
 

@@ -222,6 +222,7 @@ class Simulation:
             cabins.append(cabin.factory(cabin.spec))
         self.specs = specs
         self.cabin_names = [c.name for c in cabins]  # the loop's order
+        FaultPlan(faults).check_cabins(self.cabin_names)  # before anything is written
         self.clock = SimClock()
         lock = self._lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)

@@ -124,6 +124,7 @@ def test_campaign_auto_faults_pass_on_the_default_scenario(tmp_path: Path) -> No
     (["--fault", "bogus:x@1-2"], "unknown kind"),
     (["--faults", "nope.toml"], "no such fault file"),
     (["--seeds", "x"], "seeds"),
+    (["--fault", "missing:exector:constraint:*@50-100"], "there is no cabin 'exector'"),
 ])
 def test_bad_campaign_input_exits_2(args: list[str], message: str) -> None:
     done = cli("campaign", *args)
@@ -135,6 +136,8 @@ def test_bad_campaign_input_exits_2(args: list[str], message: str) -> None:
 def test_bad_run_fault_exits_2() -> None:
     done = cli("run", "--fault", "missing:executor@1-2")
     assert done.returncode == 2 and "missing:CABIN:PATTERN" in done.stderr
+    done = cli("run", "--fault", "crash:nobody@5", "--ticks", "10")
+    assert done.returncode == 2 and "there is no cabin 'nobody'" in done.stderr
 
 
 SMALL = [RunRequest("warehouse", seed, parse_fault(text), ticks=300)
