@@ -130,6 +130,10 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     rtf = results["simulator"]["median_real_time_factor"]
     out.append(_target("default scenario speed", f"≥ 100{X} real time", f"{rtf}{X}",
                        rtf >= 100))
+    overhead = results["simulator"].get("recording_overhead")
+    if overhead is not None:
+        out.append(_target("recording (--record) slows a run by", f"≤ 2{X}", f"{overhead}{X}",
+                           overhead <= 2))
     return out
 
 

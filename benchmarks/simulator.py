@@ -19,13 +19,16 @@ from benchmarks.profiling import top_functions
 RATE_HZ = 20.0
 
 
-def _one_run(scenario: str, seed: int) -> dict[str, Any]:
+def _one_run(scenario: str, seed: int, *, record: str | None = None) -> dict[str, Any]:
     from sim.harness import Simulation
 
     t0 = time.perf_counter()
-    sim = Simulation(scenario, seed=seed, rate_hz=RATE_HZ)
+    sim = Simulation(scenario, seed=seed, rate_hz=RATE_HZ, record=record)
     build_s = time.perf_counter() - t0
-    summary = sim.run()
+    try:
+        summary = sim.run()
+    finally:
+        sim.close()
     ticks = int(summary["ticks"])
     wall = float(summary["wall_seconds"])
     return {
@@ -44,9 +47,20 @@ def _one_run(scenario: str, seed: int) -> dict[str, Any]:
 def measure_simulator(runs: int, *, scenario: str = "warehouse", seed: int = 0,
                       ) -> dict[str, Any]:
     """``runs`` runs of ``scenario``; each run's figures and the median real-time factor."""
-    results = [_one_run(scenario, seed) for _ in range(runs)]
+    import tempfile
+    from pathlib import Path
+
+    results = []
+    overheads = []
+    with tempfile.TemporaryDirectory() as folder:
+        for i in range(runs):  # plain and recorded runs alternate, so load hits both alike
+            plain = _one_run(scenario, seed)
+            recorded = _one_run(scenario, seed, record=str(Path(folder) / f"run{i}.mcap"))
+            results.append(plain)
+            overheads.append(recorded["wall_s"] / plain["wall_s"])
     factors = [r["real_time_factor"] for r in results]
     return {
+        "recording_overhead": round(statistics.median(overheads), 2),
         "scenario": scenario,
         "seed": seed,
         "rate_hz": RATE_HZ,
