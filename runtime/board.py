@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import numbers
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,12 +45,22 @@ class Reading:
         return math.inf if self.ttl is None else self.stamp + self.ttl
 
 
+_TOP = "\U0010ffff"
+
+
+def _after(prefix: str) -> str:
+    """The smallest string greater than every string that starts with ``prefix``."""
+    stem = prefix.rstrip(_TOP)
+    return stem[:-1] + chr(ord(stem[-1]) + 1)
+
+
 def check_write(key: str, ttl: float | None) -> None:
     """Refuse a board key or ttl that a write cannot take (``ValueError`` saying why)."""
     if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
         raise ValueError(f"board key {key!r} must be a non-empty string without wildcards "
                          "or white space")
-    if ttl is not None and not (isinstance(ttl, (int, float)) and math.isfinite(ttl) and ttl > 0):
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, numbers.Real)
+                            or not math.isfinite(ttl) or not ttl > 0):
         raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
 
 
@@ -113,7 +124,7 @@ class StateBoard:
             keys = self._sorted_keys
             prefix = literal_prefix(pattern)
             lo = bisect.bisect_left(keys, prefix)
-            hi = bisect.bisect_left(keys, prefix + "\U0010ffff") if prefix else len(keys)
+            hi = bisect.bisect_left(keys, _after(prefix)) if prefix.strip(_TOP) else len(keys)
             if pattern == prefix + "*":
                 return tuple(keys[lo:hi])
             return tuple(key for key in itertools.islice(keys, lo, hi) if matches(key, pattern))

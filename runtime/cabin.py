@@ -105,7 +105,10 @@ class Outbox:
              ) -> None:
         if not isinstance(kind, str) or not kind:
             raise ValueError(f"an event needs a kind (a non-empty string), got {kind!r}")
-        if isinstance(tags, str) or not all(isinstance(t, str) and t for t in tags):
+        if isinstance(tags, str):
+            raise ValueError(f"event {kind!r}: tags must be a collection of strings, got {tags!r}")
+        tags = tuple(tags)
+        if not all(isinstance(t, str) and t for t in tags):
             raise ValueError(f"event {kind!r}: tags must be non-empty strings, got {tags!r}")
         self.events.append(EmittedEvent(kind, freeze(data, key=kind), frozenset(tags)))
 

@@ -253,6 +253,9 @@ class FaultPlan:
         known = list(cabins)
         for fault in self.faults:
             cabin = getattr(fault, "cabin", "*")
+            if isinstance(fault, CrashFault) and cabin == "*":
+                raise FaultError(f"fault {fault.label!r}: a crash names one cabin "
+                                 f"(cabins: {', '.join(known)})")
             if cabin != "*" and cabin not in known:
                 raise FaultError(f"fault {fault.label!r}: there is no cabin {cabin!r} "
                                  f"(cabins: {', '.join(known)})")

@@ -204,6 +204,8 @@ class Simulation:
         self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
+        names = [*BUILTIN_CABINS, *(c.spec.name for c in extra)]  # the loop's order
+        FaultPlan(faults).check_cabins(names)  # before anything is opened or written
         # A memory opened from a path is this simulation's to close; one passed in is not.
         self._own_memory = (LongTermMemory(str(long_term))
                             if isinstance(long_term, (str, Path)) else None)
@@ -222,7 +224,6 @@ class Simulation:
             cabins.append(cabin.factory(cabin.spec))
         self.specs = specs
         self.cabin_names = [c.name for c in cabins]  # the loop's order
-        FaultPlan(faults).check_cabins(self.cabin_names)  # before anything is written
         self.clock = SimClock()
         lock = self._lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)

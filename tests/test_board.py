@@ -149,3 +149,22 @@ def freeze_value(value: object) -> object:
     from runtime import freeze
 
     return freeze(value)
+
+
+def test_keys_with_the_highest_code_point_after_the_prefix() -> None:
+    import fnmatch
+
+    board = StateBoard(clock=SimClock())
+    keys = ["goal:x", "goal:\U0010ffff:y", "a", "a\U0010ffff", "a\U0010ffffb", "ab", "b"]
+    for key in keys:
+        board.write(key, 1)
+    for pattern in ["goal:*", "a*", "a*b", "a?", "a[!x]*", "\U0010ffff*", "*"]:
+        assert board.keys(pattern) == tuple(
+            k for k in sorted(keys) if fnmatch.fnmatchcase(k, pattern)), pattern
+
+
+def test_ttl_takes_real_numbers_not_bools() -> None:
+    board = StateBoard(clock=SimClock())
+    assert board.write("k", 1, ttl=np.float32(0.5)).ttl == np.float32(0.5)
+    with pytest.raises(ValueError, match="ttl"):
+        board.write("k", 1, ttl=True)

@@ -138,6 +138,8 @@ def test_bad_run_fault_exits_2() -> None:
     assert done.returncode == 2 and "missing:CABIN:PATTERN" in done.stderr
     done = cli("run", "--fault", "crash:nobody@5", "--ticks", "10")
     assert done.returncode == 2 and "there is no cabin 'nobody'" in done.stderr
+    done = cli("run", "--fault", "crash:*@5", "--ticks", "10")
+    assert done.returncode == 2 and "a crash names one cabin" in done.stderr
 
 
 SMALL = [RunRequest("warehouse", seed, parse_fault(text), ticks=300)

@@ -207,6 +207,8 @@ def test_outbox_refuses_what_the_sources_would_refuse() -> None:
         with pytest.raises(ValueError):
             bad()
     assert not out
+    out.emit("e", tags=(t for t in ["a", "b"]))  # any iterable of tags, generators too
+    assert out.events[0].tags == frozenset({"a", "b"})
 
 
 def test_suppression_reaches_views() -> None:
