@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -480,3 +481,29 @@ def test_brief_and_tick_ranges() -> None:
     assert brief(list(range(100)), width=10) == "[0, 1, 2,…"
     assert tick_ranges([0, 1, 2, 5, 6, 9]) == "0-2, 5-6, 9"
     assert tick_ranges([]) == "none"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_by_a_signal_finishes_its_recording(tmp_path: Path, signum: int) -> None:
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "run.mcap"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim", "run", "--ticks", "100000", "--full", "--json",
+         "--record", str(out)],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60  # waiting on a real process, not timing the code
+        while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 50_000):
+            time.sleep(0.05)
+        assert out.exists() and out.stat().st_size >= 50_000, "the run never got going"
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    result = scan(out)
+    assert result.complete, result.describe()  # summary and footer written on the way out
+    assert Recording(result).ticks()[0] == 0
