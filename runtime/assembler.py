@@ -30,6 +30,7 @@ import structlog
 
 from runtime.board import StateBoard
 from runtime.freeze import FrozenDict
+from runtime.logs import debug_enabled
 from runtime.memory import Eviction, Source, WorkingMemory, WorkItem
 from runtime.pack import MissingReason, Selection, Versions, WorkingSet
 from runtime.patterns import is_glob, matches
@@ -226,7 +227,7 @@ class Assembler:
                                    c.seq, c.via))
         evicted = memory.evict_to_fit(tick)
         evictions.extend(evicted)
-        if evictions:
+        if evictions and debug_enabled(_log):
             _log.debug("evicted", tick=tick, count=len(evictions),
                        keys=[(e.key, e.reason) for e in evictions])
         evicted_keys = frozenset(e.key for e in evicted)

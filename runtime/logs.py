@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def debug_enabled(logger: Any) -> bool:
+    """Whether a debug event would go anywhere. Until the application configures structlog
+    (its default prints every level to standard output), the runtime keeps debug quiet."""
+    if not structlog.is_configured():
+        return False
+    check = getattr(logger.bind(), "is_enabled_for", None)
+    return True if check is None else bool(check(logging.DEBUG))
 
 
 def configure_logging(*, json: bool = False, level: str = "info",

@@ -250,11 +250,16 @@ class WorkingMemory:
             item = self._items.pop(key)
             self.policy.forget(key)
             out.append(self._record(tick, item, "capacity"))
+        was = self.capacity_alarm
         self.capacity_alarm = len(self._items) > self.capacity
         if self.capacity_alarm:
             self.capacity_alarms += 1
-            self._log.warning("capacity_alarm", tick=tick, pinned=len(self._pinned_keys),
-                              capacity=self.capacity)
+            if not was:  # warn when it starts, not at every pass while it lasts
+                self._log.warning("capacity_alarm", tick=tick, pinned=len(self._pinned_keys),
+                                  capacity=self.capacity)
+        elif was:
+            self._log.info("capacity_alarm_cleared", tick=tick, held=len(self._items),
+                           capacity=self.capacity)
         return tuple(out)
 
     def clear(self) -> None:

@@ -234,3 +234,23 @@ def test_bad_settings_refused() -> None:
         TickLoop(loop.assembler, [Recorder("zz", spec("zz"))], 10, SimClock())
     with pytest.raises(ValueError, match="ticks"):
         loop.run(-1)
+
+
+def test_debug_events_stay_quiet_until_logging_is_configured(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from runtime import configure_logging
+
+    def churn() -> None:
+        loop = make_loop(SimClock(), Recorder("a", spec("a")), capacity=1)
+        for i in range(3):
+            loop.assembler.board.write(f"count:x{i}", i)
+        loop.run(2)
+
+    churn()
+    assert "evicted" not in capsys.readouterr().out
+    stream = io.StringIO()
+    configure_logging(level="debug", stream=stream)
+    churn()
+    assert "evicted" in stream.getvalue()
