@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sim.files import open_binary
+
 if TYPE_CHECKING:
     from runtime.recorder import Recorder
     from sim.harness import Simulation
@@ -284,15 +286,7 @@ class Checkpointer:
 def read_info(path: str | Path) -> CheckpointInfo:
     """The header of the checkpoint at ``path``; ``CheckpointError`` if it is not a whole one."""
     shown = str(path)
-    try:
-        size = os.path.getsize(path)
-        fh = open(path, "rb")  # noqa: SIM115 (closed below)
-    except FileNotFoundError:
-        raise CheckpointError(f"{shown}: no such checkpoint") from None
-    except IsADirectoryError:
-        raise CheckpointError(f"{shown}: is a folder, not a checkpoint") from None
-    except OSError as exc:
-        raise CheckpointError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    fh, size = open_binary(path, what="a checkpoint", error=CheckpointError)
     with fh:
         magic = fh.read(len(MAGIC))
         if magic != MAGIC:

@@ -24,6 +24,7 @@ from mcap.records import Channel, Header, Message, Metadata, Schema
 from mcap.stream_reader import CRCValidationError, StreamReader
 
 from runtime.recorder import CHANNELS, PROFILE, SCHEMA_VERSION
+from sim.files import open_binary
 
 MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
 
@@ -108,15 +109,7 @@ def _cause(exc: Exception, good: int, read: int, size: int) -> str:
 def scan(path: str | Path) -> Scan:
     """Read every complete record of ``path``; stop at the first damaged one."""
     shown = str(path)
-    try:
-        size = os.path.getsize(path)
-        fh = open(path, "rb")  # noqa: SIM115 (closed below)
-    except FileNotFoundError:
-        raise RecordingError(f"{shown}: no such file") from None
-    except IsADirectoryError:
-        raise RecordingError(f"{shown}: is a folder, not a recording") from None
-    except OSError as exc:
-        raise RecordingError(f"{shown}: cannot be read ({exc.strerror or exc})") from None
+    fh, size = open_binary(path, what="a recording", error=RecordingError)
     with fh:
         head = fh.read(len(MAGIC))
         if not head:
