@@ -32,7 +32,7 @@ from shapely.geometry import Point
 
 from runtime.cabin import Command
 from runtime.cabin_map import Feature
-from sim.scenario import YIELD_MARGIN, MovingObstacle, Scenario
+from sim.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
 
 __all__ = [
     "ActionOutcome",
@@ -474,36 +474,39 @@ class World:
     def _task_state(self, task_id: str) -> TaskState:
         return next(ts for ts in self.state.tasks if ts.id == task_id)
 
+    def _task(self, task: object) -> tuple[Task | None, str]:
+        """The scenario's task named ``task``, or None and why a command cannot name it."""
+        if not isinstance(task, str):
+            return None, "bad_command"
+        found = next((t for t in self.scenario.tasks if t.id == task), None)
+        return found, "ok" if found is not None else "unknown_task"
+
     def _pick_refusal(self, task: object) -> str:
         """Why a pick of ``task`` cannot happen now, or "ok"."""
         robot = self.state.robot
-        if not isinstance(task, str):
-            return "bad_command"
-        found = [t for t in self.scenario.tasks if t.id == task]
-        if not found:
-            return "unknown_task"
-        ts = self._task_state(task)
+        spec, refusal = self._task(task)
+        if spec is None:
+            return refusal
+        ts = self._task_state(spec.id)
         if not ts.goal_posted:
             return "not_released"
         if ts.delivered_at is not None:
             return "already_delivered"
         if robot.cargo is not None:
             return "already_carrying" if robot.cargo == task else "has_cargo"
-        return self._placement(self.scenario.dock(found[0].pickup), "not_at_dock")
+        return self._placement(self.scenario.dock(spec.pickup), "not_at_dock")
 
     def _drop_refusal(self, task: object) -> str:
         """Why a drop of ``task`` cannot happen now, or "ok"."""
         robot = self.state.robot
-        if not isinstance(task, str):
-            return "bad_command"
-        found = [t for t in self.scenario.tasks if t.id == task]
-        if not found:
-            return "unknown_task"
+        spec, refusal = self._task(task)
+        if spec is None:
+            return refusal
         if robot.cargo is None:
             return "no_cargo"
         if robot.cargo != task:
             return "wrong_cargo"
-        return self._placement(self.scenario.dock(found[0].drop), "not_at_dock")
+        return self._placement(self.scenario.dock(spec.drop), "not_at_dock")
 
     def _charge_refusal(self, charger: object) -> str:
         if not isinstance(charger, str):
