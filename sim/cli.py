@@ -239,7 +239,7 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
                          "a run started with --record to report on it)")
     checkpointer = Checkpointer(plan) if plan.every is not None else None
     remaining = max(0, plan.ticks - sim.loop.tick)
-    previous = _terminate_gracefully()
+    previous = _stop_on_signals(sim)
     try:
         if args.json or not sys.stdout.isatty():
             summary = sim.run(remaining, until_done=plan.until_done, after_tick=checkpointer)
@@ -278,6 +278,13 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
         from sim.cmd_report import write_run_page
 
         write_run_page(args.report, scratch or plan.record, summary, quiet=args.json)
+    if summary["stopped_by"] is not None:
+        import signal
+
+        print(f"stopped by {summary['stopped_by']} after tick {summary['ticks']}"
+              + (f"; the recording {plan.record} is complete" if plan.record else ""),
+              file=sys.stderr)
+        return 128 + int(signal.Signals[summary["stopped_by"]])
     return EXIT_FAILED if failed(summary) else EXIT_OK
 
 
@@ -377,20 +384,24 @@ def _resumed_run(args: argparse.Namespace) -> Any:
             from None
 
 
-def _terminate_gracefully() -> Any:
-    """Make SIGTERM unwind like Ctrl-C, so that recordings are finished in ``finally``."""
+def _stop_on_signals(sim: Any) -> dict[int, Any]:
+    """Make Ctrl-C and SIGTERM stop the run between two ticks, so that the recording is
+    finished whole; a second signal interrupts at once. Returns the previous handlers."""
     import signal
 
     def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        if sim.stopped_by is not None:
+            raise KeyboardInterrupt(f"signal {signum}")
+        sim.request_stop(signal.Signals(signum).name)
 
-    return signal.signal(signal.SIGTERM, stop)
+    return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
 
 
-def _restore_signals(previous: Any) -> None:
+def _restore_signals(previous: dict[int, Any]) -> None:
     import signal
 
-    signal.signal(signal.SIGTERM, previous)
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def _faults(texts: Sequence[str], path: str | None) -> list[Any]:

@@ -251,6 +251,7 @@ class Simulation:
                              suppress=self.injector.suppress if self.faults else None)
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
+        self.stopped_by: str | None = None
         self._results_listeners: list[Callable[[TickResult], None]] = []
 
     def __getstate__(self) -> dict[str, Any]:
@@ -258,6 +259,7 @@ class Simulation:
         state["recorder"] = None
         state["_results_listeners"] = []
         state["_own_memory"] = None  # the planner opens its memory file again
+        state["stopped_by"] = None  # a stop asked for while checkpointing is not resumed
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -344,6 +346,11 @@ class Simulation:
     def done(self) -> bool:
         return self.world.all_delivered
 
+    def request_stop(self, reason: str) -> None:
+        """Ask ``run`` to stop once the tick in progress is over: a signal handler calls
+        this, so that no tick and no recorded message is cut in half."""
+        self.stopped_by = reason
+
     def run(self, ticks: int | None = None, *, until_done: bool = True,
             progress: Callable[[int], None] | None = None,
             after_tick: Callable[[Simulation], None] | None = None) -> dict[str, Any]:
@@ -359,6 +366,8 @@ class Simulation:
         started = time.perf_counter()
         try:
             for _ in range(total):
+                if self.stopped_by is not None:
+                    break
                 self.loop.step()
                 if progress is not None:
                     progress(self.loop.tick)
@@ -395,6 +404,7 @@ class Simulation:
             "actions_failed": self.tally.kinds["action_failed"],
             "cabin_failures": stats.cabin_failures,
             "faults": [f.label for f in self.faults.faults],
+            "stopped_by": self.stopped_by,
             "evictions": stats.evictions,
             "capacity_alarms": stats.capacity_alarms,
             "missing": {cabin: dict(sorted(counts.items()))

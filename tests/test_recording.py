@@ -504,6 +504,12 @@ def test_a_run_stopped_by_a_signal_finishes_its_recording(tmp_path: Path, signum
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert proc.returncode == 128 + signum  # the shell's convention for "stopped by a signal"
+    assert proc.stderr is not None
+    assert f"stopped by {signal.Signals(signum).name}" in proc.stderr.read().decode()
     result = scan(out)
     assert result.complete, result.describe()  # summary and footer written on the way out
-    assert Recording(result).ticks()[0] == 0
+    recording = Recording(result)
+    assert recording.ticks()[0] == 0
+    summary = json.loads(result.metadata["summary"]["json"])
+    assert summary["stopped_by"] == signal.Signals(signum).name

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from sim.harness import Simulation, deterministic_fields
@@ -37,3 +39,24 @@ def test_second_scenario_completes_safely(seed: int) -> None:
     summary = Simulation("narrow_aisles", seed=seed).run()
     assert summary["safety_violations"] == 0 and summary["collisions"] == 0, summary
     assert summary["deliveries_done"] == summary["tasks_total"], summary
+
+
+def test_a_requested_stop_ends_the_run_after_the_tick_in_progress() -> None:
+    sim = Simulation("warehouse", seed=0)
+    sim.add_tick_listener(lambda result: sim.request_stop("SIGTERM") if result.tick == 41 else None)
+    summary = sim.run(400, until_done=False)
+    assert summary["ticks"] == 42  # tick 41 finished whole; nothing after it ran
+    assert summary["stopped_by"] == "SIGTERM"
+    assert Simulation("warehouse", seed=0).run(10, until_done=False)["stopped_by"] is None
+
+
+def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run() -> None:
+    from sim.checkpoint import _Pickler, _Unpickler
+
+    sim = Simulation("warehouse", seed=0)
+    sim.run(5, until_done=False)
+    sim.request_stop("SIGINT")
+    buffer = io.BytesIO()
+    _Pickler(buffer).dump(sim)
+    restored = _Unpickler(io.BytesIO(buffer.getvalue())).load()
+    assert restored.run(3, until_done=False)["ticks"] == 8
