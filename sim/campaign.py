@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime import ContextSpec, Event
 from runtime.patterns import overlaps
@@ -30,6 +30,9 @@ from sim.faults import (
     MissingFault,
     StaleFault,
 )
+
+if TYPE_CHECKING:
+    from sim.scenario import Scenario
 
 DEFAULT_WITHIN = 40
 """Ticks after a fault's start within which a declared reaction must be seen (2 s at 20 Hz)."""
@@ -55,6 +58,10 @@ class RunRequest:
     within: int = DEFAULT_WITHIN
     memory: str | None = None
     """A long-term memory file the run's planner shares with the campaign's other runs."""
+    specs: Mapping[str, ContextSpec] | None = None
+    """The built-in cabins' specs (default: the shipped ones, read by the worker)."""
+    world: Scenario | None = None
+    """``scenario`` already loaded, so that a worker on another machine needs no file."""
 
     @property
     def label(self) -> str:
@@ -145,7 +152,8 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     from sim.harness import Simulation
 
     faults = [request.fault] if request.fault is not None else []
-    sim = Simulation(request.scenario, seed=request.seed, faults=faults,
+    sim = Simulation(request.world if request.world is not None else request.scenario,
+                     seed=request.seed, faults=faults, specs=request.specs,
                      long_term=request.memory)
     observer = _Observer(sim.rate_hz)
     sim.log.add_listener(observer)
@@ -269,11 +277,18 @@ class RayExecutor(cf.Executor):
     def __init__(self, *, address: str | None = None) -> None:
         import ray
 
+        import cabins
+        import runtime
+        import sim
+
         self._ray = ray
         if not ray.is_initialized():
+            # The job ships the driver's own packages: workers need no install of their own,
+            # and a cluster with another tickwork installed still runs this code.
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      configure_logging=False,
-                     runtime_env={"worker_process_setup_hook": quiet_worker})
+                     runtime_env={"worker_process_setup_hook": quiet_worker,
+                                  "py_modules": [runtime, cabins, sim]})
         self._remote: dict[Callable[..., Any], Any] = {}
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:

@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     campaign.add_argument("--scenario", action="append", metavar="NAME|PATH",
                           help="a scenario (repeatable; default: warehouse)")
+    campaign.add_argument("--specs", metavar="DIR",
+                          help="folder of the built-in cabins' specs (default: the shipped "
+                               "specs/); --faults auto reads their required patterns")
     campaign.add_argument("--seeds", default="0-2", type=_seeds, metavar="LIST",
                           help="seeds: 0-4, or 1,5,9 (default: 0-2)")
     campaign.add_argument("--fault", action="append", default=[], metavar="FAULT",
@@ -526,9 +529,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     configure_logging(level="error")
     scenarios = args.scenario or ["warehouse"]
     try:
-        for name in scenarios:
-            load_scenario(name)
-        specs = load_specs(SPECS_DIR)
+        worlds = {name: load_scenario(name) for name in scenarios}
+        specs = load_specs(args.specs or SPECS_DIR)
     except (ScenarioError, SpecError) as exc:
         raise InputError(str(exc)) from None
     if args.report is not None:
@@ -548,7 +550,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.memory is not None:
         shared["memory"] = _memory_file(args.memory)
     requests = [cp.RunRequest(scenario=name, seed=seed, fault=fault, ticks=args.ticks,
-                              within=args.within, **shared)
+                              within=args.within, specs=specs, world=worlds[name], **shared)
                 for name in scenarios for seed in args.seeds for fault in [None, *faults]]
     workers = args.workers or os.cpu_count() or 1
     if args.backend == "ray":

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from runtime import load_specs
 from sim.campaign import Campaign, RunRequest, auto_faults, local_executor, run_one, table
 from sim.faults import parse_fault
-from sim.harness import Simulation
+from sim.harness import SPECS_DIR, Simulation
+from sim.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +122,26 @@ def test_campaign_auto_faults_pass_on_the_default_scenario(tmp_path: Path) -> No
     assert "every declared reaction seen, no safety violation" in done.stdout
 
 
+def test_campaign_specs_option_checks_the_contract_the_given_specs_declare(
+        tmp_path: Path) -> None:
+    import shutil
+
+    specs = tmp_path / "specs"
+    shutil.copytree(ROOT / "specs", specs)
+    executor = specs / "executor.toml"
+    text = executor.read_text().replace('required = [\n', 'required = [\n    "lidar:front",\n', 1)
+    reaction = '[on_missing]\n"lidar:front" = "stop:hold"\n'
+    executor.write_text(text.replace("[on_missing]\n", reaction, 1))
+    out = tmp_path / "results.json"
+    done = cli("campaign", "--specs", str(specs), "--faults", "auto", "--seeds", "0",
+               "--ticks", "210", "--workers", "2", "--out", str(out))
+    assert "Traceback" not in done.stderr, done.stderr
+    labels = [row["fault"] for row in json.loads(out.read_text())["table"]]
+    assert "missing:executor:lidar:front@200-600" in labels
+
+
 @pytest.mark.parametrize(("args", "message"), [
+    (["--specs", "no/such/folder"], "folder not found"),
     (["--fault", "bogus:x@1-2"], "unknown kind"),
     (["--faults", "nope.toml"], "no such fault file"),
     (["--seeds", "x"], "seeds"),
@@ -142,9 +163,26 @@ def test_bad_run_fault_exits_2() -> None:
     assert done.returncode == 2 and "a crash names one cabin" in done.stderr
 
 
-SMALL = [RunRequest("warehouse", seed, parse_fault(text), ticks=300)
+# As the CLI sends them: specs and scenario loaded by the driver, so workers read no files.
+SMALL = [RunRequest("warehouse", seed, parse_fault(text), ticks=300,
+                    specs=load_specs(SPECS_DIR), world=load_scenario("warehouse"))
          for seed in (0, 1) for text in ("missing:executor:event:action_failed*@50-150",
                                          "crash:planner@60")]
+
+
+def test_a_run_uses_the_specs_its_request_carries() -> None:
+    specs = load_specs(SPECS_DIR)
+    blind = specs["executor"].model_copy(update={"required": (*specs["executor"].required,
+                                                              "lidar:front")})
+    request = RunRequest("warehouse", 0, None, ticks=20, specs={**specs, "executor": blind},
+                         world=load_scenario("warehouse"))
+    assert run_one(request)["ticks"] == 20
+    sim = Simulation(request.world, specs=request.specs)
+    seen: list[str] = []
+    sim.add_tick_listener(lambda result: seen.extend(
+        key for view in result.views if view.cabin == "executor" for key in view.missing))
+    sim.run(1, until_done=False)
+    assert "lidar:front" in seen  # the carried spec, not the shipped one
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None,
