@@ -117,6 +117,7 @@ class Assembler:
             name: [(p, re.compile(fnmatch.translate(p)).match if is_glob(p) else None)
                    for p in spec.required]
             for name, spec in self.specs.items()}
+        self._centers = _shared_windows(self.specs.values())
         locks: list[threading.RLock] = []
         for lock in (board.lock, cabin_map.lock, log.lock, *(p.lock for p in pads.values())):
             if all(lock is not held for held in locks):
@@ -143,7 +144,7 @@ class Assembler:
         maps: dict[str, tuple[tuple[Feature, ...], tuple[Feature, ...]]] = {}
         events: dict[str, tuple[Event, ...]] = {}
         board_cache: dict[str, tuple[str, ...]] = {}
-        window_cache: dict[tuple[Any, ...], tuple[Feature, ...]] = {}
+        window_cache: dict[tuple[Any, ...], Any] = {}
         event_cache: dict[tuple[Any, ...], tuple[Event, ...]] = {}
         goal_kinds = frozenset(k.split(":", 2)[1] for k in self._board_keys("goal:*", board_cache)
                                if k.count(":") >= 1)
@@ -222,6 +223,10 @@ class Assembler:
             # a while, or an older event, goes before a fresh one of the same importance
             used = now if c.stamp is None else min(c.stamp, now)
             held_before = memory.get(key)
+            if held_before is not None and held_before.value is c.value \
+                    and held_before.last_used == used and held_before.seq == c.seq \
+                    and held_before.importance == c.importance and held_before.via == c.via:
+                continue  # held as it would be written: no new item, no new rank
             first = now if held_before is None else held_before.first_seen
             memory.upsert(WorkItem(key, c.value, c.importance, used, first, c.source, c.stamp,
                                    c.seq, c.via))
@@ -316,22 +321,30 @@ class Assembler:
         spec: ContextSpec,
         now: float,
         goal_kinds: frozenset[str],
-        cache: dict[tuple[Any, ...], tuple[Feature, ...]],
+        cache: dict[tuple[Any, ...], Any],
     ) -> tuple[tuple[Feature, ...], tuple[Feature, ...]]:
-        kinds = spec.map_kinds or None
-        tags = spec.map_tags or None
+        kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
+        tags = frozenset(spec.map_tags) if spec.map_tags else None
         nearby: tuple[Feature, ...] = ()
         corridor: tuple[Feature, ...] = ()
         if spec.map_center is not None and spec.map_radius > 0:
             reading = self.board.read(spec.map_center)
             center = None if reading is None or reading.is_stale(now) else as_point(reading.value)
             if center is not None:
-                query: tuple[Any, ...] = ("w", center, spec.map_radius, kinds, tags)
-                found = cache.get(query)
-                if found is None:
-                    found = self.cabin_map.window(center, spec.map_radius, kinds=kinds, tags=tags)
-                    cache[query] = found
-                nearby = found
+                shared = self._centers[spec.map_center]
+                query: tuple[Any, ...] = ("w", center)
+                pairs = cache.get(query)
+                if pairs is None:
+                    pairs = self.cabin_map.nearby(center, shared.radius, kinds=shared.kinds,
+                                                  tags=shared.tags)
+                    cache[query] = pairs
+                radius = spec.map_radius
+                if kinds is None and tags is None:
+                    nearby = tuple(f for f, d in pairs if d <= radius)
+                else:
+                    nearby = tuple(f for f, d in pairs if d <= radius
+                                   and (kinds is None or f.kind in kinds)
+                                   and (tags is None or not tags.isdisjoint(f.tags)))
         if spec.corridor_width > 0:
             reading = self.board.read(spec.route_key)
             route = None if reading is None or reading.is_stale(now) else as_route(reading.value)
@@ -348,6 +361,31 @@ class Assembler:
             nearby = tuple(f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags))
             corridor = tuple(f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags))
         return nearby, corridor
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedWindow:
+    """One map query around a centre key that answers every spec's window around it."""
+
+    radius: float
+    kinds: frozenset[str] | None
+    tags: frozenset[str] | None
+
+
+def _shared_windows(specs: Iterable[ContextSpec]) -> dict[str, _SharedWindow]:
+    """Per centre key: the largest radius and the union of the kind and tag filters."""
+    by_center: dict[str, list[ContextSpec]] = {}
+    for spec in specs:
+        if spec.map_center is not None and spec.map_radius > 0:
+            by_center.setdefault(spec.map_center, []).append(spec)
+    out: dict[str, _SharedWindow] = {}
+    for center, group in by_center.items():
+        kinds = None if any(not s.map_kinds for s in group) else \
+            frozenset(k for s in group for k in s.map_kinds)
+        tags = None if any(not s.map_tags for s in group) else \
+            frozenset(t for s in group for t in s.map_tags)
+        out[center] = _SharedWindow(max(s.map_radius for s in group), kinds, tags)
+    return out
 
 
 def _relevant(spec: ContextSpec, goal_kinds: frozenset[str]) -> frozenset[str] | None:

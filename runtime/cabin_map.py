@@ -364,13 +364,28 @@ class CabinMap:
         ``center`` is a Point or an (x, y, ...) sequence; elements after y are ignored.
         ``kinds`` keeps only those kinds; ``tags`` keeps features with any of those tags.
         """
+        return tuple(f for f, _ in self.nearby(center, radius, kinds=kinds, tags=tags))
+
+    def nearby(
+        self,
+        center: CenterLike,
+        radius: float,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+    ) -> tuple[tuple[Feature, float], ...]:
+        """``window``'s features paired with their exact distances, in the same order.
+
+        One query at the largest radius, filtered by distance, answers every smaller
+        window around the same centre in the same order.
+        """
         point = _as_point(center)
         radius = _check_distance(radius, what="radius")
         wanted = _Filter(kinds, tags)
         with self.lock:
             found, distances = self._within(point, radius, wanted)
-        order = sorted(range(len(found)), key=lambda i: (distances[i], found[i].id))
-        return tuple(found[i] for i in order)
+        pairs = sorted(zip(distances, [f.id for f in found], found, strict=True))
+        return tuple((f, d) for d, _, f in pairs)
 
     def corridor(
         self,

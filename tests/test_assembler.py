@@ -267,12 +267,12 @@ def test_retracted_sources_leave_memory_with_reason() -> None:
 
 
 def test_shared_map_and_log_queries_run_once_per_tick() -> None:
-    calls = {"window": 0, "query": 0}
+    calls = {"nearby": 0, "query": 0}
 
     class CountingMap(CabinMap):
-        def window(self, *args: Any, **kwargs: Any) -> Any:
-            calls["window"] += 1
-            return super().window(*args, **kwargs)
+        def nearby(self, *args: Any, **kwargs: Any) -> Any:
+            calls["nearby"] += 1
+            return super().nearby(*args, **kwargs)
 
     class CountingLog(EventLog):
         def query(self, *args: Any, **kwargs: Any) -> Any:
@@ -282,11 +282,19 @@ def test_shared_map_and_log_queries_run_once_per_tick() -> None:
     clock = SimClock()
     board = StateBoard(clock=clock)
     board.write("pose", (0, 0, 0))
-    specs = [ContextSpec(name=n, board_keys=("pose",), map_center="pose", map_radius=4.0,
-                         event_window=3.0) for n in ("a", "b", "c")]
-    assembler = Assembler(board, CountingMap(), CountingLog(clock=clock), WorkingMemory(), specs)
-    assembler.assemble(0, 0.0)
-    assert calls == {"window": 1, "query": 1}
+    specs = [ContextSpec(name=n, board_keys=("pose",), map_center="pose", map_radius=r,
+                         map_kinds=k, event_window=3.0)
+             for n, r, k in (("a", 4.0, ()), ("b", 2.0, ("dock",)), ("c", 4.0, ("shelf",)))]
+    cabin_map = CountingMap()
+    for i, (x, kind) in enumerate([(1.0, "dock"), (3.0, "dock"), (1.5, "shelf"), (5.0, "shelf"),
+                                   (0.5, "marker")]):
+        cabin_map.add(Feature(f"f{i}", Point(x, 0), kind))
+    assembler = Assembler(board, cabin_map, CountingLog(clock=clock), WorkingMemory(), specs)
+    ws = assembler.assemble(0, 0.0)
+    assert calls == {"nearby": 1, "query": 1}  # one map query at the largest radius
+    for spec in specs:  # each spec's window is what its own query would have found
+        own = cabin_map.window((0, 0), spec.map_radius, kinds=spec.map_kinds or None)
+        assert ws.view(spec.name).nearby_map == own
 
 
 def test_relevance_keeps_only_what_the_active_goal_needs() -> None:

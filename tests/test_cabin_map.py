@@ -419,6 +419,27 @@ def test_window_matches_brute_force_after_any_changes(ops: list[_Op], limit: int
     _run(ops, limit, check)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    ops=_ops(st.tuples(st.just("query"), _center, _distance, _distance, _kinds_filter,
+                       _tags_filter)),
+    limit=st.integers(1, 8),
+)
+def test_a_wide_query_filtered_by_distance_is_every_smaller_window(ops: list[_Op],
+                                                                   limit: int) -> None:
+    """What lets the assembler make one map query per centre for all its specs."""
+
+    def check(m: CabinMap, model: dict[str, Feature], op: _Op) -> None:
+        _, center, a, b, kinds, tags = op
+        small, large = sorted((a, b))
+        pairs = m.nearby(center, large, kinds=kinds, tags=tags)
+        assert [d for _, d in pairs] == sorted(d for _, d in pairs)
+        assert tuple(f for f, d in pairs if d <= small) == m.window(center, small, kinds=kinds,
+                                                                    tags=tags)
+
+    _run(ops, limit, check)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     ops=_ops(st.tuples(st.just("query"), _route, _distance, _kinds_filter, _tags_filter)),
