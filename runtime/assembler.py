@@ -31,7 +31,7 @@ import structlog
 from runtime.board import StateBoard
 from runtime.freeze import FrozenDict
 from runtime.logs import debug_enabled
-from runtime.memory import Eviction, Source, WorkingMemory, WorkItem
+from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
 from runtime.pack import MissingReason, Selection, Versions, WorkingSet
 from runtime.patterns import is_glob, matches
 from runtime.scratchpad import NOTE_PREFIX, Scratchpad
@@ -118,6 +118,10 @@ class Assembler:
                    for p in spec.required]
             for name, spec in self.specs.items()}
         self._centers = _shared_windows(self.specs.values())
+        self._vias = {name: _Vias.of(spec) for name, spec in self.specs.items()}
+        self._keys_of: dict[str, tuple[str, ...]] = {}  # pattern -> board keys, while
+        self._keys_version = -1                         # the board's key set is unchanged
+        self._windows: dict[tuple[Any, ...], tuple[float, int, int, tuple[Event, ...]]] = {}
         locks: list[threading.RLock] = []
         for lock in (board.lock, cabin_map.lock, log.lock, *(p.lock for p in pads.values())):
             if all(lock is not held for held in locks):
@@ -135,7 +139,6 @@ class Assembler:
         board, memory = self.board, self.memory
         versions = Versions(board.seq, self.cabin_map.version, self.log.seq)
         self._end_finished_tasks(tick)
-        evictions = list(self._retract(tick, now))
 
         candidates: dict[str, _Candidate] = {}
         stale: set[str] = set()
@@ -143,16 +146,17 @@ class Assembler:
         renames: dict[str, dict[str, str]] = {}  # per cabin: memory key -> view key (notes)
         maps: dict[str, tuple[tuple[Feature, ...], tuple[Feature, ...]]] = {}
         events: dict[str, tuple[Event, ...]] = {}
-        board_cache: dict[str, tuple[str, ...]] = {}
         window_cache: dict[tuple[Any, ...], Any] = {}
-        event_cache: dict[tuple[Any, ...], tuple[Event, ...]] = {}
-        goal_kinds = frozenset(k.split(":", 2)[1] for k in self._board_keys("goal:*", board_cache)
+        goal_kinds = frozenset(k.split(":", 2)[1] for k in self._board_keys("goal:*")
                                if k.count(":") >= 1)
+        fresh: dict[str, Any] = {}  # key -> its reading this tick, None when absent or stale
+        map_version = versions.map_version
 
         for name, spec in self.specs.items():
             chosen: dict[str, str] = {}
             picks[name] = chosen
             weight = spec.weigher
+            vias = self._vias[name]
 
             def offer(key: str, value: Any, source: Source, stamp: float | None, seq: int,
                       via: str, weight: Any = weight, chosen: dict[str, str] = chosen) -> None:
@@ -162,44 +166,35 @@ class Assembler:
                     candidates[key] = _Candidate(value, source, stamp, seq, importance, via)
                 elif importance > have.importance:
                     have.importance = importance
-                chosen.setdefault(key, via)
+                if key not in chosen:
+                    chosen[key] = via
 
-            for pattern in spec.board_keys:
-                for key in self._board_keys(pattern, board_cache):
-                    reading = board.read(key)
-                    if reading is None:
-                        continue
-                    if reading.is_stale(now):
-                        stale.add(key)
-                        continue
-                    offer(key, reading.value, "board", reading.stamp, reading.seq,
-                          f"board:{pattern}")
+            for pattern, via in vias.board:
+                for key in self._board_keys(pattern):
+                    if key in fresh:
+                        reading = fresh[key]
+                    else:
+                        reading = board.read(key)
+                        if reading is not None and reading.is_stale(now):
+                            stale.add(key)
+                            reading = None
+                        fresh[key] = reading
+                    if reading is not None:
+                        offer(key, reading.value, "board", reading.stamp, reading.seq, via)
 
             nearby, corridor = self._map_for(spec, now, goal_kinds, window_cache)
             maps[name] = (nearby, corridor)
-            map_version = versions.map_version
             for feature in nearby:
-                offer(f"map:{feature.id}", feature, "map", None, map_version,
-                      f"map:window({spec.map_center},{spec.map_radius:g})")
+                offer(feature.key, feature, "map", None, map_version, vias.window)
             for feature in corridor:
-                offer(f"map:{feature.id}", feature, "map", None, map_version,
-                      f"map:corridor({spec.route_key},{spec.corridor_width:g})")
+                offer(feature.key, feature, "map", None, map_version, vias.corridor)
 
             recent: tuple[Event, ...] = ()
             if spec.event_window > 0:
-                query = (spec.event_window, spec.event_kinds, spec.event_tags, spec.event_limit)
-                recent = event_cache.get(query)  # type: ignore[assignment]
-                if recent is None:
-                    recent = self.log.query(
-                        now - spec.event_window, now,
-                        kinds=spec.event_kinds or None, tags=spec.event_tags or None,
-                        limit=spec.event_limit,
-                    )
-                    event_cache[query] = recent
-                via = f"log:window({spec.event_window:g}s)"
+                recent = self._recent_events(spec, now)
+                via = vias.log
                 for event in recent:
-                    offer(f"event:{event.kind}:{event.seq}", event, "log", event.stamp,
-                          event.seq, via)
+                    offer(event.key, event, "log", event.stamp, event.seq, via)
             events[name] = recent
 
             pad = self.scratchpads.get(name)
@@ -214,10 +209,7 @@ class Assembler:
                     chosen[held_key] = "note:scratchpad"
                     renamed[held_key] = view_key
 
-        for key in [k for k in memory if k not in candidates]:
-            gone = memory.remove(key, reason="expired", tick=tick)  # left every spec's window
-            if gone is not None:
-                evictions.append(gone)
+        evictions = self._let_go(candidates, tick, now)
         for key, c in candidates.items():
             # recency is when the source last refreshed the item: a reading not rewritten for
             # a while, or an older event, goes before a fresh one of the same importance
@@ -237,7 +229,7 @@ class Assembler:
                        keys=[(e.key, e.reason) for e in evictions])
         evicted_keys = frozenset(e.key for e in evicted)
 
-        held = {key: memory.get(key) for key in memory}
+        held = memory.contents()
         selections: dict[str, Selection] = {}
         for name, spec in self.specs.items():
             chosen = picks[name]
@@ -264,50 +256,90 @@ class Assembler:
                 required=tuple(spec.required),
                 items=FrozenDict(items),
                 missing=FrozenDict(missing),
-                nearby_map=tuple(f for f in nearby if f"map:{f.id}" in items),
-                corridor_map=tuple(f for f in corridor if f"map:{f.id}" in items),
-                recent_events=tuple(e for e in events[name] if f"event:{e.kind}:{e.seq}" in items),
+                nearby_map=tuple(f for f in nearby if f.key in items),
+                corridor_map=tuple(f for f in corridor if f.key in items),
+                recent_events=tuple(e for e in events[name] if e.key in items),
             )
         return WorkingSet(
             tick=tick,
             time=now,
             versions=versions,
-            items=FrozenDict({k: v for k, v in held.items() if v is not None}),
+            items=FrozenDict(held),
             evictions=tuple(evictions),
             capacity_alarm=memory.capacity_alarm,
             selections=FrozenDict(selections),
         )
 
-    def _board_keys(self, pattern: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-        keys = cache.get(pattern)
+    def _board_keys(self, pattern: str) -> tuple[str, ...]:
+        if self._keys_version != self.board.key_set_version:
+            self._keys_of.clear()
+            self._keys_version = self.board.key_set_version
+        keys = self._keys_of.get(pattern)
         if keys is None:
-            keys = self.board.keys(pattern)
-            cache[pattern] = keys
+            keys = self._keys_of[pattern] = self.board.keys(pattern)
         return keys
 
-    def _retract(self, tick: int, now: float) -> Iterable[Eviction]:
-        """Drop items whose source no longer holds them, or holds them stale."""
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_keys_of"], state["_keys_version"] = {}, -1  # rebuilt from the board
+        state["_windows"] = {}  # and from the log
+        return state
+
+    def _recent_events(self, spec: ContextSpec, now: float) -> tuple[Event, ...]:
+        """The spec's event window at ``now``: the last tick's answer while it cannot have
+        changed (no newer event of its kinds, none aged out, the clock not gone back),
+        else a new query. Specs with the same event filter share one answer."""
+        kinds = spec.event_kinds or None
+        query = (spec.event_window, spec.event_kinds, spec.event_tags, spec.event_limit)
+        since = now - spec.event_window
+        log = self.log
+        newest = log.newest(kinds)
+        known = self._windows.get(query)
+        if known is not None:
+            at, dropped, marker, found = known
+            if (at <= now and dropped == log.dropped and marker == newest[0]
+                    and (not found or found[0].stamp >= since)):
+                self._windows[query] = (now, dropped, marker, found)
+                return found
+        found = log.query(since, now, kinds=kinds, tags=spec.event_tags or None,
+                          limit=spec.event_limit)
+        if newest[1] <= now:  # an event stamped after now would enter the window later
+            self._windows[query] = (now, log.dropped, newest[0], found)
+        else:
+            self._windows.pop(query, None)
+        return found
+
+    def _let_go(self, candidates: Mapping[str, Any], tick: int, now: float) -> list[Eviction]:
+        """Remove what no spec offered this tick: first what its source no longer holds,
+        or holds stale (``retracted``, ``stale``), then what left every spec's window
+        (``expired``). An item offered again is current, so only the rest are checked."""
+        memory = self.memory
+        gone = [(item.key, self._retraction(item, now)) for item in memory.items()
+                if item.key not in candidates]
+        expired: EvictionReason = "expired"
+        ordered = [(k, r) for k, r in gone if r is not None] + \
+            [(k, expired) for k, r in gone if r is None]
         out: list[Eviction] = []
-        for item in self.memory.items():
-            gone: Eviction | None = None
-            if item.source == "board":
-                reading = self.board.read(item.key)
-                if reading is None:
-                    gone = self.memory.remove(item.key, reason="retracted", tick=tick)
-                elif reading.is_stale(now):
-                    gone = self.memory.remove(item.key, reason="stale", tick=tick)
-            elif item.source == "map":
-                feature_id = item.key[4:]
-                if self.cabin_map.get(feature_id) is None:
-                    gone = self.memory.remove(item.key, reason="retracted", tick=tick)
-            elif item.source == "note":
-                cabin, _, note_key = item.key[len(NOTE_PREFIX):].partition("/")
-                pad = self.scratchpads.get(cabin)
-                if pad is None or note_key not in pad:
-                    gone = self.memory.remove(item.key, reason="retracted", tick=tick)
-            if gone is not None:
-                out.append(gone)
+        for key, reason in ordered:
+            removed = memory.remove(key, reason=reason, tick=tick)
+            if removed is not None:
+                out.append(removed)
         return out
+
+    def _retraction(self, item: WorkItem, now: float) -> EvictionReason | None:
+        """Why ``item``'s source no longer backs it (``retracted``, ``stale``), or None."""
+        if item.source == "board":
+            reading = self.board.read(item.key)
+            if reading is None:
+                return "retracted"
+            return "stale" if reading.is_stale(now) else None
+        if item.source == "map":
+            return "retracted" if self.cabin_map.get(item.key[4:]) is None else None
+        if item.source == "note":
+            cabin, _, note_key = item.key[len(NOTE_PREFIX):].partition("/")
+            pad = self.scratchpads.get(cabin)
+            return "retracted" if pad is None or note_key not in pad else None
+        return None
 
     def _end_finished_tasks(self, tick: int) -> None:
         """Clear (and unscope) every pad whose task's goal key has left the board."""
@@ -361,6 +393,23 @@ class Assembler:
             nearby = tuple(f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags))
             corridor = tuple(f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags))
         return nearby, corridor
+
+
+@dataclass(frozen=True, slots=True)
+class _Vias:
+    """The provenance strings of one spec's filters, made once rather than per item."""
+
+    board: tuple[tuple[str, str], ...]
+    window: str
+    corridor: str
+    log: str
+
+    @classmethod
+    def of(cls, spec: ContextSpec) -> _Vias:
+        return cls(tuple((p, f"board:{p}") for p in spec.board_keys),
+                   f"map:window({spec.map_center},{spec.map_radius:g})",
+                   f"map:corridor({spec.route_key},{spec.corridor_width:g})",
+                   f"log:window({spec.event_window:g}s)")
 
 
 @dataclass(frozen=True, slots=True)

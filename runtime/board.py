@@ -73,12 +73,19 @@ class StateBoard:
         self._readings: dict[str, Reading] = {}
         self._sorted_keys: list[str] = []
         self._seq = 0
+        self._key_set_version = 0
         self._listeners: list[BoardListener] = []
 
     @property
     def seq(self) -> int:
         """The sequence number of the last write or delete (0 before any)."""
         return self._seq
+
+    @property
+    def key_set_version(self) -> int:
+        """A counter that changes whenever a key is added or deleted (not on rewrites):
+        ``keys(pattern)`` answers stay valid while it stays the same."""
+        return self._key_set_version
 
     def write(self, key: str, value: Any, *, ttl: float | None = None, source: str = "") -> Reading:
         """Freeze ``value`` and make it the current reading of ``key``."""
@@ -89,6 +96,7 @@ class StateBoard:
             reading = Reading(key, frozen, self.clock.now(), ttl, source, self._seq)
             if key not in self._readings:
                 bisect.insort(self._sorted_keys, key)
+                self._key_set_version += 1
             self._readings[key] = reading
             for listener in self._listeners:
                 listener(reading, key)
@@ -112,6 +120,7 @@ class StateBoard:
             i = bisect.bisect_left(self._sorted_keys, key)
             del self._sorted_keys[i]
             self._seq += 1
+            self._key_set_version += 1
             for listener in self._listeners:
                 listener(None, key)
             return True
@@ -152,6 +161,7 @@ class StateBoard:
         self.lock = threading.RLock()
         self._listeners = []
         self._sorted_keys = sorted(self._readings)
+        self.__dict__.setdefault("_key_set_version", 0)  # a checkpoint from before it existed
 
     def __len__(self) -> int:
         return len(self._readings)

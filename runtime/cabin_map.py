@@ -75,6 +75,11 @@ class Feature:
             raise FreezeError(f"feature {self.id!r}: {exc}") from exc
         object.__setattr__(self, "props", props)
 
+    @property
+    def key(self) -> str:
+        """The feature's key in working memory and views: ``map:<id>``."""
+        return f"map:{self.id}"
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Feature):
             return NotImplemented

@@ -51,6 +51,11 @@ class Event:
     tags: frozenset[str]
     data: Any
 
+    @property
+    def key(self) -> str:
+        """The event's key in working memory and views: ``event:<kind>:<seq>``."""
+        return f"event:{self.kind}:{self.seq}"
+
 
 class _KindIndex:
     """Stamps and sequence numbers of one kind's held events, oldest first."""
@@ -232,6 +237,21 @@ class EventLog:
                 seqs = (s for s in seqs if not held_tags[s - first].isdisjoint(tag_set))
             picked = list(itertools.islice(seqs, limit))
             return tuple(self._event_at(s - first) for s in reversed(picked))
+
+    def newest(self, kinds: Iterable[str] | None = None) -> tuple[int, float]:
+        """``(seq, stamp)`` of the newest held event of any of ``kinds`` (any kind when
+        None), or ``(0, -inf)``: enough to tell whether a window query could have changed."""
+        with self.lock:
+            if kinds is None:
+                if not self._stamps:
+                    return 0, -math.inf
+                return self._dropped + len(self._stamps), self._stamps[-1]
+            best = (0, -math.inf)
+            for kind in kinds:
+                index = self._by_kind.get(kind)
+                if index is not None and index.seqs and index.seqs[-1] > best[0]:
+                    best = (index.seqs[-1], index.stamps[-1])
+            return best
 
     def last(self, kind: str | None = None) -> Event | None:
         """The newest held event (of ``kind``, if given), or None."""

@@ -206,6 +206,10 @@ class WorkingMemory:
     def get(self, key: str) -> WorkItem | None:
         return self._items.get(key)
 
+    def contents(self) -> dict[str, WorkItem]:
+        """A copy of what is held, key → item, oldest insertion first."""
+        return dict(self._items)
+
     def is_pinned(self, key: str) -> bool:
         return self.pinned.match(key)
 

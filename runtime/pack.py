@@ -145,11 +145,11 @@ class CabinView(Mapping[str, Any]):
                 missing[pattern] = "fault"
         put(self, "_items", items)
         put(self, "missing", FrozenDict(missing))
-        put(self, "nearby_map", tuple(f for f in selection.nearby_map if f"map:{f.id}" in items))
+        put(self, "nearby_map", tuple(f for f in selection.nearby_map if f.key in items))
         put(self, "corridor_map",
-            tuple(f for f in selection.corridor_map if f"map:{f.id}" in items))
+            tuple(f for f in selection.corridor_map if f.key in items))
         put(self, "recent_events", tuple(
-            e for e in selection.recent_events if f"event:{e.kind}:{e.seq}" in items))
+            e for e in selection.recent_events if e.key in items))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"a CabinView is frozen: cannot set {name!r}")

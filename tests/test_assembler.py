@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from shapely.geometry import Point, box
 
@@ -339,3 +339,69 @@ def test_items_no_spec_selects_any_more_expire() -> None:
     assert f"event:bump:{old.seq}" not in ws.items
     assert [(e.key, e.reason) for e in ws.evictions] == [(f"event:bump:{old.seq}", "expired")]
     assert "pose" in ws.items  # and it did not cost a selected item its place
+
+
+# -- what the assembler carries from tick to tick never changes what a tick sees -----------
+
+_KEYS = ("pose", "route", "goal:a", "goal:b", "constraint:x", "velocity")
+_KINDS = ("action_failed", "action_done", "note")
+_step = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(_KEYS), st.integers(0, 3),
+              st.sampled_from([None, 0.05, 0.3])),
+    st.tuples(st.just("delete"), st.sampled_from(_KEYS)),
+    st.tuples(st.just("feature"), st.integers(0, 5), st.floats(-6, 6), st.floats(-6, 6)),
+    st.tuples(st.just("unmap"), st.integers(0, 5)),
+    st.tuples(st.just("event"), st.sampled_from(_KINDS), st.sampled_from(["", "x"]),
+              st.sampled_from([0.0, 0.0, 0.5])),  # an offset > 0: stamped ahead of the clock
+    st.tuples(st.just("tick"), st.sampled_from([0.05, 0.1, 1.0, 4.0])),
+)
+_SPECS = (
+    PLANNER,
+    EXECUTOR,
+    ContextSpec(name="monitor", board_keys=("pose", "velocity", "goal:*"), map_center="pose",
+                map_radius=2.0, event_window=3.0, event_limit=2, event_tags=("x",)),
+)
+
+
+def _seen(ws: Any) -> dict[str, Any]:
+    out = {}
+    for name in ws.cabins:
+        view = ws.view(name)
+        out[name] = (
+            {k: (i.value, i.importance, i.last_used, i.via) for k, i in view.items.items()},
+            view.nearby_map, view.corridor_map, view.recent_events, dict(view.missing))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(_step, max_size=60))
+@example(steps=[("event", "action_failed", "x", 0.0), ("tick", 1.0), ("tick", 4.0),
+                ("tick", 4.0)])  # the event ages out of the 3 s window, then the 10 s one
+@example(steps=[("event", "note", "x", 0.5), ("tick", 0.1), ("tick", 1.0)])  # stamped ahead
+def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any, ...]]) -> None:
+    """Caches across ticks (board keys per pattern, event windows, unchanged items) are
+    invisible: every tick equals the working set a brand-new assembler freezes."""
+    w = World(capacity=1000)  # nothing evicted for room, so the two memories agree
+    kept = w.assembler(*_SPECS)
+    tick = 0
+    for step in [*steps, ("tick", 0.05)]:
+        if step[0] == "write":
+            value = [(0.0, 0.0), (float(step[2]), 1.0)] if step[1] == "route" else \
+                (float(step[2]), 0.0, 0.0)
+            w.board.write(step[1], value, ttl=step[3])
+        elif step[0] == "delete":
+            w.board.delete(step[1])
+        elif step[0] == "feature":
+            w.map.add(Feature(f"f{step[1]}", Point(step[2], step[3]), "thing"), replace=True)
+        elif step[0] == "unmap":
+            w.map.discard(f"f{step[1]}")
+        elif step[0] == "event":
+            last = w.log.newest()[1]  # stamps never go backwards
+            w.log.append(step[1], {}, tags=(step[2],) if step[2] else (),
+                         stamp=max(w.clock.now() + step[3], last))
+        else:
+            now = w.clock.now()
+            fresh = Assembler(w.board, w.map, w.log, WorkingMemory(capacity=1000), _SPECS)
+            assert _seen(kept.assemble(tick, now)) == _seen(fresh.assemble(tick, now))
+            tick += 1
+            w.clock.advance(step[1])
