@@ -211,6 +211,21 @@ def _check_distance(value: float, *, what: str) -> float:
     return distance
 
 
+_CORRIDOR_CACHE = 16
+"""Corridors (route, width, filter) whose tree part a map keeps until its next rebuild."""
+
+
+def _along(features: Sequence[Feature], line: LineString) -> list[float]:
+    """Where each feature sits along ``line``: ``line.project`` of the line's point nearest
+    to it."""
+    if not features:
+        return []
+    geoms = np.array([f.geometry for f in features], dtype=object)
+    on_route = shapely.get_point(shapely.shortest_line(geoms, line), 1)
+    along: list[float] = shapely.line_locate_point(line, on_route).tolist()
+    return along
+
+
 def _slack(geometry: BaseGeometry, distance: float) -> float:
     """Float headroom so the index never drops a feature the exact distance keeps."""
     extent = float(np.max(np.abs(shapely.bounds(geometry))))
@@ -269,6 +284,7 @@ class CabinMap:
         self._masked: set[str] = set()
         self._overflow: dict[str, Feature] = {}
         self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
+        self._corridors: dict[tuple[Any, ...], list[tuple[float, str, int, Feature]]] = {}
         self._rebuilds = 0
 
     def __getstate__(self) -> dict[str, Any]:
@@ -411,14 +427,24 @@ class CabinMap:
             return self.window(line, width, kinds=kinds, tags=tags)
         wanted = _Filter(kinds, tags)
         with self.lock:
-            found, _ = self._within(line, width, wanted)
-        if not found:
-            return ()
-        geoms = np.array([f.geometry for f in found], dtype=object)
-        on_route = shapely.get_point(shapely.shortest_line(geoms, line), 1)
-        along = shapely.line_locate_point(line, on_route)
-        order = sorted(range(len(found)), key=lambda i: (along[i], found[i].id))
-        return tuple(found[i] for i in order)
+            self._refresh_index()
+            # The tree's part of a corridor lasts as long as the tree: a route that did not
+            # change costs only its overflow part and a look at which base features left.
+            query = (shapely.to_wkb(line), width, wanted.kinds, wanted.tags)
+            base = self._corridors.get(query)
+            if base is None:
+                positions, features, _ = self._base_within(line, width, wanted)
+                base = list(zip(_along(features, line), [f.id for f in features], positions,
+                                features, strict=True))
+                if len(self._corridors) >= _CORRIDOR_CACHE:
+                    self._corridors.clear()
+                self._corridors[query] = base
+            alive = self._base_alive
+            rows = [(a, i, f) for a, i, n, f in base if alive[n]]
+            extra, _ = self._overflow_within(line, width, wanted)
+        rows.extend(zip(_along(extra, line), [f.id for f in extra], extra, strict=True))
+        rows.sort(key=lambda row: (row[0], row[1]))
+        return tuple(f for _, _, f in rows)
 
     # -- index -----------------------------------------------------------------
 
@@ -427,31 +453,58 @@ class CabinMap:
     ) -> tuple[list[Feature], list[float]]:
         """Features passing ``wanted`` within ``distance`` of ``geometry``, with distances."""
         self._refresh_index()
+        positions, found, distances = self._base_within(geometry, distance, wanted)
+        alive = self._base_alive
+        keep = [j for j, n in enumerate(positions) if alive[n]]
+        found = [found[j] for j in keep]
+        distances = [distances[j] for j in keep]
+        extra, extra_distances = self._overflow_within(geometry, distance, wanted)
+        return found + extra, distances + extra_distances
+
+    def _base_within(
+        self, geometry: BaseGeometry, distance: float, wanted: _Filter
+    ) -> tuple[list[int], list[Feature], list[float]]:
+        """The tree's features (removed ones too) passing ``wanted`` within ``distance``:
+        their positions in the tree, the features and their distances."""
+        if self._tree is None:
+            return [], [], []
+        reach = distance + _slack(geometry, distance)
+        if isinstance(geometry, LineString) and math.isfinite(distance):
+            hits = np.unique(self._tree.query(_reach_boxes(geometry, reach))[1])
+        else:
+            hits = self._tree.query(geometry, predicate="dwithin", distance=reach)
+        gaps = shapely.distance(self._base_geoms[hits], geometry)
+        positions: list[int] = []
         found: list[Feature] = []
-        found_distances: list[float] = []
+        distances: list[float] = []
+        hit_list = hits.tolist()
+        for j in np.flatnonzero(gaps <= distance).tolist():
+            feature = self._base[hit_list[j]]
+            if wanted.keeps(feature):
+                positions.append(hit_list[j])
+                found.append(feature)
+                distances.append(float(gaps[j]))
+        return positions, found, distances
 
-        def collect(features: Sequence[Feature], geoms: npt.NDArray[np.object_]) -> None:
-            distances = shapely.distance(geoms, geometry)
-            for i in np.flatnonzero(distances <= distance).tolist():
-                if wanted.keeps(features[i]):
-                    found.append(features[i])
-                    found_distances.append(float(distances[i]))
-
-        if self._tree is not None:
-            reach = distance + _slack(geometry, distance)
-            if isinstance(geometry, LineString) and math.isfinite(distance):
-                hits = np.unique(self._tree.query(_reach_boxes(geometry, reach))[1])
-            else:
-                hits = self._tree.query(geometry, predicate="dwithin", distance=reach)
-            hits = hits[self._base_alive[hits]]
-            collect([self._base[i] for i in hits.tolist()], self._base_geoms[hits])
-        if self._overflow:
-            if self._overflow_arrays is None:
-                features = list(self._overflow.values())
-                geoms = np.array([f.geometry for f in features], dtype=object)
-                self._overflow_arrays = (features, geoms)
-            collect(*self._overflow_arrays)
-        return found, found_distances
+    def _overflow_within(
+        self, geometry: BaseGeometry, distance: float, wanted: _Filter
+    ) -> tuple[list[Feature], list[float]]:
+        """The overflow's features passing ``wanted`` within ``distance``, with distances."""
+        if not self._overflow:
+            return [], []
+        if self._overflow_arrays is None:
+            features = list(self._overflow.values())
+            geoms = np.array([f.geometry for f in features], dtype=object)
+            self._overflow_arrays = (features, geoms)
+        features, geoms = self._overflow_arrays
+        gaps = shapely.distance(geoms, geometry)
+        found: list[Feature] = []
+        distances: list[float] = []
+        for j in np.flatnonzero(gaps <= distance).tolist():
+            if wanted.keeps(features[j]):
+                found.append(features[j])
+                distances.append(float(gaps[j]))
+        return found, distances
 
     def _refresh_index(self) -> None:
         pending = len(self._overflow) + len(self._masked)
@@ -470,3 +523,4 @@ class CabinMap:
         self._masked = set()
         self._overflow = {}
         self._overflow_arrays = None
+        self._corridors = {}

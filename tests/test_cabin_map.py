@@ -464,3 +464,33 @@ def test_vectorised_projection_matches_scalar_definition() -> None:
     )
     scalar = [line.project(nearest_points(g, line)[1]) for g in geoms]
     assert vectorised.tolist() == scalar
+
+
+_near = st.integers(-8, 8).map(lambda v: v / 2)  # a small floor: most features near the route
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    changes=st.lists(st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 11), _near,
+                               _near), max_size=40),
+    route=st.lists(st.tuples(_near, _near), min_size=2, max_size=4).filter(
+        lambda r: len(set(r)) > 1),
+    limit=st.integers(1, 8),
+)
+def test_a_repeated_corridor_follows_every_change_on_the_map(
+        changes: list[tuple[str, int, float, float]], route: list[tuple[float, float]],
+        limit: int) -> None:
+    """The same route asked again after each change (the tree's part of it is kept until
+    the next rebuild) answers as a brute-force scan does."""
+    m = CabinMap(overflow_limit=limit)
+    model: dict[str, Feature] = {}
+    for op, n, x, y in changes:
+        if op == "put":
+            model[f"f{n}"] = pt(f"f{n}", x, y, kind="shelf" if n % 2 else "dock")
+            m.add(model[f"f{n}"], replace=True)
+        else:
+            model.pop(f"f{n}", None)
+            m.discard(f"f{n}")
+        for kinds in (None, ["shelf"]):
+            assert ids(m.corridor(route, 1.5, kinds=kinds)) == _brute_corridor(
+                model, route, 1.5, kinds, None)
