@@ -212,7 +212,11 @@ def _check_distance(value: float, *, what: str) -> float:
 
 
 _CORRIDOR_CACHE = 16
-"""Corridors (route, width, filter) whose tree part a map keeps until its next rebuild."""
+"""Corridors (route, width, filter) and windows (radius, filter) whose tree part a map
+keeps until its next rebuild."""
+_WINDOW_MARGIN = 0.1
+"""How much wider than asked a window's tree query is, as a share of the radius: the
+centre may move this far before the tree is asked again."""
 
 
 def _along(features: Sequence[Feature], line: LineString) -> list[float]:
@@ -285,6 +289,7 @@ class CabinMap:
         self._overflow: dict[str, Feature] = {}
         self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
         self._corridors: dict[tuple[Any, ...], list[tuple[float, str, int, Feature]]] = {}
+        self._windows: dict[tuple[Any, ...], tuple[float, float, npt.NDArray[np.intp]]] = {}
         self._rebuilds = 0
 
     def __getstate__(self) -> dict[str, Any]:
@@ -404,9 +409,36 @@ class CabinMap:
         radius = _check_distance(radius, what="radius")
         wanted = _Filter(kinds, tags)
         with self.lock:
-            found, distances = self._within(point, radius, wanted)
+            if math.isfinite(radius) and self._tree is not None:
+                self._refresh_index()
+                found, distances = self._moving_window(point, radius, wanted)
+            else:
+                found, distances = self._within(point, radius, wanted)
         pairs = sorted(zip(distances, [f.id for f in found], found, strict=True))
         return tuple((f, d) for d, _, f in pairs)
+
+    def _moving_window(self, point: Point, radius: float, wanted: _Filter
+                       ) -> tuple[list[Feature], list[float]]:
+        """``_within`` for a window that moves a little from one call to the next (a
+        robot's pose): the tree is asked once for a wider disc, and while the centre stays
+        within the margin, every feature within ``radius`` of it is among those."""
+        query = (radius, wanted.kinds, wanted.tags)
+        margin = _WINDOW_MARGIN * radius
+        known = self._windows.get(query)
+        x, y = point.x, point.y
+        if known is None or math.hypot(x - known[0], y - known[1]) > 0.999 * margin:
+            wider, _, _ = self._base_within(point, radius + margin, wanted)
+            if len(self._windows) >= _CORRIDOR_CACHE:
+                self._windows.clear()
+            known = self._windows[query] = (x, y, np.asarray(wider, dtype=np.intp))
+        positions = known[2]
+        gaps = shapely.distance(self._base_geoms[positions], point)
+        keep = np.flatnonzero((gaps <= radius) & self._base_alive[positions])
+        base = self._base
+        found = [base[n] for n in positions[keep].tolist()]
+        distances: list[float] = gaps[keep].tolist()
+        extra, extra_distances = self._overflow_within(point, radius, wanted)
+        return found + extra, distances + extra_distances
 
     def corridor(
         self,
@@ -524,3 +556,4 @@ class CabinMap:
         self._overflow = {}
         self._overflow_arrays = None
         self._corridors = {}
+        self._windows = {}

@@ -494,3 +494,38 @@ def test_a_repeated_corridor_follows_every_change_on_the_map(
         for kinds in (None, ["shelf"]):
             assert ids(m.corridor(route, 1.5, kinds=kinds)) == _brute_corridor(
                 model, route, 1.5, kinds, None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(st.one_of(
+        st.tuples(st.just("move"), st.floats(-0.6, 0.6), st.floats(-0.6, 0.6)),
+        st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 15), _near, _near)),
+        max_size=50),
+    radius=st.sampled_from([1.0, 2.0, 3.5]),
+    limit=st.integers(1, 8),
+)
+def test_a_window_moving_in_small_steps_answers_as_a_scan_does(
+        steps: list[tuple[Any, ...]], radius: float, limit: int) -> None:
+    """A window that follows a robot is answered from a wider tree query made where the
+    centre was (until it moves too far): never a feature short, never one too many."""
+    m = CabinMap(overflow_limit=limit)
+    model: dict[str, Feature] = {}
+    for n in range(16):  # a built tree to start from, so that the moving window is used
+        kind = "shelf" if n % 2 else "dock"
+        model[f"f{n}"] = pt(f"f{n}", (n % 4) - 1.5, (n // 4) - 1.5, kind=kind)
+        m.add(model[f"f{n}"])
+    m.window((0, 0), 1.0)
+    x = y = 0.0
+    for step in steps:
+        if step[0] == "move":
+            x, y = x + step[1], y + step[2]
+        elif step[0] == "put":
+            model[f"f{step[1]}"] = pt(f"f{step[1]}", step[2], step[3], kind="dock")
+            m.add(model[f"f{step[1]}"], replace=True)
+        else:
+            model.pop(f"f{step[1]}", None)
+            m.discard(f"f{step[1]}")
+        for kinds in (None, ["dock"]):
+            assert ids(m.window((x, y), radius, kinds=kinds)) == _brute_window(
+                model, (x, y), radius, kinds, None)
