@@ -22,7 +22,8 @@ import contextlib
 import fnmatch
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from runtime.freeze import FrozenDict
 from runtime.logs import debug_enabled
 from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
 from runtime.pack import MissingReason, Selection, Versions, WorkingSet
-from runtime.patterns import is_glob, matches
+from runtime.patterns import is_glob, literal_prefix
 from runtime.scratchpad import NOTE_PREFIX, Scratchpad
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ class Assembler:
                              "give each cabin its own")
         self.scratchpads: FrozenDict[str, Scratchpad] = FrozenDict(pads)
         self._required = {
-            name: [(p, re.compile(fnmatch.translate(p)).match if is_glob(p) else None)
+            name: [(p, re.compile(fnmatch.translate(p)).match if is_glob(p) else None,
+                    literal_prefix(p))
                    for p in spec.required]
             for name, spec in self.specs.items()}
         self._centers = _shared_windows(self.specs.values())
@@ -241,13 +243,21 @@ class Assembler:
                     view_key = renamed.get(key, key)
                     items[view_key] = _with_via(item, via, view_key)
             missing: dict[str, MissingReason] = {}
-            for pattern, rx in self._required[name]:
-                if (pattern in items) if rx is None else any(rx(k) for k in items):
-                    continue
-                if any(matches(renamed.get(k, k), pattern) for k in evicted_keys
-                       if k in chosen):
+            ordered: list[str] | None = None
+            for pattern, rx, prefix in self._required[name]:
+                if rx is None:
+                    if pattern in items:
+                        continue
+                    match: Any = pattern.__eq__
+                else:
+                    if ordered is None:
+                        ordered = sorted(items)
+                    if _any_from(ordered, prefix, rx):
+                        continue
+                    match = rx
+                if any(match(renamed.get(k, k)) for k in evicted_keys if k in chosen):
                     missing[pattern] = "evicted"
-                elif any(matches(k, pattern) for k in stale):
+                elif any(match(k) for k in stale):
                     missing[pattern] = "stale"
                 else:
                     missing[pattern] = "absent"
@@ -449,6 +459,18 @@ def _relevant(spec: ContextSpec, goal_kinds: frozenset[str]) -> frozenset[str] |
     for kind in goal_kinds:
         keep.update(spec.relevance[kind])
     return frozenset(keep)
+
+
+def _any_from(ordered: Sequence[str], prefix: str, match: Callable[[str], Any]) -> bool:
+    """Whether a key of the sorted ``ordered`` that starts with ``prefix`` passes ``match``
+    (only those keys are looked at)."""
+    for i in range(bisect_left(ordered, prefix), len(ordered)):
+        key = ordered[i]
+        if not key.startswith(prefix):
+            return False
+        if match(key):
+            return True
+    return False
 
 
 def _note_key(cabin: str, key: str) -> str:

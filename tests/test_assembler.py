@@ -405,3 +405,19 @@ def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any,
             assert _seen(kept.assemble(tick, now)) == _seen(fresh.assemble(tick, now))
             tick += 1
             w.clock.advance(step[1])
+
+
+@given(keys=st.lists(st.text("ab:*?[]x", min_size=1, max_size=5), max_size=12),
+       pattern=st.sampled_from(["a*", "a:*", "ab?", "a[bx]*", "[ab]*", "*x", "ab", "a:b*x",
+                                "b*", "?"]))
+def test_a_required_pattern_is_found_among_sorted_keys_as_by_a_scan(
+        keys: list[str], pattern: str) -> None:
+    import fnmatch
+    import re
+
+    from runtime.assembler import _any_from
+    from runtime.patterns import literal_prefix
+
+    rx = re.compile(fnmatch.translate(pattern)).match
+    assert _any_from(sorted(keys), literal_prefix(pattern), rx) == any(
+        fnmatch.fnmatchcase(k, pattern) for k in keys)
