@@ -20,7 +20,6 @@ import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ import numpy.typing as npt
 import shapely
 
 from benchmarks.seed_reference import SeedBoard, SeedLog, SeedMap, SeedWorkingMemory
+from cabins.shipped import shipped_specs_dir
 from runtime import (
     Assembler,
     CabinMap,
@@ -44,7 +44,7 @@ from runtime import (
     load_specs,
 )
 
-SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+SPECS_DIR = shipped_specs_dir()
 RATE_HZ = 20.0
 PERIOD = 1.0 / RATE_HZ
 EVENT_RATE = 20.0

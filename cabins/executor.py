@@ -656,7 +656,7 @@ class Executor:
         for key in view:
             if not key.startswith("constraint:speed:"):
                 continue
-            item = view.items[key]
+            item = view.provenance[key]
             cached = self._zones.get(key)
             if cached is None or cached[0] != item.seq:
                 cached = self._zones[key] = (item.seq, _zone(key, item.value))

@@ -601,7 +601,10 @@ class Monitor:
                                    "capacity": data.get("capacity")}, tags=_ALARM_TAGS)
         if view.capacity_alarm and self._episodes.hit(("capacity",), view.time):
             # while pinned items alone overflow memory, the alarm event itself is evicted
-            out.emit("alarm", {"kind": "capacity", "level": "warn"}, tags=_ALARM_TAGS)
+            load = view.occupancy
+            out.emit("alarm", {"kind": "capacity", "level": "warn", "held": load.held,
+                               "pinned": load.pinned, "capacity": load.capacity},
+                     tags=_ALARM_TAGS)
         horizon = view.time - self.spec.event_window - self.episode_gap
         old = [seq for seq, stamp in self._seen_events.items() if stamp < horizon]
         for seq in old:

@@ -43,7 +43,6 @@ memory changed. Without long-term memory the planner behaves exactly as before.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -841,8 +840,6 @@ class Planner:
     def _remember_blocked(self, trigger: ReplanTrigger, view: CabinView, seen: _Seen,
                           out: Outbox) -> None:
         """Remember where an obstacle blocked the way, when ``trigger`` says one did."""
-        memory = self._long_term
-        assert memory is not None
         feature: Feature | None = None
         if trigger.reason == "obstacle_in_corridor":
             feature = next((f for f in seen.obstacles if f.id == trigger.detail), None)
@@ -865,15 +862,7 @@ class Planner:
         metadata = {"fact": "blocked", "x": x, "y": y, "radius": spot.radius, "kind": kind,
                     "time": view.time, "reason": trigger.reason, "obstacle": feature.id,
                     "task": self._task}
-        try:
-            result = memory.remember(content, scope=self.memory_scope, metadata=metadata,
-                                     stamp=view.time)
-            stored, why = result.stored, str(result.reason)
-        except sqlite3.Error as exc:  # a locked or broken file must not stop the robot
-            _log.warning("planner.remember_failed", error=str(exc), path=memory.path)
-            stored, why = False, "error"
-        out.emit("remembered", {"content": content, "x": x, "y": y, "kind": kind,
-                                "stored": stored, "why": why}, tags=("memory",))
+        out.remember(content, scope=self.memory_scope, metadata=metadata, stamp=view.time)
 
     @property
     def _reach(self) -> float:

@@ -33,7 +33,7 @@ from runtime.memory import (
     WorkingMemory,
     WorkItem,
 )
-from runtime.pack import CabinView, Versions, WorkingSet
+from runtime.pack import CabinView, Occupancy, Versions, WorkingSet
 from runtime.scratchpad import Note, Scratchpad
 from runtime.spec import ContextSpec, SpecError, load_spec, load_specs
 from runtime.tools import Tool, ToolArgs, ToolDispatcher, ToolResult, scratchpad_tools
@@ -61,6 +61,7 @@ __all__ = [
     "Message",
     "Note",
     "NoteOp",
+    "Occupancy",
     "Outbox",
     "Reaction",
     "Reading",

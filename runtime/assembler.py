@@ -33,7 +33,7 @@ from runtime.board import StateBoard
 from runtime.freeze import FrozenDict
 from runtime.logs import debug_enabled
 from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
-from runtime.pack import MissingReason, Selection, Versions, WorkingSet
+from runtime.pack import MissingReason, Occupancy, Selection, Versions, WorkingSet
 from runtime.patterns import is_glob, literal_prefix
 from runtime.scratchpad import NOTE_PREFIX, Scratchpad
 
@@ -278,6 +278,7 @@ class Assembler:
             evictions=tuple(evictions),
             capacity_alarm=memory.capacity_alarm,
             selections=FrozenDict(selections),
+            occupancy=Occupancy(len(held), memory.pinned_count, memory.capacity),
         )
 
     def _board_keys(self, pattern: str) -> tuple[str, ...]:

@@ -3,13 +3,15 @@
 A cabin (planner, executor, monitor, or one a user writes) has a ``name``, a
 ``spec`` and a ``step(view, out)``. It reads only its frozen view and writes
 only intentions to its ``Outbox``: board writes, events, commands for the world,
-reactions to missing items and changes to its own scratchpad notes. The loop
+reactions to missing items, changes to its own scratchpad notes and facts for
+long-term memory. The loop
 applies every outbox after all cabins of the tick have run, so no cabin sees
 another's writes in the same tick.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -80,10 +82,20 @@ class NoteOp:
     task: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryWrite:
+    """A fact a cabin asks long-term memory to keep, within a scope (e.g. the scenario)."""
+
+    content: str
+    scope: FrozenDict[str, str]
+    metadata: FrozenDict[str, Any]
+    stamp: float | None = None
+
+
 class Outbox:
     """What one cabin intends at one tick; values are frozen as they are put in."""
 
-    __slots__ = ("cabin", "commands", "events", "notes", "reactions", "writes")
+    __slots__ = ("cabin", "commands", "events", "memories", "notes", "reactions", "writes")
 
     def __init__(self, cabin: str) -> None:
         self.cabin = cabin
@@ -92,6 +104,7 @@ class Outbox:
         self.commands: list[Command] = []
         self.reactions: list[Reaction] = []
         self.notes: list[NoteOp] = []
+        self.memories: list[MemoryWrite] = []
 
     def write(self, key: str, value: Any, *, ttl: float | None = None) -> None:
         check_write(key, ttl)  # refused here, in the cabin's step, where failures are isolated
@@ -140,6 +153,19 @@ class Outbox:
             raise ValueError(f"a task must be a non-empty board key or None, got {task!r}")
         self.notes.append(NoteOp("scope", task=task))
 
+    def remember(self, content: str, *, scope: Mapping[str, str],
+                 metadata: Mapping[str, Any] | None = None, stamp: float | None = None) -> None:
+        """Ask the loop's long-term memory to keep ``content`` within ``scope``; the loop
+        logs a ``remembered`` event saying whether it was stored, and why not."""
+        if not isinstance(content, str) or not content.strip():
+            raise ValueError(f"a memory needs content (a non-empty string), got {content!r}")
+        if not isinstance(scope, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in scope.items()):
+            raise ValueError(f"a memory's scope must map strings to strings, got {scope!r}")
+        self.memories.append(MemoryWrite(content, FrozenDict(dict(scope)),
+                                         FrozenDict(freeze(dict(metadata or {}), key=content)),
+                                         stamp))
+
     def __bool__(self) -> bool:
         return bool(self.writes or self.events or self.commands or self.reactions
-                    or self.notes)
+                    or self.notes or self.memories)

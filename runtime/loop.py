@@ -13,31 +13,42 @@ to that cabin's scratchpad, in the order they were made. A cabin that declares
 loop is built); any other cabin that puts notes in its outbox without having one
 fails like a cabin that raised: its outbox is dropped and a ``cabin_failed``
 event (error type ``NoScratchpad``) says why.
+
+Facts a cabin asks to remember (``out.remember``) go to the loop's ``long_term``
+memory, if it has one, and each gets a ``remembered`` event (``stored``, and
+``why``: ``stored``, ``duplicate``, ``recalled``, ``error`` or
+``no_long_term_memory``), so that the cabin's step has no side effect of its own.
 """
 
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import structlog
 
 from runtime.assembler import Assembler
-from runtime.cabin import Cabin, Command, NoteOp, Outbox
+from runtime.cabin import Cabin, Command, MemoryWrite, NoteOp, Outbox
 from runtime.clock import Clock
 from runtime.pack import CabinView, WorkingSet
 from runtime.scratchpad import Scratchpad
+
+if TYPE_CHECKING:
+    from runtime.agent_memory import LongTermMemory
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
 
 STATS_WINDOW = 100_000
 """Ticks whose compute times the percentiles of ``TickStats`` are taken over (the latest)."""
+
+_log = structlog.get_logger("tickwork.loop")
 
 
 class OverrunPolicy(Protocol):
@@ -145,6 +156,7 @@ class TickLoop:
         hooks: Sequence[TickHook] = (),
         suppress: Suppressor | None = None,
         timer: Callable[[], float] = time.perf_counter,
+        long_term: LongTermMemory | None = None,
     ) -> None:
         if not rate_hz > 0 or not math.isfinite(rate_hz):
             raise ValueError(f"rate_hz must be a positive number, got {rate_hz!r}")
@@ -171,12 +183,20 @@ class TickLoop:
         self.hooks = tuple(hooks)
         self.suppress = suppress
         self.timer = timer
+        self.long_term = long_term
         self.tick = 0
         self._start: float | None = None
         self._slot = 0
         self._counters = _Counters()
         self._capacity_alarm = False
         self._log = structlog.get_logger("tickwork.loop")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the long-term memory (an open database): whoever restores the
+        loop gives it one again."""
+        state = self.__dict__.copy()
+        state["long_term"] = None
+        return state
 
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""
@@ -298,6 +318,8 @@ class TickLoop:
             log.append("reaction", {"cabin": r.cabin, "pattern": r.pattern,
                                     "reaction": r.reaction, **r.detail},
                        tags=(tag, "reaction"))
+        for m in out.memories:
+            log.append("remembered", remember(self.long_term, m), tags=(tag, "memory"))
 
     def stats(self) -> TickStats:
         c = self._counters
@@ -313,6 +335,21 @@ class TickLoop:
             capacity_alarms=c.capacity_alarms,
             cabin_failures=c.failures,
         )
+
+
+def remember(long_term: LongTermMemory | None, write: MemoryWrite) -> dict[str, Any]:
+    """Keep ``write`` in ``long_term``; the ``remembered`` event's data: the fact's metadata,
+    its content, whether it was ``stored`` and ``why`` (not)."""
+    stored, why = False, "no_long_term_memory"
+    if long_term is not None:
+        try:
+            result = long_term.remember(write.content, scope=dict(write.scope),
+                                        metadata=dict(write.metadata), stamp=write.stamp)
+            stored, why = result.stored, str(result.reason)
+        except sqlite3.Error as exc:  # a locked or broken file must not stop the robot
+            _log.warning("remember_failed", error=str(exc), content=write.content)
+            why = "error"
+    return {**write.metadata, "content": write.content, "stored": stored, "why": why}
 
 
 def _apply_notes(pad: Scratchpad, ops: Sequence[NoteOp], tick: int) -> None:

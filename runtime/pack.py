@@ -48,6 +48,16 @@ class Selection:
 
 
 @dataclass(frozen=True, slots=True)
+class Occupancy:
+    """How full working memory was at the freeze: items held, how many of them are
+    pinned, and the capacity. Over capacity means the pinned items alone overflow it."""
+
+    held: int
+    pinned: int
+    capacity: int
+
+
+@dataclass(frozen=True, slots=True)
 class WorkingSet:
     """The frozen pack of one tick."""
 
@@ -58,6 +68,9 @@ class WorkingSet:
     evictions: tuple[Eviction, ...]
     capacity_alarm: bool
     selections: FrozenDict[str, Selection]
+    occupancy: Occupancy = Occupancy(0, 0, 0)
+    """Working memory's fill at the freeze (zeros in a working set rebuilt from a
+    recording that did not hold it)."""
 
     @property
     def cabins(self) -> tuple[str, ...]:
@@ -80,7 +93,8 @@ class WorkingSet:
 
 
 class Provenance(Mapping[str, WorkItem]):
-    """Key → ``WorkItem`` of a view; calling it gives the view's (key, value) items."""
+    """``view.items`` as DESIGN.md names it: key → ``WorkItem``, like ``view.provenance``;
+    called, as ``view.items()``, it is the usual mapping items view (key, value)."""
 
     __slots__ = ("_items", "_view")
 
@@ -104,20 +118,24 @@ class Provenance(Mapping[str, WorkItem]):
 class CabinView(Mapping[str, Any]):
     """A read-only mapping of key → value for one cabin at one tick."""
 
-    __slots__ = ("_items", "cabin", "capacity_alarm", "corridor_map", "missing", "nearby_map",
-                 "recent_events", "suppressed", "tick", "time", "versions")
+    __slots__ = ("cabin", "capacity_alarm", "corridor_map", "missing", "nearby_map",
+                 "occupancy", "provenance", "recent_events", "suppressed", "tick", "time",
+                 "versions")
 
     cabin: str
     tick: int
     time: float
     versions: Versions
     capacity_alarm: bool
+    occupancy: Occupancy
     suppressed: tuple[str, ...]
     missing: FrozenDict[str, MissingReason]
     nearby_map: tuple[Feature, ...]
     corridor_map: tuple[Feature, ...]
     recent_events: tuple[Event, ...]
-    _items: FrozenDict[str, WorkItem]
+    provenance: FrozenDict[str, WorkItem]
+    """Key → ``WorkItem``: each item with its provenance (source, stamp, seq, importance,
+    first_seen, last_used, and ``via``, the filter that let it in)."""
 
     def __init__(self, cabin: str, ws: WorkingSet, selection: Selection,
                  suppress: tuple[str, ...]) -> None:
@@ -127,9 +145,10 @@ class CabinView(Mapping[str, Any]):
         put(self, "time", ws.time)
         put(self, "versions", ws.versions)
         put(self, "capacity_alarm", ws.capacity_alarm)
+        put(self, "occupancy", ws.occupancy)
         put(self, "suppressed", suppress)
         if not suppress:
-            put(self, "_items", selection.items)
+            put(self, "provenance", selection.items)
             put(self, "missing", selection.missing)
             put(self, "nearby_map", selection.nearby_map)
             put(self, "corridor_map", selection.corridor_map)
@@ -143,7 +162,7 @@ class CabinView(Mapping[str, Any]):
                 continue
             if any(overlaps(pattern, s) for s in suppress):
                 missing[pattern] = "fault"
-        put(self, "_items", items)
+        put(self, "provenance", items)
         put(self, "missing", FrozenDict(missing))
         put(self, "nearby_map", tuple(f for f in selection.nearby_map if f.key in items))
         put(self, "corridor_map",
@@ -158,35 +177,34 @@ class CabinView(Mapping[str, Any]):
         raise AttributeError(f"a CabinView is frozen: cannot delete {name!r}")
 
     def __getitem__(self, key: str) -> Any:
-        return self._items[key].value
+        return self.provenance[key].value
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(self.provenance)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.provenance)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._items
+        return key in self.provenance
 
     @property
     def items(self) -> Provenance:
-        """Key → ``WorkItem`` with provenance (source, stamp, importance, via, ...).
-
-        Called as ``view.items()`` it is the usual mapping items view (key, value).
-        """
-        return Provenance(self._items, self)
+        """DESIGN.md's name for ``provenance``; ``view.items()`` still works as on any
+        mapping."""
+        return Provenance(self.provenance, self)
 
     def item(self, key: str) -> WorkItem | None:
-        return self._items.get(key)
+        """The ``WorkItem`` of ``key`` (with its provenance), or None."""
+        return self.provenance.get(key)
 
     def matching(self, pattern: str) -> dict[str, Any]:
         """Key → value of the items whose key matches ``pattern``, in key order."""
-        return {k: self._items[k].value for k in sorted(self._items) if matches(k, pattern)}
+        return {k: self.provenance[k].value for k in sorted(self.provenance) if matches(k, pattern)}
 
     def is_missing(self, pattern: str) -> MissingReason | None:
         return self.missing.get(pattern)
 
     def __repr__(self) -> str:
-        return (f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self._items)}, "
+        return (f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self.provenance)}, "
                 f"missing={dict(self.missing)!r})")

@@ -38,6 +38,7 @@ from typing import IO, Any, NamedTuple
 from mcap.writer import CompressionType, Writer
 
 from runtime.board import Reading, StateBoard
+from runtime.cabin import Outbox
 from runtime.jsonable import to_json
 from runtime.log import Event, EventLog
 from runtime.loop import TickResult
@@ -60,7 +61,8 @@ CHANNELS: dict[str, dict[str, Any]] = {
                      "properties": {"tick": {"type": "integer"}, "time": {"type": "number"},
                                     "versions": {"type": "object"},
                                     "items": {"type": "object"}, "views": {"type": "object"},
-                                    "capacity_alarm": {"type": "boolean"}}},
+                                    "capacity_alarm": {"type": "boolean"},
+                                    "occupancy": {"type": "object"}}},
     "/evictions": {"required": ["tick", "evictions"],
                    "properties": {"tick": {"type": "integer"},
                                   "evictions": {"type": "array"}}},
@@ -176,7 +178,7 @@ class Recorder:
         views = {}
         for view in result.views:
             views[view.cabin] = {
-                "items": {key: item.via for key, item in view.items.items()},
+                "items": {key: item.via for key, item in view.provenance.items()},
                 "missing": dict(view.missing),
                 "suppressed": list(view.suppressed),
                 "nearby_map": [f.id for f in view.nearby_map],
@@ -187,27 +189,17 @@ class Recorder:
                     "log_seq": ws.versions.log_seq}
         self._put("/working_set", {"tick": tick, "time": now, "versions": versions,
                                    "items": items, "views": views,
-                                   "capacity_alarm": ws.capacity_alarm}, now)
+                                   "capacity_alarm": ws.capacity_alarm,
+                                   "occupancy": {"held": ws.occupancy.held,
+                                                 "pinned": ws.occupancy.pinned,
+                                                 "capacity": ws.occupancy.capacity}}, now)
         self._put("/evictions", {"tick": tick, "evictions": [
             {"key": e.key, "importance": e.importance, "last_used": e.last_used,
              "reason": e.reason} for e in ws.evictions]}, now)
-        cabins: dict[str, Any] = {}
-        for out in result.outboxes:
-            cabins[out.cabin] = {
-                "writes": [{"key": w.key, "value": to_json(w.value), "ttl": w.ttl,
-                            "delete": w.delete} for w in out.writes],
-                "events": [{"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)}
-                           for e in out.events],
-                "commands": [{"name": c.name, "args": to_json(c.args)} for c in out.commands],
-                "reactions": [{"pattern": r.pattern, "reaction": r.reaction,
-                               "detail": to_json(r.detail)} for r in out.reactions],
-                "failed": None,
-            }
+        cabins: dict[str, Any] = {out.cabin: decision_json(out) for out in result.outboxes}
         for failure in result.failures:
-            cabins[failure.cabin] = {"writes": [], "events": [], "commands": [],
-                                     "reactions": [], "failed": {
-                                         "error_type": failure.error_type,
-                                         "message": failure.message}}
+            cabins[failure.cabin] = decision_json(None, {"error_type": failure.error_type,
+                                                         "message": failure.message})
         self._put("/decisions", {"tick": tick, "cabins": cabins}, now)
         self._put("/stats", {"tick": tick, "compute_s": result.compute_seconds,
                              "overrun": result.overrun, "items": len(ws.items),
@@ -294,3 +286,25 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def decision_json(out: Outbox | None, failed: Mapping[str, str] | None = None
+                  ) -> dict[str, Any]:
+    """An outbox in the form ``/decisions`` records; a failed cabin's outbox is dropped and
+    only ``failed`` (error type and message) is kept."""
+    if out is None or failed is not None:
+        return {"writes": [], "events": [], "commands": [], "reactions": [], "memories": [],
+                "failed": dict(failed or {})}
+    return {
+        "writes": [{"key": w.key, "value": to_json(w.value), "ttl": w.ttl, "delete": w.delete}
+                   for w in out.writes],
+        "events": [{"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)}
+                   for e in out.events],
+        "commands": [{"name": c.name, "args": to_json(c.args)} for c in out.commands],
+        "reactions": [{"pattern": r.pattern, "reaction": r.reaction,
+                       "detail": to_json(r.detail)} for r in out.reactions],
+        "memories": [{"content": m.content, "scope": dict(m.scope),
+                      "metadata": to_json(m.metadata), "stamp": m.stamp}
+                     for m in out.memories],
+        "failed": None,
+    }

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from cabins.shipped import shipped_specs_dir
 from runtime import (
     Assembler,
     Cabin,
@@ -54,7 +55,7 @@ from sim.injection import FaultInjector
 from sim.scenario import Scenario, load_scenario
 from sim.world import World
 
-SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+SPECS_DIR = shipped_specs_dir()
 """The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
 
 BUILTIN_CABINS = ("planner", "executor", "monitor")
@@ -248,7 +249,8 @@ class Simulation:
         self.assembler = Assembler(self.board, self.cabin_map, self.log, self.memory, used)
         self.loop = TickLoop(self.assembler, self.injector.wrap(cabins), self.rate_hz,
                              self.clock, hooks=(self,),
-                             suppress=self.injector.suppress if self.faults else None)
+                             suppress=self.injector.suppress if self.faults else None,
+                             long_term=memory)
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
         self.stopped_by: str | None = None
@@ -269,6 +271,9 @@ class Simulation:
             source.lock = self._lock
         self.board.add_listener(self.digest)
         self.log.add_listener(self.tally)
+        # the loop writes what the planner asks to remember to the file the planner reopened
+        planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
+        self.loop.long_term = getattr(planners[0], "long_term", None) if planners else None
 
     def attach_recorder(self, recorder: Recorder) -> None:
         """Record the run from now on (a simulation unpickled from a checkpoint has none)."""

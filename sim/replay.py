@@ -29,14 +29,15 @@ from typing import Any
 
 from runtime.cabin import Cabin, Outbox
 from runtime.freeze import FrozenDict
-from runtime.jsonable import from_json, to_json
+from runtime.jsonable import from_json
 from runtime.memory import Eviction, WorkItem
-from runtime.pack import CabinView, Selection, Versions, WorkingSet
+from runtime.pack import CabinView, Occupancy, Selection, Versions, WorkingSet
+from runtime.recorder import decision_json
 from runtime.scratchpad import NOTE_PREFIX
 from runtime.spec import ContextSpec
 from sim.recording import Recording
 
-FIELDS = ("writes", "events", "commands", "reactions", "failed")
+FIELDS = ("writes", "events", "commands", "reactions", "memories", "failed")
 """The parts of a decision that are compared, in report order."""
 
 _NOTE_VIA = "note:scratchpad"
@@ -167,13 +168,15 @@ class ViewBuilder:
                 for e in (evictions or {}).get("evictions", ()))
             selections = {cabin: self._selection(tick, cabin, view, held)
                           for cabin, view in message["views"].items()}
+            load = message.get("occupancy") or {"held": 0, "pinned": 0, "capacity": 0}
+            occupancy = Occupancy(int(load["held"]), int(load["pinned"]), int(load["capacity"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ReplayError(f"tick {tick}: the recorded working set cannot be rebuilt "
                               f"({type(exc).__name__}: {exc})") from None
         return WorkingSet(tick=tick, time=message["time"], versions=versions,
                           items=FrozenDict(held), evictions=gone,
                           capacity_alarm=bool(message.get("capacity_alarm", False)),
-                          selections=FrozenDict(selections))
+                          selections=FrozenDict(selections), occupancy=occupancy)
 
     def views(self, message: Mapping[str, Any],
               evictions: Mapping[str, Any] | None = None) -> dict[str, CabinView]:
@@ -252,28 +255,12 @@ def _check_view(view: CabinView, recorded: Mapping[str, Any]) -> None:
 # -- decisions -------------------------------------------------------------------------------
 
 
-def decision_json(out: Outbox, failed: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """An outbox in the form ``/decisions`` records (a failed cabin's outbox is dropped)."""
-    if failed is not None:
-        return {"writes": [], "events": [], "commands": [], "reactions": [],
-                "failed": dict(failed)}
-    return {
-        "writes": [{"key": w.key, "value": to_json(w.value), "ttl": w.ttl, "delete": w.delete}
-                   for w in out.writes],
-        "events": [{"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)}
-                   for e in out.events],
-        "commands": [{"name": c.name, "args": to_json(c.args)} for c in out.commands],
-        "reactions": [{"pattern": r.pattern, "reaction": r.reaction,
-                       "detail": to_json(r.detail)} for r in out.reactions],
-        "failed": None,
-    }
-
-
 def compare(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> tuple[Difference, ...]:
     """The parts of two decisions (JSON forms) that differ; floats must match exactly."""
     found: list[Difference] = []
     for name in FIELDS:
-        a, b = recorded.get(name), replayed.get(name)
+        missing: list[Any] | None = None if name == "failed" else []  # not yet recorded then
+        a, b = recorded.get(name, missing), replayed.get(name, missing)
         if name == "failed" or not isinstance(a, list) or not isinstance(b, list):
             if _text(a) != _text(b):
                 found.append(Difference(name, None, a, b))

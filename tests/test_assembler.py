@@ -66,17 +66,23 @@ def test_views_of_one_tick_agree_and_carry_provenance() -> None:
     assert shared == {"pose", "map:shelf-1", f"event:action_failed:{failed.seq}"}
     for key in shared:
         assert p[key] == e[key]
-        assert p.items[key].stamp == e.items[key].stamp
-        assert p.items[key].importance == e.items[key].importance == max(
+        assert p.provenance[key].stamp == e.provenance[key].stamp
+        assert p.provenance[key].importance == e.provenance[key].importance == max(
             PLANNER.weight_for(key), EXECUTOR.weight_for(key))
-    assert p.items["pose"].source == "board"
-    assert p.items["pose"].via == "board:pose"
-    assert p.items["map:shelf-1"].via == "map:window(pose,5)"
-    assert e.items[f"event:action_failed:{failed.seq}"].via == "log:window(10s)"
+    assert p.provenance["pose"].source == "board"
+    assert p.provenance["pose"].via == "board:pose"
+    assert p.provenance["map:shelf-1"].via == "map:window(pose,5)"
+    assert e.provenance[f"event:action_failed:{failed.seq}"].via == "log:window(10s)"
     assert [f.id for f in p.nearby_map] == ["shelf-1"]
     assert e.recent_events == (failed,)
     assert "goal:deliver:1" in p and "goal:deliver:1" not in e
     assert p.missing == {} and e.missing == {}
+    assert dict(p.items()) == {k: p[k] for k in p}  # the usual mapping items: key, value
+    assert set(p.provenance) == set(p) and p.item("pose") is p.provenance["pose"]
+    assert p.items["pose"] is p.provenance["pose"]  # DESIGN.md's name for it
+    assert (ws.occupancy.held, ws.occupancy.pinned, ws.occupancy.capacity) == (
+        len(ws.items), 1, 64)  # goal:* is pinned by default
+    assert p.occupancy == ws.occupancy
     assert ws.versions.board_seq == w.board.seq
     assert ws.versions.map_version == w.map.version
     assert ws.versions.log_seq == w.log.seq
@@ -368,7 +374,7 @@ def _seen(ws: Any) -> dict[str, Any]:
     for name in ws.cabins:
         view = ws.view(name)
         out[name] = (
-            {k: (i.value, i.importance, i.last_used, i.via) for k, i in view.items.items()},
+            {k: (i.value, i.importance, i.last_used, i.via) for k, i in view.provenance.items()},
             view.nearby_map, view.corridor_map, view.recent_events, dict(view.missing))
     return out
 

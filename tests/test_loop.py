@@ -254,3 +254,35 @@ def test_debug_events_stay_quiet_until_logging_is_configured(
     configure_logging(level="debug", stream=stream)
     churn()
     assert "evicted" in stream.getvalue()
+
+
+def test_facts_a_cabin_asks_to_remember_are_kept_by_the_loop_and_logged() -> None:
+    from runtime.agent_memory import LongTermMemory
+
+    class Learning(Recorder):
+        def step(self, view: CabinView, out: Outbox) -> None:
+            out.remember("the west aisle is blocked", scope={"site": "a"},
+                         metadata={"x": 1.0}, stamp=view.time)
+
+    with LongTermMemory(":memory:") as memory:
+        loop = make_loop(SimClock(), Learning("l", spec("l")), long_term=memory)
+        loop.run(2)
+        [record] = memory.records(scope={"site": "a"})  # the same fact twice: kept once
+        assert record.content == "the west aisle is blocked" and record.metadata["x"] == 1.0
+        seen = loop.assembler.log.query(0.0, kinds=["remembered"])
+        assert [(e.data["stored"], e.data["why"]) for e in seen] == [
+            (True, "stored"), (False, "duplicate")]
+        assert {"cabin:l", "memory"} <= seen[0].tags and seen[0].data["x"] == 1.0
+    forgetful = make_loop(SimClock(), Learning("l", spec("l")))  # no long-term memory given
+    forgetful.run(1)
+    [event] = forgetful.assembler.log.query(0.0, kinds=["remembered"])
+    assert (event.data["stored"], event.data["why"]) == (False, "no_long_term_memory")
+
+
+def test_a_memory_without_content_or_with_a_bad_scope_is_refused_in_the_step() -> None:
+    out = Outbox("l")
+    with pytest.raises(ValueError, match="needs content"):
+        out.remember("  ", scope={})
+    with pytest.raises(ValueError, match="scope must map strings to strings"):
+        out.remember("a fact", scope={"site": 1})  # type: ignore[dict-item]
+    assert not out

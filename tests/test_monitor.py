@@ -491,6 +491,9 @@ def test_capacity_alarm_seen_in_the_view_raises_one_alarm_per_episode() -> None:
     for tick in range(3):
         view = make_view(spec, board=board, capacity=2, now=10.0 + tick * 0.05, tick=tick)
         assert view.capacity_alarm  # pinned safety items alone overflow memory
+        assert (view.occupancy.pinned, view.occupancy.capacity) == (4, 2)
         out = run_step(monitor, view)
         alarms += [e for e in out.events if e.kind == "alarm" and e.data["kind"] == "capacity"]
     assert len(alarms) == 1
+    assert {k: alarms[0].data[k] for k in ("held", "pinned", "capacity")} == {
+        "held": 4, "pinned": 4, "capacity": 2}  # what an operator needs to act on it

@@ -17,6 +17,7 @@ from cabins.planner import REACTIONS, Planner
 from runtime.agent_memory import LongTermMemory
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
+from runtime.loop import remember
 from runtime.spec import load_spec
 from runtime.testing import Stale, make_view, run_step
 
@@ -92,6 +93,7 @@ class Bench:
         self.events: list[tuple[str, Any, float]] = []
         self.now = now
         self.tick = 0
+        self.remembered: list[dict[str, Any]] = []
 
     def step(self, *, suppress: Iterable[str] = (), stale: Iterable[str] = ()) -> Outbox:
         hidden = set(stale)
@@ -100,6 +102,8 @@ class Bench:
                          tick=self.tick, suppress=suppress,
                          events=[e for e in self.events if e[2] >= self.now - 3.0])
         out = run_step(self.planner, view)
+        # what the loop does with the facts the planner asks to keep
+        self.remembered = [remember(self.planner.long_term, m) for m in out.memories]
         for write in out.writes:
             if write.delete:
                 self.board.pop(write.key, None)
@@ -546,7 +550,9 @@ def test_an_obstacle_in_the_way_is_remembered_once_with_where_and_when() -> None
     bench.features.append(person(9.0, 2.2))
     out = bench.step()
     assert [e["reason"] for e in events_of(out, "replan")] == ["obstacle_in_corridor"]
-    [note] = events_of(out, "remembered")
+    [asked] = out.memories  # through the outbox: the step itself writes nothing
+    assert asked.scope == {"scenario": "s1"} and asked.metadata["fact"] == "blocked"
+    [note] = bench.remembered
     assert note["stored"] and note["why"] == "stored" and note["kind"] == "person"
     [record] = memory.records(scope={"scenario": "s1"})
     assert record.content == "a person blocked the way near (9, 2)"
@@ -603,8 +609,9 @@ def test_a_recalled_spot_is_never_written_again_and_the_filter_refuses_a_copy() 
     for bench in (first, second):
         bench.step()
         bench.features.append(person(9.0, 2.2))
-    [stored] = events_of(first.step(), "remembered")
-    [refused] = events_of(second.step(), "remembered")
+    first.step()
+    second.step()
+    [stored], [refused] = first.remembered, second.remembered
     assert stored["stored"] and (refused["stored"], refused["why"]) == (False, "duplicate")
     assert memory.count() == 1
 
@@ -613,7 +620,7 @@ def test_a_recalled_spot_is_never_written_again_and_the_filter_refuses_a_copy() 
     third.step()
     third.features.append(person(9.0, 2.2))
     out = third.step()
-    assert events_of(out, "replan") and not events_of(out, "remembered")
+    assert events_of(out, "replan") and not out.memories
     assert memory.count() == 1
 
 

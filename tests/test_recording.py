@@ -125,8 +125,8 @@ def _assert_report_is_what_was_frozen(report: dict[str, Any], result: TickResult
     assert list(report["cabins"]) == [v.cabin for v in result.views]
     for view in result.views:
         seen = report["cabins"][view.cabin]
-        assert list(seen["items"]) == list(view.items)
-        for key, item in view.items.items():
+        assert list(seen["items"]) == list(view.provenance)
+        for key, item in view.provenance.items():
             got = seen["items"][key]
             assert from_json(got["value"]) == item.value, key
             assert (got["via"], got["source"], got["stamp"], got["seq"], got["importance"],
@@ -151,7 +151,7 @@ def _assert_report_is_what_was_frozen(report: dict[str, Any], result: TickResult
     for failure in result.failures:
         assert report["cabins"][failure.cabin]["decision"]["failed"] == {
             "error_type": failure.error_type, "message": failure.message}
-    viewed = {k for v in result.views for k in v.items}
+    viewed = {k for v in result.views for k in v.provenance}
     assert set(report["unviewed"]) == set(ws.items) - viewed
 
 
@@ -207,8 +207,8 @@ def test_key_history_follows_the_working_set_views_and_board(
             assert tick not in rows or not rows[tick]["in_working_set"]
             continue
         assert from_json(rows[tick]["value"]) == item.value
-        assert rows[tick]["views"] == {v.cabin: v.items["pose"].via for v in result.views
-                                       if "pose" in v.items}
+        assert rows[tick]["views"] == {v.cabin: v.provenance["pose"].via for v in result.views
+                                       if "pose" in v.provenance}
     writes = [m for m in recording.messages("/board") if m["key"] == "pose"]
     assert [(w["seq"], w["value"]) for w in history["board"]] == [
         (w["seq"], w["value"]) for w in writes]
@@ -244,8 +244,8 @@ def test_diff_agrees_with_the_frozen_working_sets(run: Run, recording: Recording
         (t, e.key) for t in range(low + 1, high + 1) for e in run.results[t].working_set.evictions]
     for va, vb in zip(run.results[first].views, run.results[second].views, strict=True):
         cabin = report["cabins"][va.cabin]
-        assert set(cabin["in"]) == set(vb.items) - set(va.items)
-        assert set(cabin["out"]) == set(va.items) - set(vb.items)
+        assert set(cabin["in"]) == set(vb.provenance) - set(va.provenance)
+        assert set(cabin["out"]) == set(va.provenance) - set(vb.provenance)
         assert set(cabin["missing_new"]) == set(vb.missing) - set(va.missing)
         assert set(cabin["missing_gone"]) == set(va.missing) - set(vb.missing)
 

@@ -143,7 +143,7 @@ def test_rebuilt_views_are_what_the_cabins_saw(faulted: Path) -> None:
     assert list(executor) == list(recorded["items"])
     for key in executor:
         assert to_json(executor[key]) == message["items"][key]["value"]
-        assert executor.items[key].via == recorded["items"][key]
+        assert executor.provenance[key].via == recorded["items"][key]
 
 
 def test_a_view_of_an_item_the_working_set_lacks_is_refused(clean: Path) -> None:
@@ -167,7 +167,7 @@ def test_a_note_is_rebuilt_under_its_view_key() -> None:
                                     "missing": {}, "suppressed": []}}}
     view = ViewBuilder().views(message)["walker"]
     assert view["note:route_hint"] == note
-    assert view.items["note:route_hint"].via == "note:scratchpad"
+    assert view.provenance["note:route_hint"].via == "note:scratchpad"
 
 
 # -- comparing decisions ---------------------------------------------------------------------

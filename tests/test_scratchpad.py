@@ -157,10 +157,10 @@ def test_notes_enter_only_their_cabins_view_as_note_items() -> None:
     assert sorted(a) == ["note:key_fact", "note:other"]
     assert a["note:key_fact"].value == 42 and a["note:key_fact"].description == "the answer"
     assert b["note:key_fact"].value == "b's own" and "note:other" not in b
-    item = a.items["note:key_fact"]
+    item = a.provenance["note:key_fact"]
     assert (item.source, item.via, item.importance) == ("note", "note:scratchpad", 0.9)
-    assert a.items["note:other"].importance == 0.7
-    assert b.items["note:key_fact"].importance == 0.5  # b's default weight
+    assert a.provenance["note:other"].importance == 0.7
+    assert b.provenance["note:key_fact"].importance == 0.5  # b's default weight
     assert set(ws.items) == {"note:a/key_fact", "note:a/other", "note:b/key_fact"}
     assert [n.key for n in notes_in(a)] == ["key_fact", "other"]
 
@@ -212,7 +212,7 @@ def test_held_notes_never_exceed_capacity_and_lose_by_value(weights: list[float]
     ws = rig.assembler([spec], {"a": pad}, capacity=capacity).assemble(0, 0.0)
     view = ws.view("a")
     assert len(view) == min(capacity, len(weights))
-    kept = [view.items[k].importance for k in view]
+    kept = [view.provenance[k].importance for k in view]
     for eviction in ws.evictions:
         assert all(eviction.importance <= k for k in kept)
 
