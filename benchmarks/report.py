@@ -193,6 +193,13 @@ def markdown(results: Mapping[str, Any]) -> str:
         "",
         "## Stages (p50)",
         "",
+        "The runtime's stages are a from-scratch tick replayed through the sources' public "
+        "APIs (`benchmarks/stages.py`): what each stage costs without what the assembler "
+        "carries from tick to tick (board keys per pattern, unchanged event windows and "
+        "corridors, the moving map window, items held unchanged). They bound each stage "
+        "from above; freeze is the real tick minus the replay, so it reads 0 µs when the "
+        "carried-over work saves more than the freeze costs.",
+        "",
         "| world | runtime board | map | log | eviction | freeze | seed board | map | log | "
         "eviction | candidates / evictions per tick |",
         "|---|---|---|---|---|---|---|---|---|---|---|",

@@ -8,9 +8,11 @@ expiry of what no spec selected, upserts and eviction on a shadow
 ``WorkingMemory`` that receives exactly what the real one does (eviction). The
 real tick is timed right after on the same state; what it spends beyond the
 replayed stages is the freeze stage (selections, the frozen pack and the three
-views). The replay follows ``runtime/assembler.py`` as of this writing (without
-scratchpads, which the benchmark worlds do not have); if the assembler changes,
-the split is an estimate until this follows.
+views). The replay is a from-scratch tick (without scratchpads, which the benchmark
+worlds do not have): it does not carry over what the assembler keeps from one tick
+to the next (board keys per pattern, unchanged event windows, the corridor's and the
+moving window's tree queries, items held unchanged), so each stage it times is an
+upper bound of what that stage costs inside the real tick.
 """
 
 from __future__ import annotations

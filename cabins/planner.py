@@ -31,7 +31,9 @@ a ``memory_scope`` such as ``{"scenario": "warehouse"}``) carries what one run l
 into the next. When the planner re-plans because an obstacle came into the route ahead,
 or because the robot made no progress with an obstacle beside it, it remembers a
 ``BlockedSpot``: where the way was blocked, by what, and when (one per ``memory_cell``
-square; the memory's write filter refuses the same fact twice). The spots of its scope
+square). It asks for each through its outbox (``out.remember``); the loop that runs it
+writes it to the loop's ``long_term`` memory (give the loop the same memory), whose
+write filter refuses the same fact twice. The spots of its scope
 are read once, when the planner is built; spots learned during the run are added to
 them. When it routes, a spot the shortest route passes is treated as expensive, not as
 forbidden (people move): the route that keeps clear of every remembered spot is taken

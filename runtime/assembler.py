@@ -375,7 +375,7 @@ class Assembler:
             center = None if reading is None or reading.is_stale(now) else as_point(reading.value)
             if center is not None:
                 shared = self._centers[spec.map_center]
-                query: tuple[Any, ...] = ("w", center)
+                query: tuple[Any, ...] = ("w", spec.map_center, center)
                 pairs = cache.get(query)
                 if pairs is None:
                     pairs = self.cabin_map.nearby(center, shared.radius, kinds=shared.kinds,

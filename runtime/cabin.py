@@ -162,6 +162,8 @@ class Outbox:
         if not isinstance(scope, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in scope.items()):
             raise ValueError(f"a memory's scope must map strings to strings, got {scope!r}")
+        if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int | float)):
+            raise ValueError(f"a memory's stamp must be a number or None, got {stamp!r}")
         self.memories.append(MemoryWrite(content, FrozenDict(dict(scope)),
                                          FrozenDict(freeze(dict(metadata or {}), key=content)),
                                          stamp))

@@ -346,7 +346,8 @@ def remember(long_term: LongTermMemory | None, write: MemoryWrite) -> dict[str, 
             result = long_term.remember(write.content, scope=dict(write.scope),
                                         metadata=dict(write.metadata), stamp=write.stamp)
             stored, why = result.stored, str(result.reason)
-        except sqlite3.Error as exc:  # a locked or broken file must not stop the robot
+        except (sqlite3.Error, ValueError, TypeError) as exc:
+            # a locked or broken file, or metadata it cannot store, must not stop the robot
             _log.warning("remember_failed", error=str(exc), content=write.content)
             why = "error"
     return {**write.metadata, "content": write.content, "stored": stored, "why": why}

@@ -287,7 +287,8 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
         print(f"stopped by {summary['stopped_by']} after tick {summary['ticks']}"
               + (f"; the recording {plan.record} is complete" if plan.record else ""),
               file=sys.stderr)
-        return 128 + int(signal.Signals[summary["stopped_by"]])
+        number = getattr(signal.Signals, str(summary["stopped_by"]), signal.SIGINT)
+        return 128 + int(number)
     return EXIT_FAILED if failed(summary) else EXIT_OK
 
 
@@ -523,7 +524,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from runtime import SpecError, configure_logging, load_specs
     from sim import campaign as cp
     from sim.faults import FaultError, FaultPlan
-    from sim.harness import SPECS_DIR
+    from sim.harness import BUILTIN_CABINS, SPECS_DIR
     from sim.scenario import ScenarioError, load_scenario
 
     configure_logging(level="error")
@@ -533,6 +534,15 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         specs = load_specs(args.specs or SPECS_DIR)
     except (ScenarioError, SpecError) as exc:
         raise InputError(str(exc)) from None
+    absent = [name for name in BUILTIN_CABINS if name not in specs]
+    if absent:
+        raise InputError(f"--specs {args.specs}: no spec for the built-in cabin(s) "
+                         f"{', '.join(absent)}")
+    others = sorted(set(specs) - set(BUILTIN_CABINS))
+    if others:  # a campaign runs the built-in cabins only
+        print(f"note: --specs {args.specs}: campaigns run the built-in cabins; ignoring the "
+              f"spec(s) of {', '.join(others)}", file=sys.stderr)
+        specs = {name: specs[name] for name in BUILTIN_CABINS}
     if args.report is not None:
         from sim.cmd_report import check_report_target
 

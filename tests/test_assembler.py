@@ -427,3 +427,18 @@ def test_a_required_pattern_is_found_among_sorted_keys_as_by_a_scan(
     rx = re.compile(fnmatch.translate(pattern)).match
     assert _any_from(sorted(keys), literal_prefix(pattern), rx) == any(
         fnmatch.fnmatchcase(k, pattern) for k in keys)
+
+
+def test_two_centre_keys_at_one_point_keep_their_own_windows() -> None:
+    w = World()
+    w.board.write("pose", (0.0, 0.0, 0.0))
+    w.board.write("dock_pose", (0.0, 0.0, 0.0))  # the robot stands on the dock
+    w.map.add(Feature("near", Point(2, 0), "obstacle"))
+    w.map.add(Feature("far", Point(8, 0), "shelf"))
+    a = ContextSpec(name="a", board_keys=("pose",), map_center="pose", map_radius=3.0,
+                    map_kinds=("obstacle",))
+    b = ContextSpec(name="b", board_keys=("dock_pose",), map_center="dock_pose",
+                    map_radius=10.0)
+    ws = w.assembler(a, b).assemble(0, 0.0)
+    assert [f.id for f in ws.view("a").nearby_map] == ["near"]
+    assert [f.id for f in ws.view("b").nearby_map] == ["near", "far"]

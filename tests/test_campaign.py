@@ -132,12 +132,19 @@ def test_campaign_specs_option_checks_the_contract_the_given_specs_declare(
     text = executor.read_text().replace('required = [\n', 'required = [\n    "lidar:front",\n', 1)
     reaction = '[on_missing]\n"lidar:front" = "stop:hold"\n'
     executor.write_text(text.replace("[on_missing]\n", reaction, 1))
+    (specs / "mine.toml").write_text('name = "mine"\nboard_keys = ["pose"]\n')
     out = tmp_path / "results.json"
     done = cli("campaign", "--specs", str(specs), "--faults", "auto", "--seeds", "0",
                "--ticks", "210", "--workers", "2", "--out", str(out))
     assert "Traceback" not in done.stderr, done.stderr
+    assert "ignoring the spec(s) of mine" in done.stderr  # campaigns run the built-in cabins
     labels = [row["fault"] for row in json.loads(out.read_text())["table"]]
     assert "missing:executor:lidar:front@200-600" in labels
+    assert not any(":mine:" in label for label in labels)
+
+    (specs / "monitor.toml").unlink()
+    done = cli("campaign", "--specs", str(specs), "--faults", "auto")
+    assert done.returncode == 2 and "no spec for the built-in cabin(s) monitor" in done.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [

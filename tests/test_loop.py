@@ -286,3 +286,21 @@ def test_a_memory_without_content_or_with_a_bad_scope_is_refused_in_the_step() -
     with pytest.raises(ValueError, match="scope must map strings to strings"):
         out.remember("a fact", scope={"site": 1})  # type: ignore[dict-item]
     assert not out
+
+
+def test_a_fact_the_memory_cannot_store_fails_alone_not_the_outbox() -> None:
+    from runtime.agent_memory import LongTermMemory
+
+    class Odd(Recorder):
+        def step(self, view: CabinView, out: Outbox) -> None:
+            super().step(view, out)
+            out.remember("a fact", scope={"site": "a"}, metadata={"shape": {"a", "b"}})
+
+    with LongTermMemory(":memory:") as memory:
+        cabin = Odd("o", spec("o"))
+        loop = make_loop(SimClock(), cabin, long_term=memory)
+        result = loop.step()
+        assert result.failures == () and [c.name for c in result.commands] == ["drive"]
+        [event] = loop.assembler.log.query(0.0, kinds=["remembered"])
+        assert (event.data["stored"], event.data["why"]) == (False, "error")
+        assert memory.count() == 0
