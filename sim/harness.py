@@ -49,6 +49,7 @@ from runtime import (
     load_specs,
 )
 from runtime.agent_memory import LongTermMemory
+from runtime.jsonable import to_json
 from runtime.recorder import Recorder
 from sim.faults import Fault, FaultPlan
 from sim.injection import FaultInjector
@@ -214,8 +215,13 @@ class Simulation:
         if memory is not None and not isinstance(memory, LongTermMemory):
             raise TypeError(f"long_term must be a SQLite file path or a LongTermMemory, got "
                             f"{type(long_term).__name__}")
-        cabins = builtin_cabins(specs, long_term=memory,
-                                memory_scope={"scenario": self.scenario.name})
+        scope = {"scenario": self.scenario.name}
+        cabins = builtin_cabins(specs, long_term=memory, memory_scope=scope)
+        # what the planner knew when the run started, so that a replay knows it too
+        self.long_term_start: dict[str, Any] | None = None if memory is None else {
+            "scope": scope,
+            "records": [{"content": r.content, "metadata": to_json(r.metadata),
+                         "stamp": r.stamp} for r in memory.records(scope=scope)]}
         for cabin in extra:
             if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
                 raise ValueError(f"two cabins are named {cabin.spec.name!r}")
@@ -300,6 +306,8 @@ class Simulation:
             "cabins": json.dumps(self.cabin_names),
             "faults": json.dumps([f.label for f in faults]),
             "tickwork_version": tickwork,
+            **({} if self.long_term_start is None else
+               {"long_term": json.dumps(self.long_term_start)}),
         }
 
     def close(self) -> None:

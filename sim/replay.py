@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.agent_memory import LongTermMemory
 from runtime.cabin import Cabin, Outbox
 from runtime.freeze import FrozenDict
 from runtime.jsonable import from_json
@@ -319,6 +320,26 @@ def _cabin_order(recording: Recording, first_tick: int | None) -> list[str]:
     return list(json.loads(recording.metadata.get("cabins", "[]")))
 
 
+def _long_term_at_start(recording: Recording) -> LongTermMemory | None:
+    """An in-memory long-term memory holding what the recorded run's planner knew when it
+    started (None for a run without one), so the replayed planner plans and learns alike."""
+    text = recording.metadata.get("long_term")
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+        scope = {str(k): str(v) for k, v in data["scope"].items()}
+        records = [(str(r["content"]), from_json(r["metadata"]), r["stamp"])
+                   for r in data["records"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ReplayError(f"{recording.path}: the run metadata's long-term memory cannot be "
+                          f"read ({type(exc).__name__}: {exc})") from None
+    memory = LongTermMemory(":memory:")
+    for content, metadata, stamp in records:
+        memory.remember(content, scope=scope, metadata=metadata, stamp=stamp)
+    return memory
+
+
 def build_cabins(recording: Recording, order: Sequence[str], specs: Mapping[str, ContextSpec],
                  given: Sequence[Cabin]) -> tuple[list[Cabin], list[str], list[str]]:
     """The cabins to replay in ``order``: ``given`` ones by name, built-in ones built fresh
@@ -341,8 +362,11 @@ def build_cabins(recording: Recording, order: Sequence[str], specs: Mapping[str,
                          "recorded one")
     wanted = [n for n in order if n in BUILTIN_CABINS and n not in by_name]
     if wanted:
+        known = _long_term_at_start(recording)
         try:
-            built = {c.name: c for c in builtin_cabins(specs)}
+            built = {c.name: c for c in builtin_cabins(
+                specs, long_term=known, memory_scope=None if known is None else
+                dict(json.loads(recording.metadata["long_term"])["scope"]))}
         except ValueError as exc:
             raise ReplayError(f"{recording.path}: {exc}") from None
         for name in wanted:

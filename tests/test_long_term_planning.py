@@ -24,6 +24,7 @@ from sim.campaign import RunRequest
 from sim.checkpoint import RunPlan, load, save
 from sim.cli import main
 from sim.harness import Simulation, deterministic_fields
+from sim.recording import Recording
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "blocked_aisle"
@@ -283,3 +284,24 @@ def test_campaign_runs_share_one_memory(tmp_path: Path, scenario: Path,
     assert report["memory"] == str(memory.resolve())
     facts = records(memory)
     assert facts and len(set(facts)) == len(facts)
+
+
+@pytest.mark.parametrize("start", ["empty", "after_first"])
+def test_a_run_with_memory_replays_without_drift(place: Path, scenario: Path,
+                                                  runs: dict[str, Any], start: str) -> None:
+    """The recording holds what the planner knew at the start and every fact it asked to
+    keep, so a replayed planner plans, and learns, exactly as the recorded one did."""
+    from sim.replay import replay
+
+    memory = place / f"replay_{start}.sqlite"
+    if start == "after_first":
+        shutil.copyfile(runs["after_first"], memory)
+    out = place / f"replay_{start}.mcap"
+    sim = Simulation(scenario, seed=SEED, long_term=memory, record=out)
+    sim.run()
+    sim.close()
+    asked = [d for d in Recording.open(out).messages("/decisions")
+             for c in d["cabins"].values() if c.get("memories")]
+    assert bool(asked) == (start == "empty")  # the second run learns nothing new
+    report = replay(out)
+    assert report.drifts == (), report.drifts[:3]
