@@ -393,9 +393,14 @@ def _stop_on_signals(sim: Any) -> dict[int, Any]:
     finished whole; a second signal interrupts at once. Returns the previous handlers."""
     import signal
 
+    received: list[int] = []
+
     def stop(signum: int, frame: object) -> None:
-        if sim.stopped_by is not None:
-            raise KeyboardInterrupt(f"signal {signum}")
+        received.append(signum)
+        if len(received) > 1:  # the second one: stop now, as the signal would have
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt(f"signal {signum}")
+            raise SystemExit(128 + signum)
         sim.request_stop(signal.Signals(signum).name)
 
     return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}

@@ -259,7 +259,8 @@ class Simulation:
                              long_term=memory)
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
-        self.stopped_by: str | None = None
+        self.stopped_by: str | None = None  # why the last run() ended early, if it did
+        self._stop_request: str | None = None
         self._results_listeners: list[Callable[[TickResult], None]] = []
 
     def __getstate__(self) -> dict[str, Any]:
@@ -267,7 +268,7 @@ class Simulation:
         state["recorder"] = None
         state["_results_listeners"] = []
         state["_own_memory"] = None  # the planner opens its memory file again
-        state["stopped_by"] = None  # a stop asked for while checkpointing is not resumed
+        state["stopped_by"] = state["_stop_request"] = None  # a resumed run starts afresh
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -361,8 +362,9 @@ class Simulation:
 
     def request_stop(self, reason: str) -> None:
         """Ask ``run`` to stop once the tick in progress is over: a signal handler calls
-        this, so that no tick and no recorded message is cut in half."""
-        self.stopped_by = reason
+        this, so that no tick and no recorded message is cut in half. The run that stops
+        for it reports ``reason`` as ``stopped_by``; one that had no tick left does not."""
+        self._stop_request = reason
 
     def run(self, ticks: int | None = None, *, until_done: bool = True,
             progress: Callable[[int], None] | None = None,
@@ -378,8 +380,10 @@ class Simulation:
         total = self.max_ticks if ticks is None else ticks
         started = time.perf_counter()
         try:
+            self.stopped_by = None
             for _ in range(total):
-                if self.stopped_by is not None:
+                if self._stop_request is not None:
+                    self.stopped_by, self._stop_request = self._stop_request, None
                     break
                 self.loop.step()
                 if progress is not None:

@@ -47,7 +47,16 @@ def test_a_requested_stop_ends_the_run_after_the_tick_in_progress() -> None:
     summary = sim.run(400, until_done=False)
     assert summary["ticks"] == 42  # tick 41 finished whole; nothing after it ran
     assert summary["stopped_by"] == "SIGTERM"
+    again = sim.run(5, until_done=False)  # the request was served: the next run goes on
+    assert (again["ticks"], again["stopped_by"]) == (47, None)
     assert Simulation("warehouse", seed=0).run(10, until_done=False)["stopped_by"] is None
+
+
+def test_a_stop_asked_for_in_the_last_tick_does_not_mark_a_finished_run_stopped() -> None:
+    sim = Simulation("warehouse", seed=0)
+    sim.add_tick_listener(lambda result: sim.request_stop("SIGINT") if result.tick == 9 else None)
+    summary = sim.run(10, until_done=False)
+    assert (summary["ticks"], summary["stopped_by"]) == (10, None)
 
 
 def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run() -> None:
