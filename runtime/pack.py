@@ -93,7 +93,7 @@ class WorkingSet:
 
 
 class Provenance(Mapping[str, WorkItem]):
-    """``view.items`` as DESIGN.md names it: key → ``WorkItem``, like ``view.provenance``;
+    """``view.items`` as the shared design names it: key → ``WorkItem``, as ``view.provenance``;
     called, as ``view.items()``, it is the usual mapping items view (key, value)."""
 
     __slots__ = ("_items", "_view")
@@ -190,7 +190,7 @@ class CabinView(Mapping[str, Any]):
 
     @property
     def items(self) -> Provenance:
-        """DESIGN.md's name for ``provenance``; ``view.items()`` still works as on any
+        """The shared design's name for ``provenance``; ``view.items()`` still works as on any
         mapping."""
         return Provenance(self.provenance, self)
 

@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "checkpoint resumed from)")
     run.add_argument("--resume", metavar="CKPT",
                      help="go on with the run a checkpoint holds, to the end the run would "
-                          "have reached (its settings, recording and checkpoint cadence come "
-                          "from the checkpoint; --ticks, --duration and --full set a new end)")
+                          "have reached (its settings and recording come from the checkpoint; "
+                          "--ticks, --duration and --full set a new end, --checkpoint-every "
+                          "and --checkpoint a new cadence)")
     run.add_argument("--memory", metavar="FILE.sqlite",
                      help="the planner's long-term memory: it recalls where earlier runs of "
                           "this scenario found the way blocked, and remembers where this run "
