@@ -35,6 +35,14 @@ def lint(spec: ContextSpec) -> list[str]:
             continue
         elif not any(overlaps(pattern, key) for key in spec.board_keys):
             warnings.append(f"required {pattern!r} is not read: no board_keys pattern covers it")
+    # settings that do nothing because what they refine is off (every distance defaults to 0)
+    if spec.map_center is not None and spec.map_radius <= 0:
+        warnings.append(f"map_center is {spec.map_center!r} but map_radius is 0: no map window")
+    if (spec.map_kinds or spec.map_tags) and spec.map_radius <= 0 and spec.corridor_width <= 0:
+        warnings.append("map_kinds/map_tags are set but the spec has no map window or "
+                        "corridor: they filter nothing")
+    if (spec.event_kinds or spec.event_tags) and spec.event_window <= 0:
+        warnings.append("event_kinds/event_tags are set but event_window is 0: no events")
     return warnings
 
 

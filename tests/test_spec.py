@@ -350,3 +350,17 @@ def test_weight_for_agrees_with_the_rule(fields: dict[str, Any], key: str) -> No
             expected = max(hits, key=lambda pw: specificity(pw[0]))[1]
     assert spec.weight_for(key) == expected
     assert spec.weight_for(key) == expected  # and again, from the cache
+
+
+def test_check_spec_warns_about_settings_that_do_nothing() -> None:
+    from sim.speccheck import lint
+
+    quiet = ContextSpec(name="q", map_center="pose", map_kinds=("shelf",),
+                        event_kinds=("action_failed",))
+    warnings = lint(quiet)
+    assert "map_center is 'pose' but map_radius is 0: no map window" in warnings
+    assert any(w.startswith("map_kinds/map_tags are set") for w in warnings)
+    assert "event_kinds/event_tags are set but event_window is 0: no events" in warnings
+    working = ContextSpec(name="w", map_center="pose", map_radius=5.0, map_kinds=("shelf",),
+                          event_window=2.0, event_kinds=("action_failed",))
+    assert lint(working) == []
