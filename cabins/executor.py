@@ -22,8 +22,10 @@ it cannot see where it is, how fast it goes, its plan or its route, it holds; wh
 speed-limit constraints are hidden from it, it caps its speed everywhere; when its
 failure records are hidden, its retries turn conservative. Each of these is reported
 as a reaction once per episode (an episode ends after ``EPISODE_QUIET_TICKS`` ticks
-without the item missing), and they are exactly the ``[on_missing]`` of
-``specs/executor.toml``. The board key ``retry:mode`` shows the policy in force.
+without the item missing). A spec's ``[on_missing]`` may pick ``stop:hold`` instead
+of slowing down or of conservative retries (``REACTIONS`` lists what it can do for
+each item); it refuses one it cannot carry out. The board key ``retry:mode`` shows the
+policy in force.
 """
 
 from __future__ import annotations
@@ -66,15 +68,17 @@ Point2 = tuple[float, float]
 StepKey = tuple[str, str, str]
 """(task, step id, action): the identity of a step across plan revisions."""
 
-REACTIONS: Final[Mapping[str, str]] = {
-    "pose": "stop:hold",
-    "velocity": "stop:hold",
-    "plan": "stop:hold",
-    "route": "stop:hold",
-    "constraint:*": "slow:speed_limits_unknown",
-    FAILURE_PATTERN: "retry:conservative",
+HOLD: Final = "stop:hold"
+REACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "pose": (HOLD,),
+    "velocity": (HOLD,),
+    "plan": (HOLD,),
+    "route": (HOLD,),
+    "constraint:*": ("slow:speed_limits_unknown", HOLD),
+    FAILURE_PATTERN: ("retry:conservative", HOLD),
 }
-"""Required pattern -> what the executor does when it is missing (not merely absent)."""
+"""Required pattern -> what the executor can do when it is missing (not merely absent): the
+first unless the spec's ``[on_missing]`` picks another. Holding is always one of them."""
 
 EPISODE_QUIET_TICKS: Final = 20
 """Ticks an item must stay visible (or merely absent) before a new episode is reported."""
@@ -345,6 +349,10 @@ class Executor:
                              f"got {outcome_timeout_ticks!r}")
         _check_declared(spec)
         self.spec = spec
+        self.reactions: Mapping[str, str] = {
+            pattern: spec.on_missing.get(pattern, allowed[0])
+            for pattern, allowed in REACTIONS.items()}
+        """Required pattern -> the reaction in force: the spec's choice, else the default."""
         self.lookahead = float(lookahead)
         self.arrive_fraction = float(arrive_fraction)
         self.approach_distance = float(approach_distance)
@@ -397,11 +405,18 @@ class Executor:
             out.write("retry:mode", choice.policy.name)
         self._report_missing(view, out)
         v, w = self._decide(view, out, choice.policy)
+        if self._told_to_hold(view):
+            v, w = _HOLD
         out.command("drive", v=v, w=w)
+
+    def _told_to_hold(self, view: CabinView) -> bool:
+        """Whether an item the spec says to hold for is missing (for a reason but absence)."""
+        return any(reaction == HOLD and view.missing.get(pattern) not in (None, "absent")
+                   for pattern, reaction in self.reactions.items())
 
     def _report_missing(self, view: CabinView, out: Outbox) -> None:
         episodes = self._episodes
-        for pattern, reaction in REACTIONS.items():
+        for pattern, reaction in self.reactions.items():
             reason = view.missing.get(pattern)
             if reason is not None and reason != "absent":
                 episode = episodes.get(pattern)
@@ -640,7 +655,8 @@ class Executor:
         zones = self._read_zones(view)
         cap = math.inf
         reason = view.missing.get("constraint:*")
-        if reason is not None and reason != "absent":
+        if reason is not None and reason != "absent" \
+                and self.reactions["constraint:*"] == "slow:speed_limits_unknown":
             cap = min(self.blind_max_speed, self._lowest_limit)
         if not zones:
             return cap
@@ -711,9 +727,16 @@ class Executor:
 
 
 def _check_declared(spec: ContextSpec) -> None:
-    """Refuse a spec whose declared reactions are not what this cabin does."""
-    wrong = [f"{p!r} = {r!r} (the executor does {REACTIONS.get(p, 'nothing')!r})"
-             for p, r in spec.on_missing.items() if REACTIONS.get(p) != r]
+    """Refuse a spec that declares a reaction this cabin cannot carry out."""
+    wrong = []
+    for pattern, reaction in spec.on_missing.items():
+        allowed = REACTIONS.get(pattern)
+        if allowed is None:
+            wrong.append(f"{pattern!r} = {reaction!r} (the executor has no reaction for "
+                         f"{pattern!r}; it has them for {', '.join(map(repr, REACTIONS))})")
+        elif reaction not in allowed:
+            wrong.append(f"{pattern!r} = {reaction!r} (for {pattern!r} it can do "
+                         f"{' or '.join(map(repr, allowed))})")
     if wrong:
         raise ValueError(f"spec {spec.name!r} declares reactions the executor does not have: "
                          + "; ".join(wrong))

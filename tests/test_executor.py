@@ -95,7 +95,7 @@ def failure(attempt: int, *, stamp: float = 9.5, final: bool = False) -> tuple[s
 
 def test_spec_requires_what_the_executor_needs_and_declares_what_it_does() -> None:
     assert {"pose", "plan", "route", "event:action_failed*"} <= set(SPEC.required)
-    assert dict(SPEC.on_missing) == {p: r for p, r in REACTIONS.items() if p in SPEC.required}
+    assert dict(SPEC.on_missing) == {p: r[0] for p, r in REACTIONS.items() if p in SPEC.required}
     assert set(SPEC.on_missing) == set(SPEC.required)
     assert SPEC.map_center == "pose"
     assert {"action_failed", "action_done"} <= set(SPEC.event_kinds)
@@ -106,6 +106,15 @@ def test_a_spec_declaring_a_reaction_the_executor_lacks_is_refused() -> None:
     data["on_missing"] = {**data["on_missing"], "pose": "alarm:lost"}
     with pytest.raises(ValueError, match=r"'pose' = 'alarm:lost'.*'stop:hold'"):
         Executor(ContextSpec.model_validate(data))
+    data["on_missing"] = {"constraint:*": "retry:conservative"}
+    with pytest.raises(ValueError, match=r"can do 'slow:speed_limits_unknown' or 'stop:hold'"):
+        Executor(ContextSpec.model_validate(data))
+
+
+def with_reactions(chosen: Mapping[str, str]) -> ContextSpec:
+    data = SPEC.model_dump()
+    data["on_missing"] = {**data["on_missing"], **chosen}
+    return ContextSpec.model_validate(data)
 
 
 @pytest.mark.parametrize(("name", "value"), [("lookahead", 0.0), ("arrive_fraction", 1.5),
@@ -496,3 +505,23 @@ def test_without_speed_limits_it_caps_its_speed_everywhere_and_reports() -> None
     assert 0 < drive(out)[0] <= 0.5
     assert [(r.pattern, r.reaction) for r in out.reactions] == [
         ("constraint:*", "slow:speed_limits_unknown")]
+
+
+def test_a_spec_may_choose_to_hold_rather_than_slow_without_speed_limits() -> None:
+    board = board_with(velocity=(1.0, 0.0), route=((0.0, 0.0), (20.0, -5.0)),
+                       plan=plan_of(step_of("go_to", (20.0, -5.0))))
+    careful = Executor(with_reactions({"constraint:*": "stop:hold"}))
+    assert careful.reactions["constraint:*"] == "stop:hold"
+    assert drive(tick(careful, board))[0] > 0.5  # constraints merely absent: it drives
+    out = tick(careful, board, tick=1, suppress=["constraint:*"])
+    assert drive(out) == (0.0, 0.0)
+    assert [(r.pattern, r.reaction) for r in out.reactions] == [("constraint:*", "stop:hold")]
+
+
+def test_a_spec_may_choose_to_hold_rather_than_retry_blind() -> None:
+    board = board_with(velocity=(1.0, 0.0), route=((0.0, 0.0), (20.0, -5.0)),
+                       plan=plan_of(step_of("go_to", (20.0, -5.0))))
+    careful = Executor(with_reactions({"event:action_failed*": "stop:hold"}))
+    out = tick(careful, board, suppress=["event:action_failed*"])
+    assert drive(out) == (0.0, 0.0)
+    assert [r.reaction for r in out.reactions] == ["stop:hold"]
