@@ -22,6 +22,7 @@ from typing import Any
 from runtime.clock import Clock
 from runtime.freeze import freeze
 from runtime.patterns import is_glob, literal_prefix, matches
+from runtime.source import PicklableSource
 
 BoardListener = Callable[["Reading | None", str], None]
 
@@ -64,8 +65,11 @@ def check_write(key: str, ttl: float | None) -> None:
         raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
 
 
-class StateBoard:
-    """Key → current ``Reading``. Thread-safe under ``lock``."""
+class StateBoard(PicklableSource):
+    """Key → current ``Reading``. Thread-safe under ``lock``; pickles without the lock,
+    the listeners and the sorted key index (see ``runtime.source``)."""
+
+    _derived = ("_sorted_keys",)
 
     def __init__(self, *, clock: Clock, lock: threading.RLock | None = None) -> None:
         self.clock = clock
@@ -147,21 +151,9 @@ class StateBoard:
         with self.lock:
             self._listeners.append(listener)
 
-    def __getstate__(self) -> dict[str, Any]:
-        """The readings and the sequence; not the lock, the listeners or the key index."""
-        state = self.__dict__.copy()
-        for name in ("lock", "_listeners", "_sorted_keys"):
-            del state[name]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """A new lock of its own and no listeners: whoever shares the lock or listens
-        (a simulation, a recorder) wires itself up again after unpickling."""
-        self.__dict__.update(state)
-        self.lock = threading.RLock()
+    def _rebuild(self) -> None:
         self._listeners = []
         self._sorted_keys = sorted(self._readings)
-        self.__dict__.setdefault("_key_set_version", 0)  # a checkpoint from before it existed
 
     def __len__(self) -> int:
         return len(self._readings)

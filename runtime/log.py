@@ -34,6 +34,7 @@ import structlog
 
 from runtime.clock import Clock
 from runtime.freeze import FreezeError, freeze
+from runtime.source import PicklableSource
 
 _log = structlog.get_logger(__name__)
 
@@ -75,8 +76,11 @@ class _KindIndex:
         return (seqs[j] for j in range(hi - 1, lo - 1, -1))
 
 
-class EventLog:
-    """Append-only, time-ordered events with windowed queries and optional retention."""
+class EventLog(PicklableSource):
+    """Append-only, time-ordered events with windowed queries and optional retention;
+    pickles without the lock, the listeners and the tag-set cache (``runtime.source``)."""
+
+    _derived = ("_tagsets",)
 
     def __init__(
         self,
@@ -103,18 +107,7 @@ class EventLog:
         self._tagsets: dict[frozenset[str], frozenset[str]] = {}
         self._listeners: tuple[Callable[[Event], None], ...] = ()
 
-    def __getstate__(self) -> dict[str, Any]:
-        """The events and the settings; not the lock, the listeners or the tag-set cache."""
-        state = self.__dict__.copy()
-        for name in ("lock", "_listeners", "_tagsets"):
-            del state[name]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """A new lock of its own and no listeners: whoever shares the lock or listens
-        (a simulation, a recorder) wires itself up again after unpickling."""
-        self.__dict__.update(state)
-        self.lock = threading.RLock()
+    def _rebuild(self) -> None:
         self._listeners = ()
         self._tagsets = {}
 
