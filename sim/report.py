@@ -192,6 +192,19 @@ def _template(name: str) -> str:
     return (TEMPLATES / name).read_text(encoding="utf-8")
 
 
+def _page(name: str, parts: Mapping[str, str], *, scripts: bool) -> str:
+    """The template ``name`` filled with ``parts`` under the shared head (``head.html``):
+    ``title`` and ``subtitle`` go there, with the stylesheet and a Content-Security-Policy
+    that lets in inline scripts only when the page has some."""
+    csp = ("default-src 'none'; style-src 'unsafe-inline'; "
+           + ("script-src 'unsafe-inline'; " if scripts else "") + "img-src data:")
+    head = _fill(_template("head.html"), {
+        "csp": csp, "generator": _e(_generator()), "title": parts["title"],
+        "subtitle": parts["subtitle"], "css": _template("report.css")})
+    body = {k: v for k, v in parts.items() if k not in ("title", "subtitle")}
+    return _fill(_template(name), {**body, "head": head})
+
+
 def _generator() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -1321,10 +1334,8 @@ def run_page(source: str | os.PathLike[str] | Scan | Recording, *,
                  "and an even sample of the rest. For any other tick: "
                  f"python -m sim inspect {shlex.quote(recording.path)} --tick N")
     parts = {
-        "generator": _e(_generator()),
         "title": _e(f"tickwork run · {name} · seed {meta.get('seed', '?')}"),
         "subtitle": f"{_e(length)} · {verdict}",
-        "css": _template("report.css"),
         "js": _template("report.js"),
         "notices": "".join(notices),
         "map": f'<div class="mapwrap">{drawn.svg}{_map_legend(run)}</div>',
@@ -1336,7 +1347,7 @@ def run_page(source: str | os.PathLike[str] | Scan | Recording, *,
         "settings": _settings_html(run, scenario),
         "data": _json_script("report-data", data),
     }
-    page = _fill(_template("run.html"), parts)
+    page = _page("run.html", parts, scripts=True)
     info = ReportInfo(path="", bytes=len(page.encode("utf-8")), ticks=len(run.ticks),
                       embedded_ticks=len(snapshots), worth_a_look=len(worth),
                       markers=drawn.markers, routes=drawn.routes,
@@ -1465,15 +1476,13 @@ def campaign_page(report: Mapping[str, Any]) -> tuple[str, ReportInfo]:
         ("runs", _e(len(runs))),
     ], raw=True)
     parts = {
-        "generator": _e(_generator()),
         "title": _e(f"tickwork fault campaign · {len(rows)} faults · {len(runs)} runs"),
         "subtitle": verdict,
-        "css": _template("report.css"),
         "matrix": matrix,
         "runs": "".join(sections),
         "settings": settings,
     }
-    page = _fill(_template("campaign.html"), parts)
+    page = _page("campaign.html", parts, scripts=False)
     return page, ReportInfo(path="", bytes=len(page.encode("utf-8")), runs=len(runs))
 
 
