@@ -290,6 +290,7 @@ class CabinMap:
         self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
         self._corridors: dict[tuple[Any, ...], list[tuple[float, str, int, Feature]]] = {}
         self._windows: dict[tuple[Any, ...], tuple[float, float, npt.NDArray[np.intp]]] = {}
+        self._lines: dict[Any, LineString | Point] = {}
         self._rebuilds = 0
 
     def __getstate__(self) -> dict[str, Any]:
@@ -453,7 +454,7 @@ class CabinMap:
         A feature's place on the route is ``route.project`` of the route point nearest
         to it; ties go by id. A route with one distinct point is a ``window``.
         """
-        line = _as_route(route)
+        line, shape = self._route_line(route)
         width = _check_distance(width, what="width")
         if isinstance(line, Point):
             return self.window(line, width, kinds=kinds, tags=tags)
@@ -462,7 +463,7 @@ class CabinMap:
             self._refresh_index()
             # The tree's part of a corridor lasts as long as the tree: a route that did not
             # change costs only its overflow part and a look at which base features left.
-            query = (shapely.to_wkb(line), width, wanted.kinds, wanted.tags)
+            query = (shape, width, wanted.kinds, wanted.tags)
             base = self._corridors.get(query)
             if base is None:
                 positions, features, _ = self._base_within(line, width, wanted)
@@ -477,6 +478,26 @@ class CabinMap:
         rows.extend(zip(_along(extra, line), [f.id for f in extra], extra, strict=True))
         rows.sort(key=lambda row: (row[0], row[1]))
         return tuple(f for _, _, f in rows)
+
+    def _route_line(self, route: RouteLike) -> tuple[LineString | Point, Any]:
+        """The route as geometry, and a hashable key of its shape. A route given as a tuple
+        of points (as a board holds one) is parsed once while it is asked about."""
+        try:
+            known = self._lines.get(route)
+        except TypeError:  # unhashable: a list, or a tuple of lists
+            known = None
+            hashable = False
+        else:
+            hashable = isinstance(route, tuple)
+        if known is not None:
+            return known, route
+        line = _as_route(route)
+        if not hashable:
+            return line, shapely.to_wkb(line)
+        if len(self._lines) >= _CORRIDOR_CACHE:
+            self._lines.clear()
+        self._lines[route] = line
+        return line, route
 
     # -- index -----------------------------------------------------------------
 
@@ -557,3 +578,4 @@ class CabinMap:
         self._overflow_arrays = None
         self._corridors = {}
         self._windows = {}
+        self._lines = {}

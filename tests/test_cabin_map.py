@@ -492,8 +492,9 @@ def test_a_repeated_corridor_follows_every_change_on_the_map(
             model.pop(f"f{n}", None)
             m.discard(f"f{n}")
         for kinds in (None, ["shelf"]):
-            assert ids(m.corridor(route, 1.5, kinds=kinds)) == _brute_corridor(
-                model, route, 1.5, kinds, None)
+            for given in (route, tuple(route)):  # a list, and a tuple as a board holds it
+                assert ids(m.corridor(given, 1.5, kinds=kinds)) == _brute_corridor(
+                    model, route, 1.5, kinds, None)
 
 
 @settings(max_examples=100, deadline=None)
