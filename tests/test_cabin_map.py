@@ -492,8 +492,8 @@ def test_a_repeated_corridor_follows_every_change_on_the_map(
             model.pop(f"f{n}", None)
             m.discard(f"f{n}")
         for kinds in (None, ["shelf"]):
-            for given in (route, tuple(route)):  # a list, and a tuple as a board holds it
-                assert ids(m.corridor(given, 1.5, kinds=kinds)) == _brute_corridor(
+            for asked in (route, tuple(route)):  # a list, and a tuple as a board holds it
+                assert ids(m.corridor(asked, 1.5, kinds=kinds)) == _brute_corridor(
                     model, route, 1.5, kinds, None)
 
 
