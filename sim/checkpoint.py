@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from sim.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 2  # 2: the assembler and the loop carry caches and long-term memory differently
+FORMAT = 3  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions
 PROTOCOL = 5  # protocol 5 keeps read-only (frozen) numpy arrays read-only
 _HEADER_LIMIT = 1 << 20
 _LOCK_TYPES: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}

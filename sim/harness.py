@@ -394,6 +394,7 @@ class Simulation:
                     after_tick(self)
         finally:
             self.wall_seconds += time.perf_counter() - started
+            self._stop_request = None  # one asked for in the last tick is not carried over
         return self.summary()
 
     def summary(self) -> dict[str, Any]:

@@ -335,8 +335,13 @@ def _long_term_at_start(recording: Recording) -> LongTermMemory | None:
         raise ReplayError(f"{recording.path}: the run metadata's long-term memory cannot be "
                           f"read ({type(exc).__name__}: {exc})") from None
     memory = LongTermMemory(":memory:")
-    for content, metadata, stamp in records:
-        memory.remember(content, scope=scope, metadata=metadata, stamp=stamp)
+    try:
+        for content, metadata, stamp in records:
+            memory.remember(content, scope=scope, metadata=metadata, stamp=stamp)
+    except (ValueError, TypeError) as exc:
+        memory.close()
+        raise ReplayError(f"{recording.path}: a fact in the run metadata's long-term memory "
+                          f"cannot be kept ({type(exc).__name__}: {exc})") from None
     return memory
 
 

@@ -279,3 +279,21 @@ def test_cli_replay_of_garbage_is_a_clear_error(tmp_path: Path) -> None:
     done = sim_cli("replay", str(junk))
     assert done.returncode == 2
     assert "not an MCAP file" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_recording_whose_long_term_facts_are_damaged_is_a_clear_error(tmp_path: Path) -> None:
+    from sim.recording import scan, write_recording
+
+    made = tmp_path / "made.mcap"
+    sim = Simulation("warehouse", seed=0, record=made)
+    sim.run(5, until_done=False)
+    sim.close()
+    result = scan(made)
+    result.metadata["run"]["long_term"] = json.dumps(
+        {"scope": {"scenario": "warehouse"}, "records": [{"content": "x", "metadata": [1],
+                                                          "stamp": 0.0}]})
+    broken = tmp_path / "broken.mcap"
+    write_recording(result, broken)
+    assert Recording.open(broken).metadata["long_term"]
+    with pytest.raises(ReplayError, match="long-term memory"):
+        replay(broken)

@@ -57,6 +57,8 @@ def test_a_stop_asked_for_in_the_last_tick_does_not_mark_a_finished_run_stopped(
     sim.add_tick_listener(lambda result: sim.request_stop("SIGINT") if result.tick == 9 else None)
     summary = sim.run(10, until_done=False)
     assert (summary["ticks"], summary["stopped_by"]) == (10, None)
+    after = sim.run(3, until_done=False)  # nor is the request carried into the next run
+    assert (after["ticks"], after["stopped_by"]) == (13, None)
 
 
 def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run() -> None:
