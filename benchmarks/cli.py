@@ -47,11 +47,25 @@ QUICK_WORLDS = (
     LARGEST,
 )
 QUICK = Plan(ticks=1000, warmup=100, seed_ticks=40, seed_budget_s=1.0, stage_ticks=150)
-QUICK_LARGEST = Plan(ticks=2000, warmup=200, seed_ticks=8, seed_budget_s=1.5, stage_ticks=200,
-                     profile_ticks=200, slack_ticks=1000)
+QUICK_LARGEST = Plan(
+    ticks=2000,
+    warmup=200,
+    seed_ticks=8,
+    seed_budget_s=1.5,
+    stage_ticks=200,
+    profile_ticks=200,
+    slack_ticks=1000,
+)
 FULL = Plan(ticks=10_000, warmup=500, seed_ticks=200, seed_budget_s=15.0, stage_ticks=2000)
-FULL_LARGEST = Plan(ticks=30_000, warmup=1000, seed_ticks=100, seed_budget_s=30.0,
-                    stage_ticks=3000, profile_ticks=3000, slack_ticks=30_000)
+FULL_LARGEST = Plan(
+    ticks=30_000,
+    warmup=1000,
+    seed_ticks=100,
+    seed_budget_s=30.0,
+    stage_ticks=3000,
+    profile_ticks=3000,
+    slack_ticks=30_000,
+)
 
 
 def _say(text: str) -> None:
@@ -62,14 +76,21 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="Measure tickwork's tick cost against the seed's design and py_trees, "
-        "its scaling, and the simulator's speed.")
-    parser.add_argument("--quick", action="store_true",
-                        help="four worlds and fewer ticks: under a minute")
+        "its scaling, and the simulator's speed.",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="four worlds and fewer ticks: under a minute"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the world generator")
-    parser.add_argument("--out", type=Path, default=RESULTS,
-                        help=f"folder for latest.json and latest.md (default {RESULTS})")
-    parser.add_argument("--no-gc-freeze", action="store_true",
-                        help="do not gc.freeze() the loaded worlds")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help=f"folder for latest.json and latest.md (default {RESULTS})",
+    )
+    parser.add_argument(
+        "--no-gc-freeze", action="store_true", help="do not gc.freeze() the loaded worlds"
+    )
     return parser.parse_args(argv)
 
 
@@ -78,22 +99,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     configure_logging(level="warning", stream=io.StringIO())
     mode = "quick" if args.quick else "full"
-    worlds = QUICK_WORLDS if args.quick else tuple(
-        WorldSize(b, m, e) for b, m, e in itertools.product(BOARDS, FEATURES, EVENTS))
+    worlds = (
+        QUICK_WORLDS
+        if args.quick
+        else tuple(WorldSize(b, m, e) for b, m, e in itertools.product(BOARDS, FEATURES, EVENTS))
+    )
     results: dict[str, Any] = {
         "command": "python -m benchmarks" + (" --quick" if args.quick else ""),
         "mode": mode,
         "machine": report.machine(),
         "settings": {
-            "rate_hz": RATE_HZ, "capacity": CAPACITY, "area_per_feature_m2": AREA_PER_FEATURE,
-            "event_rate_hz": EVENT_RATE, "seed": args.seed, "gc_freeze": not args.no_gc_freeze,
+            "rate_hz": RATE_HZ,
+            "capacity": CAPACITY,
+            "area_per_feature_m2": AREA_PER_FEATURE,
+            "event_rate_hz": EVENT_RATE,
+            "seed": args.seed,
+            "gc_freeze": not args.no_gc_freeze,
             "specs": ["planner", "executor", "monitor"],
         },
         "worlds": [],
     }
     for size in worlds:
-        plan = (QUICK_LARGEST if size == LARGEST else QUICK) if args.quick else (
-            FULL_LARGEST if size == LARGEST else FULL)
+        plan = (
+            (QUICK_LARGEST if size == LARGEST else QUICK)
+            if args.quick
+            else (FULL_LARGEST if size == LARGEST else FULL)
+        )
         if args.no_gc_freeze:
             plan = dataclasses.replace(plan, gc_freeze=False)
         _say(f"world {size.label}: measuring ({plan.ticks} runtime ticks)")
@@ -101,11 +132,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         load = os.getloadavg()[0]
         world = measure_world(size, plan, seed=args.seed)
         gc.collect()
-        results["worlds"].append({**world.as_dict(), "load_average_1min_at_start": round(load, 2),
-                                  "seconds": round(time.perf_counter() - t0, 1)})
-        _say(f"  runtime p50 {world.runtime.p50_us:.0f} µs, p99 {world.runtime.p99_us:.0f} µs; "
-             f"seed p50 {world.seed.p50_us / 1e3:.2f} ms ({world.ratio:.0f}x); "
-             f"{time.perf_counter() - t0:.0f} s")
+        results["worlds"].append(
+            {
+                **world.as_dict(),
+                "load_average_1min_at_start": round(load, 2),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+        _say(
+            f"  runtime p50 {world.runtime.p50_us:.0f} µs, p99 {world.runtime.p99_us:.0f} µs; "
+            f"seed p50 {world.seed.p50_us / 1e3:.2f} ms ({world.ratio:.0f}x); "
+            f"{time.perf_counter() - t0:.0f} s"
+        )
     if peer.available():
         _say("py_trees anchor")
         results["peer"] = peer.measure_py_trees(2000 if args.quick else 20_000)
@@ -123,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_path, md_path = report.write(results, args.out)
     _say(f"wrote {json_path} and {md_path} in {results['duration_s']:.0f} s")
     for t in results["targets"]:
-        _say(f"  {t['target']}: {t['measured']} (goal {t['goal']}) "
-             f"{'met' if t['met'] else 'MISSED' if t['met'] is not None else 'n/a'}")
+        _say(
+            f"  {t['target']}: {t['measured']} (goal {t['goal']}) "
+            f"{'met' if t['met'] else 'MISSED' if t['met'] is not None else 'n/a'}"
+        )
     return 0

@@ -54,8 +54,10 @@ def bytes_per_event(count: int) -> dict[str, Any]:
         return log
 
     def seed_log() -> list[Event]:
-        return [Event(i + 1, i * 0.05, kinds[i % len(kinds)], TAG_SETS[i % 6], data[i])
-                for i in range(count)]
+        return [
+            Event(i + 1, i * 0.05, kinds[i % len(kinds)], TAG_SETS[i % 6], data[i])
+            for i in range(count)
+        ]
 
     runtime_bytes, log = _traced(runtime_log)
     if len(log) != count:

@@ -51,8 +51,10 @@ def measure_py_trees(ticks: int, warmup: int = 200) -> dict[str, Any]:
     for i, key in enumerate(keys):
         writer.register_key(key=key, access=py_trees.common.Access.WRITE)
         writer.set(key, (float(i), float(i) * 2.0))
-    leaves = [ReadTwo(f"leaf{j}", tuple(keys[j * KEYS_PER_LEAF:(j + 1) * KEYS_PER_LEAF]))
-              for j in range(LEAVES)]
+    leaves = [
+        ReadTwo(f"leaf{j}", tuple(keys[j * KEYS_PER_LEAF : (j + 1) * KEYS_PER_LEAF]))
+        for j in range(LEAVES)
+    ]
     root = py_trees.composites.Sequence("root", memory=False, children=leaves)
     tree = py_trees.trees.BehaviourTree(root)
     tree.setup()

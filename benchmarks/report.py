@@ -42,21 +42,27 @@ def machine() -> dict[str, Any]:
 
 
 def _largest(worlds: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    return max(worlds, key=lambda w: (w["size"]["board"], w["size"]["features"],
-                                      w["size"]["events"]))
+    return max(
+        worlds, key=lambda w: (w["size"]["board"], w["size"]["features"], w["size"]["events"])
+    )
 
 
-def _find(worlds: Sequence[Mapping[str, Any]], board: int, features: int,
-          events: int) -> Mapping[str, Any] | None:
+def _find(
+    worlds: Sequence[Mapping[str, Any]], board: int, features: int, events: int
+) -> Mapping[str, Any] | None:
     for w in worlds:
         if (w["size"]["board"], w["size"]["features"], w["size"]["events"]) == (
-                board, features, events):
+            board,
+            features,
+            events,
+        ):
             return w
     return None
 
 
-def growth(worlds: Sequence[Mapping[str, Any]], axis: str, low: int,
-           high: int) -> list[dict[str, Any]]:
+def growth(
+    worlds: Sequence[Mapping[str, Any]], axis: str, low: int, high: int
+) -> list[dict[str, Any]]:
     """Runtime p50 at ``high`` over p50 at ``low`` along ``axis``, for every pair measured."""
     out = []
     for w in worlds:
@@ -68,12 +74,15 @@ def growth(worlds: Sequence[Mapping[str, Any]], axis: str, low: int,
         base = _find(worlds, other["board"], other["features"], other["events"])
         if base is None:
             continue
-        out.append({
-            "from": base["label"], "to": w["label"],
-            "p50_from_us": base["runtime_tick"]["p50_us"],
-            "p50_to_us": w["runtime_tick"]["p50_us"],
-            "ratio": round(w["runtime_tick"]["p50_us"] / base["runtime_tick"]["p50_us"], 2),
-        })
+        out.append(
+            {
+                "from": base["label"],
+                "to": w["label"],
+                "p50_from_us": base["runtime_tick"]["p50_us"],
+                "p50_to_us": w["runtime_tick"]["p50_us"],
+                "ratio": round(w["runtime_tick"]["p50_us"] / base["runtime_tick"]["p50_us"], 2),
+            }
+        )
     return out
 
 
@@ -88,52 +97,79 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     tick = big["runtime_tick"]
     busy = big["busy_control"]
     out = [
-        _target("tick p50 (freeze + 3 views)", "≤ 100 µs", f"{tick['p50_us']:.0f} µs",
-                tick["p50_us"] <= 100),
+        _target(
+            "tick p50 (freeze + 3 views)",
+            "≤ 100 µs",
+            f"{tick['p50_us']:.0f} µs",
+            tick["p50_us"] <= 100,
+        ),
         _target("tick p99", "≤ 400 µs", f"{tick['p99_us']:.0f} µs", tick["p99_us"] <= 400),
-        _target("tick p99.9", "≤ 2 ms", f"{tick['p999_us'] / 1e3:.2f} ms (busy control "
-                f"{busy['p999_us'] / 1e3:.2f} ms)", tick["p999_us"] <= 2000),
+        _target(
+            "tick p99.9",
+            "≤ 2 ms",
+            f"{tick['p999_us'] / 1e3:.2f} ms (busy control {busy['p999_us'] / 1e3:.2f} ms)",
+            tick["p999_us"] <= 2000,
+        ),
     ]
     gen2 = big["gc_during_runtime_ticks"]["gen2"]
     full = big["gc_full_collection_ms"]
-    out.append(_target(
-        "no GC pause from the loaded world in a tick",
-        "no in-tick collection over 2 ms",
-        f"{gen2['in_tick']} gen-2 collections in ticks, longest {gen2['max_in_tick_us'] / 1e3:.1f}"
-        f" ms (full collection of the loaded world {full['runtime_loaded']:.0f} ms, after "
-        f"gc.freeze() {full.get('after_gc_freeze', float('nan')):.1f} ms)",
-        gen2["max_in_tick_us"] <= 2000))
+    out.append(
+        _target(
+            "no GC pause from the loaded world in a tick",
+            "no in-tick collection over 2 ms",
+            f"{gen2['in_tick']} gen-2 collections in ticks, longest "
+            f"{gen2['max_in_tick_us'] / 1e3:.1f} ms (full collection of the loaded world "
+            f"{full['runtime_loaded']:.0f} ms, after "
+            f"gc.freeze() {full.get('after_gc_freeze', float('nan')):.1f} ms)",
+            gen2["max_in_tick_us"] <= 2000,
+        )
+    )
     ratio = big["seed_over_runtime_p50"]
     out.append(_target("seed reference / runtime", f"≥ 500{X}", f"{ratio}{X}", ratio >= 500))
-    for axis, low, high, limit, label in (("events", 1000, 1_000_000, 1.5, "log 1k → 1M"),
-                                          ("features", 1000, 100_000, 2.0, "map 1k → 100k")):
+    for axis, low, high, limit, label in (
+        ("events", 1000, 1_000_000, 1.5, "log 1k → 1M"),
+        ("features", 1000, 100_000, 2.0, "map 1k → 100k"),
+    ):
         pairs = growth(worlds, axis, low, high)
         at_big = [g for g in pairs if g["to"] == big["label"]]
         chosen = at_big or pairs
         if chosen:
             worst = max(g["ratio"] for g in chosen)
-            out.append(_target(f"cost growth, {label}", f"≤ {limit}{X}", f"{worst}{X}",
-                               worst <= limit))
+            out.append(
+                _target(f"cost growth, {label}", f"≤ {limit}{X}", f"{worst}{X}", worst <= limit)
+            )
         else:
             out.append(_target(f"cost growth, {label}", f"≤ {limit}{X}", "not measured", None))
     peer = results.get("peer")
     if peer:
         p = peer["tick"]["p50_us"]
-        out.append(_target("cheaper than the py_trees tick", f"< {p:.0f} µs (py_trees p50)",
-                           f"{tick['p50_us']:.0f} µs", tick["p50_us"] < p))
+        out.append(
+            _target(
+                "cheaper than the py_trees tick",
+                f"< {p:.0f} µs (py_trees p50)",
+                f"{tick['p50_us']:.0f} µs",
+                tick["p50_us"] < p,
+            )
+        )
     else:
-        out.append(_target("cheaper than the py_trees tick", "py_trees p50",
-                           "py_trees not installed", None))
+        out.append(
+            _target(
+                "cheaper than the py_trees tick", "py_trees p50", "py_trees not installed", None
+            )
+        )
     mem = results["event_memory"]["runtime_log_bytes_per_event"]
-    out.append(_target("bytes per logged event beyond its payload", "≤ 100 B", f"{mem} B",
-                       mem <= 100))
+    out.append(
+        _target("bytes per logged event beyond its payload", "≤ 100 B", f"{mem} B", mem <= 100)
+    )
     rtf = results["simulator"]["median_real_time_factor"]
-    out.append(_target("default scenario speed", f"≥ 100{X} real time", f"{rtf}{X}",
-                       rtf >= 100))
+    out.append(_target("default scenario speed", f"≥ 100{X} real time", f"{rtf}{X}", rtf >= 100))
     overhead = results["simulator"].get("recording_overhead")
     if overhead is not None:
-        out.append(_target("recording (--record) slows a run by", f"≤ 2{X}", f"{overhead}{X}",
-                           overhead <= 2))
+        out.append(
+            _target(
+                "recording (--record) slows a run by", f"≤ 2{X}", f"{overhead}{X}", overhead <= 2
+            )
+        )
     return out
 
 
@@ -182,12 +218,14 @@ def markdown(results: Mapping[str, Any]) -> str:
             f"| {w['label']} | {_ms(r['p50_us'])} | {_ms(r['p99_us'])} | {_ms(r['p999_us'])} | "
             f"{_ms(b['p50_us'])} / {_ms(b['p99_us'])} / {_ms(b['p999_us'])} | "
             f"{_ms(s['p50_us'])} | {w['seed_over_runtime_p50']}{X} | "
-            f"{par['ticks_compared'] - par['mismatches']}/{par['ticks_compared']} |")
+            f"{par['ticks_compared'] - par['mismatches']}/{par['ticks_compared']} |"
+        )
     lines += [
         "",
-        "Runtime ticks per world: " + ", ".join(
-            str(w["runtime_tick"]["n"]) for w in results["worlds"])
-        + "; seed ticks: " + ", ".join(str(w["seed_tick"]["n"]) for w in results["worlds"])
+        "Runtime ticks per world: "
+        + ", ".join(str(w["runtime_tick"]["n"]) for w in results["worlds"])
+        + "; seed ticks: "
+        + ", ".join(str(w["seed_tick"]["n"]) for w in results["worlds"])
         + ". Parity: ticks on which every runtime view and the seed's pack select the same "
         "items (up to what the runtime's memory evicted that tick).",
         "",
@@ -209,16 +247,23 @@ def markdown(results: Mapping[str, Any]) -> str:
         if not st:
             continue
         lines.append(
-            f"| {w['label']} | " + " | ".join(f"{st[k]:.0f} µs" for k in
-                                              ("board", "map", "log", "eviction", "freeze"))
-            + " | " + " | ".join(f"{ss[k]:.2f} ms" for k in ("board", "map", "log", "eviction"))
-            + f" | {sh.get('candidates_per_tick', '?')} / {sh['evictions_per_tick']} |")
+            f"| {w['label']} | "
+            + " | ".join(f"{st[k]:.0f} µs" for k in ("board", "map", "log", "eviction", "freeze"))
+            + " | "
+            + " | ".join(f"{ss[k]:.2f} ms" for k in ("board", "map", "log", "eviction"))
+            + f" | {sh.get('candidates_per_tick', '?')} / {sh['evictions_per_tick']} |"
+        )
     lines += ["", "## Cost growth (runtime p50)", ""]
-    for axis, low, high in (("events", 1000, 1_000_000), ("features", 1000, 100_000),
-                            ("board", 100, 10_000)):
+    for axis, low, high in (
+        ("events", 1000, 1_000_000),
+        ("features", 1000, 100_000),
+        ("board", 100, 10_000),
+    ):
         for g in growth(results["worlds"], axis, low, high):
-            lines.append(f"- {g['from']} → {g['to']}: {_ms(g['p50_from_us'])} → "
-                         f"{_ms(g['p50_to_us'])}, **{g['ratio']}{X}**")
+            lines.append(
+                f"- {g['from']} → {g['to']}: {_ms(g['p50_from_us'])} → "
+                f"{_ms(g['p50_to_us'])}, **{g['ratio']}{X}**"
+            )
     big = _largest(results["worlds"])
     gcs = big["gc_during_runtime_ticks"]
     full = big["gc_full_collection_ms"]
@@ -230,8 +275,12 @@ def markdown(results: Mapping[str, Any]) -> str:
         f"only), {full['runtime_and_seed_loaded']:.0f} ms (with the seed reference's copy); "
         f"after `gc.freeze()`: {full.get('after_gc_freeze', float('nan')):.2f} ms.",
         f"- During {big['runtime_tick']['n']} timed ticks (automatic GC, world frozen): "
-        + ", ".join(f"{g}: {v['count']} ({v['in_tick']} in ticks, longest in a tick "
-                    f"{_ms(v['max_in_tick_us'])})" for g, v in gcs.items()) + ".",
+        + ", ".join(
+            f"{g}: {v['count']} ({v['in_tick']} in ticks, longest in a tick "
+            f"{_ms(v['max_in_tick_us'])})"
+            for g, v in gcs.items()
+        )
+        + ".",
     ]
     slack = big.get("runtime_tick_gc_in_slack")
     if slack:
@@ -240,42 +289,59 @@ def markdown(results: Mapping[str, Any]) -> str:
             f"- Collections moved to the slack between ticks (automatic GC off during ticks): "
             f"tick p50 {_ms(t['p50_us'])}, p99 {_ms(t['p99_us'])}, p99.9 {_ms(t['p999_us'])}; "
             f"collections between ticks {slack['collections_between_ticks']}, longest "
-            f"{_ms(slack['longest_collection_between_ticks_us'])}.")
+            f"{_ms(slack['longest_collection_between_ticks_us'])}."
+        )
     peer = results.get("peer")
     lines += ["", "## Peer anchor, event memory, simulator", ""]
     if peer:
         t, b = peer["tick"], peer["busy_control"]
-        lines.append(f"- py_trees {peer['py_trees_version']}, {peer['tree']}: tick p50 "
-                     f"{_ms(t['p50_us'])}, p99 {_ms(t['p99_us'])}, p99.9 {_ms(t['p999_us'])} "
-                     f"(busy control {_ms(b['p50_us'])} / {_ms(b['p99_us'])} / "
-                     f"{_ms(b['p999_us'])}).")
+        lines.append(
+            f"- py_trees {peer['py_trees_version']}, {peer['tree']}: tick p50 "
+            f"{_ms(t['p50_us'])}, p99 {_ms(t['p99_us'])}, p99.9 {_ms(t['p999_us'])} "
+            f"(busy control {_ms(b['p50_us'])} / {_ms(b['p99_us'])} / "
+            f"{_ms(b['p999_us'])})."
+        )
     em = results["event_memory"]
-    lines.append(f"- Event log memory beyond the payload, {em['events']:,} events: runtime "
-                 f"{em['runtime_log_bytes_per_event']} B/event; the seed's list of Event objects "
-                 f"{em['seed_list_bytes_per_event']} B/event (payload itself "
-                 f"{em['payload_bytes_per_event']} B).")
+    lines.append(
+        f"- Event log memory beyond the payload, {em['events']:,} events: runtime "
+        f"{em['runtime_log_bytes_per_event']} B/event; the seed's list of Event objects "
+        f"{em['seed_list_bytes_per_event']} B/event (payload itself "
+        f"{em['payload_bytes_per_event']} B)."
+    )
     sim = results["simulator"]
     runs = sim["runs"]
-    lines.append(f"- Default scenario at {sim['rate_hz']:.0f} Hz, {len(runs)} run(s) of "
-                 f"{runs[0]['ticks']} ticks ({runs[0]['sim_time_s']:.0f} s simulated): median "
-                 f"{sim['median_ticks_per_s']:.0f} ticks/s, "
-                 f"**{sim['median_real_time_factor']}{X} "
-                 f"real time**; loop compute p50 {runs[0]['tick_compute_p50_ms']} ms.")
+    lines.append(
+        f"- Default scenario at {sim['rate_hz']:.0f} Hz, {len(runs)} run(s) of "
+        f"{runs[0]['ticks']} ticks ({runs[0]['sim_time_s']:.0f} s simulated): median "
+        f"{sim['median_ticks_per_s']:.0f} ticks/s, "
+        f"**{sim['median_real_time_factor']}{X} "
+        f"real time**; loop compute p50 {runs[0]['tick_compute_p50_ms']} ms."
+    )
     prof = big.get("profile") or {}
     if prof:
-        lines += ["", f"## Profile, largest world (cProfile over {prof['profiled_ticks']} ticks; "
-                  "it inflates per-call overhead)", "",
-                  "Runtime functions by cumulative time per tick:", "",
-                  "| function | calls / tick | self µs / tick | cumulative µs / tick |",
-                  "|---|---|---|---|"]
+        lines += [
+            "",
+            f"## Profile, largest world (cProfile over {prof['profiled_ticks']} ticks; "
+            "it inflates per-call overhead)",
+            "",
+            "Runtime functions by cumulative time per tick:",
+            "",
+            "| function | calls / tick | self µs / tick | cumulative µs / tick |",
+            "|---|---|---|---|",
+        ]
         for row in prof["top_runtime_cumulative"][:20]:
-            lines.append(f"| `{row['function']}` | {row['calls_per_tick']} | "
-                         f"{row['self_us_per_tick']} | {row['cumulative_us_per_tick']} |")
+            lines.append(
+                f"| `{row['function']}` | {row['calls_per_tick']} | "
+                f"{row['self_us_per_tick']} | {row['cumulative_us_per_tick']} |"
+            )
     sprof = results.get("simulator_profile")
     if sprof:
-        lines += ["", f"Share of the simulator's tick (cProfile, {sprof['ticks']} ticks): "
-                  + ", ".join(f"{k} {v}%" for k, v in sprof["share_of_tick_percent"].items())
-                  + "."]
+        lines += [
+            "",
+            f"Share of the simulator's tick (cProfile, {sprof['ticks']} ticks): "
+            + ", ".join(f"{k} {v}%" for k, v in sprof["share_of_tick_percent"].items())
+            + ".",
+        ]
     lines.append("")
     return "\n".join(lines)
 

@@ -111,7 +111,8 @@ class SeedMap:
         self._features: list[Feature] = list({f.id: f for f in features}.values())
         self._position: dict[str, int] = {f.id: i for i, f in enumerate(self._features)}
         self._geoms: npt.NDArray[np.object_] = np.array(
-            [f.geometry for f in self._features], dtype=object)
+            [f.geometry for f in self._features], dtype=object
+        )
 
     def put(self, feature: Feature) -> None:
         """Add ``feature``, or replace the feature with its id."""
@@ -131,8 +132,13 @@ class SeedMap:
     def __len__(self) -> int:
         return len(self._features)
 
-    def _scan(self, geometry: Any, distance: float, kinds: frozenset[str] | None,
-              tags: frozenset[str] | None) -> tuple[list[Feature], list[float]]:
+    def _scan(
+        self,
+        geometry: Any,
+        distance: float,
+        kinds: frozenset[str] | None,
+        tags: frozenset[str] | None,
+    ) -> tuple[list[Feature], list[float]]:
         distances = shapely.distance(self._geoms, geometry)
         found: list[Feature] = []
         found_distances: list[float] = []
@@ -146,17 +152,27 @@ class SeedMap:
             found_distances.append(float(distances[i]))
         return found, found_distances
 
-    def window(self, center: tuple[float, float], radius: float, *,
-               kinds: frozenset[str] | None = None,
-               tags: frozenset[str] | None = None) -> tuple[Feature, ...]:
+    def window(
+        self,
+        center: tuple[float, float],
+        radius: float,
+        *,
+        kinds: frozenset[str] | None = None,
+        tags: frozenset[str] | None = None,
+    ) -> tuple[Feature, ...]:
         """Features within ``radius`` of ``center``, nearest first, then by id."""
         found, distances = self._scan(Point(center), radius, kinds, tags)
         order = sorted(range(len(found)), key=lambda i: (distances[i], found[i].id))
         return tuple(found[i] for i in order)
 
-    def corridor(self, route: Sequence[tuple[float, float]], width: float, *,
-                 kinds: frozenset[str] | None = None,
-                 tags: frozenset[str] | None = None) -> tuple[Feature, ...]:
+    def corridor(
+        self,
+        route: Sequence[tuple[float, float]],
+        width: float,
+        *,
+        kinds: frozenset[str] | None = None,
+        tags: frozenset[str] | None = None,
+    ) -> tuple[Feature, ...]:
         """Features within ``width`` of the ``route`` polyline, in order along it."""
         points: list[tuple[float, float]] = []
         for p in route:
@@ -170,7 +186,8 @@ class SeedMap:
             return ()
         geoms = np.array([f.geometry for f in found], dtype=object)
         along = shapely.line_locate_point(
-            line, shapely.get_point(shapely.shortest_line(geoms, line), 1))
+            line, shapely.get_point(shapely.shortest_line(geoms, line), 1)
+        )
         order = sorted(range(len(found)), key=lambda i: (along[i], found[i].id))
         return tuple(found[i] for i in order)
 
@@ -187,11 +204,19 @@ class SeedLog:
     def __len__(self) -> int:
         return len(self._events)
 
-    def query(self, since: float, until: float, *, kinds: frozenset[str] | None = None,
-              tags: frozenset[str] | None = None, limit: int = 16) -> tuple[Event, ...]:
+    def query(
+        self,
+        since: float,
+        until: float,
+        *,
+        kinds: frozenset[str] | None = None,
+        tags: frozenset[str] | None = None,
+        limit: int = 16,
+    ) -> tuple[Event, ...]:
         """The newest ``limit`` events with ``since <= stamp <= until``, oldest first."""
         hits = [
-            e for e in self._events
+            e
+            for e in self._events
             if since <= e.stamp <= until
             and (kinds is None or e.kind in kinds)
             and (tags is None or not tags.isdisjoint(e.tags))
@@ -235,8 +260,9 @@ def _glob(pattern: str) -> re.Pattern[str] | None:
 class SeedWorkingMemory:
     """The seed's working memory: per-cabin assembly, a dict of items, O(n) eviction."""
 
-    def __init__(self, board: SeedBoard, cabin_map: SeedMap, log: SeedLog, *,
-                 capacity: int = 64) -> None:
+    def __init__(
+        self, board: SeedBoard, cabin_map: SeedMap, log: SeedLog, *, capacity: int = 64
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self.board = board
@@ -253,8 +279,9 @@ class SeedWorkingMemory:
     def get(self, key: str) -> SeedItem | None:
         return self._items.get(key)
 
-    def assemble(self, who: str, spec: ContextSpec, now: float,
-                 stages: StageClock | None = None) -> SeedPack:
+    def assemble(
+        self, who: str, spec: ContextSpec, now: float, stages: StageClock | None = None
+    ) -> SeedPack:
         """The pack of cabin ``who``: board keys, map window and corridor, event window."""
         del who  # the seed takes the cabin's name but reads only its spec
         with self._lock:
@@ -265,17 +292,18 @@ class SeedWorkingMemory:
                 stages.lap("board")
             nearby, corridor = self._map(spec, now)
             for feature in (*nearby, *corridor):
-                self._touch(f"map:{feature.id}", feature, spec.weight_for(f"map:{feature.id}"),
-                            now)
+                self._touch(f"map:{feature.id}", feature, spec.weight_for(f"map:{feature.id}"), now)
             if stages is not None:
                 stages.lap("map")
             events: tuple[Event, ...] = ()
             if spec.event_window > 0:
                 events = self.log.query(
-                    now - spec.event_window, now,
+                    now - spec.event_window,
+                    now,
                     kinds=frozenset(spec.event_kinds) or None,
                     tags=frozenset(spec.event_tags) or None,
-                    limit=spec.event_limit)
+                    limit=spec.event_limit,
+                )
                 for event in events:
                     key = f"event:{event.kind}:{event.seq}"
                     self._touch(key, event, spec.weight_for(key), now)
@@ -311,8 +339,9 @@ class SeedWorkingMemory:
         reading = self.board.read(key)
         return None if reading is None or reading.is_stale(now) else reading.value
 
-    def _map(self, spec: ContextSpec, now: float) -> tuple[tuple[Feature, ...],
-                                                          tuple[Feature, ...]]:
+    def _map(
+        self, spec: ContextSpec, now: float
+    ) -> tuple[tuple[Feature, ...], tuple[Feature, ...]]:
         kinds = frozenset(spec.map_kinds) or None
         tags = frozenset(spec.map_tags) or None
         nearby: tuple[Feature, ...] = ()
@@ -349,15 +378,13 @@ class SeedWorkingMemory:
             return
         item.value = value
         # Within one tick the highest weight of the specs that selected it, as the runtime.
-        item.importance = max(item.importance, importance) if item.last_used == now \
-            else importance
+        item.importance = max(item.importance, importance) if item.last_used == now else importance
         item.last_used = now
 
     def _evict_to_fit(self) -> None:
         """While over capacity, drop the lowest (importance, last_used, key) unpinned item."""
         while len(self._items) > self.capacity:
-            unpinned = [it for it in self._items.values()
-                        if not it.key.startswith(PINNED_PREFIXES)]
+            unpinned = [it for it in self._items.values() if not it.key.startswith(PINNED_PREFIXES)]
             if not unpinned:
                 return
             victim = min(unpinned, key=lambda it: (it.importance, it.last_used, it.key))
@@ -365,7 +392,11 @@ class SeedWorkingMemory:
             self.evicted_total += 1
 
 
-def seed_tick(memory: SeedWorkingMemory, specs: Mapping[str, ContextSpec], now: float,
-              stages: StageClock | None = None) -> dict[str, SeedPack]:
+def seed_tick(
+    memory: SeedWorkingMemory,
+    specs: Mapping[str, ContextSpec],
+    now: float,
+    stages: StageClock | None = None,
+) -> dict[str, SeedPack]:
     """One seed tick: every cabin assembles its own pack, one after the other."""
     return {name: memory.assemble(name, spec, now, stages) for name, spec in specs.items()}

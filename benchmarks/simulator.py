@@ -44,8 +44,12 @@ def _one_run(scenario: str, seed: int, *, record: str | None = None) -> dict[str
     }
 
 
-def measure_simulator(runs: int, *, scenario: str = "warehouse", seed: int = 0,
-                      ) -> dict[str, Any]:
+def measure_simulator(
+    runs: int,
+    *,
+    scenario: str = "warehouse",
+    seed: int = 0,
+) -> dict[str, Any]:
     """``runs`` runs of ``scenario``; each run's figures and the median real-time factor."""
     import tempfile
     from pathlib import Path
@@ -81,8 +85,9 @@ BREAKDOWN = (
 )
 
 
-def profile_simulator(*, scenario: str = "warehouse", seed: int = 0,
-                      ticks: int | None = None) -> dict[str, Any]:
+def profile_simulator(
+    *, scenario: str = "warehouse", seed: int = 0, ticks: int | None = None
+) -> dict[str, Any]:
     """cProfile over one run (or its first ``ticks``): the top functions, and the share of
     the tick each part of the loop takes (cProfile inflates Python-heavy parts)."""
     from sim.harness import Simulation
@@ -97,12 +102,19 @@ def profile_simulator(*, scenario: str = "warehouse", seed: int = 0,
         done += 1
     profiler.disable()
     entries: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-    total = sum(v[3] for (path, _, name), v in entries.items()
-                if path.endswith("runtime/loop.py") and name == "step")
+    total = sum(
+        v[3]
+        for (path, _, name), v in entries.items()
+        if path.endswith("runtime/loop.py") and name == "step"
+    )
     parts = {}
     for label, suffix, name in BREAKDOWN:
-        cum = sum(v[3] for (path, _, fn), v in entries.items()
-                  if path.endswith(suffix) and fn == name)
+        cum = sum(
+            v[3] for (path, _, fn), v in entries.items() if path.endswith(suffix) and fn == name
+        )
         parts[label] = round(100.0 * cum / total, 1) if total else None
-    return {"ticks": done, "share_of_tick_percent": parts,
-            "top": top_functions(entries, max(done, 1))}
+    return {
+        "ticks": done,
+        "share_of_tick_percent": parts,
+        "top": top_functions(entries, max(done, 1)),
+    }

@@ -31,8 +31,9 @@ Candidate = tuple[Any, str, "float | None", int, float]
 
 def shadow_of(memory: WorkingMemory) -> WorkingMemory:
     """A new memory holding the same items as ``memory`` (same capacity, pins and policy kind)."""
-    shadow = WorkingMemory(capacity=memory.capacity, pinned=memory.pinned.patterns,
-                           policy=type(memory.policy)())
+    shadow = WorkingMemory(
+        capacity=memory.capacity, pinned=memory.pinned.patterns, policy=type(memory.policy)()
+    )
     for item in memory.items():
         shadow.upsert(item)
     return shadow
@@ -53,8 +54,15 @@ class _Offers:
     def __init__(self) -> None:
         self.items: dict[str, list[Any]] = {}
 
-    def offer(self, key: str, value: Any, source: str, stamp: float | None, seq: int,
-              weight: Callable[[str], float]) -> None:
+    def offer(
+        self,
+        key: str,
+        value: Any,
+        source: str,
+        stamp: float | None,
+        seq: int,
+        weight: Callable[[str], float],
+    ) -> None:
         importance = weight(key)
         have = self.items.get(key)
         if have is None:
@@ -63,8 +71,16 @@ class _Offers:
             have[4] = importance
 
 
-def replay(board: StateBoard, cabin_map: CabinMap, log: EventLog, shadow: WorkingMemory,
-           specs: Mapping[str, ContextSpec], tick: int, now: float, clock: StageClock) -> int:
+def replay(
+    board: StateBoard,
+    cabin_map: CabinMap,
+    log: EventLog,
+    shadow: WorkingMemory,
+    specs: Mapping[str, ContextSpec],
+    tick: int,
+    now: float,
+    clock: StageClock,
+) -> int:
     """Replay one tick's source calls, charging each stage on ``clock``; the candidate count."""
     clock.start()
     offers = _Offers()
@@ -83,8 +99,9 @@ def replay(board: StateBoard, cabin_map: CabinMap, log: EventLog, shadow: Workin
                 reading = board.read(key)
                 if reading is None or reading.is_stale(now):
                     continue
-                offers.offer(key, reading.value, "board", reading.stamp, reading.seq,
-                             spec.weight_for)
+                offers.offer(
+                    key, reading.value, "board", reading.stamp, reading.seq, spec.weight_for
+                )
     clock.lap("board")
 
     window_cache: dict[tuple[Any, ...], tuple[Feature, ...]] = {}
@@ -100,8 +117,9 @@ def replay(board: StateBoard, cabin_map: CabinMap, log: EventLog, shadow: Workin
             if center is not None:
                 q: tuple[Any, ...] = ("w", center, spec.map_radius, kinds, tags)
                 if q not in window_cache:
-                    window_cache[q] = cabin_map.window(center, spec.map_radius, kinds=kinds,
-                                                       tags=tags)
+                    window_cache[q] = cabin_map.window(
+                        center, spec.map_radius, kinds=kinds, tags=tags
+                    )
                 nearby = window_cache[q]
         if spec.corridor_width > 0:
             reading = board.read(spec.route_key)
@@ -109,8 +127,9 @@ def replay(board: StateBoard, cabin_map: CabinMap, log: EventLog, shadow: Workin
             if route is not None:
                 q = ("c", route, spec.corridor_width, kinds, tags)
                 if q not in window_cache:
-                    window_cache[q] = cabin_map.corridor(route, spec.corridor_width, kinds=kinds,
-                                                         tags=tags)
+                    window_cache[q] = cabin_map.corridor(
+                        route, spec.corridor_width, kinds=kinds, tags=tags
+                    )
                 corridor = window_cache[q]
         keep = _relevant(spec, goal_kinds)
         if keep is not None:
@@ -128,11 +147,21 @@ def replay(board: StateBoard, cabin_map: CabinMap, log: EventLog, shadow: Workin
         recent = event_cache.get(eq)
         if recent is None:
             recent = event_cache[eq] = log.query(
-                now - spec.event_window, now, kinds=spec.event_kinds or None,
-                tags=spec.event_tags or None, limit=spec.event_limit)
+                now - spec.event_window,
+                now,
+                kinds=spec.event_kinds or None,
+                tags=spec.event_tags or None,
+                limit=spec.event_limit,
+            )
         for event in recent:
-            offers.offer(f"event:{event.kind}:{event.seq}", event, "log", event.stamp,
-                         event.seq, spec.weight_for)
+            offers.offer(
+                f"event:{event.kind}:{event.seq}",
+                event,
+                "log",
+                event.stamp,
+                event.seq,
+                spec.weight_for,
+            )
     clock.lap("log")
 
     for item in shadow.items():

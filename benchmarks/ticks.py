@@ -94,8 +94,11 @@ class WorldResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "size": {"board": self.size.board, "features": self.size.features,
-                     "events": self.size.events},
+            "size": {
+                "board": self.size.board,
+                "features": self.size.features,
+                "events": self.size.events,
+            },
             "label": self.size.label,
             "build_s": round(self.build_s, 2),
             "gc_full_collection_ms": self.gc_full_ms,
@@ -115,8 +118,9 @@ class WorldResult:
         }
 
 
-def views_match(ws: WorkingSet, views: Sequence[CabinView],
-                packs: Mapping[str, SeedPack]) -> str | None:
+def views_match(
+    ws: WorkingSet, views: Sequence[CabinView], packs: Mapping[str, SeedPack]
+) -> str | None:
     """None when the runtime's views and the seed's packs select the same items, else why not.
 
     A runtime view holds what its spec selected and memory kept; the seed's pack
@@ -133,17 +137,19 @@ def views_match(ws: WorkingSet, views: Sequence[CabinView],
             return f"{view.cabin}: the runtime holds {sorted(held - seed_keys)[:5]} unseen by seed"
         if not (seed_keys - held) <= evicted:
             lost = sorted(seed_keys - held - evicted)[:5]
-            return f"{view.cabin}: the seed selects {lost}, which the runtime neither holds " \
+            return (
+                f"{view.cabin}: the seed selects {lost}, which the runtime neither holds "
                 "nor evicted"
+            )
         seed_nearby = [f.id for f in pack.nearby_map if f"map:{f.id}" in held]
         if [f.id for f in view.nearby_map] != seed_nearby:
             return f"{view.cabin}: the map windows differ in order"
     return None
 
 
-def _side_by_side(driver: Driver, runtime: RuntimeWorld, seed_world: SeedWorld,
-                  plan: Plan) -> tuple[list[int], list[int], dict[str, list[float]],
-                                       dict[str, Any]]:
+def _side_by_side(
+    driver: Driver, runtime: RuntimeWorld, seed_world: SeedWorld, plan: Plan
+) -> tuple[list[int], list[int], dict[str, list[float]], dict[str, Any]]:
     clock = time.perf_counter_ns
     side_ns: list[int] = []
     seed_ns: list[int] = []
@@ -176,8 +182,11 @@ def _side_by_side(driver: Driver, runtime: RuntimeWorld, seed_world: SeedWorld,
     return side_ns, seed_ns, stage_ns, parity
 
 
-def _runtime_alone(driver: Driver, runtime: RuntimeWorld, plan: Plan,
-                   ) -> tuple[list[int], list[int], list[int], GcWatch, dict[str, float]]:
+def _runtime_alone(
+    driver: Driver,
+    runtime: RuntimeWorld,
+    plan: Plan,
+) -> tuple[list[int], list[int], list[int], GcWatch, dict[str, float]]:
     clock = time.perf_counter_ns
     warm_ns = []
     for _ in range(plan.warmup):
@@ -235,14 +244,16 @@ def _runtime_gc_in_slack(driver: Driver, runtime: RuntimeWorld, ticks: int) -> d
         gc.enable()
     return {
         "tick": summarize(run_ns).as_dict(),
-        "collections_between_ticks": dict(zip(("gen0", "gen1", "gen2"), generations,
-                                              strict=True)),
+        "collections_between_ticks": dict(zip(("gen0", "gen1", "gen2"), generations, strict=True)),
         "longest_collection_between_ticks_us": round(max(slack_ns, default=0) / 1e3, 1),
     }
 
 
-def _stages(driver: Driver, runtime: RuntimeWorld, ticks: int,
-            ) -> tuple[dict[str, float], float]:
+def _stages(
+    driver: Driver,
+    runtime: RuntimeWorld,
+    ticks: int,
+) -> tuple[dict[str, float], float]:
     clock = time.perf_counter_ns
     shadow = shadow_of(runtime.memory)
     stage_ns: dict[str, list[float]] = {s: [] for s in STAGES}
@@ -250,8 +261,9 @@ def _stages(driver: Driver, runtime: RuntimeWorld, ticks: int,
     for _ in range(ticks):
         tick, now = driver.advance()
         stages = StageClock()
-        candidates += replay(runtime.board, runtime.cabin_map, runtime.log, shadow,
-                             runtime.specs, tick, now, stages)
+        candidates += replay(
+            runtime.board, runtime.cabin_map, runtime.log, shadow, runtime.specs, tick, now, stages
+        )
         t0 = clock()
         runtime.tick(tick, now)
         total = clock() - t0
@@ -286,14 +298,12 @@ def measure_world(size: WorldSize, plan: Plan, *, seed: int = 0) -> WorldResult:
     build_s = time.perf_counter() - started
     driver = Driver(data, runtime, np.random.default_rng(seed + 1), seed_world)
     try:
-        side_ns, seed_ns, seed_stage_ns, parity = _side_by_side(driver, runtime, seed_world,
-                                                                plan)
+        side_ns, seed_ns, seed_stage_ns, parity = _side_by_side(driver, runtime, seed_world, plan)
         driver.detach_seed()
         del seed_world
         run_ns, busy_ns, empty_ns, watch, shape = _runtime_alone(driver, runtime, plan)
         shape["floor_side_m"] = round(data.side, 1)
-        slack = _runtime_gc_in_slack(driver, runtime, plan.slack_ticks) \
-            if plan.slack_ticks else {}
+        slack = _runtime_gc_in_slack(driver, runtime, plan.slack_ticks) if plan.slack_ticks else {}
         stages_us: dict[str, float] = {}
         if plan.stage_ticks:
             stages_us, candidates = _stages(driver, runtime, plan.stage_ticks)
@@ -312,8 +322,9 @@ def measure_world(size: WorldSize, plan: Plan, *, seed: int = 0) -> WorldResult:
             profile = {
                 "profiled_ticks": plan.profile_ticks,
                 "top_self": top_functions(stats, plan.profile_ticks),
-                "top_runtime_cumulative": top_functions(stats, plan.profile_ticks, 30,
-                                                        by="cumulative", only="runtime/"),
+                "top_runtime_cumulative": top_functions(
+                    stats, plan.profile_ticks, 30, by="cumulative", only="runtime/"
+                ),
             }
     finally:
         if plan.gc_freeze:

@@ -95,8 +95,9 @@ class GcWatch:
             self._started = time.perf_counter_ns()
             self._generation = int(info["generation"])
         else:
-            self.collections.append(Collection(
-                self._generation, time.perf_counter_ns() - self._started, self.ticking))
+            self.collections.append(
+                Collection(self._generation, time.perf_counter_ns() - self._started, self.ticking)
+            )
 
     def report(self) -> dict[str, Any]:
         """Collections per generation, those inside ticks, and the longest pause in a tick."""
@@ -107,8 +108,7 @@ class GcWatch:
             out[f"gen{gen}"] = {
                 "count": len(all_gen),
                 "in_tick": len(in_tick),
-                "max_in_tick_us": round(max((c.duration_ns for c in in_tick), default=0) / 1e3,
-                                        1),
+                "max_in_tick_us": round(max((c.duration_ns for c in in_tick), default=0) / 1e3, 1),
             }
         return out
 
@@ -132,4 +132,3 @@ def time_full_collection() -> float:
     t0 = time.perf_counter_ns()
     gc.collect()
     return (time.perf_counter_ns() - t0) / 1e6
-

@@ -58,17 +58,33 @@ ROUTE_MIN, ROUTE_MAX = 20.0, 60.0
 GOALS = 3
 
 EVENT_KINDS: tuple[tuple[str, float], ...] = (
-    ("telemetry", 0.40), ("board_note", 0.30), ("action_done", 0.10), ("replan", 0.05),
-    ("reaction", 0.05), ("alarm", 0.04), ("action_failed", 0.03), ("cabin_failed", 0.01),
-    ("tick_overrun", 0.01), ("capacity_alarm", 0.01),
+    ("telemetry", 0.40),
+    ("board_note", 0.30),
+    ("action_done", 0.10),
+    ("replan", 0.05),
+    ("reaction", 0.05),
+    ("alarm", 0.04),
+    ("action_failed", 0.03),
+    ("cabin_failed", 0.01),
+    ("tick_overrun", 0.01),
+    ("capacity_alarm", 0.01),
 )
 TAG_SETS: tuple[frozenset[str], ...] = (
-    frozenset(), frozenset({"cabin:planner"}), frozenset({"cabin:executor"}),
-    frozenset({"cabin:monitor"}), frozenset({"alarm"}), frozenset({"cabin:executor", "failure"}),
+    frozenset(),
+    frozenset({"cabin:planner"}),
+    frozenset({"cabin:executor"}),
+    frozenset({"cabin:monitor"}),
+    frozenset({"alarm"}),
+    frozenset({"cabin:executor", "failure"}),
 )
 FEATURE_KINDS: tuple[tuple[str, float], ...] = (
-    ("shelf", 0.45), ("obstacle", 0.20), ("dock", 0.10), ("marker", 0.10), ("charger", 0.05),
-    ("forbidden", 0.05), ("speed_zone", 0.05),
+    ("shelf", 0.45),
+    ("obstacle", 0.20),
+    ("dock", 0.10),
+    ("marker", 0.10),
+    ("charger", 0.05),
+    ("forbidden", 0.05),
+    ("speed_zone", 0.05),
 )
 FILLER_NAMESPACES = ("fleet", "sensor", "task", "telemetry", "zone_stats")
 CONSTRAINTS = 8
@@ -189,8 +205,17 @@ def generate(size: WorldSize, rng: np.random.Generator) -> WorldData:
     tasks = tuple(f"t{i}" for i in range(16))
     payloads = tuple(FrozenDict({"n": i, "task": tasks[i % 16]}) for i in range(size.events))
     start = math.ceil(float(stamps[-1]) + 1.0)
-    return WorldData(size, side, features, tuple(board), stamps, kinds.astype(np.int64),
-                     tags.astype(np.int64), payloads, float(start))
+    return WorldData(
+        size,
+        side,
+        features,
+        tuple(board),
+        stamps,
+        kinds.astype(np.int64),
+        tags.astype(np.int64),
+        payloads,
+        float(start),
+    )
 
 
 def load_shipped_specs() -> dict[str, ContextSpec]:
@@ -202,8 +227,9 @@ def load_shipped_specs() -> dict[str, ContextSpec]:
 class RuntimeWorld:
     """The runtime's sources, memory and assembler, loaded with a world."""
 
-    def __init__(self, data: WorldData, specs: Mapping[str, ContextSpec], *,
-                 capacity: int = CAPACITY) -> None:
+    def __init__(
+        self, data: WorldData, specs: Mapping[str, ContextSpec], *, capacity: int = CAPACITY
+    ) -> None:
         self.clock = SimClock(data.start)
         lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)
@@ -216,13 +242,19 @@ class RuntimeWorld:
             self.cabin_map.add(feature)
         kinds = [k for k, _ in EVENT_KINDS]
         append = self.log.append
-        for stamp, kind, tags, payload in zip(data.stamps.tolist(), data.kinds.tolist(),
-                                             data.tags.tolist(), data.payloads, strict=True):
+        for stamp, kind, tags, payload in zip(
+            data.stamps.tolist(),
+            data.kinds.tolist(),
+            data.tags.tolist(),
+            data.payloads,
+            strict=True,
+        ):
             append(kinds[kind], payload, stamp=stamp, tags=TAG_SETS[tags])
         for key, value, ttl in data.board:
             self.board.write(key, value, ttl=ttl, source="world")
-        self.assembler = Assembler(self.board, self.cabin_map, self.log, self.memory,
-                                   self.specs.values())
+        self.assembler = Assembler(
+            self.board, self.cabin_map, self.log, self.memory, self.specs.values()
+        )
 
     def tick(self, tick: int, now: float) -> tuple[WorkingSet, tuple[CabinView, ...]]:
         """Freeze plus three views: the unit every figure measures."""
@@ -237,23 +269,35 @@ class SeedWorld:
         kinds = [k for k, _ in EVENT_KINDS]
         events = [
             Event(i + 1, stamp, kinds[kind], TAG_SETS[tags], payload)
-            for i, (stamp, kind, tags, payload) in enumerate(zip(
-                data.stamps.tolist(), data.kinds.tolist(), data.tags.tolist(), data.payloads,
-                strict=True))
+            for i, (stamp, kind, tags, payload) in enumerate(
+                zip(
+                    data.stamps.tolist(),
+                    data.kinds.tolist(),
+                    data.tags.tolist(),
+                    data.payloads,
+                    strict=True,
+                )
+            )
         ]
         self.board = SeedBoard(runtime.board.readings("*"))
         self.cabin_map = SeedMap(data.features)
         self.log = SeedLog(events)
-        self.memory = SeedWorkingMemory(self.board, self.cabin_map, self.log,
-                                        capacity=runtime.memory.capacity)
+        self.memory = SeedWorkingMemory(
+            self.board, self.cabin_map, self.log, capacity=runtime.memory.capacity
+        )
         self.specs = dict(runtime.specs)
 
 
 class Driver:
     """Moves a world one tick at a time, writing to the runtime and a mirror seed world."""
 
-    def __init__(self, data: WorldData, runtime: RuntimeWorld, rng: np.random.Generator,
-                 seed: SeedWorld | None = None) -> None:
+    def __init__(
+        self,
+        data: WorldData,
+        runtime: RuntimeWorld,
+        rng: np.random.Generator,
+        seed: SeedWorld | None = None,
+    ) -> None:
         self.data = data
         self.runtime = runtime
         self.seed = seed
@@ -312,8 +356,14 @@ class Driver:
         if len(self.route) <= 1:
             self._new_route()
             self._write("route", tuple(self.route))
-            self._write("plan", {"goal": self.goals[0], "target": self.route[-1],
-                                 "steps": ("goto", "pick", "goto", "drop")})
+            self._write(
+                "plan",
+                {
+                    "goal": self.goals[0],
+                    "target": self.route[-1],
+                    "steps": ("goto", "pick", "goto", "drop"),
+                },
+            )
         nx, ny = self.route[1]
         self.theta = math.atan2(ny - self.y, nx - self.x)
         self.x += step * math.cos(self.theta)
@@ -329,8 +379,14 @@ class Driver:
             phase = self.tick * PERIOD * 0.5 + n
             px = self.x + offset * math.cos(phase)
             py = self.y + offset * math.sin(phase)
-            self._feature(Feature(f"obstacle:worker{n + 1}", shapely.Point(px, py).buffer(0.3, 4),
-                                  "obstacle", frozenset({"person"})))
+            self._feature(
+                Feature(
+                    f"obstacle:worker{n + 1}",
+                    shapely.Point(px, py).buffer(0.3, 4),
+                    "obstacle",
+                    frozenset({"person"}),
+                )
+            )
         if self.tick > 0 and self.tick % 400 == 0:
             self._delete(self.goals.pop(0))
             key = f"goal:deliver:t{self.next_goal}"

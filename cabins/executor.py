@@ -87,8 +87,9 @@ REANNOUNCE_TICKS: Final = 40
 """Ticks after which a step reported done, still current in the plan, is reported again
 (the event may have been lost, or missed by the planner)."""
 
-RETRYABLE_REASONS: Final = frozenset({"failed", "not_at_dock", "moving", "not_at_charger",
-                                      "no_outcome"})
+RETRYABLE_REASONS: Final = frozenset(
+    {"failed", "not_at_dock", "moving", "not_at_charger", "no_outcome"}
+)
 """Outcome reasons worth another attempt; any other refusal is final at once."""
 
 _ACTIONS: Final = frozenset({"go_to", "pick", "drop", "charge"})
@@ -147,8 +148,9 @@ class Acceptance:
         raw = view.get("acceptance")
         given = raw if isinstance(raw, Mapping) else {}
         return cls(
-            dock_tolerance=_positive(given.get("dock_tolerance"),
-                                     DEFAULT_ACCEPTANCE.dock_tolerance),
+            dock_tolerance=_positive(
+                given.get("dock_tolerance"), DEFAULT_ACCEPTANCE.dock_tolerance
+            ),
             max_speed=_positive(given.get("max_speed"), DEFAULT_ACCEPTANCE.max_speed),
         )
 
@@ -205,8 +207,11 @@ def _read_plan(value: Any) -> _Plan | None:
         return None
     revision = value.get("revision", 0)
     steps = value.get("steps", ())
-    if isinstance(revision, bool) or not isinstance(revision, int) \
-            or not isinstance(steps, Sequence):
+    if (
+        isinstance(revision, bool)
+        or not isinstance(revision, int)
+        or not isinstance(steps, Sequence)
+    ):
         return None
     task = value.get("task")
     task = task if isinstance(task, str) else None
@@ -217,7 +222,8 @@ def _read_plan(value: Any) -> _Plan | None:
         step = next((s for s in parsed if s.id == current), None)
     elif current is None and "current" not in value:
         step = next((s for s in parsed if s.status == "running"), None) or next(
-            (s for s in parsed if s.status == "pending"), None)
+            (s for s in parsed if s.status == "pending"), None
+        )
     return _Plan(revision, task, step)
 
 
@@ -333,25 +339,32 @@ class Executor:
         outcome_timeout_ticks: int = 40,
         chooser: RetryChooser | None = None,
     ) -> None:
-        for name, value in (("lookahead", lookahead), ("approach_distance", approach_distance),
-                            ("approach_speed", approach_speed),
-                            ("max_approach_gap", max_approach_gap),
-                            ("blind_max_speed", blind_max_speed)):
+        for name, value in (
+            ("lookahead", lookahead),
+            ("approach_distance", approach_distance),
+            ("approach_speed", approach_speed),
+            ("max_approach_gap", max_approach_gap),
+            ("blind_max_speed", blind_max_speed),
+        ):
             _require(name, value, lambda v: v > 0, "a number > 0")
-        for name, value in (("obstacle_margin", obstacle_margin),
-                            ("accept_margin", accept_margin)):
+        for name, value in (("obstacle_margin", obstacle_margin), ("accept_margin", accept_margin)):
             _require(name, value, lambda v: v >= 0, "a number >= 0")
         _require("arrive_fraction", arrive_fraction, lambda v: 0 < v <= 1, "in (0, 1]")
         _require("charge_until", charge_until, lambda v: 0 < v <= 1, "in (0, 1]")
-        if isinstance(outcome_timeout_ticks, bool) or not isinstance(outcome_timeout_ticks, int) \
-                or outcome_timeout_ticks < 1:
-            raise ValueError(f"outcome_timeout_ticks must be an int >= 1, "
-                             f"got {outcome_timeout_ticks!r}")
+        if (
+            isinstance(outcome_timeout_ticks, bool)
+            or not isinstance(outcome_timeout_ticks, int)
+            or outcome_timeout_ticks < 1
+        ):
+            raise ValueError(
+                f"outcome_timeout_ticks must be an int >= 1, got {outcome_timeout_ticks!r}"
+            )
         _check_declared(spec)
         self.spec = spec
         self.reactions: Mapping[str, str] = {
             pattern: spec.on_missing.get(pattern, allowed[0])
-            for pattern, allowed in REACTIONS.items()}
+            for pattern, allowed in REACTIONS.items()
+        }
         """Required pattern -> the reaction in force: the spec's choice, else the default."""
         self.lookahead = float(lookahead)
         self.arrive_fraction = float(arrive_fraction)
@@ -411,8 +424,10 @@ class Executor:
 
     def _told_to_hold(self, view: CabinView) -> bool:
         """Whether an item the spec says to hold for is missing (for a reason but absence)."""
-        return any(reaction == HOLD and view.missing.get(pattern) not in (None, "absent")
-                   for pattern, reaction in self.reactions.items())
+        return any(
+            reaction == HOLD and view.missing.get(pattern) not in (None, "absent")
+            for pattern, reaction in self.reactions.items()
+        )
 
     def _report_missing(self, view: CabinView, out: Outbox) -> None:
         episodes = self._episodes
@@ -466,21 +481,25 @@ class Executor:
         last = view.get("action:last")
         if isinstance(last, Mapping):
             seen = last.get("id")
-            if isinstance(seen, int) and not isinstance(seen, bool) \
-                    and seen > self._last_action_id:
+            if isinstance(seen, int) and not isinstance(seen, bool) and seen > self._last_action_id:
                 self._last_action_id = seen
                 self._outcome(view, out, policy, last)
         pending = self._pending
         if pending is not None and view.tick - pending.tick > self.outcome_timeout_ticks:
             self._resolve(view, out, policy, pending, ok=False, reason="no_outcome")
 
-    def _outcome(self, view: CabinView, out: Outbox, policy: RetryPolicy,
-                 last: Mapping[str, Any]) -> None:
+    def _outcome(
+        self, view: CabinView, out: Outbox, policy: RetryPolicy, last: Mapping[str, Any]
+    ) -> None:
         action, ok = last.get("action"), last.get("ok") is True
         reason = str(last.get("reason", "ok" if ok else "failed"))
         pending = self._pending
-        if pending is not None and action == pending.action \
-                and int(last["id"]) > pending.baseline and last.get("task") == pending.task:
+        if (
+            pending is not None
+            and action == pending.action
+            and int(last["id"]) > pending.baseline
+            and last.get("task") == pending.task
+        ):
             self._resolve(view, out, policy, pending, ok=ok, reason=reason)
         elif action == "charge" and self._charging is not None and not ok:
             key = self._charging
@@ -488,8 +507,16 @@ class Executor:
             record = self._attempts.setdefault(key, _Attempts())
             self._fail(view, out, policy, key, record, reason)
 
-    def _resolve(self, view: CabinView, out: Outbox, policy: RetryPolicy, pending: _Pending,
-                 *, ok: bool, reason: str) -> None:
+    def _resolve(
+        self,
+        view: CabinView,
+        out: Outbox,
+        policy: RetryPolicy,
+        pending: _Pending,
+        *,
+        ok: bool,
+        reason: str,
+    ) -> None:
         self._pending = None
         if ok or (pending.action == "pick" and reason == "already_carrying"):
             if pending.action == "drop" and pending.task is not None:
@@ -501,17 +528,35 @@ class Executor:
 
     def _succeed(self, view: CabinView, out: Outbox, key: StepKey, attempt: int) -> None:
         task, step, action = key
-        out.emit("action_done", {"action": action, "task": task or None, "step": step,
-                                 "attempt": attempt})
+        out.emit(
+            "action_done",
+            {"action": action, "task": task or None, "step": step, "attempt": attempt},
+        )
         self._done[key] = _Done(self._revision, view.tick, attempt)
         self._attempts.pop(key, None)
 
-    def _fail(self, view: CabinView, out: Outbox, policy: RetryPolicy, key: StepKey,
-              record: _Attempts, reason: str) -> None:
+    def _fail(
+        self,
+        view: CabinView,
+        out: Outbox,
+        policy: RetryPolicy,
+        key: StepKey,
+        record: _Attempts,
+        reason: str,
+    ) -> None:
         task, step, action = key
         final = reason not in RETRYABLE_REASONS or policy.exhausted(record.count)
-        out.emit("action_failed", {"action": action, "task": task or None, "step": step,
-                                   "attempt": record.count, "reason": reason, "final": final})
+        out.emit(
+            "action_failed",
+            {
+                "action": action,
+                "task": task or None,
+                "step": step,
+                "attempt": record.count,
+                "reason": reason,
+                "final": final,
+            },
+        )
         record.failed_tick = view.tick
         if final:
             record.final_revision = self._revision
@@ -523,8 +568,15 @@ class Executor:
 
     # -- steps --------------------------------------------------------------------------
 
-    def _go_to(self, view: CabinView, out: Outbox, step: Step, pose: tuple[float, float, float],
-               speed: float, policy: RetryPolicy) -> tuple[float, float]:
+    def _go_to(
+        self,
+        view: CabinView,
+        out: Outbox,
+        step: Step,
+        pose: tuple[float, float, float],
+        speed: float,
+        policy: RetryPolicy,
+    ) -> tuple[float, float]:
         route = self._read_route(view.get("route"))
         if route is None:
             return _HOLD
@@ -541,8 +593,15 @@ class Executor:
             cap = policy.approach_speed_factor * self._limits.max_speed
         return self._pursue(view, track, s, pose, speed, target, tolerance, cap)
 
-    def _act(self, view: CabinView, out: Outbox, step: Step, pose: tuple[float, float, float],
-             speed: float, policy: RetryPolicy) -> tuple[float, float]:
+    def _act(
+        self,
+        view: CabinView,
+        out: Outbox,
+        step: Step,
+        pose: tuple[float, float, float],
+        speed: float,
+        policy: RetryPolicy,
+    ) -> tuple[float, float]:
         key = step.key
         record = self._attempts.get(key)
         if record is not None and record.final_revision is not None:
@@ -551,11 +610,15 @@ class Executor:
             record = self._attempts[key] = _Attempts()
         if self._already_done(view, step):
             self._charging = None
-            self._succeed(view, out, key,
-                          record.count if record is not None and record.count else 1)
+            self._succeed(
+                view, out, key, record.count if record is not None and record.count else 1
+            )
             return _HOLD
-        if record is not None and record.failed_tick is not None \
-                and view.tick < record.failed_tick + max(1, policy.backoff_ticks):
+        if (
+            record is not None
+            and record.failed_tick is not None
+            and view.tick < record.failed_tick + max(1, policy.backoff_ticks)
+        ):
             return _HOLD  # at least a tick, so that the policy has seen the failure
         target = step.target_xy
         if target is None:
@@ -584,8 +647,9 @@ class Executor:
         battery = view.get("battery")
         return isinstance(battery, (int, float)) and battery >= self.charge_until
 
-    def _command(self, view: CabinView, out: Outbox, step: Step, key: StepKey,
-                 record: _Attempts | None) -> None:
+    def _command(
+        self, view: CabinView, out: Outbox, step: Step, key: StepKey, record: _Attempts | None
+    ) -> None:
         if record is None:
             record = self._attempts[key] = _Attempts()
         if step.action == "charge":
@@ -596,8 +660,9 @@ class Executor:
             return
         record.count += 1
         out.command(step.action, task=step.task)
-        self._pending = _Pending(key, step.id, step.action, step.task, record.count,
-                                 self._last_action_id, view.tick)
+        self._pending = _Pending(
+            key, step.id, step.action, step.task, record.count, self._last_action_id, view.tick
+        )
 
     # -- driving ------------------------------------------------------------------------
 
@@ -618,9 +683,17 @@ class Executor:
             self._progress = -math.inf
         return self._track
 
-    def _pursue(self, view: CabinView, track: _Track, s: float,
-                pose: tuple[float, float, float], speed: float, target: Point2,
-                tolerance: float, cap: float) -> tuple[float, float]:
+    def _pursue(
+        self,
+        view: CabinView,
+        track: _Track,
+        s: float,
+        pose: tuple[float, float, float],
+        speed: float,
+        target: Point2,
+        tolerance: float,
+        cap: float,
+    ) -> tuple[float, float]:
         """Pure pursuit along ``track`` from arc length ``s``: the (v, w) to command."""
         limits = self._limits
         x, y, theta = pose
@@ -637,8 +710,11 @@ class Executor:
         kappa = 2.0 * ly / d2 if d2 > 1e-12 else 0.0
         brake = _BRAKE_FRACTION * limits.max_accel
         remaining = max(track.length - s, math.hypot(target[0] - x, target[1] - y))
-        v = min(limits.max_speed, cap,
-                max(_CREEP_SPEED, math.sqrt(2.0 * brake * max(0.0, remaining - tolerance / 2))))
+        v = min(
+            limits.max_speed,
+            cap,
+            max(_CREEP_SPEED, math.sqrt(2.0 * brake * max(0.0, remaining - tolerance / 2))),
+        )
         v *= math.cos(alpha)
         if abs(kappa) * v > limits.max_turn_rate:
             v = limits.max_turn_rate / abs(kappa)
@@ -649,14 +725,18 @@ class Executor:
         v = max(0.0, v)
         return v, _clamp(v * kappa, limits.max_turn_rate)
 
-    def _zone_cap(self, view: CabinView, track: _Track, s: float, here: Point2,
-                  stopping: float) -> float:
+    def _zone_cap(
+        self, view: CabinView, track: _Track, s: float, here: Point2, stopping: float
+    ) -> float:
         """The speed limit of the zones the robot is in or enters within a stopping distance."""
         zones = self._read_zones(view)
         cap = math.inf
         reason = view.missing.get("constraint:*")
-        if reason is not None and reason != "absent" \
-                and self.reactions["constraint:*"] == "slow:speed_limits_unknown":
+        if (
+            reason is not None
+            and reason != "absent"
+            and self.reactions["constraint:*"] == "slow:speed_limits_unknown"
+        ):
             cap = min(self.blind_max_speed, self._lowest_limit)
         if not zones:
             return cap
@@ -677,15 +757,23 @@ class Executor:
             if cached is None or cached[0] != item.seq:
                 cached = self._zones[key] = (item.seq, _zone(key, item.value))
                 if cached[1] is not None:
-                    self._lowest_limit = min(self._lowest_limit,
-                                             cached[1].max_speed * _ZONE_SPEED_FACTOR)
+                    self._lowest_limit = min(
+                        self._lowest_limit, cached[1].max_speed * _ZONE_SPEED_FACTOR
+                    )
             if cached[1] is not None:
                 found.append(cached[1])
         return found
 
-    def _obstacle_cap(self, view: CabinView, track: _Track, s: float,
-                      pose: tuple[float, float, float], stopping: float, radius: float,
-                      brake: float) -> float:
+    def _obstacle_cap(
+        self,
+        view: CabinView,
+        track: _Track,
+        s: float,
+        pose: tuple[float, float, float],
+        stopping: float,
+        radius: float,
+        brake: float,
+    ) -> float:
         """The speed that stops short of the first obstacle the route ahead runs into.
 
         An obstacle counts with the ground it covers in the next ``_PREDICT_S`` seconds
@@ -732,25 +820,38 @@ def _check_declared(spec: ContextSpec) -> None:
     for pattern, reaction in spec.on_missing.items():
         allowed = REACTIONS.get(pattern)
         if allowed is None:
-            wrong.append(f"{pattern!r} = {reaction!r} (the executor has no reaction for "
-                         f"{pattern!r}; it has them for {', '.join(map(repr, REACTIONS))})")
+            wrong.append(
+                f"{pattern!r} = {reaction!r} (the executor has no reaction for "
+                f"{pattern!r}; it has them for {', '.join(map(repr, REACTIONS))})"
+            )
         elif reaction not in allowed:
-            wrong.append(f"{pattern!r} = {reaction!r} (for {pattern!r} it can do "
-                         f"{' or '.join(map(repr, allowed))})")
+            wrong.append(
+                f"{pattern!r} = {reaction!r} (for {pattern!r} it can do "
+                f"{' or '.join(map(repr, allowed))})"
+            )
     if wrong:
-        raise ValueError(f"spec {spec.name!r} declares reactions the executor does not have: "
-                         + "; ".join(wrong))
+        raise ValueError(
+            f"spec {spec.name!r} declares reactions the executor does not have: " + "; ".join(wrong)
+        )
 
 
 def _require(name: str, value: object, ok: Any, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or not ok(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not ok(value)
+    ):
         raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def _positive(value: Any, default: float) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value) and value > 0:
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    ):
         return float(value)
     return default
 
@@ -759,8 +860,9 @@ def _point(value: Any) -> Point2 | None:
     if not isinstance(value, Sequence) or isinstance(value, str) or len(value) < 2:
         return None
     a, b = value[0], value[1]
-    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
-               for c in (a, b)):
+    if not all(
+        isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) for c in (a, b)
+    ):
         return None
     return float(a), float(b)
 
@@ -770,8 +872,7 @@ def _pose(value: Any) -> tuple[float, float, float] | None:
     if xy is None or len(value) < 3:
         return None
     theta = value[2]
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) \
-            or not math.isfinite(theta):
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta):
         return None
     return xy[0], xy[1], float(theta)
 
@@ -792,8 +893,12 @@ def _zone(key: str, value: Any) -> _Zone | None:
         return None
     limit = value.get("max_speed")
     polygon = value.get("polygon")
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0 \
-            or not isinstance(polygon, Sequence):
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, (int, float))
+        or limit < 0
+        or not isinstance(polygon, Sequence)
+    ):
         _log.warning("executor.bad_speed_zone", key=key, value=repr(value))
         return None
     try:
@@ -812,8 +917,10 @@ def _swept(feature: Feature) -> BaseGeometry:
     """The obstacle's geometry, swept along its sensed velocity for ``_PREDICT_S``."""
     props = feature.props
     vx, vy = props.get("vx", 0.0), props.get("vy", 0.0)
-    if not all(isinstance(c, (int, float)) and math.isfinite(c) for c in (vx, vy)) \
-            or math.hypot(vx, vy) < 0.05:
+    if (
+        not all(isinstance(c, (int, float)) and math.isfinite(c) for c in (vx, vy))
+        or math.hypot(vx, vy) < 0.05
+    ):
         return feature.geometry
     moved = shapely.affinity.translate(feature.geometry, vx * _PREDICT_S, vy * _PREDICT_S)
     return shapely.convex_hull(shapely.GeometryCollection([feature.geometry, moved]))

@@ -122,8 +122,9 @@ class ChatReplyLike(Protocol):
 class ChatClient(Protocol):
     """Something that answers a chat-completions request with tools."""
 
-    def complete(self, messages: Sequence[Mapping[str, Any]],
-                 tools: Sequence[Mapping[str, Any]]) -> ChatReplyLike: ...
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> ChatReplyLike: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +153,21 @@ class ChatReply:
         return cls(content, (), "stop")
 
     @classmethod
-    def calls(cls, *calls: tuple[str, str | Mapping[str, Any]], content: str | None = None,
-              first_id: int = 0) -> ChatReply:
+    def calls(
+        cls,
+        *calls: tuple[str, str | Mapping[str, Any]],
+        content: str | None = None,
+        first_id: int = 0,
+    ) -> ChatReply:
         """Tool calls ``(name, arguments)``; arguments as JSON text (sent as is, even when
         malformed) or a mapping (encoded). Ids are ``call_<n>`` from ``first_id``."""
         made = tuple(
-            ReplyToolCall(f"call_{first_id + i}",
-                          FunctionCall(name, args if isinstance(args, str)
-                                       else to_json_text(args)))
-            for i, (name, args) in enumerate(calls))
+            ReplyToolCall(
+                f"call_{first_id + i}",
+                FunctionCall(name, args if isinstance(args, str) else to_json_text(args)),
+            )
+            for i, (name, args) in enumerate(calls)
+        )
         return cls(content, made, "tool_calls")
 
 
@@ -168,8 +175,10 @@ class ScriptExhausted(RuntimeError):
     """A ``ScriptedClient`` was asked for more replies than it was given."""
 
 
-Script = ChatReplyLike | Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
-                                  ChatReplyLike]
+Script = (
+    ChatReplyLike
+    | Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], ChatReplyLike]
+)
 
 
 class ScriptedClient:
@@ -186,14 +195,18 @@ class ScriptedClient:
     def remaining(self) -> int:
         return max(0, len(self._replies) - self._next)
 
-    def complete(self, messages: Sequence[Mapping[str, Any]],
-                 tools: Sequence[Mapping[str, Any]]) -> ChatReplyLike:
-        self.requests.append(([dict(copy.deepcopy(m)) for m in messages],
-                              [dict(copy.deepcopy(t)) for t in tools]))
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> ChatReplyLike:
+        self.requests.append(
+            ([dict(copy.deepcopy(m)) for m in messages], [dict(copy.deepcopy(t)) for t in tools])
+        )
         if self._next >= len(self._replies):
             if not (self.repeat_last and self._replies):
-                raise ScriptExhausted(f"the script has {len(self._replies)} replies and "
-                                      f"request {len(self.requests)} asked for another")
+                raise ScriptExhausted(
+                    f"the script has {len(self._replies)} replies and "
+                    f"request {len(self.requests)} asked for another"
+                )
             reply = self._replies[-1]
         else:
             reply = self._replies[self._next]
@@ -208,20 +221,23 @@ class OpenAIChatClient:
     'tickwork[llm]'``); ``options`` (temperature, seed, ...) are passed to every request.
     """
 
-    def __init__(self, client: Any, *, model: str, tool_choice: str = "auto",
-                 **options: Any) -> None:
+    def __init__(
+        self, client: Any, *, model: str, tool_choice: str = "auto", **options: Any
+    ) -> None:
         if not hasattr(client, "chat"):
-            raise TypeError(f"expected an OpenAI-compatible client with .chat.completions, "
-                            f"got {type(client).__name__}")
+            raise TypeError(
+                f"expected an OpenAI-compatible client with .chat.completions, "
+                f"got {type(client).__name__}"
+            )
         self.client = client
         self.model = model
         self.tool_choice = tool_choice
         self.options = options
 
-    def complete(self, messages: Sequence[Mapping[str, Any]],
-                 tools: Sequence[Mapping[str, Any]]) -> ChatReplyLike:
-        request: dict[str, Any] = {"model": self.model, "messages": list(messages),
-                                   **self.options}
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> ChatReplyLike:
+        request: dict[str, Any] = {"model": self.model, "messages": list(messages), **self.options}
         if tools:
             request["tools"] = list(tools)
             request["tool_choice"] = self.tool_choice
@@ -229,11 +245,14 @@ class OpenAIChatClient:
         choice = response.choices[0]
         message = choice.message
         calls = tuple(
-            ReplyToolCall(str(c.id), FunctionCall(str(c.function.name),
-                                                  _arguments(c.function.arguments)))
-            for c in (getattr(message, "tool_calls", None) or ()))
-        return ChatReply(getattr(message, "content", None), calls,
-                         getattr(choice, "finish_reason", None))
+            ReplyToolCall(
+                str(c.id), FunctionCall(str(c.function.name), _arguments(c.function.arguments))
+            )
+            for c in (getattr(message, "tool_calls", None) or ())
+        )
+        return ChatReply(
+            getattr(message, "content", None), calls, getattr(choice, "finish_reason", None)
+        )
 
 
 # -- action tools -------------------------------------------------------------------------
@@ -265,21 +284,25 @@ def command_tool(name: str, args: type[A], description: str) -> ActionTool[A]:
     def act(parsed: A, out: Outbox) -> dict[str, Any]:
         values = parsed.model_dump()
         out.command(name, **values)
-        return {"queued": "command", "name": name, "args": values,
-                "note": "applied after this tick"}
+        return {
+            "queued": "command",
+            "name": name,
+            "args": values,
+            "note": "applied after this tick",
+        }
 
     return ActionTool(name, description, args, act)
 
 
-def event_tool(kind: str, args: type[A], description: str, *,
-               tool_name: str | None = None) -> ActionTool[A]:
+def event_tool(
+    kind: str, args: type[A], description: str, *, tool_name: str | None = None
+) -> ActionTool[A]:
     """An action tool that emits an event of ``kind`` with the validated arguments."""
 
     def act(parsed: A, out: Outbox) -> dict[str, Any]:
         values = parsed.model_dump()
         out.emit(kind, values, tags=("llm",))
-        return {"queued": "event", "kind": kind, "data": values,
-                "note": "logged after this tick"}
+        return {"queued": "event", "kind": kind, "data": values, "note": "logged after this tick"}
 
     return ActionTool(tool_name or kind, description, args, act)
 
@@ -312,14 +335,16 @@ class LLMCabin:
         if value_chars < 16:
             raise ValueError(f"value_chars must be at least 16, got {value_chars!r}")
         if not callable(getattr(client, "complete", None)):
-            raise TypeError(f"client must have complete(messages, tools), got "
-                            f"{type(client).__name__}")
+            raise TypeError(
+                f"client must have complete(messages, tools), got {type(client).__name__}"
+            )
         for tool in action_tools:
             if not isinstance(tool, ActionTool):
                 raise TypeError(f"action_tools take ActionTool objects, got {tool!r}")
         # builds once to refuse duplicate or clashing tool names now, not at the first tick
-        ToolDispatcher([*scratchpad_tools(Scratchpad()),
-                        *(t.bind(Outbox(spec.name)) for t in action_tools)])
+        ToolDispatcher(
+            [*scratchpad_tools(Scratchpad()), *(t.bind(Outbox(spec.name)) for t in action_tools)]
+        )
         ShortTermMemory(max_messages=history)
         self.spec = spec
         self.client = client
@@ -343,8 +368,9 @@ class LLMCabin:
             out.scope_notes(task)
         draft = Scratchpad.from_view(view, task=task)
         before = {n.key: n for n in draft.notes()}
-        dispatcher = ToolDispatcher([*scratchpad_tools(draft, tick=view.tick),
-                                     *(t.bind(out) for t in self.action_tools)])
+        dispatcher = ToolDispatcher(
+            [*scratchpad_tools(draft, tick=view.tick), *(t.bind(out) for t in self.action_tools)]
+        )
         schemas = dispatcher.schemas()
         trace = ShortTermMemory(max_messages=self.history, summarize=self.summarize)
         trace.set_goal(self._goal_text(view, task))
@@ -370,17 +396,39 @@ class LLMCabin:
                 trace.add_tool_result(call.id, result.content, name=call.name)
 
         if stopped == "max_steps":
-            out.emit("llm_max_steps", {"cabin": self.name, "max_steps": self.max_steps,
-                                       "tool_calls": calls_made, "last_tools": last_tools},
-                     tags=("llm",))
-            _log.warning("llm_max_steps", cabin=self.name, tick=view.tick,
-                         max_steps=self.max_steps, last_tools=last_tools)
+            out.emit(
+                "llm_max_steps",
+                {
+                    "cabin": self.name,
+                    "max_steps": self.max_steps,
+                    "tool_calls": calls_made,
+                    "last_tools": last_tools,
+                },
+                tags=("llm",),
+            )
+            _log.warning(
+                "llm_max_steps",
+                cabin=self.name,
+                tick=view.tick,
+                max_steps=self.max_steps,
+                last_tools=last_tools,
+            )
         written = self._flush_notes(draft, before, out)
-        out.emit("llm_outcome", {"cabin": self.name, "stopped": stopped, "answer": answer,
-                                 "rounds": rounds, "tool_calls": calls_made,
-                                 "tool_errors": errors, "finish_reason": finish,
-                                 "notes_written": written, "task": task},
-                 tags=("llm",))
+        out.emit(
+            "llm_outcome",
+            {
+                "cabin": self.name,
+                "stopped": stopped,
+                "answer": answer,
+                "rounds": rounds,
+                "tool_calls": calls_made,
+                "tool_errors": errors,
+                "finish_reason": finish,
+                "notes_written": written,
+                "task": task,
+            },
+            tags=("llm",),
+        )
         if self.answer_key is not None and answer is not None:
             out.write(self.answer_key, answer)
 
@@ -388,15 +436,20 @@ class LLMCabin:
 
     def render_prompt(self, view: CabinView, draft: Scratchpad) -> str:
         """The system prompt of one round: instructions, the view, the draft notes."""
-        return "\n\n".join((self.system_prompt,
-                            render_view(view, value_chars=self.value_chars),
-                            draft.to_prompt_text()))
+        return "\n\n".join(
+            (
+                self.system_prompt,
+                render_view(view, value_chars=self.value_chars),
+                draft.to_prompt_text(),
+            )
+        )
 
     def _task(self, view: CabinView) -> str | None:
         if self.scope_to is None:
             return None
-        found = sorted(k for k in view if not k.startswith(NOTE_PREFIX)
-                       and matches(k, self.scope_to))
+        found = sorted(
+            k for k in view if not k.startswith(NOTE_PREFIX) and matches(k, self.scope_to)
+        )
         return found[0] if found else None
 
     def _goal_text(self, view: CabinView, task: str | None) -> str:
@@ -439,7 +492,7 @@ def render_view(view: CabinView, *, value_chars: int = 240) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _arguments(raw: Any) -> str:
@@ -452,8 +505,9 @@ def _arguments(raw: Any) -> str:
     return str(raw)
 
 
-def _read_reply(reply: ChatReplyLike, tick: int, round_: int
-                ) -> tuple[str | None, tuple[ToolCall, ...], str | None]:
+def _read_reply(
+    reply: ChatReplyLike, tick: int, round_: int
+) -> tuple[str | None, tuple[ToolCall, ...], str | None]:
     """Content, tool calls (with ids; missing ids are made up) and the finish reason."""
     content = getattr(reply, "content", None)
     raw_calls = getattr(reply, "tool_calls", None) or ()
@@ -466,7 +520,12 @@ def _read_reply(reply: ChatReplyLike, tick: int, round_: int
         if not isinstance(call_id, str) or not call_id or call_id in seen:
             call_id = f"call_t{tick}_r{round_}_{i}"
         seen.add(call_id)
-        calls.append(ToolCall(call_id, name if isinstance(name, str) else repr(name),
-                              _arguments(getattr(function, "arguments", None))))
+        calls.append(
+            ToolCall(
+                call_id,
+                name if isinstance(name, str) else repr(name),
+                _arguments(getattr(function, "arguments", None)),
+            )
+        )
     text = content if isinstance(content, str) or content is None else str(content)
     return text, tuple(calls), getattr(reply, "finish_reason", None)

@@ -47,8 +47,15 @@ from runtime.cabin import Outbox
 from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
-__all__ = ["FAIL_SAFE", "READING_REACTION", "SAFETY", "STATUS_KEY", "DeviationBands", "Level",
-           "Monitor"]
+__all__ = [
+    "FAIL_SAFE",
+    "READING_REACTION",
+    "SAFETY",
+    "STATUS_KEY",
+    "DeviationBands",
+    "Level",
+    "Monitor",
+]
 
 Level = Literal["ok", "warn", "alarm"]
 _RANK: Final[dict[Level, int]] = {"ok": 0, "warn": 1, "alarm": 2}
@@ -94,12 +101,16 @@ class DeviationBands:
         _finite(self.alarm, "alarm_deviation", strict=True)
         _finite(self.hysteresis, "hysteresis")
         if self.alarm <= self.warn:
-            raise ValueError(f"alarm_deviation ({self.alarm!r}) must be greater than "
-                             f"warn_deviation ({self.warn!r})")
+            raise ValueError(
+                f"alarm_deviation ({self.alarm!r}) must be greater than "
+                f"warn_deviation ({self.warn!r})"
+            )
         if self.hysteresis >= min(self.warn, self.alarm - self.warn):
-            raise ValueError(f"hysteresis ({self.hysteresis!r}) must be smaller than "
-                             f"warn_deviation ({self.warn!r}) and than the gap between the "
-                             f"bands ({self.alarm - self.warn!r})")
+            raise ValueError(
+                f"hysteresis ({self.hysteresis!r}) must be smaller than "
+                f"warn_deviation ({self.warn!r}) and than the gap between the "
+                f"bands ({self.alarm - self.warn!r})"
+            )
 
     def classify(self, error: float, current: Level = "ok") -> Level:
         """The band of ``error`` for a monitor now in band ``current``."""
@@ -180,8 +191,11 @@ class _ShapeCache:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, BaseGeometry) or isinstance(b, BaseGeometry):
-        return (isinstance(a, BaseGeometry) and isinstance(b, BaseGeometry)
-                and bool(shapely.equals_exact(a, b, 0.0)))
+        return (
+            isinstance(a, BaseGeometry)
+            and isinstance(b, BaseGeometry)
+            and bool(shapely.equals_exact(a, b, 0.0))
+        )
     try:
         return bool(a == b)
     except ValueError:
@@ -327,9 +341,14 @@ class Monitor:
         self._fail_safe(view, out, stops)
         zones = self._zones(view, out, stops)
         if pose is not None:
-            robot = _Robot(Point(pose[0], pose[1]), math.cos(pose[2]), math.sin(pose[2]),
-                           None if velocity is None else velocity[0],
-                           0.0 if velocity is None else velocity[1], radius)
+            robot = _Robot(
+                Point(pose[0], pose[1]),
+                math.cos(pose[2]),
+                math.sin(pose[2]),
+                None if velocity is None else velocity[0],
+                0.0 if velocity is None else velocity[1],
+                radius,
+            )
             self._guard_zones(view, zones, robot, out, stops)
             self._guard_obstacles(view, robot, out, stops)
             if robot.speed is not None:
@@ -345,11 +364,15 @@ class Monitor:
 
     def _bad(self, view: CabinView, out: Outbox, key: str, problem: str) -> None:
         if self._episodes.hit(("bad", key), view.time):
-            out.emit("alarm", {"kind": "bad_reading", "level": "alarm", "key": key,
-                               "error": problem}, tags=_ALARM_TAGS)
+            out.emit(
+                "alarm",
+                {"kind": "bad_reading", "level": "alarm", "key": key, "error": problem},
+                tags=_ALARM_TAGS,
+            )
 
-    def _reading(self, view: CabinView, key: str, count: int, out: Outbox
-                 ) -> tuple[float, ...] | None:
+    def _reading(
+        self, view: CabinView, key: str, count: int, out: Outbox
+    ) -> tuple[float, ...] | None:
         if key not in view:
             return None
         value = view[key]
@@ -382,22 +405,27 @@ class Monitor:
             missing[pattern] = reason
             if self._missing.get(pattern) != reason:
                 kind = "stale_reading" if reason == "stale" else "missing_reading"
-                out.emit("alarm", {"kind": kind, "level": "warn", "key": pattern,
-                                   "reason": reason}, tags=_ALARM_TAGS)
+                out.emit(
+                    "alarm",
+                    {"kind": kind, "level": "warn", "key": pattern, "reason": reason},
+                    tags=_ALARM_TAGS,
+                )
                 out.react(pattern, READING_REACTION, reason=reason)
         self._missing = missing
 
     # -- deviation --------------------------------------------------------------
 
     def _line(self, view: CabinView, value: Any, out: Outbox) -> BaseGeometry | None:
-        if value is self._route_value or (self._route_value is not None
-                                          and _same(value, self._route_value)):
+        if value is self._route_value or (
+            self._route_value is not None and _same(value, self._route_value)
+        ):
             return self._route_line
         points = _route(value)
         line: BaseGeometry | None = None
         if points is None:
-            self._bad(view, out, self.spec.route_key,
-                      f"a route must be ((x, y), ...), got {value!r}")
+            self._bad(
+                view, out, self.spec.route_key, f"a route must be ((x, y), ...), got {value!r}"
+            )
         elif len(points) == 1:
             line = Point(points[0])
         elif points:
@@ -405,8 +433,9 @@ class Monitor:
         self._route_value, self._route_line = value, line
         return line
 
-    def _track_deviation(self, view: CabinView, pose: tuple[float, ...] | None,
-                         out: Outbox) -> None:
+    def _track_deviation(
+        self, view: CabinView, pose: tuple[float, ...] | None, out: Outbox
+    ) -> None:
         key = self.spec.route_key
         line = self._line(view, view[key], out) if key in view else None
         if line is None:
@@ -423,14 +452,24 @@ class Monitor:
         level = self.bands.classify(error, self._level)
         if _RANK[level] > _RANK[self._level]:
             limit = self.bands.alarm if level == "alarm" else self.bands.warn
-            out.emit("alarm", {"kind": "deviation", "level": level, "error": error,
-                               "limit": limit}, tags=_ALARM_TAGS)
+            out.emit(
+                "alarm",
+                {"kind": "deviation", "level": level, "error": error, "limit": limit},
+                tags=_ALARM_TAGS,
+            )
         self._level = level
 
     # -- stops ------------------------------------------------------------------
 
-    def _stop(self, view: CabinView, out: Outbox, stops: list[str], reason: str,
-              episode: Hashable, data: Mapping[str, Any]) -> bool:
+    def _stop(
+        self,
+        view: CabinView,
+        out: Outbox,
+        stops: list[str],
+        reason: str,
+        episode: Hashable,
+        data: Mapping[str, Any],
+    ) -> bool:
         """Stop this tick; True (and an ``emergency_stop`` event) if a stop episode opens."""
         stops.append(reason)
         if not self._episodes.hit(("stop", reason, episode), view.time):
@@ -447,12 +486,12 @@ class Monitor:
         stops.append("fail_safe")
         self._episodes.hit(("stop", "fail_safe", reason), view.time)
         if reason != before:
-            out.emit("emergency_stop", {"reason": "fail_safe", "missing": reason},
-                     tags=_STOP_TAGS)
+            out.emit("emergency_stop", {"reason": "fail_safe", "missing": reason}, tags=_STOP_TAGS)
             out.react(SAFETY, FAIL_SAFE, reason=reason)
 
-    def _zones(self, view: CabinView, out: Outbox, stops: list[str]
-               ) -> list[tuple[str, BaseGeometry]]:
+    def _zones(
+        self, view: CabinView, out: Outbox, stops: list[str]
+    ) -> list[tuple[str, BaseGeometry]]:
         zones: dict[str, BaseGeometry] = {}
         for key in sorted(k for k in view if k.startswith("safety:forbidden:")):
             value = view[key]
@@ -463,8 +502,9 @@ class Monitor:
                 zones[zone] = self._shapes.get(key, value.get("polygon"), _polygon)
             except ValueError as exc:
                 self._bad(view, out, key, str(exc))
-                self._stop(view, out, stops, "fail_safe", key,
-                           {"missing": "unreadable", "key": key})
+                self._stop(
+                    view, out, stops, "fail_safe", key, {"missing": "unreadable", "key": key}
+                )
         for feature in view.nearby_map:
             if feature.kind != "forbidden":
                 continue
@@ -473,8 +513,9 @@ class Monitor:
                 zones[zone] = self._shapes.get(f"map:{feature.id}", feature.geometry, _copy)
         return list(zones.items())
 
-    def _must_stop(self, shape: BaseGeometry, robot: _Robot, margin: float, key: Hashable,
-                   now: float) -> float | None:
+    def _must_stop(
+        self, shape: BaseGeometry, robot: _Robot, margin: float, key: Hashable, now: float
+    ) -> float | None:
         """The disc's gap to ``shape`` if the robot must stop for it this tick, else None.
 
         Within ``margin`` it stops when the centre is inside, when its velocity is unknown,
@@ -524,27 +565,42 @@ class Monitor:
             self._holding[key] = hold
         return gap
 
-    def _guard_zones(self, view: CabinView, zones: list[tuple[str, BaseGeometry]],
-                     robot: _Robot, out: Outbox, stops: list[str]) -> None:
+    def _guard_zones(
+        self,
+        view: CabinView,
+        zones: list[tuple[str, BaseGeometry]],
+        robot: _Robot,
+        out: Outbox,
+        stops: list[str],
+    ) -> None:
         reach = robot.radius + _HOLD_REACH * self.stop_margin
         for zone, shape in zones:
             if not shapely.dwithin(shape, robot.here, reach):
                 continue
             gap = self._must_stop(shape, robot, self.stop_margin, ("zone", zone), view.time)
             if gap is not None:
-                self._stop(view, out, stops, "forbidden_zone", zone,
-                           {"zone": zone, "distance": gap})
+                self._stop(
+                    view, out, stops, "forbidden_zone", zone, {"zone": zone, "distance": gap}
+                )
 
-    def _guard_obstacles(self, view: CabinView, robot: _Robot, out: Outbox,
-                         stops: list[str]) -> None:
+    def _guard_obstacles(
+        self, view: CabinView, robot: _Robot, out: Outbox, stops: list[str]
+    ) -> None:
         for feature in view.nearby_map:
             if feature.kind != "obstacle":
                 continue
-            gap = self._must_stop(feature.geometry, robot, self.obstacle_margin,
-                                  ("obstacle", feature.id), view.time)
+            gap = self._must_stop(
+                feature.geometry, robot, self.obstacle_margin, ("obstacle", feature.id), view.time
+            )
             if gap is not None:
-                self._stop(view, out, stops, "obstacle", feature.id,
-                           {"obstacle": feature.id, "distance": gap})
+                self._stop(
+                    view,
+                    out,
+                    stops,
+                    "obstacle",
+                    feature.id,
+                    {"obstacle": feature.id, "distance": gap},
+                )
 
     # -- other alarms -----------------------------------------------------------
 
@@ -553,8 +609,9 @@ class Monitor:
             value = view[key]
             try:
                 if not isinstance(value, Mapping):
-                    raise ValueError(f"expected a mapping with polygon and max_speed, "
-                                     f"got {value!r}")
+                    raise ValueError(
+                        f"expected a mapping with polygon and max_speed, got {value!r}"
+                    )
                 limit = _number(value.get("max_speed"))
                 if limit is None or limit <= 0:
                     raise ValueError(f"max_speed must be > 0, got {value.get('max_speed')!r}")
@@ -565,17 +622,32 @@ class Monitor:
             if speed > limit + _SPEED_TOLERANCE and shapely.contains(shape, here):
                 zone = str(value.get("zone", key.removeprefix("constraint:speed:")))
                 if self._episodes.hit(("speed", zone), view.time):
-                    out.emit("alarm", {"kind": "speed", "level": "warn", "zone": zone,
-                                       "speed": speed, "max_speed": limit}, tags=_ALARM_TAGS)
+                    out.emit(
+                        "alarm",
+                        {
+                            "kind": "speed",
+                            "level": "warn",
+                            "zone": zone,
+                            "speed": speed,
+                            "max_speed": limit,
+                        },
+                        tags=_ALARM_TAGS,
+                    )
 
     def _check_battery(self, view: CabinView, out: Outbox) -> None:
         battery = _number(view.get("battery"))
         low = _number(view.get("battery:low"))
         threshold = DEFAULT_LOW_BATTERY if low is None else low
-        if battery is not None and battery < threshold and self._episodes.hit(
-                ("battery",), view.time):
-            out.emit("alarm", {"kind": "battery", "level": "warn", "battery": battery,
-                               "threshold": threshold}, tags=_ALARM_TAGS)
+        if (
+            battery is not None
+            and battery < threshold
+            and self._episodes.hit(("battery",), view.time)
+        ):
+            out.emit(
+                "alarm",
+                {"kind": "battery", "level": "warn", "battery": battery, "threshold": threshold},
+                tags=_ALARM_TAGS,
+            )
 
     def _read_events(self, view: CabinView, out: Outbox) -> None:
         for event in view.recent_events:
@@ -584,27 +656,61 @@ class Monitor:
             self._seen_events[event.seq] = event.stamp
             data = _data(event.data)
             if event.kind == "cabin_failed":
-                out.emit("alarm", {"kind": "cabin_failed", "level": "alarm",
-                                   "cabin": data.get("cabin"),
-                                   "error_type": data.get("error_type"),
-                                   "tick": data.get("tick"), "seq": event.seq},
-                         tags=_ALARM_TAGS)
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "cabin_failed",
+                        "level": "alarm",
+                        "cabin": data.get("cabin"),
+                        "error_type": data.get("error_type"),
+                        "tick": data.get("tick"),
+                        "seq": event.seq,
+                    },
+                    tags=_ALARM_TAGS,
+                )
             elif event.kind == "tick_overrun":
-                out.emit("alarm", {"kind": "tick_overrun", "level": "warn",
-                                   "tick": data.get("tick"), "compute_s": data.get("compute_s"),
-                                   "skipped": data.get("skipped"), "seq": event.seq},
-                         tags=_ALARM_TAGS)
-            elif (event.kind == "capacity_alarm" and data.get("phase", "start") == "start"
-                  and self._episodes.hit(("capacity",), event.stamp)):
-                out.emit("alarm", {"kind": "capacity", "level": "warn",
-                                   "held": data.get("held"), "pinned": data.get("pinned"),
-                                   "capacity": data.get("capacity")}, tags=_ALARM_TAGS)
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "tick_overrun",
+                        "level": "warn",
+                        "tick": data.get("tick"),
+                        "compute_s": data.get("compute_s"),
+                        "skipped": data.get("skipped"),
+                        "seq": event.seq,
+                    },
+                    tags=_ALARM_TAGS,
+                )
+            elif (
+                event.kind == "capacity_alarm"
+                and data.get("phase", "start") == "start"
+                and self._episodes.hit(("capacity",), event.stamp)
+            ):
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "capacity",
+                        "level": "warn",
+                        "held": data.get("held"),
+                        "pinned": data.get("pinned"),
+                        "capacity": data.get("capacity"),
+                    },
+                    tags=_ALARM_TAGS,
+                )
         if view.capacity_alarm and self._episodes.hit(("capacity",), view.time):
             # while pinned items alone overflow memory, the alarm event itself is evicted
             load = view.occupancy
-            out.emit("alarm", {"kind": "capacity", "level": "warn", "held": load.held,
-                               "pinned": load.pinned, "capacity": load.capacity},
-                     tags=_ALARM_TAGS)
+            out.emit(
+                "alarm",
+                {
+                    "kind": "capacity",
+                    "level": "warn",
+                    "held": load.held,
+                    "pinned": load.pinned,
+                    "capacity": load.capacity,
+                },
+                tags=_ALARM_TAGS,
+            )
         horizon = view.time - self.spec.event_window - self.episode_gap
         old = [seq for seq, stamp in self._seen_events.items() if stamp < horizon]
         for seq in old:
@@ -617,8 +723,10 @@ class Monitor:
         if last is not None:
             last_dev, last_level, last_estop = last
             same_dev = (deviation is None) == (last_dev is None) and (
-                deviation is None or last_dev is None
-                or abs(deviation - last_dev) < self.status_step)
+                deviation is None
+                or last_dev is None
+                or abs(deviation - last_dev) < self.status_step
+            )
             if same_dev and last_level == self._level and last_estop == estop:
                 return
         self._status = (deviation, self._level, estop)

@@ -112,8 +112,7 @@ class Goal:
         released = _number(value.get("released"))
         if pickup_xy is None or drop_xy is None:
             return None
-        return cls(task, pickup, drop, pickup_xy, drop_xy,
-                   0.0 if released is None else released)
+        return cls(task, pickup, drop, pickup_xy, drop_xy, 0.0 if released is None else released)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,17 +160,25 @@ class _Reopen:
 
     @classmethod
     def of(cls, memory: LongTermMemory) -> _Reopen:
-        return cls(memory.path, memory.embed, memory.duplicate_threshold,
-                   memory.echo_threshold, memory.recall_window)
+        return cls(
+            memory.path,
+            memory.embed,
+            memory.duplicate_threshold,
+            memory.echo_threshold,
+            memory.recall_window,
+        )
 
     def open(self) -> LongTermMemory | None:
         if self.path == ":memory:":  # an in-memory database is gone with its process
             _log.warning("planner.long_term_not_reopened", path=self.path)
             return None
-        return LongTermMemory(self.path, embed=self.embed,
-                              duplicate_threshold=self.duplicate_threshold,
-                              echo_threshold=self.echo_threshold,
-                              recall_window=self.recall_window)
+        return LongTermMemory(
+            self.path,
+            embed=self.embed,
+            duplicate_threshold=self.duplicate_threshold,
+            echo_threshold=self.echo_threshold,
+            recall_window=self.recall_window,
+        )
 
 
 @dataclass(slots=True)
@@ -212,10 +219,12 @@ class Planner:
         memory_radius: float = 1.0,
         memory_detour: float = 1.5,
     ) -> None:
-        for name, count in (("replan_after_ticks", replan_after_ticks),
-                            ("charge_timeout_ticks", charge_timeout_ticks),
-                            ("goal_clear_ticks", goal_clear_ticks),
-                            ("stall_ticks", stall_ticks)):
+        for name, count in (
+            ("replan_after_ticks", replan_after_ticks),
+            ("charge_timeout_ticks", charge_timeout_ticks),
+            ("goal_clear_ticks", goal_clear_ticks),
+            ("stall_ticks", stall_ticks),
+        ):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {count!r}")
         if low_battery is not None and not 0.0 <= low_battery < 1.0:
@@ -223,15 +232,18 @@ class Planner:
         if not 0.0 < charge_until <= 1.0:
             raise ValueError(f"charge_until must be in (0, 1], got {charge_until!r}")
         if low_battery is not None and charge_until <= low_battery:
-            raise ValueError(f"charge_until ({charge_until!r}) must be above low_battery "
-                             f"({low_battery!r})")
-        for name, value in (("resolution", resolution),
-                            ("obstacle_replan_interval", obstacle_replan_interval),
-                            ("obstacle_moved", obstacle_moved),
-                            ("progress_step", progress_step),
-                            ("route_retry_interval", route_retry_interval),
-                            ("memory_cell", memory_cell),
-                            ("memory_radius", memory_radius)):
+            raise ValueError(
+                f"charge_until ({charge_until!r}) must be above low_battery ({low_battery!r})"
+            )
+        for name, value in (
+            ("resolution", resolution),
+            ("obstacle_replan_interval", obstacle_replan_interval),
+            ("obstacle_moved", obstacle_moved),
+            ("progress_step", progress_step),
+            ("route_retry_interval", route_retry_interval),
+            ("memory_cell", memory_cell),
+            ("memory_radius", memory_radius),
+        ):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
         if not (math.isfinite(clearance) and clearance >= 0):
@@ -239,11 +251,11 @@ class Planner:
         if not (math.isfinite(memory_detour) and memory_detour >= 1.0):
             raise ValueError(f"memory_detour must be a number >= 1, got {memory_detour!r}")
         if long_term is not None and not isinstance(long_term, LongTermMemory):
-            raise TypeError(f"long_term must be a LongTermMemory, got "
-                            f"{type(long_term).__name__}")
+            raise TypeError(f"long_term must be a LongTermMemory, got {type(long_term).__name__}")
         scope = {"cabin": spec.name} if memory_scope is None else memory_scope
         if not isinstance(scope, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in scope.items()):
+            isinstance(k, str) and isinstance(v, str) for k, v in scope.items()
+        ):
             raise ValueError(f"memory_scope must map strings to strings, got {memory_scope!r}")
         self.spec = spec
         self.replan_after_ticks = replan_after_ticks
@@ -328,9 +340,15 @@ class Planner:
     def __setstate__(self, state: dict[str, Any]) -> None:
         reopen: _Reopen | None = state.pop("_long_term_reopen", None)
         # a planner pickled before it had long-term memory gets the settings' defaults
-        self.__dict__.update({"memory_scope": {"cabin": state["spec"].name},
-                              "memory_cell": 1.0, "memory_radius": 1.0,
-                              "memory_detour": 1.5, "_spots": {}})
+        self.__dict__.update(
+            {
+                "memory_scope": {"cabin": state["spec"].name},
+                "memory_cell": 1.0,
+                "memory_radius": 1.0,
+                "memory_detour": 1.5,
+                "_spots": {},
+            }
+        )
         self.__dict__.update(state)
         # The spots were read when the run started and travel in the state; the file is
         # opened again only to remember new ones.
@@ -376,8 +394,7 @@ class Planner:
             low = _number(view.get("battery:low"))
             low = DEFAULT_LOW_BATTERY if low is None or not 0 <= low < 1 else low
         obstacles = tuple(f for f in view.nearby_map if f.kind == "obstacle")
-        extra = tuple(f for f in view.corridor_map
-                      if f.kind == "obstacle" and f not in obstacles)
+        extra = tuple(f for f in view.corridor_map if f.kind == "obstacle" and f not in obstacles)
         missing = {p: str(r) for p, r in view.missing.items() if r != "absent"}
         cargo = view.get("cargo")
         return _Seen(
@@ -401,22 +418,31 @@ class Planner:
             self._episodes[pattern] = reason
             out.react(pattern, reaction, reason=reason)
             if pattern == "constraint:*":
-                out.emit("alarm", {"kind": "constraint_check", "level": "alarm",
-                                   "pattern": pattern, "reason": reason,
-                                   "known_zones": len(self._constraints)}, tags=("alarm",))
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "constraint_check",
+                        "level": "alarm",
+                        "pattern": pattern,
+                        "reason": reason,
+                        "known_zones": len(self._constraints),
+                    },
+                    tags=("alarm",),
+                )
 
     def _learn_geometry(self, view: CabinView) -> None:
         changed = False
         for feature in view.nearby_map:
             if feature.kind == "shelf":
-                changed |= self._remember(self._shelves, f"map:{feature.id}", feature,
-                                          feature.geometry)
+                changed |= self._remember(
+                    self._shelves, f"map:{feature.id}", feature, feature.geometry
+                )
             elif feature.kind == "forbidden":
-                changed |= self._remember(self._forbidden, f"map:{feature.id}", feature,
-                                          feature.geometry)
+                changed |= self._remember(
+                    self._forbidden, f"map:{feature.id}", feature, feature.geometry
+                )
             elif feature.kind == "speed_zone":
-                self._remember(self._constraints, f"map:{feature.id}", feature,
-                               feature.geometry)
+                self._remember(self._constraints, f"map:{feature.id}", feature, feature.geometry)
         for key in view:
             if key.startswith("safety:forbidden:"):
                 value = view[key]
@@ -445,8 +471,9 @@ class Planner:
         if changed:
             self._layout_version += 1
 
-    def _remember(self, store: dict[str, BaseGeometry], key: str, source: Any,
-                  shape: BaseGeometry) -> bool:
+    def _remember(
+        self, store: dict[str, BaseGeometry], key: str, source: Any, shape: BaseGeometry
+    ) -> bool:
         """Keep ``shape`` under ``key``; True when that changed what is known."""
         if self._sources.get(key) is source:
             return False
@@ -474,7 +501,8 @@ class Planner:
                 _log.warning("planner.goal_ignored", key=key, value=value)
             parsed[key] = (value, goal)
         if parsed.keys() != self._goal_items.keys() or any(
-                parsed[k] is not self._goal_items[k] for k in parsed):
+            parsed[k] is not self._goal_items[k] for k in parsed
+        ):
             self._goals = {g.task: g for _, g in parsed.values() if g is not None}
         self._goal_items = parsed
 
@@ -499,8 +527,11 @@ class Planner:
         if step.status != "running" or (task is not None and task != step.data.get("task")):
             return
         if kind == "action_done":
-            if step.action == "charge" and seen.battery is not None \
-                    and seen.battery < self.charge_until:
+            if (
+                step.action == "charge"
+                and seen.battery is not None
+                and seen.battery < self.charge_until
+            ):
                 return  # charging goes on until the level is reached
             self._plan = plan.with_status(step_id, "done")
             self._progress += 1
@@ -544,11 +575,15 @@ class Planner:
         self._repeat.reset()
         plan = Plan(self._chain((), self._needed_steps(goal, view, seen, ())))
         self._plan = plan
-        out.emit("task_started", {"task": goal.task, "revision": plan.revision,
-                                  "steps": plan.ids}, tags=("plan",))
+        out.emit(
+            "task_started",
+            {"task": goal.task, "revision": plan.revision, "steps": plan.ids},
+            tags=("plan",),
+        )
 
-    def _needed_steps(self, goal: Goal, view: CabinView, seen: _Seen,
-                      kept: tuple[PlanStep, ...]) -> list[PlanStep]:
+    def _needed_steps(
+        self, goal: Goal, view: CabinView, seen: _Seen, kept: tuple[PlanStep, ...]
+    ) -> list[PlanStep]:
         """The steps still to do for ``goal``, given the cargo, battery and ``kept`` steps."""
         if seen.cargo_known:
             carrying = seen.cargo == goal.task
@@ -560,24 +595,64 @@ class Planner:
         if self._needs_charge(seen):
             steps.extend(self._charge_steps(goal.task, view, seen, taken))
         if not carrying:
-            steps.append(self._new_step(taken, goal.task, "go_pickup", "go_to", goal.pickup,
-                                        goal.pickup_xy, f"go to the pick-up dock {goal.pickup}"))
-            steps.append(self._new_step(taken, goal.task, "pick", "pick", goal.pickup,
-                                        goal.pickup_xy, f"pick {goal.task} at {goal.pickup}"))
-        steps.append(self._new_step(taken, goal.task, "go_drop", "go_to", goal.drop,
-                                    goal.drop_xy, f"go to the drop dock {goal.drop}"))
-        steps.append(self._new_step(taken, goal.task, "drop", "drop", goal.drop, goal.drop_xy,
-                                    f"drop {goal.task} at {goal.drop}"))
+            steps.append(
+                self._new_step(
+                    taken,
+                    goal.task,
+                    "go_pickup",
+                    "go_to",
+                    goal.pickup,
+                    goal.pickup_xy,
+                    f"go to the pick-up dock {goal.pickup}",
+                )
+            )
+            steps.append(
+                self._new_step(
+                    taken,
+                    goal.task,
+                    "pick",
+                    "pick",
+                    goal.pickup,
+                    goal.pickup_xy,
+                    f"pick {goal.task} at {goal.pickup}",
+                )
+            )
+        steps.append(
+            self._new_step(
+                taken,
+                goal.task,
+                "go_drop",
+                "go_to",
+                goal.drop,
+                goal.drop_xy,
+                f"go to the drop dock {goal.drop}",
+            )
+        )
+        steps.append(
+            self._new_step(
+                taken,
+                goal.task,
+                "drop",
+                "drop",
+                goal.drop,
+                goal.drop_xy,
+                f"drop {goal.task} at {goal.drop}",
+            )
+        )
         return steps
 
     def _needs_charge(self, seen: _Seen) -> bool:
         return seen.battery is not None and seen.battery < seen.low_battery
 
-    def _charge_steps(self, task: str, view: CabinView, seen: _Seen,
-                      taken: set[str]) -> list[PlanStep]:
+    def _charge_steps(
+        self, task: str, view: CabinView, seen: _Seen, taken: set[str]
+    ) -> list[PlanStep]:
         chargers = view.get("chargers")
-        places = {str(k): xy for k, v in (chargers.items() if isinstance(chargers, Mapping)
-                                           else ()) if (xy := _xy(v)) is not None}
+        places = {
+            str(k): xy
+            for k, v in (chargers.items() if isinstance(chargers, Mapping) else ())
+            if (xy := _xy(v)) is not None
+        }
         if not places:
             _log.warning("planner.no_charger", battery=seen.battery)
             return []
@@ -585,24 +660,41 @@ class Planner:
         charger = min(places, key=lambda c: (math.dist(here, places[c]), c))
         xy = places[charger]
         return [
-            self._new_step(taken, task, "go_charger", "go_to", charger, xy,
-                           f"go to the charger {charger}"),
-            self._new_step(taken, task, "charge", "charge", charger, xy,
-                           f"charge at {charger} to {self.charge_until:g}",
-                           until=self.charge_until),
+            self._new_step(
+                taken, task, "go_charger", "go_to", charger, xy, f"go to the charger {charger}"
+            ),
+            self._new_step(
+                taken,
+                task,
+                "charge",
+                "charge",
+                charger,
+                xy,
+                f"charge at {charger} to {self.charge_until:g}",
+                until=self.charge_until,
+            ),
         ]
 
     @staticmethod
-    def _new_step(taken: set[str], task: str, base: str, action: str, target: str,
-                  xy: Point2, description: str, **extra: Any) -> PlanStep:
+    def _new_step(
+        taken: set[str],
+        task: str,
+        base: str,
+        action: str,
+        target: str,
+        xy: Point2,
+        description: str,
+        **extra: Any,
+    ) -> PlanStep:
         step_id = f"{task}:{base}"
         n = 0
         while step_id in taken:
             n += 1
             step_id = f"{task}:{base}.{n}"
         taken.add(step_id)
-        return PlanStep(step_id, description, action, target,
-                        data={"task": task, "target_xy": xy, **extra})
+        return PlanStep(
+            step_id, description, action, target, data={"task": task, "target_xy": xy, **extra}
+        )
 
     @staticmethod
     def _chain(kept: tuple[PlanStep, ...], tail: list[PlanStep]) -> tuple[PlanStep, ...]:
@@ -611,9 +703,21 @@ class Planner:
         previous = kept[-1].id if kept else None
         for step in tail:
             deps = (previous,) if previous is not None else ()
-            chained.append(step if step.depends_on == deps else
-                           PlanStep(step.id, step.description, step.action, step.target, deps,
-                                    step.status, step.attempts, step.started_at, step.data))
+            chained.append(
+                step
+                if step.depends_on == deps
+                else PlanStep(
+                    step.id,
+                    step.description,
+                    step.action,
+                    step.target,
+                    deps,
+                    step.status,
+                    step.attempts,
+                    step.started_at,
+                    step.data,
+                )
+            )
             previous = step.id
         return (*kept, *chained)
 
@@ -624,18 +728,29 @@ class Planner:
         limit = self._timeout_for
         pending = self._trigger
         self._trigger = None
-        if pending is not None and (pending.step is None or pending.step not in plan
-                                    or plan.step(pending.step).status != "running"):
+        if pending is not None and (
+            pending.step is None
+            or pending.step not in plan
+            or plan.step(pending.step).status != "running"
+        ):
             pending = None
-        trigger = (failed_step(plan) or pending or self._stalled(plan, seen, view.tick)
-                   or overdue_step(plan, view.tick, limit=limit))
+        trigger = (
+            failed_step(plan)
+            or pending
+            or self._stalled(plan, seen, view.tick)
+            or overdue_step(plan, view.tick, limit=limit)
+        )
         if trigger is not None:
             self._replan(trigger, view, seen, out)
             plan = self._plan
             assert plan is not None
         current = plan.current
-        if current is not None and current.action == "charge" and seen.battery is not None \
-                and seen.battery >= self.charge_until:
+        if (
+            current is not None
+            and current.action == "charge"
+            and seen.battery is not None
+            and seen.battery >= self.charge_until
+        ):
             plan = plan.with_status(current.id, "done")
             self._progress += 1
             current = None
@@ -644,12 +759,21 @@ class Planner:
             # Charging goes in before the robot sets off: an action at the spot it
             # stands on (a pick, a drop) is done first.
             chargers = self._charger_ids(view)
-            if nxt is not None and nxt.action == "go_to" and nxt.target not in chargers \
-                    and chargers and self._needs_charge(seen) \
-                    and not self._charging_planned(plan):
+            if (
+                nxt is not None
+                and nxt.action == "go_to"
+                and nxt.target not in chargers
+                and chargers
+                and self._needs_charge(seen)
+                and not self._charging_planned(plan)
+            ):
                 self._plan = plan
-                self._replan(ReplanTrigger("low_battery", None,
-                                           f"battery {seen.battery:.2f}"), view, seen, out)
+                self._replan(
+                    ReplanTrigger("low_battery", None, f"battery {seen.battery:.2f}"),
+                    view,
+                    seen,
+                    out,
+                )
                 plan = self._plan
                 nxt = plan.next_runnable()
             if nxt is not None:
@@ -668,15 +792,19 @@ class Planner:
             return None
         along = float(line.project(Point(seen.pose)))
         mark = (current.id, self._route)
-        if self._stall is None or self._stall[0] != mark \
-                or along >= self._stall[1] + self.progress_step:
+        if (
+            self._stall is None
+            or self._stall[0] != mark
+            or along >= self._stall[1] + self.progress_step
+        ):
             self._stall = (mark, along, tick)
             return None
         if tick - self._stall[2] < self.stall_ticks:
             return None
         self._stall = None
-        return ReplanTrigger("no_progress", current.id,
-                             f"{self.stall_ticks} ticks without progress along the route")
+        return ReplanTrigger(
+            "no_progress", current.id, f"{self.stall_ticks} ticks without progress along the route"
+        )
 
     def _timeout_for(self, step: PlanStep) -> float:
         if step.action == "charge":
@@ -704,16 +832,14 @@ class Planner:
             self._done_since = None
             self._replan(ReplanTrigger("goal_not_cleared"), view, seen, out)
 
-    def _replan(self, trigger: ReplanTrigger, view: CabinView, seen: _Seen,
-                out: Outbox) -> None:
+    def _replan(self, trigger: ReplanTrigger, view: CabinView, seen: _Seen, out: Outbox) -> None:
         """Adjust the plan for ``trigger``: done (and running) steps kept, revision + 1."""
         plan = self._plan
         goal = self._goals.get(self._task) if self._task is not None else None
         if plan is None or goal is None:
             return
         step = trigger.step
-        if step is not None and step in plan and plan.step(step).status in ("running",
-                                                                             "pending"):
+        if step is not None and step in plan and plan.step(step).status in ("running", "pending"):
             plan = plan.with_status(step, "failed")
         if trigger.reason == "obstacle_in_corridor":
             new_steps = plan.steps
@@ -721,8 +847,10 @@ class Planner:
             kept = tuple(s for s in plan if s.status in ("done", "running"))
             if trigger.reason == "low_battery":
                 taken = {s.id for s in plan} | self._burned
-                tail = [*self._charge_steps(goal.task, view, seen, taken),
-                        *(s for s in plan if s.status == "pending")]
+                tail = [
+                    *self._charge_steps(goal.task, view, seen, taken),
+                    *(s for s in plan if s.status == "pending"),
+                ]
             else:
                 tail = self._needed_steps(goal, view, seen, kept)
             new_steps = self._chain(kept, tail)
@@ -733,9 +861,17 @@ class Planner:
             self._plan = plan
             return
         self._route_key = None
-        out.emit("replan", {"reason": trigger.reason, "task": goal.task,
-                            "revision": self._plan.revision, "step": trigger.step,
-                            "detail": trigger.detail}, tags=("plan",))
+        out.emit(
+            "replan",
+            {
+                "reason": trigger.reason,
+                "task": goal.task,
+                "revision": self._plan.revision,
+                "step": trigger.step,
+                "detail": trigger.detail,
+            },
+            tags=("plan",),
+        )
         if self._long_term is not None:
             self._remember_blocked(trigger, view, seen, out)
 
@@ -755,8 +891,7 @@ class Planner:
             return "no_bounds"
         return None
 
-    def _desired_route(self, view: CabinView, seen: _Seen, hold: str | None,
-                       out: Outbox) -> Route:
+    def _desired_route(self, view: CabinView, seen: _Seen, hold: str | None, out: Outbox) -> Route:
         plan = self._plan
         if hold is not None or plan is None or plan.is_done:
             self._route_key = None
@@ -783,26 +918,42 @@ class Planner:
         target = _xy(current.data.get("target_xy"))
         if target is None or router is None:
             return _EMPTY_ROUTE
-        blocked = [_shrunk(f.geometry, (seen.pose, target), self._reach)
-                   for f in seen.obstacles]
+        blocked = [_shrunk(f.geometry, (seen.pose, target), self._reach) for f in seen.obstacles]
         if blocking:
             blocked.extend(self._constraints.values())
-        route = self._plan_route(router, seen.pose, target,
-                                 [g for g in blocked if g is not None], current.id, out)
+        route = self._plan_route(
+            router, seen.pose, target, [g for g in blocked if g is not None], current.id, out
+        )
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
         self._route_key = key
         if route is None:
             if self._route_failed_at is None:
-                out.emit("alarm", {"kind": "no_route", "level": "warn", "task": self._task,
-                                   "step": current.id, "target": current.target,
-                                   "from": seen.pose}, tags=("alarm",))
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "no_route",
+                        "level": "warn",
+                        "task": self._task,
+                        "step": current.id,
+                        "target": current.target,
+                        "from": seen.pose,
+                    },
+                    tags=("alarm",),
+                )
             self._route_failed_at = view.time
             return _EMPTY_ROUTE
         self._route_failed_at = None
         return route
 
-    def _plan_route(self, router: RoutePlanner, start: Point2, target: Point2,
-                    blocked: list[BaseGeometry], step: str, out: Outbox) -> Route | None:
+    def _plan_route(
+        self,
+        router: RoutePlanner,
+        start: Point2,
+        target: Point2,
+        blocked: list[BaseGeometry],
+        step: str,
+        out: Outbox,
+    ) -> Route | None:
         """The shortest route, or the one clear of remembered blocked spots if it is not
         more than ``memory_detour`` times as long (and the shortest passes one)."""
         route = router.plan(start, target, blocked=blocked)
@@ -813,17 +964,28 @@ class Planner:
         passed = [s for s in self._spots.values() if line.distance(s.area) <= reach]
         if not passed:
             return route
-        avoid = [shape for s in self._spots.values()
-                 if (shape := _shrunk(s.area, (start, target), reach)) is not None]
+        avoid = [
+            shape
+            for s in self._spots.values()
+            if (shape := _shrunk(s.area, (start, target), reach)) is not None
+        ]
         detour = router.plan(start, target, blocked=[*blocked, *avoid]) if avoid else None
         length = float(line.length)
         detour_length = float(LineString(detour).length) if detour is not None else math.inf
         if detour_length > self.memory_detour * length:
             return route
-        out.emit("recalled", {"task": self._task, "step": step, "spots": len(passed),
-                              "nearest": [passed[0].x, passed[0].y],
-                              "length": round(detour_length, 3),
-                              "shortest": round(length, 3)}, tags=("memory",))
+        out.emit(
+            "recalled",
+            {
+                "task": self._task,
+                "step": step,
+                "spots": len(passed),
+                "nearest": [passed[0].x, passed[0].y],
+                "length": round(detour_length, 3),
+                "shortest": round(length, 3),
+            },
+            tags=("memory",),
+        )
         return detour
 
     # -- long-term memory ---------------------------------------------------------------
@@ -839,8 +1001,9 @@ class Planner:
         size = self.memory_cell
         return (round(round(x / size) * size, 6), round(round(y / size) * size, 6))
 
-    def _remember_blocked(self, trigger: ReplanTrigger, view: CabinView, seen: _Seen,
-                          out: Outbox) -> None:
+    def _remember_blocked(
+        self, trigger: ReplanTrigger, view: CabinView, seen: _Seen, out: Outbox
+    ) -> None:
         """Remember where an obstacle blocked the way, when ``trigger`` says one did."""
         feature: Feature | None = None
         if trigger.reason == "obstacle_in_corridor":
@@ -861,9 +1024,17 @@ class Planner:
         spot = BlockedSpot(x, y, self.memory_radius, kind, view.time)
         self._spots[cell] = spot
         content = f"a {kind} blocked the way near ({cell[0]:g}, {cell[1]:g})"
-        metadata = {"fact": "blocked", "x": x, "y": y, "radius": spot.radius, "kind": kind,
-                    "time": view.time, "reason": trigger.reason, "obstacle": feature.id,
-                    "task": self._task}
+        metadata = {
+            "fact": "blocked",
+            "x": x,
+            "y": y,
+            "radius": spot.radius,
+            "kind": kind,
+            "time": view.time,
+            "reason": trigger.reason,
+            "obstacle": feature.id,
+            "task": self._task,
+        }
         out.remember(content, scope=self.memory_scope, metadata=metadata, stamp=view.time)
 
     @property
@@ -878,9 +1049,13 @@ class Planner:
         if key != self._router_key:
             try:
                 problem = RoutingProblem(
-                    bounds=self._bounds, obstacles=tuple(self._shelves.values()),
-                    forbidden=tuple(self._forbidden.values()), robot_radius=self._radius,
-                    clearance=self.clearance, resolution=self.resolution)
+                    bounds=self._bounds,
+                    obstacles=tuple(self._shelves.values()),
+                    forbidden=tuple(self._forbidden.values()),
+                    robot_radius=self._radius,
+                    clearance=self.clearance,
+                    resolution=self.resolution,
+                )
             except (TypeError, ValueError):
                 _log.exception("planner.bad_layout", bounds=self._bounds, radius=self._radius)
                 return None
@@ -900,8 +1075,7 @@ class Planner:
         if line is None or pose is None:
             return False
         obstacles = [f for f in view.corridor_map if f.kind == "obstacle"]
-        if not obstacles or view.time - self._last_obstacle_replan \
-                < self.obstacle_replan_interval:
+        if not obstacles or view.time - self._last_obstacle_replan < self.obstacle_replan_interval:
             return False
         reach = self._reach
         along: float | None = None
@@ -909,8 +1083,10 @@ class Planner:
             if float(line.distance(feature.geometry)) > reach:
                 continue
             planned_at = self._planned_obstacles.get(feature.id)
-            if planned_at is not None and planned_at.distance(feature.geometry.centroid) \
-                    < self.obstacle_moved:
+            if (
+                planned_at is not None
+                and planned_at.distance(feature.geometry.centroid) < self.obstacle_moved
+            ):
                 continue  # the route was planned with it there already
             if along is None:
                 along = float(line.project(Point(pose)))
@@ -918,8 +1094,7 @@ class Planner:
             if float(line.project(Point(nearest.coords[0]))) < along - reach:
                 continue  # behind the robot
             self._last_obstacle_replan = view.time
-            self._replan(ReplanTrigger("obstacle_in_corridor", None, feature.id),
-                         view, seen, out)
+            self._replan(ReplanTrigger("obstacle_in_corridor", None, feature.id), view, seen, out)
             return True
         return False
 
@@ -931,8 +1106,9 @@ class Planner:
             self._route_line = LineString(route) if len(route) >= 2 else None
             out.write("route", route)
         plan = self._plan
-        if not self._plan_written or (plan is not self._written_plan
-                                      and plan != self._written_plan):
+        if not self._plan_written or (
+            plan is not self._written_plan and plan != self._written_plan
+        ):
             out.write("plan", self.board_plan())
         self._written_plan = plan
         self._plan_written = True
@@ -946,16 +1122,25 @@ class Planner:
         steps = []
         for s in plan:
             entry: dict[str, Any] = {
-                "id": s.id, "action": s.action, "target": s.target,
-                "target_xy": s.data.get("target_xy"), "task": s.data.get("task"),
-                "depends_on": s.depends_on, "status": s.status, "attempts": s.attempts,
+                "id": s.id,
+                "action": s.action,
+                "target": s.target,
+                "target_xy": s.data.get("target_xy"),
+                "task": s.data.get("task"),
+                "depends_on": s.depends_on,
+                "status": s.status,
+                "attempts": s.attempts,
                 "description": s.description,
             }
             if "until" in s.data:
                 entry["until"] = s.data["until"]
             steps.append(entry)
-        return {"task": self._task, "revision": plan.revision,
-                "current": current.id if current is not None else None, "steps": tuple(steps)}
+        return {
+            "task": self._task,
+            "revision": plan.revision,
+            "current": current.id if current is not None else None,
+            "steps": tuple(steps),
+        }
 
 
 # -- value parsing -------------------------------------------------------------------------
@@ -1018,8 +1203,9 @@ def _obstacle_kind(feature: Feature) -> str:
     return "obstacle"
 
 
-def _shrunk(shape: BaseGeometry, keep_free: tuple[Point2, ...], reach: float
-            ) -> BaseGeometry | None:
+def _shrunk(
+    shape: BaseGeometry, keep_free: tuple[Point2, ...], reach: float
+) -> BaseGeometry | None:
     """``shape`` shrunk about its centre so that no point of ``keep_free`` is within ``reach``.
 
     A moving obstacle right beside the robot (or at its target) must not make every route

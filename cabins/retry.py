@@ -58,19 +58,34 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a retry policy needs a non-empty name, got {self.name!r}")
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) \
-                or self.max_attempts < 1:
-            raise ValueError(f"retry policy {self.name!r}: max_attempts must be an int >= 1, "
-                             f"got {self.max_attempts!r}")
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or self.max_attempts < 1
+        ):
+            raise ValueError(
+                f"retry policy {self.name!r}: max_attempts must be an int >= 1, "
+                f"got {self.max_attempts!r}"
+            )
         factor = self.approach_speed_factor
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) \
-                or not 0.0 < factor <= 1.0:
-            raise ValueError(f"retry policy {self.name!r}: approach_speed_factor must be in "
-                             f"(0, 1], got {factor!r}")
-        if isinstance(self.backoff_ticks, bool) or not isinstance(self.backoff_ticks, int) \
-                or self.backoff_ticks < 0:
-            raise ValueError(f"retry policy {self.name!r}: backoff_ticks must be an int >= 0, "
-                             f"got {self.backoff_ticks!r}")
+        if (
+            isinstance(factor, bool)
+            or not isinstance(factor, (int, float))
+            or not 0.0 < factor <= 1.0
+        ):
+            raise ValueError(
+                f"retry policy {self.name!r}: approach_speed_factor must be in "
+                f"(0, 1], got {factor!r}"
+            )
+        if (
+            isinstance(self.backoff_ticks, bool)
+            or not isinstance(self.backoff_ticks, int)
+            or self.backoff_ticks < 0
+        ):
+            raise ValueError(
+                f"retry policy {self.name!r}: backoff_ticks must be an int >= 0, "
+                f"got {self.backoff_ticks!r}"
+            )
 
     def exhausted(self, attempts: int) -> bool:
         """True when ``attempts`` tries leave none under this policy."""
@@ -78,8 +93,9 @@ class RetryPolicy:
 
 
 NORMAL = RetryPolicy("normal", max_attempts=3, approach_speed_factor=1.0, backoff_ticks=0)
-CONSERVATIVE = RetryPolicy("conservative", max_attempts=2, approach_speed_factor=0.5,
-                           backoff_ticks=20)
+CONSERVATIVE = RetryPolicy(
+    "conservative", max_attempts=2, approach_speed_factor=0.5, backoff_ticks=20
+)
 
 
 @dataclass(frozen=True, slots=True)

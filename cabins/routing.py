@@ -117,13 +117,9 @@ class RoutingProblem:
             raise TypeError(f"bounds must be (minx, miny, maxx, maxy), got {self.bounds!r}")
         if len(self.bounds) != 4:
             raise ValueError(f"bounds must be (minx, miny, maxx, maxy), got {self.bounds!r}")
-        minx, miny, maxx, maxy = (
-            _finite(v, f"bounds[{i}]") for i, v in enumerate(self.bounds)
-        )
+        minx, miny, maxx, maxy = (_finite(v, f"bounds[{i}]") for i, v in enumerate(self.bounds))
         if not (minx < maxx and miny < maxy):
-            raise ValueError(
-                f"bounds must have minx < maxx and miny < maxy, got {self.bounds!r}"
-            )
+            raise ValueError(f"bounds must have minx < maxx and miny < maxy, got {self.bounds!r}")
         radius = _finite(self.robot_radius, "robot_radius")
         clearance = _finite(self.clearance, "clearance")
         resolution = _finite(self.resolution, "resolution")
@@ -167,8 +163,12 @@ class RoutePlanner:
         half_diag = res * _SQRT2 / 2.0
         self._cell_reach = self._reach + half_diag
         # The closed box the robot's centre must stay in for its disc to stay on the floor.
-        self._floor = (minx + radius + _EPS, miny + radius + _EPS,
-                       maxx - radius - _EPS, maxy - radius - _EPS)
+        self._floor = (
+            minx + radius + _EPS,
+            miny + radius + _EPS,
+            maxx - radius - _EPS,
+            maxy - radius - _EPS,
+        )
 
         nx = max(1, math.ceil((maxx - minx) / res - 1e-9))
         ny = max(1, math.ceil((maxy - miny) / res - 1e-9))
@@ -190,8 +190,10 @@ class RoutePlanner:
 
         fx0, fy0, fx1, fy1 = self._floor
         inside = (
-            ((cx - half_diag) >= fx0) & ((cx + half_diag) <= fx1)
-            & ((cy - half_diag) >= fy0) & ((cy + half_diag) <= fy1)
+            ((cx - half_diag) >= fx0)
+            & ((cx + half_diag) <= fx1)
+            & ((cy - half_diag) >= fy0)
+            & ((cy + half_diag) <= fy1)
         )
         free = inside.ravel()
         free[self._cells_near(self._solids)] = False
@@ -317,9 +319,7 @@ class RoutePlanner:
         """Unpadded flat indices of the cells that some geometry makes unsafe."""
         if not geometries.size:
             return np.empty(0, dtype=np.intp)
-        pairs = self._centre_tree.query(
-            geometries, predicate="dwithin", distance=self._cell_reach
-        )
+        pairs = self._centre_tree.query(geometries, predicate="dwithin", distance=self._cell_reach)
         return np.asarray(pairs[1], dtype=np.intp)
 
     def _passable_with(self, blocked_arr: npt.NDArray[np.object_]) -> bytes | bytearray:
@@ -350,8 +350,9 @@ class RoutePlanner:
         cells = ((rr + 1) * self._width + cc + 1).ravel()
         ok = np.frombuffer(passable, dtype=np.uint8)[cells].astype(bool)
         cells = cells[ok]
-        dist2 = ((self._centres_x[cc.ravel()[ok]] - p[0]) ** 2
-                 + (self._centres_y[rr.ravel()[ok]] - p[1]) ** 2)
+        dist2 = (self._centres_x[cc.ravel()[ok]] - p[0]) ** 2 + (
+            self._centres_y[rr.ravel()[ok]] - p[1]
+        ) ** 2
         for index in np.lexsort((cells, dist2)).tolist():
             cell = int(cells[index])
             if check(p, self._centre(cell)):
@@ -363,8 +364,14 @@ class RoutePlanner:
         width = self._width
         goal_row, goal_col = divmod(goal, width)
         steps = (
-            (1, 1.0), (-1, 1.0), (width, 1.0), (-width, 1.0),
-            (width + 1, _SQRT2), (width - 1, _SQRT2), (1 - width, _SQRT2), (-1 - width, _SQRT2),
+            (1, 1.0),
+            (-1, 1.0),
+            (width, 1.0),
+            (-width, 1.0),
+            (width + 1, _SQRT2),
+            (width - 1, _SQRT2),
+            (1 - width, _SQRT2),
+            (-1 - width, _SQRT2),
         )
         diag_gain = _SQRT2 - 2.0
         cost = [math.inf] * len(passable)

@@ -70,8 +70,11 @@ class ToolCall:
     arguments: str = "{}"
 
     def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments}}
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +89,17 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
-            raise ValueError(f"a message role must be one of {', '.join(_ROLES)}, "
-                             f"got {self.role!r}")
+            raise ValueError(
+                f"a message role must be one of {', '.join(_ROLES)}, got {self.role!r}"
+            )
         if self.tool_calls and self.role != "assistant":
             raise ValueError(f"only an assistant message calls tools, not a {self.role} one")
         if (self.role == "tool") != (self.tool_call_id is not None):
-            raise ValueError("a tool message needs the tool_call_id it answers, and only a "
-                             f"tool message has one (role {self.role!r}, "
-                             f"tool_call_id {self.tool_call_id!r})")
+            raise ValueError(
+                "a tool message needs the tool_call_id it answers, and only a "
+                f"tool message has one (role {self.role!r}, "
+                f"tool_call_id {self.tool_call_id!r})"
+            )
         ids = [c.id for c in self.tool_calls]
         if len(set(ids)) != len(ids):
             raise ValueError(f"an assistant message calls two tools with one id: {ids}")
@@ -117,8 +123,9 @@ def omitted_summary(previous: str | None, dropped: Sequence[Message]) -> str:
     """The default summary: how many earlier messages were dropped, and which tools ran."""
     count = len(dropped)
     tools: list[str] = []
-    found = re.match(r"\[(\d+) earlier messages omitted(?:; tools used: ([^\]]*))?\]",
-                     previous or "")
+    found = re.match(
+        r"\[(\d+) earlier messages omitted(?:; tools used: ([^\]]*))?\]", previous or ""
+    )
     if found:
         count += int(found[1])
         tools = [t for t in (found[2] or "").split(", ") if t]
@@ -140,10 +147,11 @@ class ShortTermMemory:
     """
 
     def __init__(self, *, max_messages: int = 30, summarize: Summarizer | None = None) -> None:
-        if isinstance(max_messages, bool) or not isinstance(max_messages, int) \
-                or max_messages < 4:
-            raise ValueError("max_messages must be an int >= 4 (system, goal, summary and "
-                             f"one turn), got {max_messages!r}")
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 4:
+            raise ValueError(
+                "max_messages must be an int >= 4 (system, goal, summary and "
+                f"one turn), got {max_messages!r}"
+            )
         self.max_messages = max_messages
         self.summarize: Summarizer = summarize if summarize is not None else omitted_summary
         self._system: Message | None = None
@@ -186,14 +194,18 @@ class ShortTermMemory:
         open_calls = _open_calls(last)
         if message.role == "tool":
             if message.tool_call_id not in open_calls:
-                raise ValueError(f"tool result for call {message.tool_call_id!r}, which is "
-                                 f"not an open call of the last assistant message "
-                                 f"(open: {open_calls})")
+                raise ValueError(
+                    f"tool result for call {message.tool_call_id!r}, which is "
+                    f"not an open call of the last assistant message "
+                    f"(open: {open_calls})"
+                )
             last.append(message)
         else:
             if open_calls:
-                raise ValueError(f"tool call(s) {open_calls} have no result yet; add their "
-                                 "results before the next message")
+                raise ValueError(
+                    f"tool call(s) {open_calls} have no result yet; add their "
+                    "results before the next message"
+                )
             self._turns.append([message])
         self._fit()
 
@@ -300,7 +312,7 @@ class HashingEmbedder:
         n = self.ngram
         for w in words:
             padded = f"#{w}#"
-            out += [(f"c:{padded[i:i + n]}", 0.25) for i in range(max(1, len(padded) - n + 1))]
+            out += [(f"c:{padded[i : i + n]}", 0.25) for i in range(max(1, len(padded) - n + 1))]
         return out
 
 
@@ -365,16 +377,20 @@ class LongTermMemory:
         recall_window: int = 1,
         clock: Clock | None = None,
     ) -> None:
-        for name, value in (("duplicate_threshold", duplicate_threshold),
-                            ("echo_threshold", echo_threshold)):
+        for name, value in (
+            ("duplicate_threshold", duplicate_threshold),
+            ("echo_threshold", echo_threshold),
+        ):
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value!r}")
         if recall_window < 0:
             raise ValueError(f"recall_window must be >= 0, got {recall_window!r}")
         self.path = path
         self.embed: Embedder = embed if embed is not None else HashingEmbedder()
-        self.embedder_name = str(getattr(self.embed, "name", None)
-                                 or getattr(self.embed, "__qualname__", type(self.embed).__name__))
+        self.embedder_name = str(
+            getattr(self.embed, "name", None)
+            or getattr(self.embed, "__qualname__", type(self.embed).__name__)
+        )
         self.duplicate_threshold = duplicate_threshold
         self.echo_threshold = echo_threshold
         self.recall_window = recall_window
@@ -400,9 +416,14 @@ class LongTermMemory:
 
     # -- writing ------------------------------------------------------------------------
 
-    def remember(self, content: str, *, scope: Mapping[str, str],
-                 metadata: Mapping[str, Any] | None = None,
-                 stamp: float | None = None) -> Remembered:
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Mapping[str, str],
+        metadata: Mapping[str, Any] | None = None,
+        stamp: float | None = None,
+    ) -> Remembered:
         """Store ``content`` in ``scope`` unless the write filter refuses it."""
         if not isinstance(content, str):
             raise TypeError(f"content must be a string, got {type(content).__name__}")
@@ -427,13 +448,21 @@ class LongTermMemory:
                 if sims[best] >= self.duplicate_threshold:
                     _log.debug("ltm_refused", reason="duplicate", similar_to=ids_all[best])
                     return Remembered(False, "duplicate", None, ids_all[best], float(sims[best]))
-            when = float(stamp) if stamp is not None else (
-                self.clock.now() if self.clock is not None else 0.0)
+            when = (
+                float(stamp)
+                if stamp is not None
+                else (self.clock.now() if self.clock is not None else 0.0)
+            )
             cursor = self._db.execute(
                 "INSERT INTO memories (scope, content, metadata, stamp, embedding) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (scope_key, text, json.dumps(_thaw(meta), sort_keys=True), when,
-                 vector.astype(np.float32).tobytes()),
+                (
+                    scope_key,
+                    text,
+                    json.dumps(_thaw(meta), sort_keys=True),
+                    when,
+                    vector.astype(np.float32).tobytes(),
+                ),
             )
             self._db.commit()
             record_id = int(cursor.lastrowid or 0)
@@ -450,8 +479,9 @@ class LongTermMemory:
 
     # -- reading ------------------------------------------------------------------------
 
-    def recall(self, query: str, *, scope: Mapping[str, str], k: int = 5,
-               min_score: float = 0.0) -> tuple[MemoryRecord, ...]:
+    def recall(
+        self, query: str, *, scope: Mapping[str, str], k: int = 5, min_score: float = 0.0
+    ) -> tuple[MemoryRecord, ...]:
         """The ``k`` records of ``scope`` most similar to ``query`` (score >= ``min_score``),
         best first (ties: oldest first). Only records of exactly this scope are searched."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -465,20 +495,26 @@ class LongTermMemory:
             sims = matrix @ vector
             order = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))
             chosen = [i for i in order if sims[i] >= min_score][:k]
-            records = self._records([ids[i] for i in chosen],
-                                    {ids[i]: float(sims[i]) for i in chosen})
+            records = self._records(
+                [ids[i] for i in chosen], {ids[i]: float(sims[i]) for i in chosen}
+            )
             if self.recall_window:
                 window = self._recalled.setdefault(scope_key, deque(maxlen=self.recall_window))
-                window.append((tuple(ids[i] for i in chosen),
-                               matrix[chosen] if chosen else np.zeros((0, len(vector)))))
+                window.append(
+                    (
+                        tuple(ids[i] for i in chosen),
+                        matrix[chosen] if chosen else np.zeros((0, len(vector))),
+                    )
+                )
         return records
 
     def records(self, *, scope: Mapping[str, str]) -> tuple[MemoryRecord, ...]:
         """Every record of ``scope``, oldest first."""
         scope_key, _ = _scope(scope)
         with self._lock:
-            rows = self._db.execute("SELECT id FROM memories WHERE scope = ? ORDER BY id",
-                                    (scope_key,)).fetchall()
+            rows = self._db.execute(
+                "SELECT id FROM memories WHERE scope = ? ORDER BY id", (scope_key,)
+            ).fetchall()
             return self._records([int(r[0]) for r in rows], {})
 
     def count(self, *, scope: Mapping[str, str] | None = None) -> int:
@@ -487,8 +523,9 @@ class LongTermMemory:
             if scope is None:
                 row = self._db.execute("SELECT COUNT(*) FROM memories").fetchone()
             else:
-                row = self._db.execute("SELECT COUNT(*) FROM memories WHERE scope = ?",
-                                       (_scope(scope)[0],)).fetchone()
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM memories WHERE scope = ?", (_scope(scope)[0],)
+                ).fetchone()
         return int(row[0])
 
     # -- internals ----------------------------------------------------------------------
@@ -498,36 +535,43 @@ class LongTermMemory:
             rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
             stored = rows.get("embedder")
             if stored is None:
-                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)",
-                                 (self.embedder_name,))
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (self.embedder_name,)
+                )
                 self._db.commit()
             elif stored != self.embedder_name:
-                raise ValueError(f"{self.path}: memories were embedded with {stored!r}, "
-                                 f"not {self.embedder_name!r}; use the same embedder "
-                                 "(similarities across embedders mean nothing)")
+                raise ValueError(
+                    f"{self.path}: memories were embedded with {stored!r}, "
+                    f"not {self.embedder_name!r}; use the same embedder "
+                    "(similarities across embedders mean nothing)"
+                )
             dim = rows.get("dim")
             self._dim = int(dim) if dim is not None else None
 
     def _vector(self, text: str) -> np.ndarray:
         raw = np.asarray(self.embed(text), dtype=np.float64)
         if raw.ndim != 1 or not raw.size or not np.all(np.isfinite(raw)):
-            raise ValueError(f"the embedder must return a non-empty 1-D vector of finite "
-                             f"numbers, got shape {raw.shape}")
+            raise ValueError(
+                f"the embedder must return a non-empty 1-D vector of finite "
+                f"numbers, got shape {raw.shape}"
+            )
         with self._lock:
             if self._dim is None:
                 self._dim = int(raw.size)
-                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)",
-                                 (str(self._dim),))
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(self._dim),))
                 self._db.commit()
             elif raw.size != self._dim:
-                raise ValueError(f"the embedder returned {raw.size} numbers; this memory "
-                                 f"holds {self._dim}-dimensional vectors")
+                raise ValueError(
+                    f"the embedder returned {raw.size} numbers; this memory "
+                    f"holds {self._dim}-dimensional vectors"
+                )
         norm = float(np.linalg.norm(raw))
         return raw / norm if norm > 0 else raw
 
     def _scope_vectors(self, scope_key: str) -> tuple[list[int], np.ndarray]:
-        rows = self._db.execute("SELECT id, embedding FROM memories WHERE scope = ? ORDER BY id",
-                                (scope_key,)).fetchall()
+        rows = self._db.execute(
+            "SELECT id, embedding FROM memories WHERE scope = ? ORDER BY id", (scope_key,)
+        ).fetchall()
         dim = self._dim or 1
         if not rows:
             return [], np.zeros((0, dim))
@@ -540,26 +584,33 @@ class LongTermMemory:
             return ()
         marks = ",".join("?" * len(ids))
         rows = self._db.execute(
-            f"SELECT id, content, scope, metadata, stamp FROM memories WHERE id IN ({marks})",
-            ids).fetchall()
+            f"SELECT id, content, scope, metadata, stamp FROM memories WHERE id IN ({marks})", ids
+        ).fetchall()
         by_id = {int(r[0]): r for r in rows}
         out = []
         for record_id in ids:
             row = by_id[record_id]
-            out.append(MemoryRecord(record_id, row[1], FrozenDict(json.loads(row[2])),
-                                    freeze(json.loads(row[3])), float(row[4]),
-                                    scores.get(record_id, 0.0)))
+            out.append(
+                MemoryRecord(
+                    record_id,
+                    row[1],
+                    FrozenDict(json.loads(row[2])),
+                    freeze(json.loads(row[3])),
+                    float(row[4]),
+                    scores.get(record_id, 0.0),
+                )
+            )
         return tuple(out)
 
 
 def _scope(scope: Mapping[str, str]) -> tuple[str, FrozenDict[str, str]]:
     if not isinstance(scope, Mapping):
-        raise TypeError(f"a scope is a mapping of labels such as {{'robot': 'r1'}}, "
-                        f"got {type(scope).__name__}")
+        raise TypeError(
+            f"a scope is a mapping of labels such as {{'robot': 'r1'}}, got {type(scope).__name__}"
+        )
     for key, value in scope.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise ValueError(f"scope labels must map strings to strings, got {key!r}: "
-                             f"{value!r}")
+            raise ValueError(f"scope labels must map strings to strings, got {key!r}: {value!r}")
     plain = dict(sorted(scope.items()))
     return json.dumps(plain, sort_keys=True, ensure_ascii=False), FrozenDict(plain)
 

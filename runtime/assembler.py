@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("tickwork.assembler")
 
+
 def as_point(value: Any) -> tuple[float, float] | None:
     """Read an (x, y) position from a pose-like value: a sequence or a mapping with x and y."""
     try:
@@ -103,26 +104,37 @@ class Assembler:
         pads = dict(scratchpads or {})
         unknown = sorted(set(pads) - set(self.specs))
         if unknown:
-            raise ValueError(f"scratchpads for cabin(s) {', '.join(unknown)} that have no spec "
-                             f"(specs: {', '.join(sorted(self.specs)) or 'none'})")
+            raise ValueError(
+                f"scratchpads for cabin(s) {', '.join(unknown)} that have no spec "
+                f"(specs: {', '.join(sorted(self.specs)) or 'none'})"
+            )
         for name, pad in pads.items():
             if not isinstance(pad, Scratchpad):
-                raise TypeError(f"the scratchpad of cabin {name!r} must be a Scratchpad, "
-                                f"got {type(pad).__name__}")
+                raise TypeError(
+                    f"the scratchpad of cabin {name!r} must be a Scratchpad, "
+                    f"got {type(pad).__name__}"
+                )
         shared = sorted(n for n, p in pads.items() if sum(q is p for q in pads.values()) > 1)
         if shared:
-            raise ValueError(f"cabins {', '.join(shared)} share one Scratchpad; "
-                             "give each cabin its own")
+            raise ValueError(
+                f"cabins {', '.join(shared)} share one Scratchpad; give each cabin its own"
+            )
         self.scratchpads: FrozenDict[str, Scratchpad] = FrozenDict(pads)
         self._required = {
-            name: [(p, re.compile(fnmatch.translate(p)).match if is_glob(p) else None,
-                    literal_prefix(p))
-                   for p in spec.required]
-            for name, spec in self.specs.items()}
+            name: [
+                (
+                    p,
+                    re.compile(fnmatch.translate(p)).match if is_glob(p) else None,
+                    literal_prefix(p),
+                )
+                for p in spec.required
+            ]
+            for name, spec in self.specs.items()
+        }
         self._centers = _shared_windows(self.specs.values())
         self._vias = {name: _Vias.of(spec) for name, spec in self.specs.items()}
         self._keys_of: dict[str, tuple[str, ...]] = {}  # pattern -> board keys, while
-        self._keys_version = -1                         # the board's key set is unchanged
+        self._keys_version = -1  # the board's key set is unchanged
         self._windows: dict[tuple[Any, ...], tuple[float, int, int, tuple[Event, ...]]] = {}
         locks: list[threading.RLock] = []
         for lock in (board.lock, cabin_map.lock, log.lock, *(p.lock for p in pads.values())):
@@ -149,8 +161,9 @@ class Assembler:
         maps: dict[str, tuple[tuple[Feature, ...], tuple[Feature, ...]]] = {}
         events: dict[str, tuple[Event, ...]] = {}
         window_cache: dict[tuple[Any, ...], Any] = {}
-        goal_kinds = frozenset(k.split(":", 2)[1] for k in self._board_keys("goal:*")
-                               if k.count(":") >= 1)
+        goal_kinds = frozenset(
+            k.split(":", 2)[1] for k in self._board_keys("goal:*") if k.count(":") >= 1
+        )
         fresh: dict[str, Any] = {}  # key -> its reading this tick, None when absent or stale
         map_version = versions.map_version
 
@@ -160,8 +173,16 @@ class Assembler:
             weight = spec.weigher
             vias = self._vias[name]
 
-            def offer(key: str, value: Any, source: Source, stamp: float | None, seq: int,
-                      via: str, weight: Any = weight, chosen: dict[str, str] = chosen) -> None:
+            def offer(
+                key: str,
+                value: Any,
+                source: Source,
+                stamp: float | None,
+                seq: int,
+                via: str,
+                weight: Any = weight,
+                chosen: dict[str, str] = chosen,
+            ) -> None:
                 importance = weight(key)
                 have = candidates.get(key)
                 if have is None:
@@ -206,8 +227,9 @@ class Assembler:
                 for note in pad.notes():
                     view_key = NOTE_PREFIX + note.key
                     held_key = _note_key(name, note.key)
-                    candidates[held_key] = _Candidate(note, "note", None, note.seq,
-                                                      weight(view_key), "note:scratchpad")
+                    candidates[held_key] = _Candidate(
+                        note, "note", None, note.seq, weight(view_key), "note:scratchpad"
+                    )
                     chosen[held_key] = "note:scratchpad"
                     renamed[held_key] = view_key
 
@@ -217,18 +239,28 @@ class Assembler:
             # a while, or an older event, goes before a fresh one of the same importance
             used = now if c.stamp is None else min(c.stamp, now)
             held_before = memory.get(key)
-            if held_before is not None and held_before.value is c.value \
-                    and held_before.last_used == used and held_before.seq == c.seq \
-                    and held_before.importance == c.importance and held_before.via == c.via:
+            if (
+                held_before is not None
+                and held_before.value is c.value
+                and held_before.last_used == used
+                and held_before.seq == c.seq
+                and held_before.importance == c.importance
+                and held_before.via == c.via
+            ):
                 continue  # held as it would be written: no new item, no new rank
             first = now if held_before is None else held_before.first_seen
-            memory.upsert(WorkItem(key, c.value, c.importance, used, first, c.source, c.stamp,
-                                   c.seq, c.via))
+            memory.upsert(
+                WorkItem(key, c.value, c.importance, used, first, c.source, c.stamp, c.seq, c.via)
+            )
         evicted = memory.evict_to_fit(tick)
         evictions.extend(evicted)
         if evictions and debug_enabled(_log):
-            _log.debug("evicted", tick=tick, count=len(evictions),
-                       keys=[(e.key, e.reason) for e in evictions])
+            _log.debug(
+                "evicted",
+                tick=tick,
+                count=len(evictions),
+                keys=[(e.key, e.reason) for e in evictions],
+            )
         evicted_keys = frozenset(e.key for e in evicted)
 
         held = memory.contents()
@@ -308,12 +340,17 @@ class Assembler:
         known = self._windows.get(query)
         if known is not None:
             at, dropped, marker, found = known
-            if (at <= now and dropped == log.dropped and marker == newest[0]
-                    and (not found or found[0].stamp >= since)):
+            if (
+                at <= now
+                and dropped == log.dropped
+                and marker == newest[0]
+                and (not found or found[0].stamp >= since)
+            ):
                 self._windows[query] = (now, dropped, marker, found)
                 return found
-        found = log.query(since, now, kinds=kinds, tags=spec.event_tags or None,
-                          limit=spec.event_limit)
+        found = log.query(
+            since, now, kinds=kinds, tags=spec.event_tags or None, limit=spec.event_limit
+        )
         if newest[1] <= now:  # an event stamped after now would enter the window later
             self._windows[query] = (now, log.dropped, newest[0], found)
         else:
@@ -325,11 +362,15 @@ class Assembler:
         or holds stale (``retracted``, ``stale``), then what left every spec's window
         (``expired``). An item offered again is current, so only the rest are checked."""
         memory = self.memory
-        gone = [(item.key, self._retraction(item, now)) for item in memory.items()
-                if item.key not in candidates]
+        gone = [
+            (item.key, self._retraction(item, now))
+            for item in memory.items()
+            if item.key not in candidates
+        ]
         expired: EvictionReason = "expired"
-        ordered = [(k, r) for k, r in gone if r is not None] + \
-            [(k, expired) for k, r in gone if r is None]
+        ordered = [(k, r) for k, r in gone if r is not None] + [
+            (k, expired) for k, r in gone if r is None
+        ]
         out: list[Eviction] = []
         for key, reason in ordered:
             removed = memory.remove(key, reason=reason, tick=tick)
@@ -347,7 +388,7 @@ class Assembler:
         if item.source == "map":
             return "retracted" if self.cabin_map.get(item.key[4:]) is None else None
         if item.source == "note":
-            cabin, _, note_key = item.key[len(NOTE_PREFIX):].partition("/")
+            cabin, _, note_key = item.key[len(NOTE_PREFIX) :].partition("/")
             pad = self.scratchpads.get(cabin)
             return "retracted" if pad is None or note_key not in pad else None
         return None
@@ -378,16 +419,21 @@ class Assembler:
                 query: tuple[Any, ...] = ("w", spec.map_center, center)
                 pairs = cache.get(query)
                 if pairs is None:
-                    pairs = self.cabin_map.nearby(center, shared.radius, kinds=shared.kinds,
-                                                  tags=shared.tags)
+                    pairs = self.cabin_map.nearby(
+                        center, shared.radius, kinds=shared.kinds, tags=shared.tags
+                    )
                     cache[query] = pairs
                 radius = spec.map_radius
                 if kinds is None and tags is None:
                     nearby = tuple(f for f, d in pairs if d <= radius)
                 else:
-                    nearby = tuple(f for f, d in pairs if d <= radius
-                                   and (kinds is None or f.kind in kinds)
-                                   and (tags is None or not tags.isdisjoint(f.tags)))
+                    nearby = tuple(
+                        f
+                        for f, d in pairs
+                        if d <= radius
+                        and (kinds is None or f.kind in kinds)
+                        and (tags is None or not tags.isdisjoint(f.tags))
+                    )
         if spec.corridor_width > 0:
             reading = self.board.read(spec.route_key)
             route = None if reading is None or reading.is_stale(now) else as_route(reading.value)
@@ -395,8 +441,9 @@ class Assembler:
                 query = ("c", route, spec.corridor_width, kinds, tags)
                 found = cache.get(query)
                 if found is None:
-                    found = self.cabin_map.corridor(route, spec.corridor_width, kinds=kinds,
-                                                    tags=tags)
+                    found = self.cabin_map.corridor(
+                        route, spec.corridor_width, kinds=kinds, tags=tags
+                    )
                     cache[query] = found
                 corridor = found
         keep = _relevant(spec, goal_kinds)
@@ -417,10 +464,12 @@ class _Vias:
 
     @classmethod
     def of(cls, spec: ContextSpec) -> _Vias:
-        return cls(tuple((p, f"board:{p}") for p in spec.board_keys),
-                   f"map:window({spec.map_center},{spec.map_radius:g})",
-                   f"map:corridor({spec.route_key},{spec.corridor_width:g})",
-                   f"log:window({spec.event_window:g}s)")
+        return cls(
+            tuple((p, f"board:{p}") for p in spec.board_keys),
+            f"map:window({spec.map_center},{spec.map_radius:g})",
+            f"map:corridor({spec.route_key},{spec.corridor_width:g})",
+            f"log:window({spec.event_window:g}s)",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,10 +489,16 @@ def _shared_windows(specs: Iterable[ContextSpec]) -> dict[str, _SharedWindow]:
             by_center.setdefault(spec.map_center, []).append(spec)
     out: dict[str, _SharedWindow] = {}
     for center, group in by_center.items():
-        kinds = None if any(not s.map_kinds for s in group) else \
-            frozenset(k for s in group for k in s.map_kinds)
-        tags = None if any(not s.map_tags for s in group) else \
-            frozenset(t for s in group for t in s.map_tags)
+        kinds = (
+            None
+            if any(not s.map_kinds for s in group)
+            else frozenset(k for s in group for k in s.map_kinds)
+        )
+        tags = (
+            None
+            if any(not s.map_tags for s in group)
+            else frozenset(t for s in group for t in s.map_tags)
+        )
         out[center] = _SharedWindow(max(s.map_radius for s in group), kinds, tags)
     return out
 
@@ -483,5 +538,14 @@ def _with_via(item: WorkItem, via: str, key: str | None = None) -> WorkItem:
     key = item.key if key is None else key
     if item.via == via and item.key == key:
         return item
-    return WorkItem(key, item.value, item.importance, item.last_used, item.first_seen,
-                    item.source, item.stamp, item.seq, via)
+    return WorkItem(
+        key,
+        item.value,
+        item.importance,
+        item.last_used,
+        item.first_seen,
+        item.source,
+        item.stamp,
+        item.seq,
+        via,
+    )

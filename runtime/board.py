@@ -58,10 +58,15 @@ def _after(prefix: str) -> str:
 def check_write(key: str, ttl: float | None) -> None:
     """Refuse a board key or ttl that a write cannot take (``ValueError`` saying why)."""
     if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
-        raise ValueError(f"board key {key!r} must be a non-empty string without wildcards "
-                         "or white space")
-    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, numbers.Real)
-                            or not math.isfinite(ttl) or not ttl > 0):
+        raise ValueError(
+            f"board key {key!r} must be a non-empty string without wildcards or white space"
+        )
+    if ttl is not None and (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, numbers.Real)
+        or not math.isfinite(ttl)
+        or not ttl > 0
+    ):
         raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
 
 

@@ -114,8 +114,9 @@ class Outbox:
         check_write(key, None)
         self.writes.append(BoardWrite(key, None, None, delete=True))
 
-    def emit(self, kind: str, data: Any = None, *, tags: tuple[str, ...] | frozenset[str] = ()
-             ) -> None:
+    def emit(
+        self, kind: str, data: Any = None, *, tags: tuple[str, ...] | frozenset[str] = ()
+    ) -> None:
         if not isinstance(kind, str) or not kind:
             raise ValueError(f"an event needs a kind (a non-empty string), got {kind!r}")
         if isinstance(tags, str):
@@ -129,17 +130,19 @@ class Outbox:
         self.commands.append(Command(self.cabin, name, FrozenDict(freeze(args, key=name))))
 
     def react(self, pattern: str, reaction: str, **detail: Any) -> None:
-        self.reactions.append(Reaction(self.cabin, pattern, reaction,
-                                       FrozenDict(freeze(detail, key=reaction))))
+        self.reactions.append(
+            Reaction(self.cabin, pattern, reaction, FrozenDict(freeze(detail, key=reaction)))
+        )
 
     def note(self, key: str, value: Any, description: str = "") -> None:
         """Write (or overwrite) a note in this cabin's scratchpad, visible from the next tick."""
         check_note_key(key)
         if not isinstance(description, str):
-            raise ValueError(f"the description of note {key!r} must be a string, "
-                             f"got {type(description).__name__}")
-        self.notes.append(NoteOp("write", key, freeze(value, key=NOTE_PREFIX + key),
-                                 description))
+            raise ValueError(
+                f"the description of note {key!r} must be a string, "
+                f"got {type(description).__name__}"
+            )
+        self.notes.append(NoteOp("write", key, freeze(value, key=NOTE_PREFIX + key), description))
 
     def clear_notes(self) -> None:
         """Drop every note of this cabin's scratchpad (before the notes written after it)."""
@@ -153,21 +156,39 @@ class Outbox:
             raise ValueError(f"a task must be a non-empty board key or None, got {task!r}")
         self.notes.append(NoteOp("scope", task=task))
 
-    def remember(self, content: str, *, scope: Mapping[str, str],
-                 metadata: Mapping[str, Any] | None = None, stamp: float | None = None) -> None:
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Mapping[str, str],
+        metadata: Mapping[str, Any] | None = None,
+        stamp: float | None = None,
+    ) -> None:
         """Ask the loop's long-term memory to keep ``content`` within ``scope``; the loop
         logs a ``remembered`` event saying whether it was stored, and why not."""
         if not isinstance(content, str) or not content.strip():
             raise ValueError(f"a memory needs content (a non-empty string), got {content!r}")
         if not isinstance(scope, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in scope.items()):
+            isinstance(k, str) and isinstance(v, str) for k, v in scope.items()
+        ):
             raise ValueError(f"a memory's scope must map strings to strings, got {scope!r}")
         if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int | float)):
             raise ValueError(f"a memory's stamp must be a number or None, got {stamp!r}")
-        self.memories.append(MemoryWrite(content, FrozenDict(dict(scope)),
-                                         FrozenDict(freeze(dict(metadata or {}), key=content)),
-                                         stamp))
+        self.memories.append(
+            MemoryWrite(
+                content,
+                FrozenDict(dict(scope)),
+                FrozenDict(freeze(dict(metadata or {}), key=content)),
+                stamp,
+            )
+        )
 
     def __bool__(self) -> bool:
-        return bool(self.writes or self.events or self.commands or self.reactions
-                    or self.notes or self.memories)
+        return bool(
+            self.writes
+            or self.events
+            or self.commands
+            or self.reactions
+            or self.notes
+            or self.memories
+        )

@@ -295,8 +295,12 @@ class CabinMap:
 
     def __getstate__(self) -> dict[str, Any]:
         """The features, the version and the settings; not the lock or the index."""
-        return {"features": self._features, "version": self._version,
-                "overflow_limit": self._overflow_limit, "rebuilds": self._rebuilds}
+        return {
+            "features": self._features,
+            "version": self._version,
+            "overflow_limit": self._overflow_limit,
+            "rebuilds": self._rebuilds,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """A new lock of its own and a freshly built index (queries answer the same)."""
@@ -418,8 +422,9 @@ class CabinMap:
         pairs = sorted(zip(distances, [f.id for f in found], found, strict=True))
         return tuple((f, d) for d, _, f in pairs)
 
-    def _moving_window(self, point: Point, radius: float, wanted: _Filter
-                       ) -> tuple[list[Feature], list[float]]:
+    def _moving_window(
+        self, point: Point, radius: float, wanted: _Filter
+    ) -> tuple[list[Feature], list[float]]:
         """``_within`` for a window that moves a little from one call to the next (a
         robot's pose): the tree is asked once for a wider disc, and while the centre stays
         within the margin, every feature within ``radius`` of it is among those."""
@@ -467,8 +472,15 @@ class CabinMap:
             base = self._corridors.get(query)
             if base is None:
                 positions, features, _ = self._base_within(line, width, wanted)
-                base = list(zip(_along(features, line), [f.id for f in features], positions,
-                                features, strict=True))
+                base = list(
+                    zip(
+                        _along(features, line),
+                        [f.id for f in features],
+                        positions,
+                        features,
+                        strict=True,
+                    )
+                )
                 if len(self._corridors) >= _CORRIDOR_CACHE:
                     self._corridors.clear()
                 self._corridors[query] = base

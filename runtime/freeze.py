@@ -142,7 +142,8 @@ def _frozen_model_class(cls: type[BaseModel]) -> type[BaseModel]:
         return cls
     config = ConfigDict(**{**cls.model_config, "frozen": True})
     frozen: type[BaseModel] = type(
-        cls.__name__, (cls,), {"model_config": config, "__module__": cls.__module__,
-                               "__qualname__": cls.__qualname__}
+        cls.__name__,
+        (cls,),
+        {"model_config": config, "__module__": cls.__module__, "__qualname__": cls.__qualname__},
     )
     return frozen

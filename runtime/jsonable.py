@@ -37,15 +37,35 @@ def to_json(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return [to_json(v) for v in value]
     if isinstance(value, Feature):
-        return {"$feature": {"id": value.id, "kind": value.kind, "tags": sorted(value.tags),
-                             "props": to_json(value.props), "wkb": value.geometry.wkb_hex}}
+        return {
+            "$feature": {
+                "id": value.id,
+                "kind": value.kind,
+                "tags": sorted(value.tags),
+                "props": to_json(value.props),
+                "wkb": value.geometry.wkb_hex,
+            }
+        }
     if isinstance(value, Event):
-        return {"$event": {"seq": value.seq, "stamp": value.stamp, "kind": value.kind,
-                           "tags": sorted(value.tags), "data": to_json(value.data)}}
+        return {
+            "$event": {
+                "seq": value.seq,
+                "stamp": value.stamp,
+                "kind": value.kind,
+                "tags": sorted(value.tags),
+                "data": to_json(value.data),
+            }
+        }
     if isinstance(value, Note):
-        return {"$note": {"key": value.key, "value": to_json(value.value),
-                          "description": value.description, "task": value.task,
-                          "seq": value.seq}}
+        return {
+            "$note": {
+                "key": value.key,
+                "value": to_json(value.value),
+                "description": value.description,
+                "task": value.task,
+                "seq": value.seq,
+            }
+        }
     if isinstance(value, (set, frozenset)):
         return {"$set": sorted((to_json(v) for v in value), key=repr)}
     if isinstance(value, np.ndarray):
@@ -72,16 +92,23 @@ def _decode(data: Any) -> Any:
     if len(data) >= 1:
         if "$feature" in data:
             f = data["$feature"]
-            return Feature(f["id"], shapely.from_wkb(bytes.fromhex(f["wkb"])), f["kind"],
-                           frozenset(f["tags"]), _decode(f["props"]))
+            return Feature(
+                f["id"],
+                shapely.from_wkb(bytes.fromhex(f["wkb"])),
+                f["kind"],
+                frozenset(f["tags"]),
+                _decode(f["props"]),
+            )
         if "$event" in data:
             e = data["$event"]
-            return Event(e["seq"], e["stamp"], e["kind"], frozenset(e["tags"]),
-                         freeze(_decode(e["data"])))
+            return Event(
+                e["seq"], e["stamp"], e["kind"], frozenset(e["tags"]), freeze(_decode(e["data"]))
+            )
         if "$note" in data:
             n = data["$note"]
-            return Note(n["key"], freeze(_decode(n["value"])), n["description"], n["task"],
-                        n["seq"])
+            return Note(
+                n["key"], freeze(_decode(n["value"])), n["description"], n["task"], n["seq"]
+            )
         if "$wkb" in data:
             return shapely.from_wkb(bytes.fromhex(data["$wkb"]))
         if "$ndarray" in data:

@@ -13,8 +13,13 @@ from typing import Any, TextIO
 
 import structlog
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-           "error": logging.ERROR, "critical": logging.CRITICAL}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
 
 
 def debug_enabled(logger: Any) -> bool:
@@ -26,16 +31,17 @@ def debug_enabled(logger: Any) -> bool:
     return True if check is None else bool(check(logging.DEBUG))
 
 
-def configure_logging(*, json: bool = False, level: str = "info",
-                      stream: TextIO | None = None) -> None:
+def configure_logging(
+    *, json: bool = False, level: str = "info", stream: TextIO | None = None
+) -> None:
     """Render runtime events as JSON lines (``json=True``) or for a console, at ``level``."""
     try:
         threshold = _LEVELS[level.lower()]
     except KeyError:
-        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}") \
-            from None
+        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}") from None
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer(sort_keys=True) if json
+        structlog.processors.JSONRenderer(sort_keys=True)
+        if json
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(

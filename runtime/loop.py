@@ -165,15 +165,20 @@ class TickLoop:
             raise ValueError(f"cabin names must be unique, got {names}")
         unknown = [n for n in names if n not in assembler.specs]
         if unknown:
-            raise ValueError(f"cabins {unknown} have no spec in the assembler "
-                             f"(specs: {sorted(assembler.specs)})")
+            raise ValueError(
+                f"cabins {unknown} have no spec in the assembler (specs: {sorted(assembler.specs)})"
+            )
         pads = assembler.scratchpads
-        padless = [n for n, c in zip(names, cabins, strict=True)
-                   if getattr(c, "uses_notes", False) is True and n not in pads]
+        padless = [
+            n
+            for n, c in zip(names, cabins, strict=True)
+            if getattr(c, "uses_notes", False) is True and n not in pads
+        ]
         if padless:
             raise ValueError(
                 f"cabins {padless} use notes (uses_notes=True) but the assembler has no "
-                "scratchpad for them; pass Assembler(..., scratchpads={name: Scratchpad()})")
+                "scratchpad for them; pass Assembler(..., scratchpads={name: Scratchpad()})"
+            )
         self.assembler = assembler
         self.cabins = tuple(cabins)
         self.rate_hz = float(rate_hz)
@@ -229,16 +234,28 @@ class TickLoop:
                 cabin.step(view, out)
             except Exception as exc:  # a cabin's failure must not stop the loop
                 failures.append(CabinFailure(cabin.name, type(exc).__name__, str(exc)))
-                self._log.error("cabin_failed", tick=tick, cabin=cabin.name,
-                                error_type=type(exc).__name__, message=str(exc))
+                self._log.error(
+                    "cabin_failed",
+                    tick=tick,
+                    cabin=cabin.name,
+                    error_type=type(exc).__name__,
+                    message=str(exc),
+                )
                 continue
             if out.notes and cabin.name not in self.assembler.scratchpads:
-                message = (f"cabin {cabin.name!r} wrote {len(out.notes)} note change(s) but "
-                           "has no scratchpad (Assembler(..., scratchpads=...)); its outbox "
-                           "was dropped")
+                message = (
+                    f"cabin {cabin.name!r} wrote {len(out.notes)} note change(s) but "
+                    "has no scratchpad (Assembler(..., scratchpads=...)); its outbox "
+                    "was dropped"
+                )
                 failures.append(CabinFailure(cabin.name, "NoScratchpad", message))
-                self._log.error("cabin_failed", tick=tick, cabin=cabin.name,
-                                error_type="NoScratchpad", message=message)
+                self._log.error(
+                    "cabin_failed",
+                    tick=tick,
+                    cabin=cabin.name,
+                    error_type="NoScratchpad",
+                    message=message,
+                )
                 continue
             outboxes.append(out)
         commands = self._apply(tick, ws, outboxes, failures)
@@ -253,11 +270,18 @@ class TickLoop:
             slot = self.overrun.next_slot(self._slot, late_slot)
             self._counters.overruns += 1
             self._counters.skipped += slot - self._slot
-            self._log.warning("tick_overrun", tick=tick, compute_s=compute,
-                              policy=self.overrun.name, skipped=slot - self._slot)
-            self.assembler.log.append("tick_overrun", {"tick": tick, "compute_s": compute,
-                                                       "skipped": slot - self._slot},
-                                      tags=("alarm",))
+            self._log.warning(
+                "tick_overrun",
+                tick=tick,
+                compute_s=compute,
+                policy=self.overrun.name,
+                skipped=slot - self._slot,
+            )
+            self.assembler.log.append(
+                "tick_overrun",
+                {"tick": tick, "compute_s": compute, "skipped": slot - self._slot},
+                tags=("alarm",),
+            )
             self._slot = slot
             deadline = self._start + self._slot * self.period
         c = self._counters
@@ -266,15 +290,17 @@ class TickLoop:
         c.evictions += len(ws.evictions)
         c.capacity_alarms += int(ws.capacity_alarm)
         c.failures += len(failures)
-        result = TickResult(tick, now, ws, tuple(views), tuple(outboxes), commands,
-                            tuple(failures), compute, late)
+        result = TickResult(
+            tick, now, ws, tuple(views), tuple(outboxes), commands, tuple(failures), compute, late
+        )
         for hook in self.hooks:
             hook.after_apply(result)
         clock.sleep_until(deadline)
         return result
 
-    def _apply(self, tick: int, ws: WorkingSet, outboxes: list[Outbox],
-               failures: list[CabinFailure]) -> tuple[Command, ...]:
+    def _apply(
+        self, tick: int, ws: WorkingSet, outboxes: list[Outbox], failures: list[CabinFailure]
+    ) -> tuple[Command, ...]:
         board, log = self.assembler.board, self.assembler.log
         commands: list[Command] = []
         with board.lock, log.lock:
@@ -282,24 +308,45 @@ class TickLoop:
                 try:
                     self._apply_outbox(tick, out)
                 except Exception as exc:  # the outbox checks its contents; this is a backstop
-                    failures.append(CabinFailure(out.cabin, type(exc).__name__,
-                                                 f"its outbox could not be applied: {exc}"))
-                    self._log.error("outbox_failed", tick=tick, cabin=out.cabin,
-                                    error_type=type(exc).__name__, message=str(exc))
+                    failures.append(
+                        CabinFailure(
+                            out.cabin, type(exc).__name__, f"its outbox could not be applied: {exc}"
+                        )
+                    )
+                    self._log.error(
+                        "outbox_failed",
+                        tick=tick,
+                        cabin=out.cabin,
+                        error_type=type(exc).__name__,
+                        message=str(exc),
+                    )
                     continue
                 commands.extend(out.commands)
             for f in failures:
-                log.append("cabin_failed", {"cabin": f.cabin, "tick": tick,
-                                            "error_type": f.error_type, "message": f.message},
-                           tags=(f"cabin:{f.cabin}", "failure"))
+                log.append(
+                    "cabin_failed",
+                    {
+                        "cabin": f.cabin,
+                        "tick": tick,
+                        "error_type": f.error_type,
+                        "message": f.message,
+                    },
+                    tags=(f"cabin:{f.cabin}", "failure"),
+                )
             if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
                 self._capacity_alarm = ws.capacity_alarm
                 memory = self.assembler.memory
-                log.append("capacity_alarm", {"tick": tick, "held": len(memory),
-                                              "pinned": memory.pinned_count,
-                                              "capacity": memory.capacity,
-                                              "phase": "start" if ws.capacity_alarm else "end"},
-                           tags=("alarm",))
+                log.append(
+                    "capacity_alarm",
+                    {
+                        "tick": tick,
+                        "held": len(memory),
+                        "pinned": memory.pinned_count,
+                        "capacity": memory.capacity,
+                        "phase": "start" if ws.capacity_alarm else "end",
+                    },
+                    tags=("alarm",),
+                )
         return tuple(commands)
 
     def _apply_outbox(self, tick: int, out: Outbox) -> None:
@@ -315,9 +362,11 @@ class TickLoop:
         for e in out.events:
             log.append(e.kind, e.data, tags=e.tags | {tag})
         for r in out.reactions:
-            log.append("reaction", {"cabin": r.cabin, "pattern": r.pattern,
-                                    "reaction": r.reaction, **r.detail},
-                       tags=(tag, "reaction"))
+            log.append(
+                "reaction",
+                {"cabin": r.cabin, "pattern": r.pattern, "reaction": r.reaction, **r.detail},
+                tags=(tag, "reaction"),
+            )
         for m in out.memories:
             log.append("remembered", remember(self.long_term, m), tags=(tag, "memory"))
 
@@ -343,8 +392,12 @@ def remember(long_term: LongTermMemory | None, write: MemoryWrite) -> dict[str, 
     stored, why = False, "no_long_term_memory"
     if long_term is not None:
         try:
-            result = long_term.remember(write.content, scope=dict(write.scope),
-                                        metadata=dict(write.metadata), stamp=write.stamp)
+            result = long_term.remember(
+                write.content,
+                scope=dict(write.scope),
+                metadata=dict(write.metadata),
+                stamp=write.stamp,
+            )
             stored, why = result.stored, str(result.reason)
         except (sqlite3.Error, ValueError, TypeError) as exc:
             # a locked or broken file, or metadata it cannot store, must not stop the robot

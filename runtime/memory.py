@@ -226,8 +226,17 @@ class WorkingMemory:
         """Insert or refresh ``item``; an existing item keeps its ``first_seen``."""
         old = self._items.get(item.key)
         if old is not None and old.first_seen != item.first_seen:
-            item = WorkItem(item.key, item.value, item.importance, item.last_used,
-                            old.first_seen, item.source, item.stamp, item.seq, item.via)
+            item = WorkItem(
+                item.key,
+                item.value,
+                item.importance,
+                item.last_used,
+                old.first_seen,
+                item.source,
+                item.stamp,
+                item.seq,
+                item.via,
+            )
         self._items[item.key] = item
         if old is None and self.pinned.match(item.key):
             self._pinned_keys.add(item.key)
@@ -259,11 +268,16 @@ class WorkingMemory:
         if self.capacity_alarm:
             self.capacity_alarms += 1
             if not was:  # warn when it starts, not at every pass while it lasts
-                self._log.warning("capacity_alarm", tick=tick, pinned=len(self._pinned_keys),
-                                  capacity=self.capacity)
+                self._log.warning(
+                    "capacity_alarm",
+                    tick=tick,
+                    pinned=len(self._pinned_keys),
+                    capacity=self.capacity,
+                )
         elif was:
-            self._log.info("capacity_alarm_cleared", tick=tick, held=len(self._items),
-                           capacity=self.capacity)
+            self._log.info(
+                "capacity_alarm_cleared", tick=tick, held=len(self._items), capacity=self.capacity
+            )
         return tuple(out)
 
     def clear(self) -> None:

@@ -87,8 +87,9 @@ class WorkingSet:
             selection = self.selections[name]
         except KeyError:
             known = ", ".join(self.selections) or "none"
-            raise KeyError(f"no spec for cabin {name!r} in this working set (known: {known})") \
-                from None
+            raise KeyError(
+                f"no spec for cabin {name!r} in this working set (known: {known})"
+            ) from None
         return CabinView(name, self, selection, tuple(suppress))
 
 
@@ -118,9 +119,20 @@ class Provenance(Mapping[str, WorkItem]):
 class CabinView(Mapping[str, Any]):
     """A read-only mapping of key → value for one cabin at one tick."""
 
-    __slots__ = ("cabin", "capacity_alarm", "corridor_map", "missing", "nearby_map",
-                 "occupancy", "provenance", "recent_events", "suppressed", "tick", "time",
-                 "versions")
+    __slots__ = (
+        "cabin",
+        "capacity_alarm",
+        "corridor_map",
+        "missing",
+        "nearby_map",
+        "occupancy",
+        "provenance",
+        "recent_events",
+        "suppressed",
+        "tick",
+        "time",
+        "versions",
+    )
 
     cabin: str
     tick: int
@@ -137,8 +149,9 @@ class CabinView(Mapping[str, Any]):
     """Key → ``WorkItem``: each item with its provenance (source, stamp, seq, importance,
     first_seen, last_used, and ``via``, the filter that let it in)."""
 
-    def __init__(self, cabin: str, ws: WorkingSet, selection: Selection,
-                 suppress: tuple[str, ...]) -> None:
+    def __init__(
+        self, cabin: str, ws: WorkingSet, selection: Selection, suppress: tuple[str, ...]
+    ) -> None:
         put = object.__setattr__
         put(self, "cabin", cabin)
         put(self, "tick", ws.tick)
@@ -165,10 +178,8 @@ class CabinView(Mapping[str, Any]):
         put(self, "provenance", items)
         put(self, "missing", FrozenDict(missing))
         put(self, "nearby_map", tuple(f for f in selection.nearby_map if f.key in items))
-        put(self, "corridor_map",
-            tuple(f for f in selection.corridor_map if f.key in items))
-        put(self, "recent_events", tuple(
-            e for e in selection.recent_events if e.key in items))
+        put(self, "corridor_map", tuple(f for f in selection.corridor_map if f.key in items))
+        put(self, "recent_events", tuple(e for e in selection.recent_events if e.key in items))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"a CabinView is frozen: cannot set {name!r}")
@@ -206,5 +217,7 @@ class CabinView(Mapping[str, Any]):
         return self.missing.get(pattern)
 
     def __repr__(self) -> str:
-        return (f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self.provenance)}, "
-                f"missing={dict(self.missing)!r})")
+        return (
+            f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self.provenance)}, "
+            f"missing={dict(self.missing)!r})"
+        )

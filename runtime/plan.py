@@ -86,16 +86,19 @@ class PlanStep:
             raise PlanError(
                 f"{where}: status must be one of {', '.join(STATUSES)}, got {self.status!r}"
             )
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) \
-                or self.attempts < 0:
+        if (
+            isinstance(self.attempts, bool)
+            or not isinstance(self.attempts, int)
+            or self.attempts < 0
+        ):
             raise PlanError(f"{where}: attempts must be an int >= 0, got {self.attempts!r}")
         started = self.started_at
         if started is not None and (
-            isinstance(started, bool) or not isinstance(started, (int, float))
+            isinstance(started, bool)
+            or not isinstance(started, (int, float))
             or not math.isfinite(started)
         ):
-            raise PlanError(f"{where}: started_at must be a finite number or None, "
-                            f"got {started!r}")
+            raise PlanError(f"{where}: started_at must be a finite number or None, got {started!r}")
         if not isinstance(self.data, Mapping):
             raise PlanError(f"{where}: data must be a mapping, got {self.data!r}")
         try:
@@ -119,8 +122,10 @@ class PlanStep:
         known = {f.name for f in fields(cls)}
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
-            raise PlanError(f"step {data.get('id')!r}: unknown key(s) {', '.join(unknown)} "
-                            f"(known: {', '.join(sorted(known))})")
+            raise PlanError(
+                f"step {data.get('id')!r}: unknown key(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(known))})"
+            )
         if "id" not in data:
             raise PlanError(f"a step needs an 'id', got {dict(data)!r}")
         return cls(**data)
@@ -141,8 +146,11 @@ class Plan:
         for i, step in enumerate(steps):
             if not isinstance(step, PlanStep):
                 raise PlanError(f"steps[{i}] must be a PlanStep, got {step!r}")
-        if isinstance(self.revision, bool) or not isinstance(self.revision, int) \
-                or self.revision < 0:
+        if (
+            isinstance(self.revision, bool)
+            or not isinstance(self.revision, int)
+            or self.revision < 0
+        ):
             raise PlanError(f"revision must be an int >= 0, got {self.revision!r}")
         index: dict[str, PlanStep] = {}
         for step in steps:
@@ -152,8 +160,9 @@ class Plan:
         for step in steps:
             unknown = [d for d in step.depends_on if d not in index]
             if unknown:
-                raise PlanError(f"step {step.id!r} depends on unknown step(s) "
-                                f"{', '.join(map(repr, unknown))}")
+                raise PlanError(
+                    f"step {step.id!r} depends on unknown step(s) {', '.join(map(repr, unknown))}"
+                )
         cycle = _find_cycle(steps)
         if cycle:
             raise PlanError(f"the plan has a cycle: {' -> '.join(cycle)}")
@@ -189,8 +198,9 @@ class Plan:
         try:
             return self._index[step_id]
         except KeyError:
-            raise PlanError(f"no step {step_id!r} in the plan (steps: "
-                            f"{', '.join(self.ids) or 'none'})") from None
+            raise PlanError(
+                f"no step {step_id!r} in the plan (steps: {', '.join(self.ids) or 'none'})"
+            ) from None
 
     def can_run(self, step_id: str) -> bool:
         """True exactly when the step is pending and every dependency is done."""
@@ -232,8 +242,10 @@ class Plan:
         step = self.step(step_id)
         bad = sorted(set(changes) - _CHANGEABLE)
         if bad:
-            raise PlanError(f"with_status cannot change {', '.join(bad)} of step {step_id!r} "
-                            f"(changeable: {', '.join(sorted(_CHANGEABLE))})")
+            raise PlanError(
+                f"with_status cannot change {', '.join(bad)} of step {step_id!r} "
+                f"(changeable: {', '.join(sorted(_CHANGEABLE))})"
+            )
         if status not in STATUSES:
             raise PlanError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         updated = replace(step, status=status, **changes)
@@ -259,23 +271,30 @@ class Plan:
                 raise PlanError(f"adjust_plan cannot drop step {old.id!r}: it is {old.status}")
             new = candidate.step(old.id)
             if new != old:
-                raise PlanError(f"adjust_plan cannot change step {old.id!r}: it is "
-                                f"{old.status} ({_difference(old, new)})")
+                raise PlanError(
+                    f"adjust_plan cannot change step {old.id!r}: it is "
+                    f"{old.status} ({_difference(old, new)})"
+                )
         for new in candidate.steps:
             if new.status in ("done", "running") and new.id not in self._index:
-                raise PlanError(f"adjust_plan cannot add step {new.id!r} as {new.status}: "
-                                "new steps start pending")
+                raise PlanError(
+                    f"adjust_plan cannot add step {new.id!r} as {new.status}: "
+                    "new steps start pending"
+                )
             if new.status in ("done", "running") and self._index[new.id].status != new.status:
-                raise PlanError(f"adjust_plan cannot make step {new.id!r} {new.status} "
-                                f"(it was {self._index[new.id].status}); use with_status")
+                raise PlanError(
+                    f"adjust_plan cannot make step {new.id!r} {new.status} "
+                    f"(it was {self._index[new.id].status}); use with_status"
+                )
         return candidate
 
     # -- plain data ---------------------------------------------------------------------
 
     def to_data(self) -> FrozenDict[str, Any]:
         """The plan as plain frozen mappings: ``{"revision", "steps": (step, ...)}``."""
-        return FrozenDict({"revision": self.revision,
-                           "steps": tuple(s.to_data() for s in self.steps)})
+        return FrozenDict(
+            {"revision": self.revision, "steps": tuple(s.to_data() for s in self.steps)}
+        )
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Plan:
@@ -288,13 +307,17 @@ class Plan:
         raw_steps = data.get("steps", ())
         if isinstance(raw_steps, (str, bytes, Mapping)) or not isinstance(raw_steps, Iterable):
             raise PlanError(f"plan steps must be a sequence of mappings, got {raw_steps!r}")
-        return cls(tuple(PlanStep.from_data(s) for s in raw_steps),
-                   cast(int, data.get("revision", 0)))
+        return cls(
+            tuple(PlanStep.from_data(s) for s in raw_steps), cast(int, data.get("revision", 0))
+        )
 
 
 def _difference(old: PlanStep, new: PlanStep) -> str:
-    changed = [f"{f.name} {getattr(old, f.name)!r} -> {getattr(new, f.name)!r}"
-               for f in fields(old) if getattr(old, f.name) != getattr(new, f.name)]
+    changed = [
+        f"{f.name} {getattr(old, f.name)!r} -> {getattr(new, f.name)!r}"
+        for f in fields(old)
+        if getattr(old, f.name) != getattr(new, f.name)
+    ]
     return "; ".join(changed)
 
 
@@ -316,7 +339,7 @@ def _find_cycle(steps: tuple[PlanStep, ...]) -> list[str]:
                 continue
             state = colour.get(nxt)
             if state == 1:
-                cycle = path[path.index(nxt):]
+                cycle = path[path.index(nxt) :]
                 cycle.reverse()  # show it in execution order: a -> b means b depends on a
                 return [*cycle, cycle[0]]
             if state is None:
@@ -357,8 +380,9 @@ def overdue_step(
             continue
         bound = limit(step) if callable(limit) else limit
         if now - step.started_at > bound:
-            return ReplanTrigger("step_timeout", step.id,
-                                 f"running for {now - step.started_at:g} > {bound:g}")
+            return ReplanTrigger(
+                "step_timeout", step.id, f"running for {now - step.started_at:g} > {bound:g}"
+            )
     return None
 
 

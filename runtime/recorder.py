@@ -47,34 +47,66 @@ PROFILE = "tickwork"
 SCHEMA_VERSION = 1
 
 CHANNELS: dict[str, dict[str, Any]] = {
-    "/board": {"required": ["seq", "key", "stamp", "source", "deleted"],
-               "properties": {"seq": {"type": "integer"}, "key": {"type": "string"},
-                              "value": {}, "stamp": {"type": "number"},
-                              "ttl": {"type": ["number", "null"]}, "source": {"type": "string"},
-                              "deleted": {"type": "boolean"}}},
-    "/events": {"required": ["seq", "stamp", "kind", "tags", "data"],
-                "properties": {"seq": {"type": "integer"}, "stamp": {"type": "number"},
-                               "kind": {"type": "string"},
-                               "tags": {"type": "array", "items": {"type": "string"}},
-                               "data": {}}},
-    "/working_set": {"required": ["tick", "time", "versions", "items", "views"],
-                     "properties": {"tick": {"type": "integer"}, "time": {"type": "number"},
-                                    "versions": {"type": "object"},
-                                    "items": {"type": "object"}, "views": {"type": "object"},
-                                    "capacity_alarm": {"type": "boolean"},
-                                    "occupancy": {"type": "object"}}},
-    "/evictions": {"required": ["tick", "evictions"],
-                   "properties": {"tick": {"type": "integer"},
-                                  "evictions": {"type": "array"}}},
-    "/decisions": {"required": ["tick", "cabins"],
-                   "properties": {"tick": {"type": "integer"}, "cabins": {"type": "object"}}},
-    "/faults": {"required": ["tick", "fault", "phase"],
-                "properties": {"tick": {"type": "integer"}, "fault": {"type": "string"},
-                               "phase": {"type": "string"}}},
-    "/stats": {"required": ["tick", "compute_s", "overrun", "items"],
-               "properties": {"tick": {"type": "integer"}, "compute_s": {"type": "number"},
-                              "overrun": {"type": "boolean"}, "items": {"type": "integer"},
-                              "evictions": {"type": "integer"}}},
+    "/board": {
+        "required": ["seq", "key", "stamp", "source", "deleted"],
+        "properties": {
+            "seq": {"type": "integer"},
+            "key": {"type": "string"},
+            "value": {},
+            "stamp": {"type": "number"},
+            "ttl": {"type": ["number", "null"]},
+            "source": {"type": "string"},
+            "deleted": {"type": "boolean"},
+        },
+    },
+    "/events": {
+        "required": ["seq", "stamp", "kind", "tags", "data"],
+        "properties": {
+            "seq": {"type": "integer"},
+            "stamp": {"type": "number"},
+            "kind": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "data": {},
+        },
+    },
+    "/working_set": {
+        "required": ["tick", "time", "versions", "items", "views"],
+        "properties": {
+            "tick": {"type": "integer"},
+            "time": {"type": "number"},
+            "versions": {"type": "object"},
+            "items": {"type": "object"},
+            "views": {"type": "object"},
+            "capacity_alarm": {"type": "boolean"},
+            "occupancy": {"type": "object"},
+        },
+    },
+    "/evictions": {
+        "required": ["tick", "evictions"],
+        "properties": {"tick": {"type": "integer"}, "evictions": {"type": "array"}},
+    },
+    "/decisions": {
+        "required": ["tick", "cabins"],
+        "properties": {"tick": {"type": "integer"}, "cabins": {"type": "object"}},
+    },
+    "/faults": {
+        "required": ["tick", "fault", "phase"],
+        "properties": {
+            "tick": {"type": "integer"},
+            "fault": {"type": "string"},
+            "phase": {"type": "string"},
+        },
+    },
+    "/stats": {
+        "required": ["tick", "compute_s", "overrun", "items"],
+        "properties": {
+            "tick": {"type": "integer"},
+            "compute_s": {"type": "number"},
+            "overrun": {"type": "boolean"},
+            "items": {"type": "integer"},
+            "evictions": {"type": "integer"},
+        },
+    },
 }
 
 
@@ -99,30 +131,47 @@ def _dumps(message: Mapping[str, Any]) -> bytes:
 class Recorder:
     """Writes one run to an MCAP file. Use as a tick hook, or call ``record_tick``."""
 
-    def __init__(self, output: str | Path | IO[bytes], *,
-                 metadata: Mapping[str, Any] | None = None, flush_every: float = 1.0,
-                 chunk_size: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        output: str | Path | IO[bytes],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        flush_every: float = 1.0,
+        chunk_size: int = 1 << 20,
+    ) -> None:
         if not flush_every > 0:
             raise ValueError(f"flush_every must be positive seconds, got {flush_every!r}")
         self.path = output if isinstance(output, (str, Path)) else None
         self._stream: IO[bytes] = (
             open(output, "wb")  # noqa: SIM115 (closed by close())
-            if isinstance(output, (str, Path)) else output)
-        self._writer = Writer(self._stream, chunk_size=chunk_size,
-                              compression=CompressionType.ZSTD)
+            if isinstance(output, (str, Path))
+            else output
+        )
+        self._writer = Writer(self._stream, chunk_size=chunk_size, compression=CompressionType.ZSTD)
         self._writer.start(profile=PROFILE, library="tickwork recorder")
         self._channels: dict[str, int] = {}
         for topic, schema in CHANNELS.items():
-            document = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                        "title": topic, "type": "object", **schema}
+            document = {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "title": topic,
+                "type": "object",
+                **schema,
+            }
             schema_id = self._writer.register_schema(
-                name=f"tickwork{topic.replace('/', '.')}", encoding="jsonschema",
-                data=json.dumps(document).encode())
+                name=f"tickwork{topic.replace('/', '.')}",
+                encoding="jsonschema",
+                data=json.dumps(document).encode(),
+            )
             self._channels[topic] = self._writer.register_channel(
-                topic=topic, message_encoding="json", schema_id=schema_id,
-                metadata={"tickwork_schema_version": str(SCHEMA_VERSION)})
-        run = {k: v if isinstance(v, str) else json.dumps(to_json(v))
-               for k, v in (metadata or {}).items()}
+                topic=topic,
+                message_encoding="json",
+                schema_id=schema_id,
+                metadata={"tickwork_schema_version": str(SCHEMA_VERSION)},
+            )
+        run = {
+            k: v if isinstance(v, str) else json.dumps(to_json(v))
+            for k, v in (metadata or {}).items()
+        }
         self._writer.add_metadata("run", {"schema_version": str(SCHEMA_VERSION), **run})
         self.flush_every = flush_every
         self._last_flush = 0.0
@@ -143,17 +192,47 @@ class Recorder:
     def on_board(self, reading: Reading | None, key: str, board: StateBoard) -> None:
         if reading is None:
             now = board.clock.now()
-            self._put("/board", {"seq": board.seq, "key": key, "value": None, "stamp": now,
-                                 "ttl": None, "source": "", "deleted": True}, now)
+            self._put(
+                "/board",
+                {
+                    "seq": board.seq,
+                    "key": key,
+                    "value": None,
+                    "stamp": now,
+                    "ttl": None,
+                    "source": "",
+                    "deleted": True,
+                },
+                now,
+            )
             return
-        self._put("/board", {"seq": reading.seq, "key": key, "value": to_json(reading.value),
-                             "stamp": reading.stamp, "ttl": reading.ttl,
-                             "source": reading.source, "deleted": False}, reading.stamp)
+        self._put(
+            "/board",
+            {
+                "seq": reading.seq,
+                "key": key,
+                "value": to_json(reading.value),
+                "stamp": reading.stamp,
+                "ttl": reading.ttl,
+                "source": reading.source,
+                "deleted": False,
+            },
+            reading.stamp,
+        )
 
     def on_event(self, event: Event) -> None:
         data = to_json(event.data)
-        self._put("/events", {"seq": event.seq, "stamp": event.stamp, "kind": event.kind,
-                              "tags": sorted(event.tags), "data": data}, event.stamp)
+        self._put(
+            "/events",
+            {
+                "seq": event.seq,
+                "stamp": event.stamp,
+                "kind": event.kind,
+                "tags": sorted(event.tags),
+                "data": data,
+            },
+            event.stamp,
+        )
         if event.kind == "fault" and isinstance(data, dict):
             self._put("/faults", {"tick": data.get("tick", self._tick), **data}, event.stamp)
 
@@ -170,9 +249,15 @@ class Recorder:
         ws, tick, now = result.working_set, result.tick, result.time
         self._tick, self._now = tick, now
         items = {
-            key: {"value": self._value_json(item.value), "importance": item.importance,
-                  "last_used": item.last_used, "first_seen": item.first_seen,
-                  "source": item.source, "stamp": item.stamp, "seq": item.seq}
+            key: {
+                "value": self._value_json(item.value),
+                "importance": item.importance,
+                "last_used": item.last_used,
+                "first_seen": item.first_seen,
+                "source": item.source,
+                "stamp": item.stamp,
+                "seq": item.seq,
+            }
             for key, item in ws.items.items()
         }
         views = {}
@@ -185,25 +270,61 @@ class Recorder:
                 "corridor_map": [f.id for f in view.corridor_map],
                 "recent_events": [e.seq for e in view.recent_events],
             }
-        versions = {"board_seq": ws.versions.board_seq, "map_version": ws.versions.map_version,
-                    "log_seq": ws.versions.log_seq}
-        self._put("/working_set", {"tick": tick, "time": now, "versions": versions,
-                                   "items": items, "views": views,
-                                   "capacity_alarm": ws.capacity_alarm,
-                                   "occupancy": {"held": ws.occupancy.held,
-                                                 "pinned": ws.occupancy.pinned,
-                                                 "capacity": ws.occupancy.capacity}}, now)
-        self._put("/evictions", {"tick": tick, "evictions": [
-            {"key": e.key, "importance": e.importance, "last_used": e.last_used,
-             "reason": e.reason} for e in ws.evictions]}, now)
+        versions = {
+            "board_seq": ws.versions.board_seq,
+            "map_version": ws.versions.map_version,
+            "log_seq": ws.versions.log_seq,
+        }
+        self._put(
+            "/working_set",
+            {
+                "tick": tick,
+                "time": now,
+                "versions": versions,
+                "items": items,
+                "views": views,
+                "capacity_alarm": ws.capacity_alarm,
+                "occupancy": {
+                    "held": ws.occupancy.held,
+                    "pinned": ws.occupancy.pinned,
+                    "capacity": ws.occupancy.capacity,
+                },
+            },
+            now,
+        )
+        self._put(
+            "/evictions",
+            {
+                "tick": tick,
+                "evictions": [
+                    {
+                        "key": e.key,
+                        "importance": e.importance,
+                        "last_used": e.last_used,
+                        "reason": e.reason,
+                    }
+                    for e in ws.evictions
+                ],
+            },
+            now,
+        )
         cabins: dict[str, Any] = {out.cabin: decision_json(out) for out in result.outboxes}
         for failure in result.failures:
-            cabins[failure.cabin] = decision_json(None, {"error_type": failure.error_type,
-                                                         "message": failure.message})
+            cabins[failure.cabin] = decision_json(
+                None, {"error_type": failure.error_type, "message": failure.message}
+            )
         self._put("/decisions", {"tick": tick, "cabins": cabins}, now)
-        self._put("/stats", {"tick": tick, "compute_s": result.compute_seconds,
-                             "overrun": result.overrun, "items": len(ws.items),
-                             "evictions": len(ws.evictions)}, now)
+        self._put(
+            "/stats",
+            {
+                "tick": tick,
+                "compute_s": result.compute_seconds,
+                "overrun": result.overrun,
+                "items": len(ws.items),
+                "evictions": len(ws.evictions),
+            },
+            now,
+        )
         if now - self._last_flush >= self.flush_every:
             self.flush()
             self._last_flush = now
@@ -223,9 +344,13 @@ class Recorder:
     def _put(self, topic: str, message: Mapping[str, Any], stamp: float) -> None:
         if self.closed:
             return
-        self._writer.add_message(self._channels[topic], log_time=_ns(stamp),
-                                 data=_dumps(message), publish_time=_ns(stamp),
-                                 sequence=self._tick)
+        self._writer.add_message(
+            self._channels[topic],
+            log_time=_ns(stamp),
+            data=_dumps(message),
+            publish_time=_ns(stamp),
+            sequence=self._tick,
+        )
         self.messages += 1
 
     def copy_messages(self, messages: Iterable[RawMessage]) -> int:
@@ -236,12 +361,19 @@ class Recorder:
         for m in messages:
             channel = self._channels.get(m.topic)
             if channel is None:
-                raise ValueError(f"cannot copy a message of topic {m.topic!r}: a tickwork "
-                                 f"recording has the topics {', '.join(self._channels)}")
+                raise ValueError(
+                    f"cannot copy a message of topic {m.topic!r}: a tickwork "
+                    f"recording has the topics {', '.join(self._channels)}"
+                )
             if self.closed:
                 raise ValueError("cannot copy messages into a closed recording")
-            self._writer.add_message(channel, log_time=m.log_time, data=m.data,
-                                     publish_time=m.publish_time, sequence=m.sequence)
+            self._writer.add_message(
+                channel,
+                log_time=m.log_time,
+                data=m.data,
+                publish_time=m.publish_time,
+                sequence=m.sequence,
+            )
             self._tick, self._now = m.sequence, m.log_time / 1e9
             written += 1
         self.messages += written
@@ -251,8 +383,10 @@ class Recorder:
     def add_metadata(self, name: str, values: Mapping[str, Any]) -> None:
         """Add a metadata record (values that are not strings are stored as JSON)."""
         if not self.closed:
-            self._writer.add_metadata(name, {k: v if isinstance(v, str) else
-                                             json.dumps(to_json(v)) for k, v in values.items()})
+            self._writer.add_metadata(
+                name,
+                {k: v if isinstance(v, str) else json.dumps(to_json(v)) for k, v in values.items()},
+            )
 
     def flush(self) -> None:
         """End the chunk in progress and push it to the file (readable after a crash)."""
@@ -288,23 +422,39 @@ class Recorder:
         self.close()
 
 
-def decision_json(out: Outbox | None, failed: Mapping[str, str] | None = None
-                  ) -> dict[str, Any]:
+def decision_json(out: Outbox | None, failed: Mapping[str, str] | None = None) -> dict[str, Any]:
     """An outbox in the form ``/decisions`` records; a failed cabin's outbox is dropped and
     only ``failed`` (error type and message) is kept."""
     if out is None or failed is not None:
-        return {"writes": [], "events": [], "commands": [], "reactions": [], "memories": [],
-                "failed": dict(failed or {})}
+        return {
+            "writes": [],
+            "events": [],
+            "commands": [],
+            "reactions": [],
+            "memories": [],
+            "failed": dict(failed or {}),
+        }
     return {
-        "writes": [{"key": w.key, "value": to_json(w.value), "ttl": w.ttl, "delete": w.delete}
-                   for w in out.writes],
-        "events": [{"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)}
-                   for e in out.events],
+        "writes": [
+            {"key": w.key, "value": to_json(w.value), "ttl": w.ttl, "delete": w.delete}
+            for w in out.writes
+        ],
+        "events": [
+            {"kind": e.kind, "data": to_json(e.data), "tags": sorted(e.tags)} for e in out.events
+        ],
         "commands": [{"name": c.name, "args": to_json(c.args)} for c in out.commands],
-        "reactions": [{"pattern": r.pattern, "reaction": r.reaction,
-                       "detail": to_json(r.detail)} for r in out.reactions],
-        "memories": [{"content": m.content, "scope": dict(m.scope),
-                      "metadata": to_json(m.metadata), "stamp": m.stamp}
-                     for m in out.memories],
+        "reactions": [
+            {"pattern": r.pattern, "reaction": r.reaction, "detail": to_json(r.detail)}
+            for r in out.reactions
+        ],
+        "memories": [
+            {
+                "content": m.content,
+                "scope": dict(m.scope),
+                "metadata": to_json(m.metadata),
+                "stamp": m.stamp,
+            }
+            for m in out.memories
+        ],
         "failed": None,
     }

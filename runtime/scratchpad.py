@@ -97,8 +97,9 @@ class PadEntry:
 class Scratchpad:
     """Task-scoped key -> note storage of one cabin (a source, owned by the runtime)."""
 
-    def __init__(self, *, task: str | None = None, history: int = 10_000,
-                 lock: threading.RLock | None = None) -> None:
+    def __init__(
+        self, *, task: str | None = None, history: int = 10_000, lock: threading.RLock | None = None
+    ) -> None:
         if history < 1:
             raise ValueError(f"history must be at least 1, got {history}")
         self.lock = lock if lock is not None else threading.RLock()
@@ -152,13 +153,16 @@ class Scratchpad:
 
     # -- changing -----------------------------------------------------------------------
 
-    def write(self, key: str, value: Any, description: str = "", *,
-              tick: int | None = None) -> Note:
+    def write(
+        self, key: str, value: Any, description: str = "", *, tick: int | None = None
+    ) -> Note:
         """Put ``value`` (deep-frozen) under ``key``, replacing any note there."""
         check_note_key(key)
         if not isinstance(description, str):
-            raise ValueError(f"the description of note {key!r} must be a string, "
-                             f"got {type(description).__name__}")
+            raise ValueError(
+                f"the description of note {key!r} must be a string, "
+                f"got {type(description).__name__}"
+            )
         frozen = freeze(value, key=NOTE_PREFIX + key)
         with self.lock:
             self.version += 1
@@ -229,7 +233,8 @@ class Scratchpad:
 def notes_in(view: Mapping[str, Any]) -> tuple[Note, ...]:
     """The ``Note`` values of the ``note:*`` items of a view, in key order."""
     return tuple(
-        v for k, v in sorted(view.items(), key=lambda kv: kv[0])
+        v
+        for k, v in sorted(view.items(), key=lambda kv: kv[0])
         if k.startswith(NOTE_PREFIX) and isinstance(v, Note)
     )
 
@@ -239,8 +244,7 @@ def render_notes(notes: Iterable[Note], *, task: str | None = None) -> str:
     ordered = sorted(notes, key=lambda n: n.key)
     if not ordered:
         return EMPTY_TEXT
-    header = f"Scratchpad (task {task}) - known so far:" if task else \
-        "Scratchpad - known so far:"
+    header = f"Scratchpad (task {task}) - known so far:" if task else "Scratchpad - known so far:"
     lines = [header]
     for note in ordered:
         desc = f" ({note.description})" if note.description else ""
@@ -250,8 +254,9 @@ def render_notes(notes: Iterable[Note], *, task: str | None = None) -> str:
 
 def to_json_text(value: Any) -> str:
     """Compact, deterministic JSON of a (frozen) value; what JSON cannot hold is described."""
-    return json.dumps(_plain(value), ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                      allow_nan=False)
+    return json.dumps(
+        _plain(value), ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -115,11 +115,10 @@ class _WeightLookup:
         self._default = default
         self._exact = {p: w for p, w in weights.items() if not is_glob(p)}
         declared = [(p, w) for p, w in weights.items() if is_glob(p)]
-        ranked = sorted(enumerate(declared), key=lambda iw: (specificity(iw[1][0]), -iw[0]),
-                        reverse=True)
-        self._globs = tuple(
-            (re.compile(fnmatch.translate(p)), w) for _, (p, w) in ranked
+        ranked = sorted(
+            enumerate(declared), key=lambda iw: (specificity(iw[1][0]), -iw[0]), reverse=True
         )
+        self._globs = tuple((re.compile(fnmatch.translate(p)), w) for _, (p, w) in ranked)
         self._cache: dict[str, float] = {}
 
     def weight(self, key: str) -> float:
@@ -138,7 +137,9 @@ class _WeightLookup:
         if not isinstance(other, _WeightLookup):
             return NotImplemented
         return (self._default, self._exact, self._globs) == (
-            other._default, other._exact, other._globs
+            other._default,
+            other._exact,
+            other._globs,
         )
 
     def __hash__(self) -> int:
@@ -223,11 +224,13 @@ class ContextSpec(BaseModel):
         validate_default=True,
         description="Required pattern -> the reaction the cabin declares when it is "
         "missing, as <verb>:<detail>. Every key must be listed in required.",
-        examples=[{
-            "event:action_failed*": "retry:conservative",
-            "constraint:*": "alarm:constraint_check",
-            "safety:*": "stop:fail_safe",
-        }],
+        examples=[
+            {
+                "event:action_failed*": "retry:conservative",
+                "constraint:*": "alarm:constraint_check",
+                "safety:*": "stop:fail_safe",
+            }
+        ],
     )
 
     _lookup: _WeightLookup = PrivateAttr()
@@ -239,28 +242,44 @@ class ContextSpec(BaseModel):
     def _check_consistency(self) -> ContextSpec:
         errors: list[InitErrorDetails] = []
 
-        def refuse(loc: tuple[str | int, ...], value: Any, kind: str, message: str,
-                   **ctx: Any) -> None:
-            errors.append(InitErrorDetails(
-                type=PydanticCustomError(kind, message, ctx), loc=loc, input=value
-            ))
+        def refuse(
+            loc: tuple[str | int, ...], value: Any, kind: str, message: str, **ctx: Any
+        ) -> None:
+            errors.append(
+                InitErrorDetails(type=PydanticCustomError(kind, message, ctx), loc=loc, input=value)
+            )
 
         for field in ("board_keys", "required"):
             seen: dict[str, int] = {}
             for i, pattern in enumerate(getattr(self, field)):
                 if pattern in seen:
-                    refuse((field, i), pattern, "duplicate", "{pattern} is already at "
-                           "{field}[{first}]", pattern=repr(pattern), field=field,
-                           first=seen[pattern])
+                    refuse(
+                        (field, i),
+                        pattern,
+                        "duplicate",
+                        "{pattern} is already at {field}[{first}]",
+                        pattern=repr(pattern),
+                        field=field,
+                        first=seen[pattern],
+                    )
                 seen.setdefault(pattern, i)
         if self.map_radius > 0 and self.map_center is None:
-            refuse(("map_radius",), self.map_radius, "needs_map_center",
-                   "a map window (map_radius > 0) needs map_center, a board key such as 'pose'")
+            refuse(
+                ("map_radius",),
+                self.map_radius,
+                "needs_map_center",
+                "a map window (map_radius > 0) needs map_center, a board key such as 'pose'",
+            )
         for pattern in self.on_missing:
             if pattern not in self.required:
-                refuse(("on_missing", pattern), pattern, "not_required",
-                       "{pattern} is not one of required {required}",
-                       pattern=repr(pattern), required=repr(list(self.required)))
+                refuse(
+                    ("on_missing", pattern),
+                    pattern,
+                    "not_required",
+                    "{pattern} is not one of required {required}",
+                    pattern=repr(pattern),
+                    required=repr(list(self.required)),
+                )
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
@@ -337,7 +356,8 @@ def load_specs(folder: str | os.PathLike[str]) -> dict[str, ContextSpec]:
     if not where.is_dir():
         raise SpecError(shown, ("not a folder",))
     files = sorted(
-        entry.name for entry in where.iterdir()
+        entry.name
+        for entry in where.iterdir()
         if entry.suffix == ".toml" and not entry.name.startswith(".") and entry.is_file()
     )
     if not files:
@@ -348,9 +368,9 @@ def load_specs(folder: str | os.PathLike[str]) -> dict[str, ContextSpec]:
         file_path = os.path.join(shown, file_name)
         spec = load_spec(file_path)
         if spec.name in origin:
-            raise SpecError(file_path, (
-                f"name: cabin {spec.name!r} is already defined in {origin[spec.name]}",
-            ))
+            raise SpecError(
+                file_path, (f"name: cabin {spec.name!r} is already defined in {origin[spec.name]}",)
+            )
         specs[spec.name] = spec
         origin[spec.name] = file_path
     return specs

@@ -36,8 +36,9 @@ def make_view(
     *,
     board: Mapping[str, Any] | None = None,
     features: Iterable[Feature] = (),
-    events: Iterable[tuple[str, Any] | tuple[str, Any, float] | tuple[str, Any, float,
-                                                                       Iterable[str]]] = (),
+    events: Iterable[
+        tuple[str, Any] | tuple[str, Any, float] | tuple[str, Any, float, Iterable[str]]
+    ] = (),
     now: float = 10.0,
     tick: int = 0,
     suppress: Iterable[str] = (),

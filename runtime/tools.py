@@ -68,20 +68,31 @@ class Tool(Generic[A]):
     run: Callable[[A], Any]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.replace("_", "a").replace(
-                "-", "a").isalnum() or len(self.name) > 64:
-            raise ValueError(f"a tool name must be 1-64 letters, digits, '_' or '-', "
-                             f"got {self.name!r}")
+        if (
+            not isinstance(self.name, str)
+            or not self.name.replace("_", "a").replace("-", "a").isalnum()
+            or len(self.name) > 64
+        ):
+            raise ValueError(
+                f"a tool name must be 1-64 letters, digits, '_' or '-', got {self.name!r}"
+            )
         if not (isinstance(self.args, type) and issubclass(self.args, BaseModel)):
-            raise TypeError(f"tool {self.name!r}: args must be a pydantic model class, "
-                            f"got {self.args!r}")
+            raise TypeError(
+                f"tool {self.name!r}: args must be a pydantic model class, got {self.args!r}"
+            )
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function-tool schema of this tool."""
         parameters = _strip_titles(self.args.model_json_schema())
         parameters.setdefault("properties", {})
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,21 +147,28 @@ class ToolDispatcher:
             return self._fail(shown, f"unknown tool {name!r} (known tools: {known})")
         text = _arguments_text(arguments)
         if text is None:
-            return self._fail(shown, f"arguments must be a JSON object or text, got "
-                                     f"{type(arguments).__name__}")
+            return self._fail(
+                shown, f"arguments must be a JSON object or text, got {type(arguments).__name__}"
+            )
         try:
             parsed = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as exc:
-            return self._fail(shown, f"arguments are not valid JSON ({exc.msg} at line "
-                                     f"{exc.lineno} column {exc.colno}): {_quote(text)}")
+            return self._fail(
+                shown,
+                f"arguments are not valid JSON ({exc.msg} at line "
+                f"{exc.lineno} column {exc.colno}): {_quote(text)}",
+            )
         if not isinstance(parsed, dict):
-            return self._fail(shown, f"arguments must be a JSON object, got "
-                                     f"{_json_type(parsed)}: {_quote(text)}")
+            return self._fail(
+                shown, f"arguments must be a JSON object, got {_json_type(parsed)}: {_quote(text)}"
+            )
         try:
             args = tool.args.model_validate_json(text if text.strip() else "{}")
         except ValidationError as exc:
-            return self._fail(shown, f"bad arguments for {tool.name}: {_describe(exc)}; "
-                                     f"expected {_signature(tool)}")
+            return self._fail(
+                shown,
+                f"bad arguments for {tool.name}: {_describe(exc)}; expected {_signature(tool)}",
+            )
         try:
             data = tool.run(args)
         except Exception as exc:  # a tool's failure is an answer to the model, not a crash
@@ -199,13 +217,21 @@ def scratchpad_tools(pad: Scratchpad, *, tick: int | None = None) -> tuple[Tool[
         return {"keys": pad.list_keys()}
 
     return (
-        Tool(SAVE_TO_SCRATCHPAD, "Save an intermediate result to working memory (the "
-             "scratchpad) for later steps; saving to an existing key replaces it.",
-             SaveArgs, save),
-        Tool(READ_FROM_SCRATCHPAD, "Read a previously saved intermediate result; found is "
-             "false when there is no such key.", ReadArgs, read),
-        Tool(LIST_SCRATCHPAD_KEYS, "List the keys saved in working memory.", ListArgs,
-             list_keys),
+        Tool(
+            SAVE_TO_SCRATCHPAD,
+            "Save an intermediate result to working memory (the "
+            "scratchpad) for later steps; saving to an existing key replaces it.",
+            SaveArgs,
+            save,
+        ),
+        Tool(
+            READ_FROM_SCRATCHPAD,
+            "Read a previously saved intermediate result; found is "
+            "false when there is no such key.",
+            ReadArgs,
+            read,
+        ),
+        Tool(LIST_SCRATCHPAD_KEYS, "List the keys saved in working memory.", ListArgs, list_keys),
     )
 
 
@@ -229,8 +255,14 @@ def _quote(text: str) -> str:
 
 
 def _json_type(value: Any) -> str:
-    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number",
-             float: "a number", type(None): "null"}
+    names = {
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -256,8 +288,11 @@ def _signature(tool: Tool[Any]) -> str:
     parts = []
     for name, field in fields.items():
         annotation = field.annotation
-        hint = str(annotation).replace("typing.", "") if get_args(annotation) \
+        hint = (
+            str(annotation).replace("typing.", "")
+            if get_args(annotation)
             else getattr(annotation, "__name__", str(annotation))
+        )
         parts.append(f"{name}: {hint}" + ("" if field.is_required() else " (optional)"))
     return "{" + ", ".join(parts) + "}"
 

@@ -68,8 +68,9 @@ class RunRequest:
         return self.fault.label if self.fault is not None else "(none)"
 
 
-def auto_faults(specs: Mapping[str, ContextSpec], *, start: int = 200, end: int = 600
-                ) -> list[Fault]:
+def auto_faults(
+    specs: Mapping[str, ContextSpec], *, start: int = 200, end: int = 600
+) -> list[Fault]:
     """One missing-item fault per required pattern of every spec, and one of each other kind."""
     faults: list[Fault] = []
     for name, spec in specs.items():
@@ -84,8 +85,9 @@ def auto_faults(specs: Mapping[str, ContextSpec], *, start: int = 200, end: int 
     return faults
 
 
-def expectations(fault: Fault, specs: Mapping[str, ContextSpec],
-                 ttl_of: Callable[[str], Iterable[float | None]]) -> list[Expectation]:
+def expectations(
+    fault: Fault, specs: Mapping[str, ContextSpec], ttl_of: Callable[[str], Iterable[float | None]]
+) -> list[Expectation]:
     """What the specs say should happen when ``fault`` starts.
 
     ``ttl_of(pattern)`` gives the time-to-live of the board readings a pattern
@@ -106,8 +108,9 @@ def expectations(fault: Fault, specs: Mapping[str, ContextSpec],
         if isinstance(fault, StaleFault):
             keys = [fault.key]
         else:
-            sensors = SENSOR_KEYS if fault.sensor == "all" else {fault.sensor: SENSOR_KEYS[
-                fault.sensor]}
+            sensors = (
+                SENSOR_KEYS if fault.sensor == "all" else {fault.sensor: SENSOR_KEYS[fault.sensor]}
+            )
             keys = [k for ks in sensors.values() for k in ks]
         expiring = [k for k in keys if any(t is not None for t in ttl_of(k))]
         for name, spec in specs.items():
@@ -152,9 +155,13 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     from sim.harness import Simulation
 
     faults = [request.fault] if request.fault is not None else []
-    sim = Simulation(request.world if request.world is not None else request.scenario,
-                     seed=request.seed, faults=faults, specs=request.specs,
-                     long_term=request.memory)
+    sim = Simulation(
+        request.world if request.world is not None else request.scenario,
+        seed=request.seed,
+        faults=faults,
+        specs=request.specs,
+        long_term=request.memory,
+    )
     observer = _Observer(sim.rate_hz)
     sim.log.add_listener(observer)
     expected: list[Expectation] = []
@@ -178,8 +185,15 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         assert fault is not None
         at = observer.first_at_or_after(e.cabin, e.reaction, fault.start)
         ok = at is not None and at <= fault.start + request.within
-        checks.append({"cabin": e.cabin, "reaction": e.reaction, "because": e.because,
-                       "seen_at": at, "ok": ok})
+        checks.append(
+            {
+                "cabin": e.cabin,
+                "reaction": e.reaction,
+                "because": e.because,
+                "seen_at": at,
+                "ok": ok,
+            }
+        )
     safe = summary["safety_violations"] == 0 and summary["collisions"] == 0
     return {
         "scenario": request.scenario,
@@ -202,11 +216,21 @@ def run_one(request: RunRequest) -> dict[str, Any]:
 
 def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
     return {
-        "scenario": request.scenario, "seed": request.seed, "fault": request.label,
+        "scenario": request.scenario,
+        "seed": request.seed,
+        "fault": request.label,
         "fault_kind": request.fault.kind if request.fault is not None else None,
-        "expected": [], "reactions_ok": False, "safe": False, "passed": False,
-        "deliveries_done": 0, "tasks_total": 0, "safety_violations": 0, "collisions": 0,
-        "ticks": 0, "board_digest": None, "error": error,
+        "expected": [],
+        "reactions_ok": False,
+        "safe": False,
+        "passed": False,
+        "deliveries_done": 0,
+        "tasks_total": 0,
+        "safety_violations": 0,
+        "collisions": 0,
+        "ticks": 0,
+        "board_digest": None,
+        "error": error,
     }
 
 
@@ -228,8 +252,10 @@ class Campaign:
         lost = self._round(pending, self.workers)
         for index in lost:  # retried once, alone, so that a crash is its own
             if self._round([index], 1):
-                self._finish(index, crashed_result(
-                    self.requests[index], "its worker died, and again on the retry"))
+                self._finish(
+                    index,
+                    crashed_result(self.requests[index], "its worker died, and again on the retry"),
+                )
         return [r for r in self.results if r is not None]
 
     def _round(self, indexes: list[int], workers: int) -> list[int]:
@@ -245,8 +271,9 @@ class Campaign:
                 except self.lost_errors:
                     lost.append(index)
                 except Exception as exc:  # the run itself raised: report it, go on
-                    self._finish(index, crashed_result(self.requests[index],
-                                                       f"{type(exc).__name__}: {exc}"))
+                    self._finish(
+                        index, crashed_result(self.requests[index], f"{type(exc).__name__}: {exc}")
+                    )
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
         return sorted(lost)
@@ -267,8 +294,11 @@ def quiet_worker() -> None:
 def local_executor(workers: int) -> cf.Executor:
     import multiprocessing
 
-    return cf.ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker,
-                                  mp_context=multiprocessing.get_context("spawn"))
+    return cf.ProcessPoolExecutor(
+        max_workers=workers,
+        initializer=quiet_worker,
+        mp_context=multiprocessing.get_context("spawn"),
+    )
 
 
 class RayExecutor(cf.Executor):
@@ -285,10 +315,16 @@ class RayExecutor(cf.Executor):
         if not ray.is_initialized():
             # The job ships the driver's own packages: workers need no install of their own,
             # and a cluster with another tickwork installed still runs this code.
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False,
-                     runtime_env={"worker_process_setup_hook": quiet_worker,
-                                  "py_modules": [runtime, cabins, sim]})
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                runtime_env={
+                    "worker_process_setup_hook": quiet_worker,
+                    "py_modules": [runtime, cabins, sim],
+                },
+            )
         self._remote: dict[Callable[..., Any], Any] = {}
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
@@ -312,11 +348,21 @@ def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per fault: reactions seen in x of n runs, deliveries done %, safety."""
     rows: dict[str, dict[str, Any]] = {}
     for r in results:
-        row = rows.setdefault(r["fault"], {
-            "fault": r["fault"], "runs": 0, "reactions_seen": 0, "expected": set(),
-            "delivered": 0, "tasks": 0, "safety_violations": 0, "collisions": 0,
-            "errors": 0, "passed": 0,
-        })
+        row = rows.setdefault(
+            r["fault"],
+            {
+                "fault": r["fault"],
+                "runs": 0,
+                "reactions_seen": 0,
+                "expected": set(),
+                "delivered": 0,
+                "tasks": 0,
+                "safety_violations": 0,
+                "collisions": 0,
+                "errors": 0,
+                "passed": 0,
+            },
+        )
         row["runs"] += 1
         row["reactions_seen"] += int(r["reactions_ok"] and r["error"] is None)
         row["expected"].update(f"{c['cabin']} {c['reaction']}" for c in r["expected"])

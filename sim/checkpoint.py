@@ -78,8 +78,8 @@ class RunPlan:
         if isinstance(self.ticks, bool) or not isinstance(self.ticks, int) or self.ticks < 0:
             raise ValueError(f"ticks must be a whole number >= 0, got {self.ticks!r}")
         if self.every is not None and (
-                isinstance(self.every, bool) or not isinstance(self.every, int)
-                or self.every < 1):
+            isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
+        ):
             raise ValueError(f"checkpoint every must be a whole number >= 1, got {self.every!r}")
         if self.every is not None and self.path is None:
             raise ValueError(f"checkpoints every {self.every} ticks need a path")
@@ -120,8 +120,9 @@ class Checkpoint:
         Keyword arguments go to ``Simulation.run`` (e.g. ``progress``).
         """
         after = Checkpointer(self.plan) if self.plan.every is not None else None
-        return self.sim.run(self.remaining, until_done=self.plan.until_done,
-                            after_tick=after, **kwargs)
+        return self.sim.run(
+            self.remaining, until_done=self.plan.until_done, after_tick=after, **kwargs
+        )
 
 
 def tickwork_version() -> str:
@@ -159,8 +160,10 @@ class _Pickler(pickle.Pickler):
             import shapely
 
             if shapely.is_geometry(obj).all():
-                return (_geometries, (shapely.to_wkb(obj, include_srid=True),
-                                      bool(obj.flags.writeable)))
+                return (
+                    _geometries,
+                    (shapely.to_wkb(obj, include_srid=True), bool(obj.flags.writeable)),
+                )
         return NotImplemented
 
     def persistent_id(self, obj: Any) -> Any:
@@ -191,9 +194,14 @@ class _Unpickler(pickle.Unpickler):
 
 def run_settings(sim: Simulation) -> dict[str, Any]:
     """The run's settings as the header shows them."""
-    return {"scenario": sim.scenario.name, "seed": sim.seed, "rate_hz": sim.rate_hz,
-            "capacity": sim.memory.capacity, "faults": [f.label for f in sim.faults.faults],
-            "cabins": [c.name for c in sim.loop.cabins]}
+    return {
+        "scenario": sim.scenario.name,
+        "seed": sim.seed,
+        "rate_hz": sim.rate_hz,
+        "capacity": sim.memory.capacity,
+        "faults": [f.label for f in sim.faults.faults],
+        "cabins": [c.name for c in sim.loop.cabins],
+    }
 
 
 def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> CheckpointInfo:
@@ -212,20 +220,27 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
     try:
         _Pickler(buffer).dump(sim)
     except Exception as exc:
-        raise CheckpointError(f"cannot checkpoint the run at tick {tick}: its state does not "
-                              f"pickle ({type(exc).__name__}: {exc})") from exc
+        raise CheckpointError(
+            f"cannot checkpoint the run at tick {tick}: its state does not "
+            f"pickle ({type(exc).__name__}: {exc})"
+        ) from exc
     payload = buffer.getbuffer()
-    header = {"format": FORMAT, "tickwork_version": tickwork_version(),
-              "python": ".".join(map(str, sys.version_info[:3])), "tick": tick,
-              "time": sim.clock.now(), "plan": asdict(plan), "run": run_settings(sim),
-              "payload_bytes": len(payload),
-              "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    header = {
+        "format": FORMAT,
+        "tickwork_version": tickwork_version(),
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "tick": tick,
+        "time": sim.clock.now(),
+        "plan": asdict(plan),
+        "run": run_settings(sim),
+        "payload_bytes": len(payload),
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
     head = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
     try:
         write_atomically(target, head, payload)
     except OSError as exc:
-        raise CheckpointError(f"cannot write checkpoint {target}: {exc.strerror or exc}") \
-            from exc
+        raise CheckpointError(f"cannot write checkpoint {target}: {exc.strerror or exc}") from exc
     return _info(str(target), header, len(head))
 
 
@@ -290,8 +305,9 @@ def read_info(path: str | Path) -> CheckpointInfo:
     with fh:
         magic = fh.read(len(MAGIC))
         if magic != MAGIC:
-            raise CheckpointError(f"{shown}: not a tickwork checkpoint (it starts with "
-                                  f"{magic!r}, expected {MAGIC!r})")
+            raise CheckpointError(
+                f"{shown}: not a tickwork checkpoint (it starts with {magic!r}, expected {MAGIC!r})"
+            )
         line = fh.readline(_HEADER_LIMIT)
         offset = fh.tell()
     if not line.endswith(b"\n"):
@@ -299,19 +315,20 @@ def read_info(path: str | Path) -> CheckpointInfo:
     try:
         header = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{shown}: a checkpoint whose header is not JSON ({exc})") \
-            from None
+        raise CheckpointError(f"{shown}: a checkpoint whose header is not JSON ({exc})") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{shown}: a checkpoint whose header is not a JSON object")
     if header.get("format") != FORMAT:
         raise CheckpointError(
             f"{shown}: checkpoint format {header.get('format')!r}, written by tickwork "
             f"{header.get('tickwork_version', 'unknown')}; this tickwork "
-            f"({tickwork_version()}) reads format {FORMAT}")
+            f"({tickwork_version()}) reads format {FORMAT}"
+        )
     info = _info(shown, header, offset)
     if size < offset + info.payload_bytes:
-        raise CheckpointError(f"{shown}: cut short: {size - offset} of its "
-                              f"{info.payload_bytes} state bytes are there")
+        raise CheckpointError(
+            f"{shown}: cut short: {size - offset} of its {info.payload_bytes} state bytes are there"
+        )
     return info
 
 
@@ -319,15 +336,20 @@ def _info(path: str, header: dict[str, Any], offset: int) -> CheckpointInfo:
     try:
         plan = header["plan"]
         return CheckpointInfo(
-            path=path, tick=int(header["tick"]), time=float(header["time"]),
+            path=path,
+            tick=int(header["tick"]),
+            time=float(header["time"]),
             tickwork_version=str(header["tickwork_version"]),
             plan=RunPlan(**{**plan, "cabins": tuple(plan.get("cabins", ()))}),
-            run=dict(header["run"]), payload_offset=offset,
+            run=dict(header["run"]),
+            payload_offset=offset,
             payload_bytes=int(header["payload_bytes"]),
-            payload_sha256=str(header["payload_sha256"]))
+            payload_sha256=str(header["payload_sha256"]),
+        )
     except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: a checkpoint header with a missing or bad field "
-                              f"({type(exc).__name__}: {exc})") from None
+        raise CheckpointError(
+            f"{path}: a checkpoint header with a missing or bad field ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def load(path: str | Path) -> Checkpoint:
@@ -338,49 +360,67 @@ def load(path: str | Path) -> Checkpoint:
     shown = info.path
     version = tickwork_version()
     if info.tickwork_version != version:
-        raise CheckpointError(f"{shown}: written by tickwork {info.tickwork_version}; this is "
-                              f"tickwork {version}: resume it with the version that wrote it")
+        raise CheckpointError(
+            f"{shown}: written by tickwork {info.tickwork_version}; this is "
+            f"tickwork {version}: resume it with the version that wrote it"
+        )
     with open(path, "rb") as fh:
         fh.seek(info.payload_offset)
         payload = fh.read(info.payload_bytes + 1)
     if len(payload) != info.payload_bytes:
-        raise CheckpointError(f"{shown}: {len(payload)} state bytes where the header says "
-                              f"{info.payload_bytes}")
+        raise CheckpointError(
+            f"{shown}: {len(payload)} state bytes where the header says {info.payload_bytes}"
+        )
     if hashlib.sha256(payload).hexdigest() != info.payload_sha256:
         raise CheckpointError(f"{shown}: damaged: its state does not match its checksum")
     try:
         sim = _Unpickler(io.BytesIO(payload)).load()
     except ModuleNotFoundError as exc:
-        raise CheckpointError(f"{shown}: cannot load the run's state: {exc} (a --cabin module "
-                              "must be importable from the current folder)") from None
+        raise CheckpointError(
+            f"{shown}: cannot load the run's state: {exc} (a --cabin module "
+            "must be importable from the current folder)"
+        ) from None
     except Exception as exc:
-        raise CheckpointError(f"{shown}: cannot load the run's state "
-                              f"({type(exc).__name__}: {exc})") from None
+        raise CheckpointError(
+            f"{shown}: cannot load the run's state ({type(exc).__name__}: {exc})"
+        ) from None
     if not isinstance(sim, Simulation):
         raise CheckpointError(f"{shown}: holds a {type(sim).__name__}, not a simulation")
     if sim.loop.tick != info.tick:
-        raise CheckpointError(f"{shown}: the header says tick {info.tick}, the state is at "
-                              f"tick {sim.loop.tick}")
+        raise CheckpointError(
+            f"{shown}: the header says tick {info.tick}, the state is at tick {sim.loop.tick}"
+        )
     return Checkpoint(sim, info.plan, info)
 
 
-def resume(path: str | Path, *, ticks: int | None = None, until_done: bool | None = None,
-           every: int | None = None, checkpoint: str | Path | None = None) -> Checkpoint:
+def resume(
+    path: str | Path,
+    *,
+    ticks: int | None = None,
+    until_done: bool | None = None,
+    every: int | None = None,
+    checkpoint: str | Path | None = None,
+) -> Checkpoint:
     """Load the checkpoint at ``path`` and make it ready to go on: the recording, if the
     run records, continues at its path; the next checkpoints go to ``checkpoint``
     (default: ``path``). ``ticks``, ``until_done`` and ``every`` override the plan's."""
     loaded = load(path)
     plan = loaded.plan
     if ticks is not None and ticks < loaded.info.tick:
-        raise CheckpointError(f"{loaded.info.path}: the run cannot end at tick {ticks}: its "
-                              f"checkpoint is at tick {loaded.info.tick}")
+        raise CheckpointError(
+            f"{loaded.info.path}: the run cannot end at tick {ticks}: its "
+            f"checkpoint is at tick {loaded.info.tick}"
+        )
     cadence = every if every is not None else plan.every
-    plan = replace(plan,
-                   ticks=plan.ticks if ticks is None else ticks,
-                   until_done=plan.until_done if until_done is None else until_done,
-                   every=cadence,
-                   path=None if cadence is None else os.path.abspath(
-                       checkpoint if checkpoint is not None else path))
+    plan = replace(
+        plan,
+        ticks=plan.ticks if ticks is None else ticks,
+        until_done=plan.until_done if until_done is None else until_done,
+        every=cadence,
+        path=None
+        if cadence is None
+        else os.path.abspath(checkpoint if checkpoint is not None else path),
+    )
     if plan.record is not None:
         recorder = continue_recording(loaded.sim, plan.record, tick=loaded.info.tick)
         loaded.sim.attach_recorder(recorder)
@@ -400,14 +440,18 @@ def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Rec
     except RecordingError as exc:
         raise CheckpointError(f"cannot continue the run's recording: {exc}") from None
     topics = {cid: channel.topic for cid, channel in old.channels.items()}
-    kept = [RawMessage(topics[m.channel_id], m.sequence, m.log_time, m.publish_time, m.data)
-            for m in old.messages if m.sequence < tick and m.channel_id in topics]
+    kept = [
+        RawMessage(topics[m.channel_id], m.sequence, m.log_time, m.publish_time, m.data)
+        for m in old.messages
+        if m.sequence < tick and m.channel_id in topics
+    ]
     recorded = {m.sequence for m in kept if m.topic == "/working_set"}
     lost = [t for t in range(tick) if t not in recorded]
     if lost:
         raise CheckpointError(
             f"{target}: the recording lacks {len(lost)} of the {tick} ticks before the "
-            f"checkpoint (first missing: tick {lost[0]}); it cannot be continued without a gap")
+            f"checkpoint (first missing: tick {lost[0]}); it cannot be continued without a gap"
+        )
     metadata = old.metadata.get("run") or sim.metadata(sim.memory.capacity, sim.faults.faults)
     tmp = target.with_name(f".{target.name}.resuming")
     recorder = Recorder(tmp, metadata=metadata)

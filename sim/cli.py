@@ -52,103 +52,201 @@ def build_parser() -> argparse.ArgumentParser:
 
     from sim.fault_grammar import GRAMMAR
 
-    run = sub.add_parser("run", help="run a scenario headless and summarise it",
-                         epilog=RUN_EPILOG + "\n" + GRAMMAR,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("--scenario", metavar="NAME|PATH",
-                     help="a shipped scenario name (see `python -m sim scenarios`) or a TOML file "
-                          "(default: warehouse)")
+    run = sub.add_parser(
+        "run",
+        help="run a scenario headless and summarise it",
+        epilog=RUN_EPILOG + "\n" + GRAMMAR,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "--scenario",
+        metavar="NAME|PATH",
+        help="a shipped scenario name (see `python -m sim scenarios`) or a TOML file "
+        "(default: warehouse)",
+    )
     run.add_argument("--seed", type=int, help="random seed (default: 0)")
     length = run.add_mutually_exclusive_group()
-    length.add_argument("--ticks", type=_positive_int, metavar="N",
-                        help="run at most N ticks (default: the scenario's duration)")
-    length.add_argument("--duration", type=_positive_float, metavar="S",
-                        help="run at most S simulated seconds")
-    run.add_argument("--rate", type=_positive_float, metavar="HZ",
-                     help="tick rate (default: the scenario's, usually 20)")
-    run.add_argument("--capacity", type=_positive_int, metavar="N",
-                     help="working-memory capacity in items (default: 64)")
-    run.add_argument("--cabin", action="append", default=[], metavar="MODULE:CLASS@SPEC",
-                     help="also run your own cabin: CLASS from MODULE (importable from the "
-                          "current directory), built as CLASS(spec) on the spec file SPEC; "
-                          "repeatable")
-    run.add_argument("--specs", metavar="DIR",
-                     help="folder of the built-in cabins' specs (default: the shipped specs/)")
-    run.add_argument("--fault", action="append", default=[], metavar="FAULT",
-                     help="inject a fault (repeatable; grammar below and in the README)")
+    length.add_argument(
+        "--ticks",
+        type=_positive_int,
+        metavar="N",
+        help="run at most N ticks (default: the scenario's duration)",
+    )
+    length.add_argument(
+        "--duration", type=_positive_float, metavar="S", help="run at most S simulated seconds"
+    )
+    run.add_argument(
+        "--rate",
+        type=_positive_float,
+        metavar="HZ",
+        help="tick rate (default: the scenario's, usually 20)",
+    )
+    run.add_argument(
+        "--capacity",
+        type=_positive_int,
+        metavar="N",
+        help="working-memory capacity in items (default: 64)",
+    )
+    run.add_argument(
+        "--cabin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS@SPEC",
+        help="also run your own cabin: CLASS from MODULE (importable from the "
+        "current directory), built as CLASS(spec) on the spec file SPEC; "
+        "repeatable",
+    )
+    run.add_argument(
+        "--specs",
+        metavar="DIR",
+        help="folder of the built-in cabins' specs (default: the shipped specs/)",
+    )
+    run.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="FAULT",
+        help="inject a fault (repeatable; grammar below and in the README)",
+    )
     run.add_argument("--faults", metavar="FILE", help="inject the [[fault]] tables of a TOML file")
-    run.add_argument("--record", metavar="FILE.mcap",
-                     help="record the run to an MCAP file (inspect it with `python -m sim "
-                          "inspect`; Foxglove opens it too)")
-    run.add_argument("--report", metavar="FILE.html",
-                     help="write the run as one self-contained HTML page (as `python -m sim "
-                          "report` does); records to a temporary file unless --record is given")
-    run.add_argument("--full", action="store_true",
-                     help="run the whole duration even after every delivery is done")
-    run.add_argument("--checkpoint-every", type=_positive_int, metavar="N",
-                     help="write the whole state of the run to a checkpoint every N ticks "
-                          "(atomically; the recording is flushed first)")
-    run.add_argument("--checkpoint", metavar="FILE",
-                     help="the checkpoint file (default: FILE.ckpt beside --record FILE.mcap, "
-                          "else SCENARIO-seedN.ckpt in the current folder; on --resume, the "
-                          "checkpoint resumed from)")
-    run.add_argument("--resume", metavar="CKPT",
-                     help="go on with the run a checkpoint holds, to the end the run would "
-                          "have reached (its settings and recording come from the checkpoint; "
-                          "--ticks, --duration and --full set a new end, --checkpoint-every "
-                          "and --checkpoint a new cadence)")
-    run.add_argument("--memory", metavar="FILE.sqlite",
-                     help="the planner's long-term memory: it recalls where earlier runs of "
-                          "this scenario found the way blocked, and remembers where this run "
-                          "does (created if absent; the run then depends on what the file "
-                          "holds)")
+    run.add_argument(
+        "--record",
+        metavar="FILE.mcap",
+        help="record the run to an MCAP file (inspect it with `python -m sim "
+        "inspect`; Foxglove opens it too)",
+    )
+    run.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="write the run as one self-contained HTML page (as `python -m sim "
+        "report` does); records to a temporary file unless --record is given",
+    )
+    run.add_argument(
+        "--full",
+        action="store_true",
+        help="run the whole duration even after every delivery is done",
+    )
+    run.add_argument(
+        "--checkpoint-every",
+        type=_positive_int,
+        metavar="N",
+        help="write the whole state of the run to a checkpoint every N ticks "
+        "(atomically; the recording is flushed first)",
+    )
+    run.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="the checkpoint file (default: FILE.ckpt beside --record FILE.mcap, "
+        "else SCENARIO-seedN.ckpt in the current folder; on --resume, the "
+        "checkpoint resumed from)",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="CKPT",
+        help="go on with the run a checkpoint holds, to the end the run would "
+        "have reached (its settings and recording come from the checkpoint; "
+        "--ticks, --duration and --full set a new end, --checkpoint-every "
+        "and --checkpoint a new cadence)",
+    )
+    run.add_argument(
+        "--memory",
+        metavar="FILE.sqlite",
+        help="the planner's long-term memory: it recalls where earlier runs of "
+        "this scenario found the way blocked, and remembers where this run "
+        "does (created if absent; the run then depends on what the file "
+        "holds)",
+    )
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    run.add_argument("--log-level", default="warning",
-                     choices=["debug", "info", "warning", "error"],
-                     help="runtime log events at or above this level go to stderr "
-                          "(default: warning)")
+    run.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="runtime log events at or above this level go to stderr (default: warning)",
+    )
     run.set_defaults(handler=cmd_run)
 
     campaign = sub.add_parser(
-        "campaign", help="run scenarios x seeds x faults and check every declared reaction",
+        "campaign",
+        help="run scenarios x seeds x faults and check every declared reaction",
         epilog=CAMPAIGN_EPILOG + "\n" + GRAMMAR,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    campaign.add_argument("--scenario", action="append", metavar="NAME|PATH",
-                          help="a scenario (repeatable; default: warehouse)")
-    campaign.add_argument("--specs", metavar="DIR",
-                          help="folder of the built-in cabins' specs (default: the shipped "
-                               "specs/); --faults auto reads their required patterns")
-    campaign.add_argument("--seeds", default="0-2", type=_seeds, metavar="LIST",
-                          help="seeds: 0-4, or 1,5,9 (default: 0-2)")
-    campaign.add_argument("--fault", action="append", default=[], metavar="FAULT",
-                          help="a fault to run (repeatable)")
-    campaign.add_argument("--faults", metavar="auto|FILE",
-                          help="'auto': one missing-item fault per required pattern of every "
-                               "spec plus one of each other kind; or a TOML fault file")
-    campaign.add_argument("--ticks", type=_positive_int, metavar="N",
-                          help="ticks per run (default: the scenario's duration; a run stops "
-                               "early once its deliveries are done and its fault was judged)")
-    campaign.add_argument("--within", type=_positive_int, default=40, metavar="K",
-                          help="a declared reaction must show within K ticks of the fault's "
-                               "start (default: 40)")
-    campaign.add_argument("--workers", type=_positive_int, metavar="N",
-                          help="parallel runs (default: the number of CPUs)")
-    campaign.add_argument("--backend", choices=["local", "ray"], default="local",
-                          help="local process pool (default) or Ray (pip install 'tickwork[ray]')")
-    campaign.add_argument("--address", metavar="ADDR",
-                          help="Ray cluster address (default: start a local Ray)")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    campaign.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME|PATH",
+        help="a scenario (repeatable; default: warehouse)",
+    )
+    campaign.add_argument(
+        "--specs",
+        metavar="DIR",
+        help="folder of the built-in cabins' specs (default: the shipped "
+        "specs/); --faults auto reads their required patterns",
+    )
+    campaign.add_argument(
+        "--seeds",
+        default="0-2",
+        type=_seeds,
+        metavar="LIST",
+        help="seeds: 0-4, or 1,5,9 (default: 0-2)",
+    )
+    campaign.add_argument(
+        "--fault", action="append", default=[], metavar="FAULT", help="a fault to run (repeatable)"
+    )
+    campaign.add_argument(
+        "--faults",
+        metavar="auto|FILE",
+        help="'auto': one missing-item fault per required pattern of every "
+        "spec plus one of each other kind; or a TOML fault file",
+    )
+    campaign.add_argument(
+        "--ticks",
+        type=_positive_int,
+        metavar="N",
+        help="ticks per run (default: the scenario's duration; a run stops "
+        "early once its deliveries are done and its fault was judged)",
+    )
+    campaign.add_argument(
+        "--within",
+        type=_positive_int,
+        default=40,
+        metavar="K",
+        help="a declared reaction must show within K ticks of the fault's start (default: 40)",
+    )
+    campaign.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="parallel runs (default: the number of CPUs)",
+    )
+    campaign.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="local process pool (default) or Ray (pip install 'tickwork[ray]')",
+    )
+    campaign.add_argument(
+        "--address", metavar="ADDR", help="Ray cluster address (default: start a local Ray)"
+    )
     campaign.add_argument("--out", metavar="FILE", help="write every run's result as JSON")
-    campaign.add_argument("--memory", metavar="FILE.sqlite",
-                          help="one long-term memory file for every run of the campaign "
-                               "(parallel runs share it): the planners remember where the way "
-                               "was blocked and recall it. Each run recalls what the file holds "
-                               "when it starts, so results depend on the order the runs happen "
-                               "to run in (the backend, the workers); without --memory they "
-                               "do not")
-    campaign.add_argument("--report", metavar="FILE.html",
-                          help="write the fault matrix as one self-contained HTML page")
-    campaign.add_argument("--json", action="store_true",
-                          help="print the results as one JSON object")
+    campaign.add_argument(
+        "--memory",
+        metavar="FILE.sqlite",
+        help="one long-term memory file for every run of the campaign "
+        "(parallel runs share it): the planners remember where the way "
+        "was blocked and recall it. Each run recalls what the file holds "
+        "when it starts, so results depend on the order the runs happen "
+        "to run in (the backend, the workers); without --memory they "
+        "do not",
+    )
+    campaign.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="write the fault matrix as one self-contained HTML page",
+    )
+    campaign.add_argument(
+        "--json", action="store_true", help="print the results as one JSON object"
+    )
     campaign.set_defaults(handler=cmd_campaign)
 
     scenarios = sub.add_parser("scenarios", help="list the shipped scenarios")
@@ -157,9 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check-spec", help="validate cabin specs and show what each receives")
     check.add_argument("files", nargs="+", metavar="FILE", help="spec TOML files or folders")
-    check.add_argument("--scenario", default="warehouse", metavar="NAME|PATH",
-                       help="show what each spec would receive in this scenario "
-                            "(default: warehouse)")
+    check.add_argument(
+        "--scenario",
+        default="warehouse",
+        metavar="NAME|PATH",
+        help="show what each spec would receive in this scenario (default: warehouse)",
+    )
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check_spec)
 
@@ -239,8 +340,10 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
         sim, plan = _new_run(args, record=scratch)
     if args.report is not None and scratch is None and plan.record is None:
         sim.close()
-        raise InputError(f"--report {args.report!r}: the resumed run records nothing (resume "
-                         "a run started with --record to report on it)")
+        raise InputError(
+            f"--report {args.report!r}: the resumed run records nothing (resume "
+            "a run started with --record to report on it)"
+        )
     checkpointer = Checkpointer(plan) if plan.every is not None else None
     remaining = max(0, plan.ticks - sim.loop.tick)
     previous = _stop_on_signals(sim)
@@ -250,14 +353,24 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
         else:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                          TextColumn("{task.completed}/{task.total} ticks"),
-                          TimeRemainingColumn(), transient=True) as bar:
-                task = bar.add_task(f"{sim.scenario.name} seed {sim.seed}", total=plan.ticks,
-                                    completed=sim.loop.tick)
-                summary = sim.run(remaining, until_done=plan.until_done,
-                                  after_tick=checkpointer,
-                                  progress=lambda tick: bar.update(task, completed=tick))
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} ticks"),
+                TimeRemainingColumn(),
+                transient=True,
+            ) as bar:
+                task = bar.add_task(
+                    f"{sim.scenario.name} seed {sim.seed}",
+                    total=plan.ticks,
+                    completed=sim.loop.tick,
+                )
+                summary = sim.run(
+                    remaining,
+                    until_done=plan.until_done,
+                    after_tick=checkpointer,
+                    progress=lambda tick: bar.update(task, completed=tick),
+                )
     except CheckpointError as exc:
         raise InputError(str(exc)) from None
     finally:
@@ -272,12 +385,16 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
 
         console = Console()
         if resumed is not None:
-            console.print(f"resumed at tick {resumed.info.tick} from {resumed.info.path}",
-                          highlight=False)
+            console.print(
+                f"resumed at tick {resumed.info.tick} from {resumed.info.path}", highlight=False
+            )
         _print_summary(summary)
         if checkpointer is not None and checkpointer.last is not None:
-            console.print(f"{checkpointer.written} checkpoint(s) written, the last at tick "
-                          f"{checkpointer.last.tick}: {checkpointer.last.path}", highlight=False)
+            console.print(
+                f"{checkpointer.written} checkpoint(s) written, the last at tick "
+                f"{checkpointer.last.tick}: {checkpointer.last.path}",
+                highlight=False,
+            )
     if args.report is not None:
         from sim.cmd_report import write_run_page
 
@@ -285,9 +402,11 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
     if summary["stopped_by"] is not None:
         import signal
 
-        print(f"stopped by {summary['stopped_by']} after tick {summary['ticks']}"
-              + (f"; the recording {plan.record} is complete" if plan.record else ""),
-              file=sys.stderr)
+        print(
+            f"stopped by {summary['stopped_by']} after tick {summary['ticks']}"
+            + (f"; the recording {plan.record} is complete" if plan.record else ""),
+            file=sys.stderr,
+        )
         number = getattr(signal.Signals, str(summary["stopped_by"]), signal.SIGINT)
         return 128 + int(number)
     return EXIT_FAILED if failed(summary) else EXIT_OK
@@ -304,8 +423,9 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     from sim.scenario import ScenarioError
 
     if args.checkpoint is not None and args.checkpoint_every is None:
-        raise InputError(f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N "
-                         "(how often to write it)")
+        raise InputError(
+            f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N (how often to write it)"
+        )
     seed = 0 if args.seed is None else args.seed
     try:
         extra = [_load_cabin(text) for text in args.cabin]
@@ -315,21 +435,27 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
 
             specs = load_specs(args.specs)
         faults = _faults(args.fault, args.faults)
-        sim = Simulation(args.scenario or "warehouse", seed=seed, rate_hz=args.rate,
-                         capacity=64 if args.capacity is None else args.capacity, specs=specs,
-                         extra=extra, faults=faults,
-                         record=args.record if args.record is not None else record,
-                         long_term=args.memory)
+        sim = Simulation(
+            args.scenario or "warehouse",
+            seed=seed,
+            rate_hz=args.rate,
+            capacity=64 if args.capacity is None else args.capacity,
+            specs=specs,
+            extra=extra,
+            faults=faults,
+            record=args.record if args.record is not None else record,
+            long_term=args.memory,
+        )
     except (ScenarioError, SpecError) as exc:
         raise InputError(str(exc)) from None
     except sqlite3.Error as exc:
-        raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") \
-            from None
+        raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
     except ValueError as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
-        raise InputError(f"--record {args.record!r}: cannot write it "
-                         f"({exc.strerror or exc})") from None
+        raise InputError(
+            f"--record {args.record!r}: cannot write it ({exc.strerror or exc})"
+        ) from None
 
     if args.ticks is not None:
         ticks = args.ticks
@@ -349,9 +475,14 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         if not os.path.isdir(os.path.dirname(checkpoint)):
             sim.close()
             raise InputError(f"--checkpoint {checkpoint!r}: its folder does not exist")
-    plan = RunPlan(ticks=ticks, until_done=not args.full,
-                   record=None if args.record is None else os.path.abspath(args.record),
-                   every=args.checkpoint_every, path=checkpoint, cabins=tuple(args.cabin))
+    plan = RunPlan(
+        ticks=ticks,
+        until_done=not args.full,
+        record=None if args.record is None else os.path.abspath(args.record),
+        every=args.checkpoint_every,
+        path=checkpoint,
+        cabins=tuple(args.cabin),
+    )
     return sim, plan
 
 
@@ -361,14 +492,24 @@ def _resumed_run(args: argparse.Namespace) -> Any:
 
     from sim.checkpoint import CheckpointError, read_info, resume
 
-    fixed = {"--scenario": args.scenario, "--seed": args.seed, "--rate": args.rate,
-             "--capacity": args.capacity, "--specs": args.specs, "--faults": args.faults,
-             "--record": args.record, "--cabin": args.cabin or None,
-             "--fault": args.fault or None, "--memory": args.memory}
+    fixed = {
+        "--scenario": args.scenario,
+        "--seed": args.seed,
+        "--rate": args.rate,
+        "--capacity": args.capacity,
+        "--specs": args.specs,
+        "--faults": args.faults,
+        "--record": args.record,
+        "--cabin": args.cabin or None,
+        "--fault": args.fault or None,
+        "--memory": args.memory,
+    }
     given = [name for name, value in fixed.items() if value is not None]
     if given:
-        raise InputError(f"--resume goes on with the run its checkpoint holds, with that run's "
-                         f"settings: {', '.join(given)} cannot be given with it")
+        raise InputError(
+            f"--resume goes on with the run its checkpoint holds, with that run's "
+            f"settings: {', '.join(given)} cannot be given with it"
+        )
     try:
         info = read_info(args.resume)
         ticks = args.ticks
@@ -378,15 +519,21 @@ def _resumed_run(args: argparse.Namespace) -> Any:
             sys.path.insert(0, os.getcwd())  # where --cabin modules were imported from
         checkpoint = args.checkpoint
         if checkpoint is not None and args.checkpoint_every is None and info.plan.every is None:
-            raise InputError(f"--checkpoint {checkpoint!r} needs --checkpoint-every N "
-                             "(the resumed run wrote no checkpoints of its own)")
-        return resume(args.resume, ticks=ticks, until_done=False if args.full else None,
-                      every=args.checkpoint_every, checkpoint=checkpoint)
+            raise InputError(
+                f"--checkpoint {checkpoint!r} needs --checkpoint-every N "
+                "(the resumed run wrote no checkpoints of its own)"
+            )
+        return resume(
+            args.resume,
+            ticks=ticks,
+            until_done=False if args.full else None,
+            every=args.checkpoint_every,
+            checkpoint=checkpoint,
+        )
     except CheckpointError as exc:
         raise InputError(str(exc)) from None
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{args.resume}: a checkpoint with bad run settings ({exc})") \
-            from None
+        raise InputError(f"{args.resume}: a checkpoint with bad run settings ({exc})") from None
 
 
 def _stop_on_signals(sim: Any) -> dict[int, Any]:
@@ -437,15 +584,15 @@ def _load_cabin(text: str) -> Any:
     target, sep, spec_path = text.partition("@")
     module_name, colon, class_name = target.partition(":")
     if not sep or not colon or not module_name or not class_name or not spec_path:
-        raise InputError(f"--cabin {text!r}: expected MODULE:CLASS@SPEC, "
-                         "e.g. greeter:Greeter@specs/greeter.toml")
+        raise InputError(
+            f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise InputError(f"--cabin {text!r}: cannot import module {module_name!r}: {exc}") \
-            from None
+        raise InputError(f"--cabin {text!r}: cannot import module {module_name!r}: {exc}") from None
     factory = getattr(module, class_name, None)
     if factory is None or not callable(factory):
         raise InputError(f"--cabin {text!r}: module {module_name!r} has no class {class_name!r}")
@@ -462,14 +609,18 @@ def _print_summary(s: dict[str, Any]) -> None:
 
     console = Console()
     ok = not (s["safety_violations"] or s["collisions"])
-    title = (f"{s['scenario']} · seed {s['seed']} · {s['ticks']} ticks · "
-             f"{s['sim_time']:.1f} s simulated")
+    title = (
+        f"{s['scenario']} · seed {s['seed']} · {s['ticks']} ticks · {s['sim_time']:.1f} s simulated"
+    )
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     mean = s["mean_delivery_time"]
-    table.add_row("deliveries", f"{s['deliveries_done']} done of {s['deliveries_assigned']} "
-                                f"assigned ({s['tasks_total']} in the scenario)")
+    table.add_row(
+        "deliveries",
+        f"{s['deliveries_done']} done of {s['deliveries_assigned']} "
+        f"assigned ({s['tasks_total']} in the scenario)",
+    )
     table.add_row("mean delivery time", "-" if mean is None else f"{mean:.1f} s")
     table.add_row("safety violations", _count(s["safety_violations"]))
     table.add_row("collisions", _count(s["collisions"]))
@@ -482,10 +633,13 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_row("evictions", str(s["evictions"]))
     table.add_row("capacity alarms", str(s["capacity_alarms"]))
     for cabin, reasons in s["missing"].items():
-        table.add_row(f"missing items · {cabin}",
-                      f"{_counts(reasons)} (pattern-ticks)" if reasons else "none")
-    table.add_row("tick compute", f"p50 {s['tick_compute_p50_ms']:.2f} ms · "
-                                  f"p99 {s['tick_compute_p99_ms']:.2f} ms")
+        table.add_row(
+            f"missing items · {cabin}", f"{_counts(reasons)} (pattern-ticks)" if reasons else "none"
+        )
+    table.add_row(
+        "tick compute",
+        f"p50 {s['tick_compute_p50_ms']:.2f} ms · p99 {s['tick_compute_p99_ms']:.2f} ms",
+    )
     rtf = s["real_time_factor"]
     table.add_row("real-time factor", "-" if rtf is None else f"{rtf:.0f}x")
     console.print(table)
@@ -514,7 +668,8 @@ def _seeds(text: str) -> list[int]:
                 seeds.append(int(low))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected seeds like 0-4 or 1,5,9, got {text!r}") from None
+            f"expected seeds like 0-4 or 1,5,9, got {text!r}"
+        ) from None
     if not seeds or any(s < 0 for s in seeds):
         raise argparse.ArgumentTypeError(f"expected non-negative seeds, got {text!r}")
     return seeds
@@ -542,12 +697,16 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     absent = [name for name in BUILTIN_CABINS if name not in specs]
     if absent:
-        raise InputError(f"--specs {args.specs}: no spec for the built-in cabin(s) "
-                         f"{', '.join(absent)}")
+        raise InputError(
+            f"--specs {args.specs}: no spec for the built-in cabin(s) {', '.join(absent)}"
+        )
     others = sorted(set(specs) - set(BUILTIN_CABINS))
     if others:  # a campaign runs the built-in cabins only
-        print(f"note: --specs {args.specs}: campaigns run the built-in cabins; ignoring the "
-              f"spec(s) of {', '.join(others)}", file=sys.stderr)
+        print(
+            f"note: --specs {args.specs}: campaigns run the built-in cabins; ignoring the "
+            f"spec(s) of {', '.join(others)}",
+            file=sys.stderr,
+        )
         specs = {name: specs[name] for name in BUILTIN_CABINS}
     if args.report is not None:
         from sim.cmd_report import check_report_target
@@ -565,17 +724,30 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     shared: dict[str, Any] = {}
     if args.memory is not None:
         shared["memory"] = _memory_file(args.memory)
-    requests = [cp.RunRequest(scenario=name, seed=seed, fault=fault, ticks=args.ticks,
-                              within=args.within, specs=specs, world=worlds[name], **shared)
-                for name in scenarios for seed in args.seeds for fault in [None, *faults]]
+    requests = [
+        cp.RunRequest(
+            scenario=name,
+            seed=seed,
+            fault=fault,
+            ticks=args.ticks,
+            within=args.within,
+            specs=specs,
+            world=worlds[name],
+            **shared,
+        )
+        for name in scenarios
+        for seed in args.seeds
+        for fault in [None, *faults]
+    ]
     workers = args.workers or os.cpu_count() or 1
     if args.backend == "ray":
         try:
             ray_executor = cp.RayExecutor(address=args.address)
         except ImportError:
             raise InputError("the Ray backend needs Ray: pip install 'tickwork[ray]'") from None
-        campaign = cp.Campaign(requests, lambda _n: ray_executor, workers,
-                               lost_errors=cp.ray_lost_errors())
+        campaign = cp.Campaign(
+            requests, lambda _n: ray_executor, workers, lost_errors=cp.ray_lost_errors()
+        )
     else:
         campaign = cp.Campaign(requests, cp.local_executor, workers)
     if args.json or not sys.stderr.isatty():
@@ -583,16 +755,28 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     else:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        with Progress(TextColumn("[bold]campaign"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.description}"), transient=True) as bar:
+        with Progress(
+            TextColumn("[bold]campaign"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            transient=True,
+        ) as bar:
             task = bar.add_task("", total=len(requests))
             campaign.progress = lambda r: bar.update(
-                task, advance=1, description=f"{r['fault']} seed {r['seed']}")
+                task, advance=1, description=f"{r['fault']} seed {r['seed']}"
+            )
             results = campaign.run()
     rows = cp.table(results)
-    report = {"scenarios": scenarios, "seeds": args.seeds, "within": args.within,
-              "backend": args.backend, "passed": cp.passed(results), "table": rows,
-              "runs": results}
+    report = {
+        "scenarios": scenarios,
+        "seeds": args.seeds,
+        "within": args.within,
+        "backend": args.backend,
+        "passed": cp.passed(results),
+        "table": rows,
+        "runs": results,
+    }
     if args.memory is not None:
         report["memory"] = shared["memory"]
     if args.out:
@@ -640,16 +824,27 @@ def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:
         if row["reactions_seen"] < row["runs"]:
             seen = f"[red]{seen}[/red]"
         unsafe = row["safety_violations"] + row["collisions"]
-        safety = "ok" if unsafe == 0 else f"[red]{row['safety_violations']} violations, " \
-                                          f"{row['collisions']} collisions[/red]"
+        safety = (
+            "ok"
+            if unsafe == 0
+            else f"[red]{row['safety_violations']} violations, {row['collisions']} collisions[/red]"
+        )
         if row["errors"]:
             safety += f" [red]({row['errors']} runs lost)[/red]"
-        table.add_row(row["fault"], "\n".join(row["expected"]) or "-", seen,
-                      f"{row['deliveries_pct']:.0f}%", safety)
+        table.add_row(
+            row["fault"],
+            "\n".join(row["expected"]) or "-",
+            seen,
+            f"{row['deliveries_pct']:.0f}%",
+            safety,
+        )
     console = Console()
     console.print(table)
-    console.print("[green]every declared reaction seen, no safety violation[/green]" if ok
-                  else "[red]FAILED: a declared reaction was missed or a run was unsafe[/red]")
+    console.print(
+        "[green]every declared reaction seen, no safety violation[/green]"
+        if ok
+        else "[red]FAILED: a declared reaction was missed or a run was unsafe[/red]"
+    )
 
 
 # -- scenarios ---------------------------------------------------------------------------------
@@ -667,8 +862,12 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "description", title_justify="left",
-                  title="shipped scenarios (python -m sim run --scenario NAME)")
+    table = Table(
+        "name",
+        "description",
+        title_justify="left",
+        title="shipped scenarios (python -m sim run --scenario NAME)",
+    )
     for name, description in rows:
         table.add_row(name, description)
     Console().print(table)
@@ -704,19 +903,23 @@ def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
                 console.print(f"[red]error[/red] {line}", highlight=False)
             continue
         spec = report["spec"]
-        table = Table(show_header=False, title=f"{report['path']}: cabin {spec['name']!r}",
-                      title_justify="left")
+        table = Table(
+            show_header=False,
+            title=f"{report['path']}: cabin {spec['name']!r}",
+            title_justify="left",
+        )
         table.add_column(style="bold")
         table.add_column()
         for label, value in report["reads"].items():
             table.add_row(label, value)
         receives = report.get("receives")
         if receives is not None:
-            table.add_row(f"receives in {receives['scenario']}",
-                          ", ".join(receives["items"]) or "nothing")
-            table.add_row("missing there", _counts(receives["missing"]) if receives["missing"]
-                          else "nothing")
+            table.add_row(
+                f"receives in {receives['scenario']}", ", ".join(receives["items"]) or "nothing"
+            )
+            table.add_row(
+                "missing there", _counts(receives["missing"]) if receives["missing"] else "nothing"
+            )
         console.print(table)
         for warning in report["warnings"]:
-            console.print(f"[yellow]warning[/yellow] {report['path']}: {warning}",
-                          highlight=False)
+            console.print(f"[yellow]warning[/yellow] {report['path']}: {warning}", highlight=False)

@@ -48,8 +48,9 @@ def _ticks(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of ticks, got {text!r}") \
-            from None
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of ticks, got {text!r}"
+        ) from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number of ticks >= 0, got {value}")
     return value
@@ -59,22 +60,38 @@ def register(sub: Any) -> None:
     """Add this module's commands to the ``python -m sim`` parser."""
     raw = argparse.RawDescriptionHelpFormatter
     doctor = sub.add_parser(
-        "doctor", help="what each bad outcome lacked, and the spec changes that would help",
-        epilog=DOCTOR_EPILOG, formatter_class=raw)
+        "doctor",
+        help="what each bad outcome lacked, and the spec changes that would help",
+        epilog=DOCTOR_EPILOG,
+        formatter_class=raw,
+    )
     doctor.add_argument("recording", metavar="FILE.mcap")
-    doctor.add_argument("--window", type=_ticks, default=40, metavar="TICKS",
-                        help="look this many ticks back from each bad outcome (default: 40)")
+    doctor.add_argument(
+        "--window",
+        type=_ticks,
+        default=40,
+        metavar="TICKS",
+        help="look this many ticks back from each bad outcome (default: 40)",
+    )
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
     doctor.set_defaults(handler=cmd_doctor)
 
     replay = sub.add_parser(
-        "replay", help="feed a recording back to the cabins and report decision drift",
-        epilog=REPLAY_EPILOG, formatter_class=raw)
+        "replay",
+        help="feed a recording back to the cabins and report decision drift",
+        epilog=REPLAY_EPILOG,
+        formatter_class=raw,
+    )
     replay.add_argument("recording", metavar="FILE.mcap")
-    replay.add_argument("--cabin", action="append", default=[], metavar="MODULE:CLASS@SPEC",
-                        help="replay your own cabin too: CLASS from MODULE (importable from "
-                             "the current directory), built as CLASS(spec) on the spec file "
-                             "SPEC; repeatable")
+    replay.add_argument(
+        "--cabin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS@SPEC",
+        help="replay your own cabin too: CLASS from MODULE (importable from "
+        "the current directory), built as CLASS(spec) on the spec file "
+        "SPEC; repeatable",
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     replay.set_defaults(handler=cmd_replay)
 
@@ -153,36 +170,70 @@ def _more(console: Any, total: int) -> None:
 def _print_doctor(report: Any) -> None:
     console = _console()
     counts = ", ".join(f"{n} {k}" for k, n in sorted(report.outcome_counts.items()))
-    console.print(_t(f"{report.path} · {report.ticks} ticks · {len(report.findings)} bad "
-                     f"outcome(s){': ' + counts if counts else ''} · window {report.window} "
-                     "ticks"))
+    console.print(
+        _t(
+            f"{report.path} · {report.ticks} ticks · {len(report.findings)} bad "
+            f"outcome(s){': ' + counts if counts else ''} · window {report.window} "
+            "ticks"
+        )
+    )
     if report.findings:
-        table = _table("bad outcomes and what their cabin lacked before them",
-                       "tick", "outcome", "cabin", "missing or evicted in the window")
+        table = _table(
+            "bad outcomes and what their cabin lacked before them",
+            "tick",
+            "outcome",
+            "cabin",
+            "missing or evicted in the window",
+        )
         for finding in report.findings[:SHOWN]:
             o = finding.outcome
-            lacks = "\n".join(
-                (lack.describe() if o.cabin is not None else f"{lack.cabin}: {lack.describe()}")
-                for lack in finding.lacks) or "nothing"
+            lacks = (
+                "\n".join(
+                    (lack.describe() if o.cabin is not None else f"{lack.cabin}: {lack.describe()}")
+                    for lack in finding.lacks
+                )
+                or "nothing"
+            )
             table.add_row(str(o.tick), _t(o.summary), o.cabin or "(every cabin)", _t(lacks))
         console.print(table)
         _more(console, len(report.findings))
     if report.suggestions:
-        table = _table("suggested spec changes, by bad outcomes covered",
-                       "#", "cabin", "change (TOML)", "outcomes", "e.g. ticks", "why")
+        table = _table(
+            "suggested spec changes, by bad outcomes covered",
+            "#",
+            "cabin",
+            "change (TOML)",
+            "outcomes",
+            "e.g. ticks",
+            "why",
+        )
         for i, s in enumerate(report.suggestions[:SHOWN], start=1):
-            table.add_row(str(i), s.cabin, _t(s.change), str(s.outcomes),
-                          _ticks_text(s.examples), _t(s.why))
+            table.add_row(
+                str(i), s.cabin, _t(s.change), str(s.outcomes), _ticks_text(s.examples), _t(s.why)
+            )
         console.print(table)
         _more(console, len(report.suggestions))
     elif report.findings:
         console.print("no spec change to suggest")
     if report.injected:
-        table = _table("injected by the run's faults (not a spec problem)",
-                       "cabin", "item", "reason", "fault", "outcomes", "e.g. ticks")
+        table = _table(
+            "injected by the run's faults (not a spec problem)",
+            "cabin",
+            "item",
+            "reason",
+            "fault",
+            "outcomes",
+            "e.g. ticks",
+        )
         for i in report.injected[:SHOWN]:
-            table.add_row(i.cabin, _t(i.pattern), i.reason, _t(", ".join(i.faults)),
-                          str(i.outcomes), _ticks_text(i.ticks[:5]))
+            table.add_row(
+                i.cabin,
+                _t(i.pattern),
+                i.reason,
+                _t(", ".join(i.faults)),
+                str(i.outcomes),
+                _ticks_text(i.ticks[:5]),
+            )
         console.print(table)
     for note in report.notes:
         console.print(_t(f"note: {note}"))
@@ -192,19 +243,26 @@ def _print_doctor(report: Any) -> None:
 
 def _print_replay(report: Any) -> None:
     console = _console()
-    span = ("no tick" if report.first_tick is None
-            else f"ticks {report.first_tick}-{report.last_tick}")
+    span = (
+        "no tick" if report.first_tick is None else f"ticks {report.first_tick}-{report.last_tick}"
+    )
     faults = f" · faults {', '.join(report.faults)}" if report.faults else ""
-    console.print(_t(f"{report.path} · replayed {report.ticks} ticks ({span}) · cabins "
-                     f"{', '.join(report.cabins) or 'none'}{faults}"))
+    console.print(
+        _t(
+            f"{report.path} · replayed {report.ticks} ticks ({span}) · cabins "
+            f"{', '.join(report.cabins) or 'none'}{faults}"
+        )
+    )
     for name in report.skipped:
-        console.print(_t(f"warning: cabin {name!r} was not replayed (give it with --cabin "
-                         "MODULE:CLASS@SPEC)"))
+        console.print(
+            _t(f"warning: cabin {name!r} was not replayed (give it with --cabin MODULE:CLASS@SPEC)")
+        )
     for note in report.notes:
         console.print(_t(f"note: {note}"))
     if not report.drifted:
-        console.print("[green]no decision drift: every replayed decision matches the "
-                      "recording[/green]")
+        console.print(
+            "[green]no decision drift: every replayed decision matches the recording[/green]"
+        )
         return
     table = _table("decision drift", "tick", "cabin", "what differed")
     for drift in report.drifts[:SHOWN]:
@@ -212,5 +270,4 @@ def _print_replay(report: Any) -> None:
     console.print(table)
     _more(console, len(report.drifts))
     by_cabin = ", ".join(f"{c} at {n} tick(s)" for c, n in report.by_cabin().items())
-    console.print(_t(f"DRIFT: {by_cabin}; first at tick {report.drift_ticks[0]}"),
-                  style="red")
+    console.print(_t(f"DRIFT: {by_cabin}; first at tick {report.drift_ticks[0]}"), style="red")

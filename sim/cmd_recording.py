@@ -41,34 +41,58 @@ exit status: 0 repaired or already complete, 2 not a recording or nothing to rec
 def register(sub: Any) -> None:
     """Add this module's commands to the ``python -m sim`` parser."""
     raw = argparse.RawDescriptionHelpFormatter
-    repair = sub.add_parser("repair", help="rewrite a damaged recording as a complete file",
-                            epilog=REPAIR_EPILOG, formatter_class=raw)
+    repair = sub.add_parser(
+        "repair",
+        help="rewrite a damaged recording as a complete file",
+        epilog=REPAIR_EPILOG,
+        formatter_class=raw,
+    )
     repair.add_argument("recording", metavar="FILE.mcap")
-    repair.add_argument("-o", "--out", metavar="OUT.mcap",
-                        help="write the repaired copy here (default: repair in place)")
+    repair.add_argument(
+        "-o",
+        "--out",
+        metavar="OUT.mcap",
+        help="write the repaired copy here (default: repair in place)",
+    )
     repair.add_argument("--json", action="store_true", help="print one JSON object")
     repair.set_defaults(handler=cmd_repair)
 
-    inspect = sub.add_parser("inspect", help="what a cabin saw at a tick, or one key's history",
-                             epilog=INSPECT_EPILOG, formatter_class=raw)
+    inspect = sub.add_parser(
+        "inspect",
+        help="what a cabin saw at a tick, or one key's history",
+        epilog=INSPECT_EPILOG,
+        formatter_class=raw,
+    )
     inspect.add_argument("recording", metavar="FILE.mcap")
     what = inspect.add_mutually_exclusive_group(required=True)
-    what.add_argument("--tick", type=int, metavar="N",
-                      help="the working set of tick N: each item and the filter that let it "
-                           "in, what was missing and why, what was evicted, each decision")
+    what.add_argument(
+        "--tick",
+        type=int,
+        metavar="N",
+        help="the working set of tick N: each item and the filter that let it "
+        "in, what was missing and why, what was evicted, each decision",
+    )
     what.add_argument("--key", metavar="KEY", help="the history of KEY over the ticks")
     inspect.add_argument("--cabin", metavar="NAME", help="only this cabin (default: all)")
-    inspect.add_argument("--json", action="store_true", help="print one JSON object "
-                         "(values in full, in their recorded JSON form)")
+    inspect.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (values in full, in their recorded JSON form)",
+    )
     inspect.set_defaults(handler=cmd_inspect)
 
-    diff = sub.add_parser("diff", help="what changed in the working set between two ticks",
-                          epilog=DIFF_EPILOG, formatter_class=raw)
+    diff = sub.add_parser(
+        "diff",
+        help="what changed in the working set between two ticks",
+        epilog=DIFF_EPILOG,
+        formatter_class=raw,
+    )
     diff.add_argument("recording", metavar="FILE.mcap")
     diff.add_argument("first", type=int, metavar="N")
     diff.add_argument("second", type=int, metavar="M")
-    diff.add_argument("--cabin", metavar="NAME",
-                      help="only this cabin and the items its view held at N or M")
+    diff.add_argument(
+        "--cabin", metavar="NAME", help="only this cabin and the items its view held at N or M"
+    )
     diff.add_argument("--json", action="store_true", help="print one JSON object")
     diff.set_defaults(handler=cmd_diff)
 
@@ -85,8 +109,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     except ins.RecordingError as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
-        raise InputError(f"cannot write {args.out or args.recording}: "
-                         f"{exc.strerror or exc}") from None
+        raise InputError(
+            f"cannot write {args.out or args.recording}: {exc.strerror or exc}"
+        ) from None
     if args.json:
         _print_json(report)
     else:
@@ -147,15 +172,19 @@ def _print_json(report: dict[str, Any]) -> None:
 def _repair_text(r: dict[str, Any]) -> str:
     ticks = f"ticks {r['tick_range']}" if r["ticks"] else "no tick"
     if r["complete"]:
-        return (f"{r['path']} is complete ({r['messages']} messages, {ticks}): "
-                "nothing to repair, nothing changed")
+        return (
+            f"{r['path']} is complete ({r['messages']} messages, {ticks}): "
+            "nothing to repair, nothing changed"
+        )
     pct = 100.0 * r["bytes_recovered"] / r["size"] if r["size"] else 0.0
     partial = "; the last tick lacks its decisions and stats" if r["last_tick_partial"] else ""
     where = "in place" if r["out"] == r["path"] else f"to {r['out']}"
-    return (f"repaired {r['path']}: it broke at byte {r['break_at']} of {r['size']} "
-            f"({r['cause']}).\nrecovered {r['messages']} messages, {ticks}{partial}, "
-            f"{r['bytes_recovered']} bytes ({pct:.1f}% of the file); dropped the last "
-            f"{r['bytes_dropped']} bytes.\nwrote a complete recording {where}.")
+    return (
+        f"repaired {r['path']}: it broke at byte {r['break_at']} of {r['size']} "
+        f"({r['cause']}).\nrecovered {r['messages']} messages, {ticks}{partial}, "
+        f"{r['bytes_recovered']} bytes ({pct:.1f}% of the file); dropped the last "
+        f"{r['bytes_dropped']} bytes.\nwrote a complete recording {where}."
+    )
 
 
 # -- tables ----------------------------------------------------------------------------------
@@ -178,52 +207,74 @@ def _print_tick(r: dict[str, Any]) -> None:
 
     console = _console()
     v = r["versions"]
-    console.print(_t(
-        f"{r['recording']} · tick {r['tick']} · t = {r['time']:.2f} s · "
-        f"{r['working_set_size']} items in the working set · board seq {v.get('board_seq')}, "
-        f"map version {v.get('map_version')}, log seq {v.get('log_seq')}"), style="bold")
+    console.print(
+        _t(
+            f"{r['recording']} · tick {r['tick']} · t = {r['time']:.2f} s · "
+            f"{r['working_set_size']} items in the working set · board seq {v.get('board_seq')}, "
+            f"map version {v.get('map_version')}, log seq {v.get('log_seq')}"
+        ),
+        style="bold",
+    )
     if r["capacity_alarm"]:
         console.print("[red]capacity alarm: pinned items alone exceed the capacity[/red]")
     now = r["time"]
     for name, c in r["cabins"].items():
-        table = _table(f"{name} saw {len(c['items'])} items", "key", "value", "source",
-                       "stamp", "importance", "last used", "first seen", "via")
+        table = _table(
+            f"{name} saw {len(c['items'])} items",
+            "key",
+            "value",
+            "source",
+            "stamp",
+            "importance",
+            "last used",
+            "first seen",
+            "via",
+        )
         for key, item in c["items"].items():
-            table.add_row(_t(key), _t(brief(item.get("value"))), _t(item.get("source", "-")),
-                          _t(_when(item.get("stamp"), now)), _t(item.get("importance", "-")),
-                          _t(_when(item.get("last_used"), now)),
-                          _t(_at(item.get("first_seen"))), _t(item["via"]))
+            table.add_row(
+                _t(key),
+                _t(brief(item.get("value"))),
+                _t(item.get("source", "-")),
+                _t(_when(item.get("stamp"), now)),
+                _t(item.get("importance", "-")),
+                _t(_when(item.get("last_used"), now)),
+                _t(_at(item.get("first_seen"))),
+                _t(item["via"]),
+            )
         console.print(table)
         if c["missing"]:
             for pattern, m in c["missing"].items():
                 line = f"  missing {pattern}: {m['reason']}"
                 e = m.get("eviction")
                 if e:
-                    line += (f" ({e.get('key')} evicted at tick {e['tick']}, importance "
-                             f"{e.get('importance')}, {e.get('reason')})")
+                    line += (
+                        f" ({e.get('key')} evicted at tick {e['tick']}, importance "
+                        f"{e.get('importance')}, {e.get('reason')})"
+                    )
                 console.print(_t(line), style="yellow")
         else:
             console.print("  nothing missing")
         if c["suppressed"]:
-            console.print(_t(f"  hidden by a fault: {', '.join(c['suppressed'])}"),
-                          style="yellow")
+            console.print(_t(f"  hidden by a fault: {', '.join(c['suppressed'])}"), style="yellow")
         console.print(_t(f"  decided: {_decision(c['decision'], r['decisions_recorded'])}"))
         console.print()
     if r["evicted"] is None:
         console.print("evicted at this tick: not recorded (the file breaks in this tick)")
     elif r["evicted"]:
-        table = _table("evicted at this tick's freeze", "key", "importance", "last used",
-                       "reason")
+        table = _table("evicted at this tick's freeze", "key", "importance", "last used", "reason")
         for e in r["evicted"]:
-            table.add_row(_t(e.get("key")), _t(e.get("importance")),
-                          _t(_when(e.get("last_used"), now)), _t(e.get("reason")))
+            table.add_row(
+                _t(e.get("key")),
+                _t(e.get("importance")),
+                _t(_when(e.get("last_used"), now)),
+                _t(e.get("reason")),
+            )
         console.print(table)
     else:
         console.print("evicted at this tick: nothing")
     unviewed = r.get("unviewed")
     if unviewed:
-        console.print(_t(f"held in working memory but in no cabin's view: "
-                         f"{', '.join(unviewed)}"))
+        console.print(_t(f"held in working memory but in no cabin's view: {', '.join(unviewed)}"))
 
 
 def _decision(d: dict[str, Any] | None, recorded: bool) -> str:
@@ -237,8 +288,12 @@ def _decision(d: dict[str, Any] | None, recorded: bool) -> str:
         f = d["failed"]
         return f"FAILED: {f.get('error_type')}: {f.get('message')}"
     parts = [f"{c.get('name')}({brief(c.get('args'), 40)})" for c in d.get("commands", [])]
-    parts += [f"delete {w.get('key')}" if w.get("delete") else
-              f"write {w.get('key')} = {brief(w.get('value'), 40)}" for w in d.get("writes", [])]
+    parts += [
+        f"delete {w.get('key')}"
+        if w.get("delete")
+        else f"write {w.get('key')} = {brief(w.get('value'), 40)}"
+        for w in d.get("writes", [])
+    ]
     parts += [f"event {e.get('kind')} {brief(e.get('data'), 40)}" for e in d.get("events", [])]
     parts += [f"react {x.get('pattern')} → {x.get('reaction')}" for x in d.get("reactions", [])]
     return "; ".join(parts) or "nothing"
@@ -250,26 +305,49 @@ def _print_key(r: dict[str, Any]) -> None:
     from sim.inspect import brief, compress
 
     console = _console()
-    console.print(_t(f"{r['recording']} · key {r['key']}"
-                     + (f" · cabin {r['cabin']}" if r["cabin"] else "")
-                     + f" · in the working set at ticks {r['in_working_set']} "
-                       f"(recording: ticks {r['ticks']})"), style="bold")
+    console.print(
+        _t(
+            f"{r['recording']} · key {r['key']}"
+            + (f" · cabin {r['cabin']}" if r["cabin"] else "")
+            + f" · in the working set at ticks {r['in_working_set']} "
+            f"(recording: ticks {r['ticks']})"
+        ),
+        style="bold",
+    )
 
     def shown(row: dict[str, Any]) -> tuple[str, ...]:
         now = row["time"]
-        return (json.dumps(row.get("value"), sort_keys=True), str(row.get("importance")),
-                _when(row.get("stamp"), now), _when(row.get("last_used"), now),
-                _at(row.get("first_seen")) if row["in_working_set"] else "",
-                str(row.get("source")), str(row["in_working_set"]),
-                json.dumps([row["views"], row["missing"], row["evicted"]], sort_keys=True))
+        return (
+            json.dumps(row.get("value"), sort_keys=True),
+            str(row.get("importance")),
+            _when(row.get("stamp"), now),
+            _when(row.get("last_used"), now),
+            _at(row.get("first_seen")) if row["in_working_set"] else "",
+            str(row.get("source")),
+            str(row["in_working_set"]),
+            json.dumps([row["views"], row["missing"], row["evicted"]], sort_keys=True),
+        )
 
-    table = _table("history", "ticks", "value", "importance", "stamp", "last used",
-                   "first seen", "in view of (via)", "missing", "evicted")
+    table = _table(
+        "history",
+        "ticks",
+        "value",
+        "importance",
+        "stamp",
+        "last used",
+        "first seen",
+        "in view of (via)",
+        "missing",
+        "evicted",
+    )
     last: int | None = None
     for run in compress(r["history"], same=shown):
         if last is not None and run["first"] > last + 1:
-            table.add_row(_t(_span(last + 1, run["first"] - 1)), _t("(not in the working "
-                          "set, not missing)"), *[""] * 7)
+            table.add_row(
+                _t(_span(last + 1, run["first"] - 1)),
+                _t("(not in the working set, not missing)"),
+                *[""] * 7,
+            )
         row = run["row"]
         now = row["time"]
         held = row["in_working_set"]
@@ -281,33 +359,54 @@ def _print_key(r: dict[str, Any]) -> None:
             _t(_when(row.get("last_used"), now) if held else ""),
             _t(_at(row.get("first_seen")) if held else ""),
             _t(", ".join(f"{c} ({via})" for c, via in row["views"].items())),
-            _t(", ".join(f"{c}: {p} {why}" for c, gaps in row["missing"].items()
-                         for p, why in gaps.items())),
-            _t(", ".join(str(e.get("reason")) for e in row["evicted"])))
+            _t(
+                ", ".join(
+                    f"{c}: {p} {why}"
+                    for c, gaps in row["missing"].items()
+                    for p, why in gaps.items()
+                )
+            ),
+            _t(", ".join(str(e.get("reason")) for e in row["evicted"])),
+        )
         last = run["last"]
     console.print(table)
     if not r["board"]:
         console.print("no board write of this key")
         return
-    board = _table(f"board writes and deletes ({len(r['board'])})", "ticks", "writes", "seq",
-                   "stamp", "value", "ttl", "source")
+    board = _table(
+        f"board writes and deletes ({len(r['board'])})",
+        "ticks",
+        "writes",
+        "seq",
+        "stamp",
+        "value",
+        "ttl",
+        "source",
+    )
     runs: list[tuple[list[dict[str, Any]], str]] = []
     for w in r["board"]:
-        same = json.dumps([w.get("deleted"), w.get("value"), w.get("ttl"), w.get("source")],
-                          sort_keys=True)
+        same = json.dumps(
+            [w.get("deleted"), w.get("value"), w.get("ttl"), w.get("source")], sort_keys=True
+        )
         if runs and runs[-1][1] == same:
             runs[-1][0].append(w)
         else:
             runs.append(([w], same))
     for group, _ in runs:
         a, b = group[0], group[-1]
-        board.add_row(_t(_span(a["tick"], b["tick"])), _t(len(group)),
-                      _t(_span(a.get("seq"), b.get("seq"))),
-                      _t(f"{a.get('stamp'):.2f} s" if len(group) == 1 else
-                         f"{a.get('stamp'):.2f}-{b.get('stamp'):.2f} s"),
-                      _t("(deleted)" if a.get("deleted") else brief(a.get("value"))),
-                      _t(a.get("ttl") if a.get("ttl") is not None else "-"),
-                      _t(a.get("source") or "-"))
+        board.add_row(
+            _t(_span(a["tick"], b["tick"])),
+            _t(len(group)),
+            _t(_span(a.get("seq"), b.get("seq"))),
+            _t(
+                f"{a.get('stamp'):.2f} s"
+                if len(group) == 1
+                else f"{a.get('stamp'):.2f}-{b.get('stamp'):.2f} s"
+            ),
+            _t("(deleted)" if a.get("deleted") else brief(a.get("value"))),
+            _t(a.get("ttl") if a.get("ttl") is not None else "-"),
+            _t(a.get("source") or "-"),
+        )
     console.print(board)
 
 
@@ -319,18 +418,25 @@ def _print_diff(r: dict[str, Any]) -> None:
     from sim.inspect import brief
 
     console = _console()
-    console.print(_t(
-        f"{r['recording']} · tick {r['from']} → {r['to']} ({r['time']['from']:.2f} s → "
-        f"{r['time']['to']:.2f} s) · working set {r['size']['from']} → {r['size']['to']} items"),
-        style="bold")
+    console.print(
+        _t(
+            f"{r['recording']} · tick {r['from']} → {r['to']} ({r['time']['from']:.2f} s → "
+            f"{r['time']['to']:.2f} s) · working set {r['size']['from']} → {r['size']['to']} items"
+        ),
+        style="bold",
+    )
     for label, items in (("added", r["added"]), ("removed", r["removed"])):
         if not items:
             console.print(f"{label}: nothing")
             continue
         table = _table(f"{label} ({len(items)})", "key", "value", "source", "importance")
         for key, item in items.items():
-            table.add_row(_t(key), _t(brief(item.get("value"))), _t(item.get("source")),
-                          _t(item.get("importance")))
+            table.add_row(
+                _t(key),
+                _t(brief(item.get("value"))),
+                _t(item.get("source")),
+                _t(item.get("importance")),
+            )
         console.print(table)
     if r["changed"]:
         table = _table(f"changed ({len(r['changed'])})", "key", "field", "from", "to")
@@ -338,8 +444,10 @@ def _print_diff(r: dict[str, Any]) -> None:
             for name, change in delta.items():
                 before, after = brief(change["from"]), brief(change["to"])
                 if before == after:  # a change below the shown precision: show it all
-                    before, after = (brief(change["from"], digits=17),
-                                     brief(change["to"], digits=17))
+                    before, after = (
+                        brief(change["from"], digits=17),
+                        brief(change["to"], digits=17),
+                    )
                 table.add_row(_t(key), _t(name), _t(before), _t(after))
         console.print(table)
     else:
@@ -347,22 +455,33 @@ def _print_diff(r: dict[str, Any]) -> None:
     if r["evicted_between"]:
         table = _table("evicted in between", "tick", "key", "importance", "reason")
         for e in r["evicted_between"]:
-            table.add_row(_t(e["tick"]), _t(e.get("key")), _t(e.get("importance")),
-                          _t(e.get("reason")))
+            table.add_row(
+                _t(e["tick"]), _t(e.get("key")), _t(e.get("importance")), _t(e.get("reason"))
+            )
         console.print(table)
     else:
         console.print("evicted in between: nothing")
     for name, c in r["cabins"].items():
         lines = [f"came into view: {_keys(c['in'])}", f"left the view: {_keys(c['out'])}"]
         if c["via_changed"]:
-            lines.append("filter changed: " + ", ".join(
-                f"{k} ({ch['from']} → {ch['to']})" for k, ch in c["via_changed"].items()))
-        lines.append("newly missing: " + (", ".join(
-            f"{p} ({why})" for p, why in c["missing_new"].items()) or "nothing"))
+            lines.append(
+                "filter changed: "
+                + ", ".join(
+                    f"{k} ({ch['from']} → {ch['to']})" for k, ch in c["via_changed"].items()
+                )
+            )
+        lines.append(
+            "newly missing: "
+            + (", ".join(f"{p} ({why})" for p, why in c["missing_new"].items()) or "nothing")
+        )
         lines.append("no longer missing: " + (", ".join(c["missing_gone"]) or "nothing"))
         if c["missing_changed"]:
-            lines.append("missing for another reason: " + ", ".join(
-                f"{p} ({ch['from']} → {ch['to']})" for p, ch in c["missing_changed"].items()))
+            lines.append(
+                "missing for another reason: "
+                + ", ".join(
+                    f"{p} ({ch['from']} → {ch['to']})" for p, ch in c["missing_changed"].items()
+                )
+            )
         console.print(_t(f"{name}:"), style="bold")
         for line in lines:
             console.print(_t(f"  {line}"))

@@ -30,8 +30,7 @@ def _at_least(low: int) -> Any:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") \
-                from None
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"expected a number of at least {low}, got {value}")
         return value
@@ -42,18 +41,35 @@ def _at_least(low: int) -> Any:
 def register(sub: Any) -> None:
     """Add the ``report`` command to the ``python -m sim`` parser."""
     report = sub.add_parser(
-        "report", help="write a recorded run as one self-contained HTML page",
-        epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "report",
+        help="write a recorded run as one self-contained HTML page",
+        epilog=REPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     report.add_argument("recording", metavar="FILE.mcap")
-    report.add_argument("-o", "--out", metavar="FILE.html",
-                        help="where to write the page (default: FILE.html beside the recording)")
-    report.add_argument("--max-ticks", type=_at_least(0), default=None, metavar="N",
-                        help="embed the working set of at most N ticks (default: 200)")
-    report.add_argument("--max-points", type=_at_least(10), default=None, metavar="N",
-                        help="at most N points per timeline and on the trajectory "
-                             "(default: 1000)")
-    report.add_argument("--json", action="store_true",
-                        help="print one JSON object saying what the page holds")
+    report.add_argument(
+        "-o",
+        "--out",
+        metavar="FILE.html",
+        help="where to write the page (default: FILE.html beside the recording)",
+    )
+    report.add_argument(
+        "--max-ticks",
+        type=_at_least(0),
+        default=None,
+        metavar="N",
+        help="embed the working set of at most N ticks (default: 200)",
+    )
+    report.add_argument(
+        "--max-points",
+        type=_at_least(10),
+        default=None,
+        metavar="N",
+        help="at most N points per timeline and on the trajectory (default: 1000)",
+    )
+    report.add_argument(
+        "--json", action="store_true", help="print one JSON object saying what the page holds"
+    )
     report.set_defaults(handler=cmd_report)
 
 
@@ -70,10 +86,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(f"-o {out!r} would overwrite the recording itself")
     try:
         info = rp.write_run_report(
-            args.recording, out,
+            args.recording,
+            out,
             max_points=rp.MAX_POINTS if args.max_points is None else args.max_points,
             max_ticks=rp.MAX_TICKS if args.max_ticks is None else args.max_ticks,
-            warn=_notice)
+            warn=_notice,
+        )
     except (RecordingError, rp.ReportError) as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
@@ -81,9 +99,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info.as_json(), sort_keys=True))
     else:
-        print(f"wrote {info.path} ({info.bytes / 1e3:.0f} kB): {info.ticks} ticks, the working "
-              f"set of {info.embedded_ticks} embedded ({info.worth_a_look} worth a look), "
-              f"{info.markers} markers, {info.routes} routes")
+        print(
+            f"wrote {info.path} ({info.bytes / 1e3:.0f} kB): {info.ticks} ticks, the working "
+            f"set of {info.embedded_ticks} embedded ({info.worth_a_look} worth a look), "
+            f"{info.markers} markers, {info.routes} routes"
+        )
     return EXIT_OK
 
 
@@ -118,8 +138,9 @@ def run_report_recording(args: argparse.Namespace) -> Path | None:
     return temporary_recording()
 
 
-def write_run_page(out: str, recording: str | Path, summary: Mapping[str, Any], *,
-                   quiet: bool = False) -> None:
+def write_run_page(
+    out: str, recording: str | Path, summary: Mapping[str, Any], *, quiet: bool = False
+) -> None:
     """After ``run --report``: the page of the run's recording, with the run's own summary."""
     from sim.cli import InputError
     from sim.recording import RecordingError

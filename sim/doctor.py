@@ -53,8 +53,7 @@ from sim.faults import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
 from sim.recording import Recording
 from sim.replay import recorded_faults, recorded_specs
 
-BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision",
-             "safety_violation")
+BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision", "safety_violation")
 SUCCESS_KINDS = ("action_done", "task_started", "plan_done")
 DEFAULT_WINDOW = 40
 WEIGHT_STEP = 0.05
@@ -91,9 +90,16 @@ class Outcome:
         return self.kind.replace("_", " ")
 
     def as_json(self) -> dict[str, Any]:
-        return {"tick": self.tick, "seq": self.seq, "kind": self.kind, "cabin": self.cabin,
-                "stamp": self.stamp, "summary": self.summary, "tags": list(self.tags),
-                "data": self.data}
+        return {
+            "tick": self.tick,
+            "seq": self.seq,
+            "kind": self.kind,
+            "cabin": self.cabin,
+            "stamp": self.stamp,
+            "summary": self.summary,
+            "tags": list(self.tags),
+            "data": self.data,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,16 +125,27 @@ class Lack:
         return self.fault is not None
 
     def describe(self) -> str:
-        span = f"tick {self.first}" if self.ticks == 1 else \
-            f"{self.ticks} ticks, {self.first}-{self.last}"
+        span = (
+            f"tick {self.first}"
+            if self.ticks == 1
+            else f"{self.ticks} ticks, {self.first}-{self.last}"
+        )
         text = f"{self.item} {self.what} ({self.reason}, {span})"
         return f"{text} [injected: {self.fault}]" if self.fault else text
 
     def as_json(self) -> dict[str, Any]:
-        return {"cabin": self.cabin, "what": self.what, "item": self.item,
-                "reason": self.reason, "ticks": self.ticks, "first": self.first,
-                "last": self.last, "pattern": self.pattern, "fault": self.fault,
-                "injected": self.injected}
+        return {
+            "cabin": self.cabin,
+            "what": self.what,
+            "item": self.item,
+            "reason": self.reason,
+            "ticks": self.ticks,
+            "first": self.first,
+            "last": self.last,
+            "pattern": self.pattern,
+            "fault": self.fault,
+            "injected": self.injected,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +179,15 @@ class Suggestion:
         return self.ticks[:5]
 
     def as_json(self) -> dict[str, Any]:
-        return {"cabin": self.cabin, "action": self.action, "change": self.change,
-                "why": self.why, "outcomes": self.outcomes,
-                "example_ticks": list(self.examples), "ticks": list(self.ticks)}
+        return {
+            "cabin": self.cabin,
+            "action": self.action,
+            "change": self.change,
+            "why": self.why,
+            "outcomes": self.outcomes,
+            "example_ticks": list(self.examples),
+            "ticks": list(self.ticks),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +202,16 @@ class Injected:
     ticks: tuple[int, ...]
 
     def as_json(self) -> dict[str, Any]:
-        return {"cabin": self.cabin, "pattern": self.pattern, "reason": self.reason,
-                "faults": list(self.faults), "outcomes": self.outcomes,
-                "example_ticks": list(self.ticks[:5]), "ticks": list(self.ticks),
-                "note": "injected (not a spec problem)"}
+        return {
+            "cabin": self.cabin,
+            "pattern": self.pattern,
+            "reason": self.reason,
+            "faults": list(self.faults),
+            "outcomes": self.outcomes,
+            "example_ticks": list(self.ticks[:5]),
+            "ticks": list(self.ticks),
+            "note": "injected (not a spec problem)",
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +235,18 @@ class DoctorReport:
         return counts
 
     def as_json(self) -> dict[str, Any]:
-        return {"path": self.path, "ticks": self.ticks, "window": self.window,
-                "damaged": self.damaged, "bad_outcomes": len(self.findings),
-                "outcome_counts": self.outcome_counts,
-                "outcomes": [f.as_json() for f in self.findings],
-                "suggestions": [s.as_json() for s in self.suggestions],
-                "injected": [i.as_json() for i in self.injected], "notes": list(self.notes)}
+        return {
+            "path": self.path,
+            "ticks": self.ticks,
+            "window": self.window,
+            "damaged": self.damaged,
+            "bad_outcomes": len(self.findings),
+            "outcome_counts": self.outcome_counts,
+            "outcomes": [f.as_json() for f in self.findings],
+            "suggestions": [s.as_json() for s in self.suggestions],
+            "injected": [i.as_json() for i in self.injected],
+            "notes": list(self.notes),
+        }
 
 
 # -- reading the recording -------------------------------------------------------------------
@@ -238,7 +273,7 @@ def item_kind(key: str, via: str) -> str:
     """The kind of a view item, as a spec pattern: the board pattern that let it in,
     ``map:<prefix>:*``, ``event:<kind>*``, or the key itself."""
     if via.startswith("board:"):
-        return via[len("board:"):]
+        return via[len("board:") :]
     if key.startswith("event:"):
         return f"event:{_event_kind(key)}*"
     if key.startswith("map:"):
@@ -249,13 +284,13 @@ def item_kind(key: str, via: str) -> str:
 
 def _event_kind(key: str) -> str:
     """``event:<kind>:<seq>`` → ``<kind>``."""
-    return key[len("event:"):].rpartition(":")[0]
+    return key[len("event:") :].rpartition(":")[0]
 
 
 def _cabin_of(tags: Iterable[str]) -> str | None:
     for tag in tags:
         if tag.startswith("cabin:"):
-            return tag[len("cabin:"):]
+            return tag[len("cabin:") :]
     return None
 
 
@@ -272,8 +307,9 @@ def _read(rec: Recording) -> _Timeline:
             if cabin not in cabins:
                 cabins.append(cabin)
             entry.missing[cabin] = dict(view.get("missing", {}))
-            entry.kinds[cabin] = frozenset(item_kind(k, via)
-                                           for k, via in view.get("items", {}).items())
+            entry.kinds[cabin] = frozenset(
+                item_kind(k, via) for k, via in view.get("items", {}).items()
+            )
         evicted = rec.one("/evictions", tick)
         if evicted is not None:
             entry.evictions = list(evicted.get("evictions", ()))
@@ -281,8 +317,15 @@ def _read(rec: Recording) -> _Timeline:
         for e in rec.at("/events", tick):
             kind = str(e.get("kind", ""))
             tags = tuple(str(t) for t in e.get("tags", ()))
-            event = Outcome(tick, int(e.get("seq", 0)), kind, _cabin_of(tags),
-                            float(e.get("stamp", 0.0)), e.get("data"), tags)
+            event = Outcome(
+                tick,
+                int(e.get("seq", 0)),
+                kind,
+                _cabin_of(tags),
+                float(e.get("stamp", 0.0)),
+                e.get("data"),
+                tags,
+            )
             events.append(event)
             if kind in BAD_KINDS:
                 outcomes.append(event)
@@ -314,7 +357,7 @@ def required_pattern(spec: ContextSpec, key: str) -> str | None:
 def _view_key(cabin: str, key: str) -> str | None:
     """The key ``cabin`` would see for a memory key (None: another cabin's note)."""
     if key.startswith("note:") and "/" in key:
-        owner, _, note = key[len("note:"):].partition("/")
+        owner, _, note = key[len("note:") :].partition("/")
         return f"note:{note}" if owner == cabin else None
     return key
 
@@ -334,8 +377,7 @@ def _offered(eviction: Mapping[str, Any], now: float, weight: float) -> bool:
     """Whether a cabin that weights an item ``weight`` may have asked for it at the freeze
     that evicted it: it was offered at that freeze (``last_used`` is now) with an importance
     (the highest weight any spec gave it) no lower than ``weight``."""
-    return (eviction.get("last_used") == now
-            and float(eviction.get("importance", 0.0)) >= weight)
+    return eviction.get("last_used") == now and float(eviction.get("importance", 0.0)) >= weight
 
 
 def _toml_key(pattern: str) -> str:
@@ -361,22 +403,31 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
     doctor = _Doctor(line, specs, faults, window)
     findings = tuple(doctor.finding(o) for o in line.outcomes)
     suggestions = doctor.suggestions(findings)
-    crowded = sum(any(e.get("reason") == "capacity" for e in t.evictions)
-                  for t in line.ticks.values())
+    crowded = sum(
+        any(e.get("reason") == "capacity" for e in t.evictions) for t in line.ticks.values()
+    )
     if line.ticks and crowded >= len(line.ticks) / 2:
         doctor.notes.append(
             f"memory evicted items for capacity at {crowded} of {len(line.ticks)} ticks: a "
             "raised weight only moves the evictions to other items; narrower map radii and "
-            "event windows are usually cheaper than more capacity")
-    return DoctorReport(path=rec.path, ticks=len(line.ticks), window=window,
-                        findings=findings, suggestions=suggestions,
-                        injected=doctor.injected(findings), damaged=rec.damaged,
-                        notes=tuple(doctor.notes))
+            "event windows are usually cheaper than more capacity"
+        )
+    return DoctorReport(
+        path=rec.path,
+        ticks=len(line.ticks),
+        window=window,
+        findings=findings,
+        suggestions=suggestions,
+        injected=doctor.injected(findings),
+        damaged=rec.damaged,
+        notes=tuple(doctor.notes),
+    )
 
 
 class _Doctor:
-    def __init__(self, line: _Timeline, specs: Mapping[str, ContextSpec], faults: Sequence[Any],
-                 window: int) -> None:
+    def __init__(
+        self, line: _Timeline, specs: Mapping[str, ContextSpec], faults: Sequence[Any], window: int
+    ) -> None:
         self.line = line
         self.specs = specs
         self.faults = faults
@@ -409,8 +460,11 @@ class _Doctor:
         out = []
         for (pattern, reason), ticks in seen.items():
             fault = self._fault_for(cabin, pattern, reason, ticks)
-            out.append(Lack(cabin, "missing", pattern, reason, len(ticks), ticks[0], ticks[-1],
-                            fault=fault))
+            out.append(
+                Lack(
+                    cabin, "missing", pattern, reason, len(ticks), ticks[0], ticks[-1], fault=fault
+                )
+            )
         return out
 
     def _evicted(self, cabin: str, span: Sequence[int]) -> list[Lack]:
@@ -430,29 +484,44 @@ class _Doctor:
                     continue
                 entry = seen.setdefault((key, reason), ([], pattern))
                 entry[0].append(t)
-        return [Lack(cabin, "evicted", key, reason, len(ticks), ticks[0], ticks[-1],
-                     pattern=pattern, fault=self._fault_for(cabin, key, reason, ticks))
-                for (key, reason), (ticks, pattern) in seen.items()]
+        return [
+            Lack(
+                cabin,
+                "evicted",
+                key,
+                reason,
+                len(ticks),
+                ticks[0],
+                ticks[-1],
+                pattern=pattern,
+                fault=self._fault_for(cabin, key, reason, ticks),
+            )
+            for (key, reason), (ticks, pattern) in seen.items()
+        ]
 
     def _relevant(self, spec: ContextSpec, key: str | None) -> str | None:
         if key is None or not _could_select(spec, key):
             return None
         return weight_pattern(spec, key) or required_pattern(spec, key)
 
-    def _fault_for(self, cabin: str, pattern: str, reason: str, ticks: Sequence[int]
-                   ) -> str | None:
+    def _fault_for(self, cabin: str, pattern: str, reason: str, ticks: Sequence[int]) -> str | None:
         for fault in self.faults:
             if not any(fault.active(t) for t in ticks):
                 continue
-            if reason == "fault" and isinstance(fault, MissingFault) \
-                    and fault.cabin in ("*", cabin) and overlaps(pattern, fault.pattern):
+            if (
+                reason == "fault"
+                and isinstance(fault, MissingFault)
+                and fault.cabin in ("*", cabin)
+                and overlaps(pattern, fault.pattern)
+            ):
                 return str(fault.label)
             if reason == "stale":
                 if isinstance(fault, StaleFault) and overlaps(pattern, fault.key):
                     return str(fault.label)
                 if isinstance(fault, DropoutFault):
-                    keys = [k for s, ks in SENSOR_KEYS.items()
-                            if fault.sensor in ("all", s) for k in ks]
+                    keys = [
+                        k for s, ks in SENSOR_KEYS.items() if fault.sensor in ("all", s) for k in ks
+                    ]
                     if any(overlaps(pattern, k) for k in keys):
                         return str(fault.label)
         if reason == "fault":
@@ -462,8 +531,11 @@ class _Doctor:
     # -- suggestions --
 
     def suggestions(self, findings: Sequence[Finding]) -> tuple[Suggestion, ...]:
-        found = [*self._raise_weights(findings), *self._widen_windows(),
-                 *self._add_required(findings)]
+        found = [
+            *self._raise_weights(findings),
+            *self._widen_windows(),
+            *self._add_required(findings),
+        ]
         found.sort(key=lambda s: (-s.outcomes, s.order, s.cabin, s.change))
         return tuple(found)
 
@@ -486,9 +558,12 @@ class _Doctor:
         for (cabin, pattern), ticks in covered.items():
             spec = self.specs[cabin]
             current = max(spec.weight_for(k) for k in keys[(cabin, pattern)])
-            ceiling = max(float(e.get("importance", 0.0))
-                          for t in evicted_at[(cabin, pattern)]
-                          for e in self.line.ticks[t].evictions if e.get("reason") == "capacity")
+            ceiling = max(
+                float(e.get("importance", 0.0))
+                for t in evicted_at[(cabin, pattern)]
+                for e in self.line.ticks[t].evictions
+                if e.get("reason") == "capacity"
+            )
             new = _next_step(max(ceiling, current))
             shown = ", ".join(sorted(keys[(cabin, pattern)])[:3])
             if len(keys[(cabin, pattern)]) > 3:
@@ -498,20 +573,37 @@ class _Doctor:
                 self.notes.append(
                     f"{cabin}: items it weights 1.0 ({shown}) were evicted for capacity before "
                     f"{len(ticks)} bad outcome(s); no weight can keep them: raise the capacity "
-                    "or narrow the specs' windows")
+                    "or narrow the specs' windows"
+                )
                 continue
-            why = (f"{'required ' if required else ''}items it weights {current:g} ({shown}) "
-                   f"were evicted for capacity before {len(ticks)} bad outcome(s); memory "
-                   f"evicted items of importance up to {ceiling:g} then")
-            out.append(Suggestion(cabin, "raise_weight",
-                                  f"weights.{_toml_key(pattern)} = {new:g}", why, len(ticks),
-                                  tuple(ticks), order=0 if required else 1))
+            why = (
+                f"{'required ' if required else ''}items it weights {current:g} ({shown}) "
+                f"were evicted for capacity before {len(ticks)} bad outcome(s); memory "
+                f"evicted items of importance up to {ceiling:g} then"
+            )
+            out.append(
+                Suggestion(
+                    cabin,
+                    "raise_weight",
+                    f"weights.{_toml_key(pattern)} = {new:g}",
+                    why,
+                    len(ticks),
+                    tuple(ticks),
+                    order=0 if required else 1,
+                )
+            )
         return out
 
     def _eviction_ticks(self, lack: Lack) -> list[int]:
-        return [t for t in range(lack.first, lack.last + 1) if t in self.line.ticks
-                and any(_view_key(lack.cabin, str(e.get("key"))) == lack.item
-                        for e in self.line.ticks[t].evictions)]
+        return [
+            t
+            for t in range(lack.first, lack.last + 1)
+            if t in self.line.ticks
+            and any(
+                _view_key(lack.cabin, str(e.get("key"))) == lack.item
+                for e in self.line.ticks[t].evictions
+            )
+        ]
 
     def _widen_windows(self) -> list[Suggestion]:
         gaps: dict[str, list[tuple[float, Outcome, Outcome]]] = defaultdict(list)
@@ -535,20 +627,31 @@ class _Doctor:
             wanted = float(math.ceil(max(g for g, _, _ in found)))
             kinds = sorted({o.kind for _, _, o in found})
             first = found[0]
-            why = (f"{len(found)} bad outcome(s) ({', '.join(kinds)}) repeated an earlier one "
-                   f"the cabin reads but no longer saw: e.g. at tick {first[2].tick} the "
-                   f"previous {first[1].kind} (tick {first[1].tick}) was {first[0]:.1f} s old, "
-                   f"its event_window is {spec.event_window:g} s")
-            out.append(Suggestion(cabin, "widen_window", f"event_window = {wanted:.1f}", why,
-                                  len(found), tuple(o.tick for _, _, o in found)))
+            why = (
+                f"{len(found)} bad outcome(s) ({', '.join(kinds)}) repeated an earlier one "
+                f"the cabin reads but no longer saw: e.g. at tick {first[2].tick} the "
+                f"previous {first[1].kind} (tick {first[1].tick}) was {first[0]:.1f} s old, "
+                f"its event_window is {spec.event_window:g} s"
+            )
+            out.append(
+                Suggestion(
+                    cabin,
+                    "widen_window",
+                    f"event_window = {wanted:.1f}",
+                    why,
+                    len(found),
+                    tuple(o.tick for _, _, o in found),
+                )
+            )
         return out
 
     def _add_required(self, findings: Sequence[Finding]) -> list[Suggestion]:
         out: list[Suggestion] = []
         for cabin, spec in self.specs.items():
             wins = self.line.successes.get(cabin, [])
-            losses = sorted({f.outcome.tick for f in findings if cabin in
-                             self.cabins_for(f.outcome)})
+            losses = sorted(
+                {f.outcome.tick for f in findings if cabin in self.cabins_for(f.outcome)}
+            )
             if len(wins) < 3 or len(losses) < 2:
                 continue
             before_wins = [self._kinds_before(cabin, o.tick) for o in wins]
@@ -561,11 +664,16 @@ class _Doctor:
                 if share < 0.8 or len(lacked) < 2 or len(lacked) < 0.5 * len(losses):
                     continue
                 change = f"required = {json.dumps([*spec.required, kind])}"
-                why = (f"{kind} was in view before {share:.0%} of its {len(wins)} successes "
-                       f"but not before {len(lacked)} of its {len(losses)} bad outcomes; "
-                       "required, its absence shows in view.missing")
-                out.append(Suggestion(cabin, "add_required", change, why, len(lacked),
-                                      tuple(lacked), order=2))
+                why = (
+                    f"{kind} was in view before {share:.0%} of its {len(wins)} successes "
+                    f"but not before {len(lacked)} of its {len(losses)} bad outcomes; "
+                    "required, its absence shows in view.missing"
+                )
+                out.append(
+                    Suggestion(
+                        cabin, "add_required", change, why, len(lacked), tuple(lacked), order=2
+                    )
+                )
         return out
 
     def _kinds_before(self, cabin: str, tick: int) -> frozenset[str]:
@@ -588,8 +696,10 @@ class _Doctor:
                 hit.add(key)
             for key in hit:
                 groups[key][1].append(f.outcome.tick)
-        out = [Injected(c, p, r, tuple(sorted(labels)), len(ticks), tuple(ticks))
-               for (c, p, r), (labels, ticks) in groups.items()]
+        out = [
+            Injected(c, p, r, tuple(sorted(labels)), len(ticks), tuple(ticks))
+            for (c, p, r), (labels, ticks) in groups.items()
+        ]
         out.sort(key=lambda i: (-i.outcomes, i.cabin, i.pattern))
         return tuple(out)
 

@@ -45,7 +45,6 @@ SENSOR_KEYS: dict[str, tuple[str, ...]] = {
 """The board keys each sensor writes (``obstacles`` writes map features instead)."""
 
 
-
 Pattern = Annotated[str, Field(min_length=1)]
 
 
@@ -53,8 +52,9 @@ class _Fault(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     start: int = Field(ge=0, description="First tick the fault acts at.")
-    end: int | None = Field(default=None, description="First tick it no longer acts at "
-                                                      "(None: to the end of the run).")
+    end: int | None = Field(
+        default=None, description="First tick it no longer acts at (None: to the end of the run)."
+    )
 
     @model_validator(mode="after")
     def _check_range(self) -> _Fault:
@@ -163,12 +163,16 @@ def parse_fault(text: str) -> Fault:
     """Read one fault from its command-line form (see ``sim.fault_grammar.GRAMMAR``)."""
     head, at, when = text.rpartition("@")
     if not at or not head:
-        raise FaultError(f"fault {text!r}: expected KIND...@START-END, e.g. "
-                         "missing:executor:event:action_failed*@100-400")
+        raise FaultError(
+            f"fault {text!r}: expected KIND...@START-END, e.g. "
+            "missing:executor:event:action_failed*@100-400"
+        )
     found = _RANGE.match(when.strip())
     if found is None:
-        raise FaultError(f"fault {text!r}: the tick range {when!r} is not START-END, START- "
-                         "or START (whole ticks)")
+        raise FaultError(
+            f"fault {text!r}: the tick range {when!r} is not START-END, START- "
+            "or START (whole ticks)"
+        )
     start = int(found["start"])
     end: int | None
     if found["end"] is not None:
@@ -182,8 +186,9 @@ def parse_fault(text: str) -> Fault:
     if kind == "missing":
         cabin, colon, pattern = rest.partition(":")
         if not colon or not cabin or not pattern:
-            raise FaultError(f"fault {text!r}: expected missing:CABIN:PATTERN@START-END "
-                             "(CABIN may be *)")
+            raise FaultError(
+                f"fault {text!r}: expected missing:CABIN:PATTERN@START-END (CABIN may be *)"
+            )
         fields |= {"cabin": cabin, "pattern": pattern}
     elif kind == "stale":
         fields["key"] = rest
@@ -198,8 +203,9 @@ def parse_fault(text: str) -> Fault:
         if found["dash"] is None:
             fields["end"] = start + 1
     else:
-        raise FaultError(f"fault {text!r}: unknown kind {kind!r}; kinds are "
-                         f"{', '.join(FAULT_KINDS)}")
+        raise FaultError(
+            f"fault {text!r}: unknown kind {kind!r}; kinds are {', '.join(FAULT_KINDS)}"
+        )
     try:
         return _ONE.validate_python(fields)
     except ValidationError as exc:
@@ -218,8 +224,9 @@ def load_faults(path: str | Path) -> list[Fault]:
         raise FaultError(f"{shown}: invalid TOML: {exc}") from None
     extra = sorted(set(data) - {"fault"})
     if extra:
-        raise FaultError(f"{shown}: unknown key(s) {', '.join(extra)}: a fault file holds "
-                         "[[fault]] tables only")
+        raise FaultError(
+            f"{shown}: unknown key(s) {', '.join(extra)}: a fault file holds [[fault]] tables only"
+        )
     try:
         return _FAULTS.validate_python(data.get("fault", []))
     except ValidationError as exc:
@@ -254,11 +261,14 @@ class FaultPlan:
         for fault in self.faults:
             cabin = getattr(fault, "cabin", "*")
             if isinstance(fault, CrashFault) and cabin == "*":
-                raise FaultError(f"fault {fault.label!r}: a crash names one cabin "
-                                 f"(cabins: {', '.join(known)})")
+                raise FaultError(
+                    f"fault {fault.label!r}: a crash names one cabin (cabins: {', '.join(known)})"
+                )
             if cabin != "*" and cabin not in known:
-                raise FaultError(f"fault {fault.label!r}: there is no cabin {cabin!r} "
-                                 f"(cabins: {', '.join(known)})")
+                raise FaultError(
+                    f"fault {fault.label!r}: there is no cabin {cabin!r} "
+                    f"(cabins: {', '.join(known)})"
+                )
 
     def active(self, tick: int) -> list[Fault]:
         return [f for f in self.faults if f.active(tick)]
@@ -271,8 +281,11 @@ class FaultPlan:
 
     def suppress(self, tick: int, cabin: str) -> list[str]:
         """Patterns hidden from ``cabin``'s view at ``tick``."""
-        return [f.pattern for f in self.faults if isinstance(f, MissingFault)
-                and f.active(tick) and f.cabin in ("*", cabin)]
+        return [
+            f.pattern
+            for f in self.faults
+            if isinstance(f, MissingFault) and f.active(tick) and f.cabin in ("*", cabin)
+        ]
 
     def frozen_keys(self, tick: int) -> list[str]:
         """Board key patterns whose sensor writes are dropped at ``tick``."""
@@ -304,8 +317,9 @@ class FaultPlan:
         return [f.event for f in self.faults if isinstance(f, EventLossFault) and f.active(tick)]
 
     def crashes(self, tick: int, cabin: str) -> bool:
-        return any(isinstance(f, CrashFault) and f.cabin == cabin and f.active(tick)
-                   for f in self.faults)
+        return any(
+            isinstance(f, CrashFault) and f.cabin == cabin and f.active(tick) for f in self.faults
+        )
 
 
 def hidden(key: str, patterns: Sequence[str]) -> bool:

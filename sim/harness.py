@@ -64,9 +64,12 @@ BUILTIN_CABINS = ("planner", "executor", "monitor")
 CabinFactory = Callable[[ContextSpec], Cabin]
 
 
-def builtin_cabins(specs: Mapping[str, ContextSpec], *,
-                   long_term: LongTermMemory | None = None,
-                   memory_scope: Mapping[str, str] | None = None) -> list[Cabin]:
+def builtin_cabins(
+    specs: Mapping[str, ContextSpec],
+    *,
+    long_term: LongTermMemory | None = None,
+    memory_scope: Mapping[str, str] | None = None,
+) -> list[Cabin]:
     """The planner, executor and monitor, built on their specs (in that order); the
     planner remembers in ``long_term``, within ``memory_scope``, when one is given."""
     from functools import partial
@@ -79,7 +82,10 @@ def builtin_cabins(specs: Mapping[str, ContextSpec], *,
     if long_term is not None:
         planner = partial(Planner, long_term=long_term, memory_scope=memory_scope)
     factories: dict[str, CabinFactory] = {
-        "planner": planner, "executor": Executor, "monitor": Monitor}
+        "planner": planner,
+        "executor": Executor,
+        "monitor": Monitor,
+    }
     missing = [name for name in BUILTIN_CABINS if name not in specs]
     if missing:
         raise ValueError(f"no spec for the built-in cabin(s) {', '.join(missing)}")
@@ -131,8 +137,14 @@ class _Digest:
         if reading is None:
             record: Any = ["delete", key]
         else:
-            record = [reading.seq, key, canonical(reading.value), reading.stamp, reading.ttl,
-                      reading.source]
+            record = [
+                reading.seq,
+                key,
+                canonical(reading.value),
+                reading.stamp,
+                reading.ttl,
+                reading.source,
+            ]
         self.value = hashlib.sha256(self.value + _json_bytes(record)).digest()
 
     def hexdigest(self) -> str:
@@ -142,8 +154,10 @@ class _Digest:
 def memory_digest(memory: WorkingMemory) -> str:
     """sha256 of working memory: its items in order, with their scores and provenance,
     and its eviction counters."""
-    items = [[i.key, i.value, i.importance, i.last_used, i.first_seen, i.source,
-              i.stamp, i.seq, i.via] for i in memory.items()]
+    items = [
+        [i.key, i.value, i.importance, i.last_used, i.first_seen, i.source, i.stamp, i.seq, i.via]
+        for i in memory.items()
+    ]
     payload = [items, memory.evicted_total, memory.capacity_alarms, memory.capacity_alarm]
     return hashlib.sha256(_json_bytes(canonical(payload))).hexdigest()
 
@@ -152,8 +166,11 @@ def log_digest(log: EventLog) -> str:
     """sha256 of the event log: every held event in order, and how many were dropped."""
     h = hashlib.sha256(_json_bytes([log.seq, log.dropped]))
     for event in log.query(-math.inf, limit=None):
-        h.update(_json_bytes(canonical([event.seq, event.stamp, event.kind, sorted(event.tags),
-                                        event.data])))
+        h.update(
+            _json_bytes(
+                canonical([event.seq, event.stamp, event.kind, sorted(event.tags), event.data])
+            )
+        )
     return h.hexdigest()
 
 
@@ -209,19 +226,29 @@ class Simulation:
         names = [*BUILTIN_CABINS, *(c.spec.name for c in extra)]  # the loop's order
         FaultPlan(faults).check_cabins(names)  # before anything is opened or written
         # A memory opened from a path is this simulation's to close; one passed in is not.
-        self._own_memory = (LongTermMemory(str(long_term))
-                            if isinstance(long_term, (str, Path)) else None)
+        self._own_memory = (
+            LongTermMemory(str(long_term)) if isinstance(long_term, (str, Path)) else None
+        )
         memory = self._own_memory if self._own_memory is not None else long_term
         if memory is not None and not isinstance(memory, LongTermMemory):
-            raise TypeError(f"long_term must be a SQLite file path or a LongTermMemory, got "
-                            f"{type(long_term).__name__}")
+            raise TypeError(
+                f"long_term must be a SQLite file path or a LongTermMemory, got "
+                f"{type(long_term).__name__}"
+            )
         scope = {"scenario": self.scenario.name}
         cabins = builtin_cabins(specs, long_term=memory, memory_scope=scope)
         # what the planner knew when the run started, so that a replay knows it too
-        self.long_term_start: dict[str, Any] | None = None if memory is None else {
-            "scope": scope,
-            "records": [{"content": r.content, "metadata": to_json(r.metadata),
-                         "stamp": r.stamp} for r in memory.records(scope=scope)]}
+        self.long_term_start: dict[str, Any] | None = (
+            None
+            if memory is None
+            else {
+                "scope": scope,
+                "records": [
+                    {"content": r.content, "metadata": to_json(r.metadata), "stamp": r.stamp}
+                    for r in memory.records(scope=scope)
+                ],
+            }
+        )
         for cabin in extra:
             if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
                 raise ValueError(f"two cabins are named {cabin.spec.name!r}")
@@ -249,14 +276,20 @@ class Simulation:
             self.recorder.attach(self.board, self.log)
         self.world.install(self.board, self.cabin_map)
         self.faults = FaultPlan(faults)
-        self.injector = FaultInjector(self.faults, board=self.board, cabin_map=self.cabin_map,
-                                      log=self.log)
+        self.injector = FaultInjector(
+            self.faults, board=self.board, cabin_map=self.cabin_map, log=self.log
+        )
         used = [specs[c.name] for c in cabins]
         self.assembler = Assembler(self.board, self.cabin_map, self.log, self.memory, used)
-        self.loop = TickLoop(self.assembler, self.injector.wrap(cabins), self.rate_hz,
-                             self.clock, hooks=(self,),
-                             suppress=self.injector.suppress if self.faults else None,
-                             long_term=memory)
+        self.loop = TickLoop(
+            self.assembler,
+            self.injector.wrap(cabins),
+            self.rate_hz,
+            self.clock,
+            hooks=(self,),
+            suppress=self.injector.suppress if self.faults else None,
+            long_term=memory,
+        )
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
         self.stopped_by: str | None = None  # why the last run() ended early, if it did
@@ -307,8 +340,11 @@ class Simulation:
             "cabins": json.dumps(self.cabin_names),
             "faults": json.dumps([f.label for f in faults]),
             "tickwork_version": tickwork,
-            **({} if self.long_term_start is None else
-               {"long_term": json.dumps(self.long_term_start)}),
+            **(
+                {}
+                if self.long_term_start is None
+                else {"long_term": json.dumps(self.long_term_start)}
+            ),
         }
 
     def close(self) -> None:
@@ -341,12 +377,15 @@ class Simulation:
         before = (stats.collisions, stats.safety_violations)
         self.world.apply(result.commands, result.time, self.dt)
         if stats.collisions > before[0]:
-            self.log.append("collision", {"tick": result.tick, "total": stats.collisions},
-                            tags=("incident",))
+            self.log.append(
+                "collision", {"tick": result.tick, "total": stats.collisions}, tags=("incident",)
+            )
         if stats.safety_violations > before[1]:
-            self.log.append("safety_violation", {"tick": result.tick,
-                                                 "total": stats.safety_violations},
-                            tags=("incident",))
+            self.log.append(
+                "safety_violation",
+                {"tick": result.tick, "total": stats.safety_violations},
+                tags=("incident",),
+            )
         if self.recorder is not None:
             self.recorder.record_tick(result)
         for view in result.views:
@@ -366,9 +405,14 @@ class Simulation:
         for it reports ``reason`` as ``stopped_by``; one that had no tick left does not."""
         self._stop_request = reason
 
-    def run(self, ticks: int | None = None, *, until_done: bool = True,
-            progress: Callable[[int], None] | None = None,
-            after_tick: Callable[[Simulation], None] | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        ticks: int | None = None,
+        *,
+        until_done: bool = True,
+        progress: Callable[[int], None] | None = None,
+        after_tick: Callable[[Simulation], None] | None = None,
+    ) -> dict[str, Any]:
         """Run ``ticks`` more ticks (default: the scenario's duration), stopping early once
         every delivery is done when ``until_done``; return the summary.
 
@@ -425,8 +469,10 @@ class Simulation:
             "stopped_by": self.stopped_by,
             "evictions": stats.evictions,
             "capacity_alarms": stats.capacity_alarms,
-            "missing": {cabin: dict(sorted(counts.items()))
-                        for cabin, counts in sorted(self.missing.items())},
+            "missing": {
+                cabin: dict(sorted(counts.items()))
+                for cabin, counts in sorted(self.missing.items())
+            },
             "tick_compute_p50_ms": stats.compute_p50 * 1e3,
             "tick_compute_p99_ms": stats.compute_p99 * 1e3,
             "wall_seconds": self.wall_seconds,
@@ -446,8 +492,9 @@ def failed(summary: Mapping[str, Any]) -> bool:
     return bool(summary["safety_violations"] or summary["collisions"])
 
 
-def run_scenario(scenario: str | Path = "warehouse", *, seed: int = 0,
-                 ticks: int | None = None, **kwargs: Any) -> dict[str, Any]:
+def run_scenario(
+    scenario: str | Path = "warehouse", *, seed: int = 0, ticks: int | None = None, **kwargs: Any
+) -> dict[str, Any]:
     """Build a ``Simulation`` and run it; the summary."""
     return Simulation(scenario, seed=seed, **kwargs).run(ticks)
 
@@ -456,5 +503,3 @@ def deterministic_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The summary without the measured (wall-clock) figures."""
     measured = {"tick_compute_p50_ms", "tick_compute_p99_ms", "wall_seconds", "real_time_factor"}
     return {k: v for k, v in summary.items() if k not in measured}
-
-

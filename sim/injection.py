@@ -93,8 +93,9 @@ class FaultyCabin:
 class FaultInjector:
     """Applies a fault plan to one simulation, tick by tick."""
 
-    def __init__(self, plan: FaultPlan, *, board: StateBoard, cabin_map: CabinMap,
-                 log: EventLog) -> None:
+    def __init__(
+        self, plan: FaultPlan, *, board: StateBoard, cabin_map: CabinMap, log: EventLog
+    ) -> None:
         self.plan = plan
         self.board = GatedBoard(board)
         self.cabin_map = GatedMap(cabin_map)
@@ -133,6 +134,15 @@ class FaultInjector:
 
     def _log(self, tick: int, fault: Fault, phase: str) -> None:
         self.applied.append((tick, fault.label, phase))
-        self.log.append("fault", {"fault": fault.label, "kind": fault.kind, "phase": phase,
-                                  "tick": tick, "start": fault.start, "end": fault.end},
-                        tags=("fault",))
+        self.log.append(
+            "fault",
+            {
+                "fault": fault.label,
+                "kind": fault.kind,
+                "phase": phase,
+                "tick": tick,
+                "start": fault.start,
+                "end": fault.end,
+            },
+            tags=("fault",),
+        )

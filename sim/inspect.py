@@ -54,14 +54,19 @@ def damage_notice(recording: Recording) -> str | None:
     if result.complete:
         return None
     ticks = recording.ticks()
-    where = (f"{result.path} is damaged at byte {result.good_bytes} of {result.size} "
-             f"({result.cause})")
+    where = (
+        f"{result.path} is damaged at byte {result.good_bytes} of {result.size} ({result.cause})"
+    )
     if "run" not in result.metadata:
         return f"{where}; nothing before it can be read or recovered"
-    read = (f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} "
-            f"({tick_ranges(ticks)}) up to there" if ticks else "no tick was recorded before it")
-    return (f"{where}; {read} (python -m sim repair {shlex.quote(result.path)} writes a "
-            "complete copy)")
+    read = (
+        f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} ({tick_ranges(ticks)}) up to there"
+        if ticks
+        else "no tick was recorded before it"
+    )
+    return (
+        f"{where}; {read} (python -m sim repair {shlex.quote(result.path)} writes a complete copy)"
+    )
 
 
 def tick_ranges(ticks: Sequence[int]) -> str:
@@ -93,13 +98,19 @@ def repair_report(path: str | Path, out: str | Path | None = None) -> Json:
     ticks = recording.ticks()
     last = ticks[-1] if ticks else None
     report: Json = {
-        "path": result.path, "complete": result.complete, "repaired": not result.complete,
+        "path": result.path,
+        "complete": result.complete,
+        "repaired": not result.complete,
         "out": None if result.complete else str(out if out is not None else path),
-        "size": result.size, "messages": len(result.messages), "ticks": len(ticks),
+        "size": result.size,
+        "messages": len(result.messages),
+        "ticks": len(ticks),
         "tick_range": tick_ranges(ticks),
-        "first_tick": ticks[0] if ticks else None, "last_tick": last,
+        "first_tick": ticks[0] if ticks else None,
+        "last_tick": last,
         "break_at": None if result.complete else result.good_bytes,
-        "bytes_recovered": result.good_bytes, "bytes_dropped": result.size - result.good_bytes,
+        "bytes_recovered": result.good_bytes,
+        "bytes_dropped": result.size - result.good_bytes,
         "cause": result.cause,
         "last_tick_partial": last is not None and recording.one("/stats", last) is None,
         "messages_by_channel": {t: recording.count(t) for t in recording.topics},
@@ -131,20 +142,28 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
     for name in names:
         view = views[name]
         cabins[name] = {
-            "items": {key: {"via": via, **_item(items, name, key)}
-                      for key, via in _obj(view.get("items", {}), "items", recording, tick)
-                      .items()},
-            "missing": {pattern: _missing(recording, tick, name, pattern, reason)
-                        for pattern, reason in _obj(view.get("missing", {}), "missing",
-                                                    recording, tick).items()},
+            "items": {
+                key: {"via": via, **_item(items, name, key)}
+                for key, via in _obj(view.get("items", {}), "items", recording, tick).items()
+            },
+            "missing": {
+                pattern: _missing(recording, tick, name, pattern, reason)
+                for pattern, reason in _obj(
+                    view.get("missing", {}), "missing", recording, tick
+                ).items()
+            },
             "suppressed": list(view.get("suppressed", [])),
             "decision": None if outboxes is None else outboxes.get(name),
         }
     report: Json = {
-        "recording": recording.path, "damaged": recording.damaged, "tick": tick,
-        "time": ws["time"], "versions": ws["versions"],
+        "recording": recording.path,
+        "damaged": recording.damaged,
+        "tick": tick,
+        "time": ws["time"],
+        "versions": ws["versions"],
         "capacity_alarm": bool(ws.get("capacity_alarm", False)),
-        "working_set_size": len(items), "cabins": cabins,
+        "working_set_size": len(items),
+        "cabins": cabins,
         "evicted": None if evictions is None else evictions["evictions"],
         "decisions_recorded": decisions is not None,
     }
@@ -189,19 +208,33 @@ def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> 
         row = _key_row(recording, t, ws, key, cabin, evictions.get(t))
         if row is not None:
             history.append(row)
-    board = [{"tick": t, **{k: m.get(k) for k in ("seq", "stamp", "deleted", "value", "ttl",
-                                                   "source")}}
-             for t, m in recording.records("/board") if m["key"] == key]
+    board = [
+        {"tick": t, **{k: m.get(k) for k in ("seq", "stamp", "deleted", "value", "ttl", "source")}}
+        for t, m in recording.records("/board")
+        if m["key"] == key
+    ]
     if not history and not board:
         raise InspectError(_unknown_key(recording, key))
-    return {"recording": recording.path, "damaged": recording.damaged, "key": key,
-            "cabin": cabin, "ticks": tick_ranges(recording.ticks()),
-            "in_working_set": tick_ranges([r["tick"] for r in history if r["in_working_set"]]),
-            "history": history, "board": board}
+    return {
+        "recording": recording.path,
+        "damaged": recording.damaged,
+        "key": key,
+        "cabin": cabin,
+        "ticks": tick_ranges(recording.ticks()),
+        "in_working_set": tick_ranges([r["tick"] for r in history if r["in_working_set"]]),
+        "history": history,
+        "board": board,
+    }
 
 
-def _key_row(recording: Recording, tick: int, ws: Json, key: str, cabin: str | None,
-             evicted: list[Json] | None) -> Json | None:
+def _key_row(
+    recording: Recording,
+    tick: int,
+    ws: Json,
+    key: str,
+    cabin: str | None,
+    evicted: list[Json] | None,
+) -> Json | None:
     items = _obj(ws["items"], "items", recording, tick)
     views = _views(recording, ws, tick)
     names = [cabin] if cabin is not None else list(views)
@@ -237,15 +270,16 @@ def _unknown_key(recording: Recording, key: str) -> str:
         known.add(str(m["key"]))
     close = difflib.get_close_matches(key, sorted(known), n=5, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return (f"key {key!r} never appears in {recording.path} (in no working set, view, "
-            f"missing list, eviction or board write){hint}")
+    return (
+        f"key {key!r} never appears in {recording.path} (in no working set, view, "
+        f"missing list, eviction or board write){hint}"
+    )
 
 
 # -- two ticks -------------------------------------------------------------------------------
 
 
-def diff_report(recording: Recording, first: int, second: int, *,
-                cabin: str | None = None) -> Json:
+def diff_report(recording: Recording, first: int, second: int, *, cabin: str | None = None) -> Json:
     """What changed in the working set from tick ``first`` to tick ``second``.
 
     ``added``/``removed``: items (with provenance) in one working set and not the
@@ -272,14 +306,20 @@ def diff_report(recording: Recording, first: int, second: int, *,
     for key in ia.keys() & ib.keys():
         if not wanted(key):
             continue
-        delta = {f: {"from": ia[key].get(f), "to": ib[key].get(f)}
-                 for f in ("value", "importance") if ia[key].get(f) != ib[key].get(f)}
+        delta = {
+            f: {"from": ia[key].get(f), "to": ib[key].get(f)}
+            for f in ("value", "importance")
+            if ia[key].get(f) != ib[key].get(f)
+        }
         if delta:
             changed[key] = delta
     low, high = sorted((first, second))
-    between = [{"tick": t, **e} for t in range(low + 1, high + 1)
-               for e in (_at(recording, "/evictions", t) or {}).get("evictions", [])
-               if isinstance(e, dict)]
+    between = [
+        {"tick": t, **e}
+        for t in range(low + 1, high + 1)
+        for e in (_at(recording, "/evictions", t) or {}).get("evictions", [])
+        if isinstance(e, dict)
+    ]
     cabins: Json = {}
     for name in names:
         a, b = va.get(name, {}), vb.get(name, {})
@@ -288,22 +328,28 @@ def diff_report(recording: Recording, first: int, second: int, *,
         cabins[name] = {
             "in": {k: bi[k] for k in bi if k not in ai},
             "out": {k: ai[k] for k in ai if k not in bi},
-            "via_changed": {k: {"from": ai[k], "to": bi[k]} for k in ai
-                            if k in bi and ai[k] != bi[k]},
+            "via_changed": {
+                k: {"from": ai[k], "to": bi[k]} for k in ai if k in bi and ai[k] != bi[k]
+            },
             "missing_new": {p: bm[p] for p in bm if p not in am},
             "missing_gone": {p: am[p] for p in am if p not in bm},
-            "missing_changed": {p: {"from": am[p], "to": bm[p]} for p in am
-                                if p in bm and am[p] != bm[p]},
+            "missing_changed": {
+                p: {"from": am[p], "to": bm[p]} for p in am if p in bm and am[p] != bm[p]
+            },
         }
     return {
-        "recording": recording.path, "damaged": recording.damaged,
-        "from": first, "to": second, "time": {"from": wa["time"], "to": wb["time"]},
+        "recording": recording.path,
+        "damaged": recording.damaged,
+        "from": first,
+        "to": second,
+        "time": {"from": wa["time"], "to": wb["time"]},
         "versions": {"from": wa["versions"], "to": wb["versions"]},
         "size": {"from": len(ia), "to": len(ib)},
         "added": {k: ib[k] for k in ib if k not in ia and wanted(k)},
         "removed": {k: ia[k] for k in ia if k not in ib and wanted(k)},
         "changed": dict(sorted(changed.items())),
-        "evicted_between": between, "cabins": cabins,
+        "evicted_between": between,
+        "cabins": cabins,
     }
 
 
@@ -373,15 +419,20 @@ def _working_set(recording: Recording, tick: int) -> Json:
     if ws is not None:
         return ws
     ticks = _require_ticks(recording)
-    raise InspectError(f"tick {tick} is not in {recording.path}: it holds ticks "
-                       f"{tick_ranges(ticks)}")
+    raise InspectError(
+        f"tick {tick} is not in {recording.path}: it holds ticks {tick_ranges(ticks)}"
+    )
 
 
 def _require_ticks(recording: Recording) -> list[int]:
     ticks = recording.ticks()
     if not ticks:
-        broke = (f": it breaks at byte {recording.scan.good_bytes} of {recording.scan.size}, "
-                 "before its first tick" if recording.damaged else "")
+        broke = (
+            f": it breaks at byte {recording.scan.good_bytes} of {recording.scan.size}, "
+            "before its first tick"
+            if recording.damaged
+            else ""
+        )
         raise InspectError(f"{recording.path} holds no ticks{broke}")
     return ticks
 
@@ -401,8 +452,9 @@ def _views(recording: Recording, ws: Json, tick: int) -> dict[str, Json]:
 
 def _obj(value: Any, what: str, recording: Recording, tick: int) -> Json:
     if not isinstance(value, dict):
-        raise RecordingError(f"{recording.path}: the {what} of tick {tick} is not a JSON "
-                             "object (wrong schema)")
+        raise RecordingError(
+            f"{recording.path}: the {what} of tick {tick} is not a JSON object (wrong schema)"
+        )
     return value
 
 
@@ -415,14 +467,16 @@ def _known_cabins(recording: Recording, views: Mapping[str, Any]) -> list[str]:
     return names + [n for n in views if n not in names]
 
 
-def _cabins(recording: Recording, views: Mapping[str, Any], cabin: str | None,
-            tick: int) -> list[str]:
+def _cabins(
+    recording: Recording, views: Mapping[str, Any], cabin: str | None, tick: int
+) -> list[str]:
     if cabin is None:
         return list(views)
     if cabin not in views:
         known = ", ".join(_known_cabins(recording, views)) or "none"
-        raise InspectError(f"no cabin {cabin!r} at tick {tick} of {recording.path} "
-                           f"(cabins: {known})")
+        raise InspectError(
+            f"no cabin {cabin!r} at tick {tick} of {recording.path} (cabins: {known})"
+        )
     return [cabin]
 
 
@@ -434,22 +488,23 @@ def _check_cabin(recording: Recording, cabin: str | None) -> list[str]:
     if cabin is None:
         return known
     if cabin not in known:
-        raise InspectError(f"no cabin {cabin!r} in {recording.path} "
-                           f"(cabins: {', '.join(known) or 'none'})")
+        raise InspectError(
+            f"no cabin {cabin!r} in {recording.path} (cabins: {', '.join(known) or 'none'})"
+        )
     return [cabin]
 
 
 def _held(cabin: str, key: str) -> str:
     """The working-set key of an item ``cabin``'s view shows as ``key``."""
     if key.startswith(NOTE_PREFIX) and cabin:
-        return f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX):]}"
+        return f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX) :]}"
     return key
 
 
 def _shown(cabin: str, key: str) -> str:
     """The view key of working-set key ``key`` in ``cabin``'s view."""
     mine = f"{NOTE_PREFIX}{cabin}/"
-    return NOTE_PREFIX + key[len(mine):] if key.startswith(mine) else key
+    return NOTE_PREFIX + key[len(mine) :] if key.startswith(mine) else key
 
 
 def _item(items: Mapping[str, Any], cabin: str, key: str) -> Json:
@@ -459,6 +514,16 @@ def _item(items: Mapping[str, Any], cabin: str, key: str) -> Json:
     return dict(item) if isinstance(item, dict) else {}
 
 
-__all__ = ["InspectError", "RecordingError", "brief", "compress", "damage_notice",
-           "diff_report", "key_history", "open_recording", "repair_report", "tick_ranges",
-           "tick_report"]
+__all__ = [
+    "InspectError",
+    "RecordingError",
+    "brief",
+    "compress",
+    "damage_notice",
+    "diff_report",
+    "key_history",
+    "open_recording",
+    "repair_report",
+    "tick_ranges",
+    "tick_report",
+]

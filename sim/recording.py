@@ -29,8 +29,12 @@ from sim.files import open_binary
 MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "integer": (int,), "number": (int, float), "string": (str,), "boolean": (bool,),
-    "object": (dict,), "array": (list,),
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
 }
 
 
@@ -87,8 +91,10 @@ class Scan:
         """One sentence on how much of the file was read."""
         if self.complete:
             return f"{self.path}: complete, {len(self.messages)} messages"
-        return (f"{self.path}: damaged at byte {self.good_bytes} of {self.size} ({self.cause}); "
-                f"recovered {len(self.messages)} messages before it")
+        return (
+            f"{self.path}: damaged at byte {self.good_bytes} of {self.size} ({self.cause}); "
+            f"recovered {len(self.messages)} messages before it"
+        )
 
 
 def _cause(exc: Exception, good: int, read: int, size: int) -> str:
@@ -96,14 +102,19 @@ def _cause(exc: Exception, good: int, read: int, size: int) -> str:
     if isinstance(exc, CRCValidationError):
         return "a chunk fails its checksum: its bytes were changed"
     if isinstance(exc, RecordLengthLimitExceeded):
-        return (f"the file is cut short or corrupted: the record at byte {good} claims more "
-                "bytes than the file holds")
+        return (
+            f"the file is cut short or corrupted: the record at byte {good} claims more "
+            "bytes than the file holds"
+        )
     if read >= size and isinstance(exc, (EndOfFile, struct.error, EOFError)):
         if good >= size:
             return "the file ends without the MCAP summary and footer: the run stopped writing"
         return f"the file is cut short: its last {size - good} bytes are an incomplete record"
-    return f"an unreadable record ({type(exc).__name__}: {exc})" if str(exc) else \
-        f"an unreadable record ({type(exc).__name__})"
+    return (
+        f"an unreadable record ({type(exc).__name__}: {exc})"
+        if str(exc)
+        else f"an unreadable record ({type(exc).__name__})"
+    )
 
 
 def scan(path: str | Path) -> Scan:
@@ -116,15 +127,22 @@ def scan(path: str | Path) -> Scan:
             raise RecordingError(f"{shown}: the file is empty (0 bytes): nothing was recorded")
         if head != MAGIC:
             if MAGIC.startswith(head):
-                raise RecordingError(f"{shown}: cut short inside the MCAP magic bytes ({size} "
-                                     "bytes): nothing to recover")
-            raise RecordingError(f"{shown}: not an MCAP file (it does not start with the MCAP "
-                                 f"magic bytes; it starts with {head!r})")
+                raise RecordingError(
+                    f"{shown}: cut short inside the MCAP magic bytes ({size} "
+                    "bytes): nothing to recover"
+                )
+            raise RecordingError(
+                f"{shown}: not an MCAP file (it does not start with the MCAP "
+                f"magic bytes; it starts with {head!r})"
+            )
         fh.seek(0)
         counting = _Counting(fh, size)
         result = Scan(path=shown, size=size)
-        reader = StreamReader(counting, validate_crcs=True,  # type: ignore[arg-type]
-                              record_size_limit=size)
+        reader = StreamReader(
+            counting,
+            validate_crcs=True,  # type: ignore[arg-type]
+            record_size_limit=size,
+        )
         try:
             for record in reader.records:
                 if isinstance(record, Header):
@@ -144,17 +162,23 @@ def scan(path: str | Path) -> Scan:
             result.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             result.cause = _cause(exc, result.good_bytes, counting.offset, size)
     if result.header is None:
-        raise RecordingError(f"{shown}: an MCAP file cut short or damaged before the end of its "
-                             f"header ({result.cause}): nothing to recover")
+        raise RecordingError(
+            f"{shown}: an MCAP file cut short or damaged before the end of its "
+            f"header ({result.cause}): nothing to recover"
+        )
     if result.header.profile != PROFILE:
-        raise RecordingError(f"{shown}: an MCAP file, but not a tickwork recording (profile "
-                             f"{result.header.profile!r}, expected {PROFILE!r})")
+        raise RecordingError(
+            f"{shown}: an MCAP file, but not a tickwork recording (profile "
+            f"{result.header.profile!r}, expected {PROFILE!r})"
+        )
     if "run" not in result.metadata and result.complete:
         raise RecordingError(f"{shown}: a tickwork recording without its run metadata")
     version = result.metadata.get("run", {}).get("schema_version", str(SCHEMA_VERSION))
     if version != str(SCHEMA_VERSION):
-        raise RecordingError(f"{shown}: recorded with message schema version {version!r}; this "
-                             f"tickwork reads version {SCHEMA_VERSION}")
+        raise RecordingError(
+            f"{shown}: recorded with message schema version {version!r}; this "
+            f"tickwork reads version {SCHEMA_VERSION}"
+        )
     return result
 
 
@@ -166,21 +190,28 @@ def write_recording(result: Scan, path: str | Path, *, upto_tick: int | None = N
     from mcap.writer import CompressionType, Writer
 
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp",
-                               dir=target.parent or Path("."))
+    fd, tmp = tempfile.mkstemp(
+        prefix=target.name + ".", suffix=".tmp", dir=target.parent or Path(".")
+    )
     written = 0
     try:
         with os.fdopen(fd, "wb") as fh:
             writer = Writer(fh, compression=CompressionType.ZSTD)
             header = result.header
-            writer.start(profile=header.profile if header else PROFILE,
-                         library=header.library if header else "tickwork repair")
-            schema_ids = {sid: writer.register_schema(s.name, s.encoding, s.data)
-                          for sid, s in result.schemas.items()}
+            writer.start(
+                profile=header.profile if header else PROFILE,
+                library=header.library if header else "tickwork repair",
+            )
+            schema_ids = {
+                sid: writer.register_schema(s.name, s.encoding, s.data)
+                for sid, s in result.schemas.items()
+            }
             channel_ids = {
-                cid: writer.register_channel(c.topic, c.message_encoding,
-                                             schema_ids.get(c.schema_id, 0), dict(c.metadata))
-                for cid, c in result.channels.items()}
+                cid: writer.register_channel(
+                    c.topic, c.message_encoding, schema_ids.get(c.schema_id, 0), dict(c.metadata)
+                )
+                for cid, c in result.channels.items()
+            }
             for name, data in result.metadata.items():
                 writer.add_metadata(name, data)
             for m in result.messages:
@@ -188,8 +219,9 @@ def write_recording(result: Scan, path: str | Path, *, upto_tick: int | None = N
                     continue
                 if upto_tick is not None and m.sequence > upto_tick:
                     continue
-                writer.add_message(channel_ids[m.channel_id], m.log_time, m.data,
-                                   m.publish_time, m.sequence)
+                writer.add_message(
+                    channel_ids[m.channel_id], m.log_time, m.data, m.publish_time, m.sequence
+                )
                 written += 1
             writer.finish()  # type: ignore[no-untyped-call]
             fh.flush()
@@ -213,7 +245,8 @@ def repair(path: str | Path, out: str | Path | None = None) -> Scan:
     if "run" not in result.metadata:
         raise RecordingError(
             f"{result.path}: nothing to recover: it breaks at byte {result.good_bytes} of "
-            f"{result.size} ({result.cause}), before its run metadata was written")
+            f"{result.size} ({result.cause}), before its run metadata was written"
+        )
     write_recording(result, out if out is not None else path)
     return result
 
@@ -230,8 +263,10 @@ class Recording:
         topics: dict[int, str] = {}
         for cid, c in result.channels.items():
             if c.topic in CHANNELS and c.message_encoding != "json":
-                raise RecordingError(f"{self.path}: channel {c.topic} holds "
-                                     f"{c.message_encoding!r} messages, expected 'json'")
+                raise RecordingError(
+                    f"{self.path}: channel {c.topic} holds "
+                    f"{c.message_encoding!r} messages, expected 'json'"
+                )
             topics[cid] = c.topic
         for m in result.messages:
             topic = topics.get(m.channel_id)
@@ -281,8 +316,9 @@ class Recording:
         try:
             specs = json.loads(self.metadata.get("specs", "{}"))
         except ValueError as exc:
-            raise RecordingError(f"{self.path}: the run metadata's specs are not JSON "
-                                 f"({exc})") from None
+            raise RecordingError(
+                f"{self.path}: the run metadata's specs are not JSON ({exc})"
+            ) from None
         if not isinstance(specs, dict):
             raise RecordingError(f"{self.path}: the run metadata's specs are not a JSON object")
         return specs
@@ -324,10 +360,15 @@ def _check_fields(value: Mapping[str, Any], schema: Mapping[str, Any], where: st
             continue
         names = declared if isinstance(declared, list) else [declared]
         got = value[name]
-        ok = any((got is None) if t == "null" else
-                 isinstance(got, _JSON_TYPES.get(t, object))
-                 and not (t in ("integer", "number") and isinstance(got, bool))
-                 for t in names)
+        ok = any(
+            (got is None)
+            if t == "null"
+            else isinstance(got, _JSON_TYPES.get(t, object))
+            and not (t in ("integer", "number") and isinstance(got, bool))
+            for t in names
+        )
         if not ok:
-            raise RecordingError(f"{where}: field {name!r} should be {' or '.join(names)}, "
-                                 f"got {json.dumps(got)[:60]} (wrong schema)")
+            raise RecordingError(
+                f"{where}: field {name!r} should be {' or '.join(names)}, "
+                f"got {json.dumps(got)[:60]} (wrong schema)"
+            )

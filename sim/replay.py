@@ -59,8 +59,12 @@ class Difference:
     replayed: Any
 
     def as_json(self) -> dict[str, Any]:
-        return {"field": self.field, "index": self.index, "recorded": self.recorded,
-                "replayed": self.replayed}
+        return {
+            "field": self.field,
+            "index": self.index,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +83,18 @@ class Drift:
         parts = []
         for d in self.differences:
             where = "" if d.index is None else f"[{d.index}]"
-            parts.append(f"{d.field}{where}: recorded {_short(d.recorded)}, "
-                         f"replayed {_short(d.replayed)}")
+            parts.append(
+                f"{d.field}{where}: recorded {_short(d.recorded)}, replayed {_short(d.replayed)}"
+            )
         return "; ".join(parts)
 
     def as_json(self) -> dict[str, Any]:
-        return {"tick": self.tick, "cabin": self.cabin, "fields": list(self.fields),
-                "differences": [d.as_json() for d in self.differences]}
+        return {
+            "tick": self.tick,
+            "cabin": self.cabin,
+            "fields": list(self.fields),
+            "differences": [d.as_json() for d in self.differences],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +129,21 @@ class ReplayReport:
         return counts
 
     def as_json(self) -> dict[str, Any]:
-        return {"path": self.path, "cabins": list(self.cabins), "ticks": self.ticks,
-                "first_tick": self.first_tick, "last_tick": self.last_tick,
-                "faults": list(self.faults), "damaged": self.damaged, "drift": self.drifted,
-                "drift_ticks": self.drift_ticks, "drifts_by_cabin": self.by_cabin(),
-                "drifts": [d.as_json() for d in self.drifts], "skipped": list(self.skipped),
-                "notes": list(self.notes)}
+        return {
+            "path": self.path,
+            "cabins": list(self.cabins),
+            "ticks": self.ticks,
+            "first_tick": self.first_tick,
+            "last_tick": self.last_tick,
+            "faults": list(self.faults),
+            "damaged": self.damaged,
+            "drift": self.drifted,
+            "drift_ticks": self.drift_ticks,
+            "drifts_by_cabin": self.by_cabin(),
+            "drifts": [d.as_json() for d in self.drifts],
+            "skipped": list(self.skipped),
+            "notes": list(self.notes),
+        }
 
 
 # -- rebuilding views ------------------------------------------------------------------------
@@ -152,8 +170,9 @@ class ViewBuilder:
         self._values[key] = (text, value)
         return value
 
-    def working_set(self, message: Mapping[str, Any],
-                    evictions: Mapping[str, Any] | None = None) -> WorkingSet:
+    def working_set(
+        self, message: Mapping[str, Any], evictions: Mapping[str, Any] | None = None
+    ) -> WorkingSet:
         """The ``WorkingSet`` of one ``/working_set`` message (and its ``/evictions``)."""
         tick = int(message["tick"])
         try:
@@ -161,26 +180,45 @@ class ViewBuilder:
             versions = Versions(int(v["board_seq"]), int(v["map_version"]), int(v["log_seq"]))
             held: dict[str, WorkItem] = {}
             for key, it in message["items"].items():
-                held[key] = WorkItem(key, self.value(key, it["value"]), it["importance"],
-                                     it["last_used"], it["first_seen"], it["source"],
-                                     it["stamp"], it["seq"])
+                held[key] = WorkItem(
+                    key,
+                    self.value(key, it["value"]),
+                    it["importance"],
+                    it["last_used"],
+                    it["first_seen"],
+                    it["source"],
+                    it["stamp"],
+                    it["seq"],
+                )
             gone = tuple(
                 Eviction(tick, e["key"], e["importance"], e["last_used"], e["reason"])
-                for e in (evictions or {}).get("evictions", ()))
-            selections = {cabin: self._selection(tick, cabin, view, held)
-                          for cabin, view in message["views"].items()}
+                for e in (evictions or {}).get("evictions", ())
+            )
+            selections = {
+                cabin: self._selection(tick, cabin, view, held)
+                for cabin, view in message["views"].items()
+            }
             load = message.get("occupancy") or {"held": 0, "pinned": 0, "capacity": 0}
             occupancy = Occupancy(int(load["held"]), int(load["pinned"]), int(load["capacity"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ReplayError(f"tick {tick}: the recorded working set cannot be rebuilt "
-                              f"({type(exc).__name__}: {exc})") from None
-        return WorkingSet(tick=tick, time=message["time"], versions=versions,
-                          items=FrozenDict(held), evictions=gone,
-                          capacity_alarm=bool(message.get("capacity_alarm", False)),
-                          selections=FrozenDict(selections), occupancy=occupancy)
+            raise ReplayError(
+                f"tick {tick}: the recorded working set cannot be rebuilt "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        return WorkingSet(
+            tick=tick,
+            time=message["time"],
+            versions=versions,
+            items=FrozenDict(held),
+            evictions=gone,
+            capacity_alarm=bool(message.get("capacity_alarm", False)),
+            selections=FrozenDict(selections),
+            occupancy=occupancy,
+        )
 
-    def views(self, message: Mapping[str, Any],
-              evictions: Mapping[str, Any] | None = None) -> dict[str, CabinView]:
+    def views(
+        self, message: Mapping[str, Any], evictions: Mapping[str, Any] | None = None
+    ) -> dict[str, CabinView]:
         """Cabin → its view at the tick of ``message``, checked against the recording."""
         ws = self.working_set(message, evictions)
         out: dict[str, CabinView] = {}
@@ -190,49 +228,71 @@ class ViewBuilder:
             out[cabin] = view
         return out
 
-    def _selection(self, tick: int, cabin: str, recorded: Mapping[str, Any],
-                   held: Mapping[str, WorkItem]) -> Selection:
+    def _selection(
+        self, tick: int, cabin: str, recorded: Mapping[str, Any], held: Mapping[str, WorkItem]
+    ) -> Selection:
         items: dict[str, WorkItem] = {}
         for key, via in recorded["items"].items():
             memory_key = key
             if via == _NOTE_VIA and key.startswith(NOTE_PREFIX):
-                memory_key = f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX):]}"
+                memory_key = f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX) :]}"
             base = held.get(memory_key)
             if base is None:
-                raise ReplayError(f"tick {tick}: cabin {cabin!r} saw {key!r}, but the "
-                                  "recorded working set does not hold it")
-            items[key] = WorkItem(key, base.value, base.importance, base.last_used,
-                                  base.first_seen, base.source, base.stamp, base.seq, via)
+                raise ReplayError(
+                    f"tick {tick}: cabin {cabin!r} saw {key!r}, but the "
+                    "recorded working set does not hold it"
+                )
+            items[key] = WorkItem(
+                key,
+                base.value,
+                base.importance,
+                base.last_used,
+                base.first_seen,
+                base.source,
+                base.stamp,
+                base.seq,
+                via,
+            )
         missing = dict(recorded.get("missing", {}))
         spec = self.specs.get(cabin)
         required = tuple(spec.required) if spec is not None else tuple(missing)
-        events = {item.seq: item.value for item in items.values()
-                  if item.source == "log" and item.key.startswith("event:")}
+        events = {
+            item.seq: item.value
+            for item in items.values()
+            if item.source == "log" and item.key.startswith("event:")
+        }
         return Selection(
             required=required,
             items=FrozenDict(items),
             missing=FrozenDict(missing),
-            nearby_map=tuple(_feature(tick, cabin, items, i)
-                             for i in recorded.get("nearby_map", ())),
-            corridor_map=tuple(_feature(tick, cabin, items, i)
-                               for i in recorded.get("corridor_map", ())),
-            recent_events=tuple(_event(tick, cabin, events, s)
-                                for s in recorded.get("recent_events", ())),
+            nearby_map=tuple(
+                _feature(tick, cabin, items, i) for i in recorded.get("nearby_map", ())
+            ),
+            corridor_map=tuple(
+                _feature(tick, cabin, items, i) for i in recorded.get("corridor_map", ())
+            ),
+            recent_events=tuple(
+                _event(tick, cabin, events, s) for s in recorded.get("recent_events", ())
+            ),
         )
 
 
 def _feature(tick: int, cabin: str, items: Mapping[str, WorkItem], feature_id: str) -> Any:
     item = items.get(f"map:{feature_id}")
     if item is None:
-        raise ReplayError(f"tick {tick}: cabin {cabin!r} had map feature {feature_id!r} "
-                          "nearby, but its view does not hold it")
+        raise ReplayError(
+            f"tick {tick}: cabin {cabin!r} had map feature {feature_id!r} "
+            "nearby, but its view does not hold it"
+        )
     return item.value
 
 
 def _event(tick: int, cabin: str, events: Mapping[int, Any], seq: int) -> Any:
     if seq not in events:
-        raise ReplayError(f"tick {tick}: cabin {cabin!r} had event {seq} in its window, but "
-                          "its view does not hold it")
+        raise ReplayError(
+            f"tick {tick}: cabin {cabin!r} had event {seq} in its window, but "
+            "its view does not hold it"
+        )
     return events[seq]
 
 
@@ -242,15 +302,18 @@ def _check_view(view: CabinView, recorded: Mapping[str, Any]) -> None:
         "items": (list(view), list(recorded["items"])),
         "missing": (dict(view.missing), dict(recorded.get("missing", {}))),
         "nearby_map": ([f.id for f in view.nearby_map], list(recorded.get("nearby_map", ()))),
-        "corridor_map": ([f.id for f in view.corridor_map],
-                         list(recorded.get("corridor_map", ()))),
-        "recent_events": ([e.seq for e in view.recent_events],
-                          list(recorded.get("recent_events", ()))),
+        "corridor_map": ([f.id for f in view.corridor_map], list(recorded.get("corridor_map", ()))),
+        "recent_events": (
+            [e.seq for e in view.recent_events],
+            list(recorded.get("recent_events", ())),
+        ),
     }
     for name, (rebuilt, wanted) in checks.items():
         if rebuilt != wanted:
-            raise ReplayError(f"tick {view.tick}: the rebuilt view of {view.cabin!r} differs "
-                              f"from the recorded one in {name}: {rebuilt!r} != {wanted!r}")
+            raise ReplayError(
+                f"tick {view.tick}: the rebuilt view of {view.cabin!r} differs "
+                f"from the recorded one in {name}: {rebuilt!r} != {wanted!r}"
+            )
 
 
 # -- decisions -------------------------------------------------------------------------------
@@ -268,10 +331,18 @@ def compare(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> tuple[D
             continue
         if _text(a) == _text(b):
             continue
-        index = next((i for i, (x, y) in enumerate(zip(a, b, strict=False))
-                      if _text(x) != _text(y)), min(len(a), len(b)))
-        found.append(Difference(name, index, a[index] if index < len(a) else None,
-                                b[index] if index < len(b) else None))
+        index = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if _text(x) != _text(y)),
+            min(len(a), len(b)),
+        )
+        found.append(
+            Difference(
+                name,
+                index,
+                a[index] if index < len(a) else None,
+                b[index] if index < len(b) else None,
+            )
+        )
     return tuple(found)
 
 
@@ -293,11 +364,11 @@ def recorded_specs(recording: Recording) -> dict[str, ContextSpec]:
     from pydantic import ValidationError
 
     try:
-        return {name: ContextSpec.model_validate(data)
-                for name, data in recording.spec_json().items()}
+        return {
+            name: ContextSpec.model_validate(data) for name, data in recording.spec_json().items()
+        }
     except (ValueError, ValidationError) as exc:
-        raise ReplayError(f"{recording.path}: the recorded specs cannot be read: {exc}") \
-            from None
+        raise ReplayError(f"{recording.path}: the recorded specs cannot be read: {exc}") from None
 
 
 def recorded_faults(recording: Recording) -> list[Any]:
@@ -308,8 +379,7 @@ def recorded_faults(recording: Recording) -> list[Any]:
         labels = json.loads(recording.metadata.get("faults", "[]"))
         return [parse_fault(str(label)) for label in labels]
     except (ValueError, TypeError, FaultError) as exc:
-        raise ReplayError(f"{recording.path}: the recorded faults cannot be read: {exc}") \
-            from None
+        raise ReplayError(f"{recording.path}: the recorded faults cannot be read: {exc}") from None
 
 
 def _cabin_order(recording: Recording, first_tick: int | None) -> list[str]:
@@ -329,24 +399,33 @@ def _long_term_at_start(recording: Recording) -> LongTermMemory | None:
     try:
         data = json.loads(text)
         scope = {str(k): str(v) for k, v in data["scope"].items()}
-        records = [(str(r["content"]), from_json(r["metadata"]), r["stamp"])
-                   for r in data["records"]]
+        records = [
+            (str(r["content"]), from_json(r["metadata"]), r["stamp"]) for r in data["records"]
+        ]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ReplayError(f"{recording.path}: the run metadata's long-term memory cannot be "
-                          f"read ({type(exc).__name__}: {exc})") from None
+        raise ReplayError(
+            f"{recording.path}: the run metadata's long-term memory cannot be "
+            f"read ({type(exc).__name__}: {exc})"
+        ) from None
     memory = LongTermMemory(":memory:")
     try:
         for content, metadata, stamp in records:
             memory.remember(content, scope=scope, metadata=metadata, stamp=stamp)
     except (ValueError, TypeError) as exc:
         memory.close()
-        raise ReplayError(f"{recording.path}: a fact in the run metadata's long-term memory "
-                          f"cannot be kept ({type(exc).__name__}: {exc})") from None
+        raise ReplayError(
+            f"{recording.path}: a fact in the run metadata's long-term memory "
+            f"cannot be kept ({type(exc).__name__}: {exc})"
+        ) from None
     return memory
 
 
-def build_cabins(recording: Recording, order: Sequence[str], specs: Mapping[str, ContextSpec],
-                 given: Sequence[Cabin]) -> tuple[list[Cabin], list[str], list[str]]:
+def build_cabins(
+    recording: Recording,
+    order: Sequence[str],
+    specs: Mapping[str, ContextSpec],
+    given: Sequence[Cabin],
+) -> tuple[list[Cabin], list[str], list[str]]:
     """The cabins to replay in ``order``: ``given`` ones by name, built-in ones built fresh
     on the recorded specs. Also the recorded cabins left out, and notes."""
     from sim.harness import BUILTIN_CABINS, builtin_cabins
@@ -358,20 +437,28 @@ def build_cabins(recording: Recording, order: Sequence[str], specs: Mapping[str,
         by_name[cabin.name] = cabin
     unknown = [n for n in by_name if n not in order]
     if unknown:
-        raise ReplayError(f"cabin(s) {', '.join(map(repr, unknown))} did not run in "
-                          f"{recording.path} (its cabins: {', '.join(order) or 'none'})")
+        raise ReplayError(
+            f"cabin(s) {', '.join(map(repr, unknown))} did not run in "
+            f"{recording.path} (its cabins: {', '.join(order) or 'none'})"
+        )
     notes: list[str] = []
     for name, cabin in by_name.items():
         if name in specs and cabin.spec != specs[name]:
-            notes.append(f"cabin {name!r} is replayed on a spec that differs from the "
-                         "recorded one")
+            notes.append(f"cabin {name!r} is replayed on a spec that differs from the recorded one")
     wanted = [n for n in order if n in BUILTIN_CABINS and n not in by_name]
     if wanted:
         known = _long_term_at_start(recording)
         try:
-            built = {c.name: c for c in builtin_cabins(
-                specs, long_term=known, memory_scope=None if known is None else
-                dict(json.loads(recording.metadata["long_term"])["scope"]))}
+            built = {
+                c.name: c
+                for c in builtin_cabins(
+                    specs,
+                    long_term=known,
+                    memory_scope=None
+                    if known is None
+                    else dict(json.loads(recording.metadata["long_term"])["scope"]),
+                )
+            }
         except ValueError as exc:
             raise ReplayError(f"{recording.path}: {exc}") from None
         for name in wanted:
@@ -381,8 +468,9 @@ def build_cabins(recording: Recording, order: Sequence[str], specs: Mapping[str,
     return cabins, skipped, notes
 
 
-def replay(recording: Recording | str | Path, *,
-           cabins: Sequence[Cabin] | None = None) -> ReplayReport:
+def replay(
+    recording: Recording | str | Path, *, cabins: Sequence[Cabin] | None = None
+) -> ReplayReport:
     """Replay ``recording`` and report every tick at which a cabin's decision differs.
 
     ``cabins`` replace or add to the cabins built from the recorded specs (the
@@ -402,8 +490,9 @@ def replay(recording: Recording | str | Path, *,
         plan = FaultPlan(faults)
         run = [FaultyCabin(c, plan) for c in run]
     if ticks and ticks[0] != 0:
-        notes.append(f"the recording starts at tick {ticks[0]}: cabins start from their "
-                     "initial state there")
+        notes.append(
+            f"the recording starts at tick {ticks[0]}: cabins start from their initial state there"
+        )
     builder = ViewBuilder(specs=specs)
     drifts: list[Drift] = []
     done: list[int] = []
@@ -423,22 +512,33 @@ def replay(recording: Recording | str | Path, *,
             recorded = recorded_cabins.get(cabin.name)
             replayed = _decide(cabin, view, recorded)
             if recorded is None:
-                drifts.append(Drift(tick, cabin.name, (
-                    Difference("failed", None, "no decision recorded", replayed),)))
+                drifts.append(
+                    Drift(
+                        tick,
+                        cabin.name,
+                        (Difference("failed", None, "no decision recorded", replayed),),
+                    )
+                )
                 continue
             differences = compare(recorded, replayed)
             if differences:
                 drifts.append(Drift(tick, cabin.name, differences))
         done.append(tick)
     return ReplayReport(
-        path=rec.path, cabins=tuple(c.name for c in run), ticks=len(done),
-        first_tick=done[0] if done else None, last_tick=done[-1] if done else None,
-        faults=tuple(f.label for f in faults), damaged=rec.damaged, drifts=tuple(drifts),
-        skipped=tuple(skipped), notes=tuple(notes))
+        path=rec.path,
+        cabins=tuple(c.name for c in run),
+        ticks=len(done),
+        first_tick=done[0] if done else None,
+        last_tick=done[-1] if done else None,
+        faults=tuple(f.label for f in faults),
+        damaged=rec.damaged,
+        drifts=tuple(drifts),
+        skipped=tuple(skipped),
+        notes=tuple(notes),
+    )
 
 
-def _decide(cabin: Cabin, view: CabinView, recorded: Mapping[str, Any] | None
-            ) -> dict[str, Any]:
+def _decide(cabin: Cabin, view: CabinView, recorded: Mapping[str, Any] | None) -> dict[str, Any]:
     out = Outbox(cabin.name)
     try:
         cabin.step(view, out)

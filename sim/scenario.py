@@ -67,7 +67,6 @@ Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)
 Fraction = Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
 
 
-
 def _check_polygon(points: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
     shape = Polygon(points)
     if not shape.is_valid:
@@ -174,7 +173,8 @@ class MovingObstacle(_Model):
         description="Loop [[x, y], ...] (m); it starts at the first and returns to it.",
     )
     patience: Num = Field(
-        default=4.0, gt=0,
+        default=4.0,
+        gt=0,
         description="Seconds it waits for the robot before turning back along its loop.",
     )
 
@@ -329,7 +329,8 @@ class Scenario(_Model):
                     here = f"{field}[{i}]"
                     if item.id in seen:
                         problems.add(
-                            (field, i, "id"), item.id,
+                            (field, i, "id"),
+                            item.id,
                             f"duplicate {what} id {item.id!r} (also at {seen[item.id]})",
                         )
                     seen.setdefault(item.id, here)
@@ -342,7 +343,8 @@ class Scenario(_Model):
                     continue
                 outside = next(p for p in item.polygon if not floor.covers(Point(p)))
                 problems.add(
-                    (field, i, "polygon"), None,
+                    (field, i, "polygon"),
+                    None,
                     f"{item.id!r} is not inside the floor {_box(self.floor.bounds)}: "
                     f"point ({_xy(outside)}) is outside",
                 )
@@ -356,8 +358,9 @@ class Scenario(_Model):
         robot = f"the robot (radius {r:g} m) at ({_xy((x, y))})"
         minx, miny, maxx, maxy = self.floor.bounds
         if not (minx + r <= x <= maxx - r and miny + r <= y <= maxy - r):
-            problems.add(loc, None, f"{what}{robot} would not be inside the floor "
-                         f"{_box(self.floor.bounds)}")
+            problems.add(
+                loc, None, f"{what}{robot} would not be inside the floor {_box(self.floor.bounds)}"
+            )
             return
         here = Point(x, y)
         for kind, items in (("shelf", self.shelves), ("forbidden zone", self.forbidden_zones)):
@@ -366,8 +369,11 @@ class Scenario(_Model):
                 if gap == 0:
                     problems.add(loc, None, f"{what}({_xy((x, y))}) is inside {kind} {item.id!r}")
                 elif gap <= r:
-                    problems.add(loc, None, f"{what}{robot} would overlap {kind} {item.id!r} "
-                                 f"({gap:.2f} m from it)")
+                    problems.add(
+                        loc,
+                        None,
+                        f"{what}{robot} would overlap {kind} {item.id!r} ({gap:.2f} m from it)",
+                    )
 
     def _check_obstacles(self, problems: _Problems) -> None:
         minx, miny, maxx, maxy = self.floor.bounds
@@ -376,21 +382,30 @@ class Scenario(_Model):
             r = obstacle.radius
             for j, (x, y) in enumerate(obstacle.waypoints):
                 if not (minx + r <= x <= maxx - r and miny + r <= y <= maxy - r):
-                    problems.add(("moving_obstacles", i, "waypoints", j), [x, y],
-                                 f"{obstacle.id!r} (radius {r:g} m) would not be inside the "
-                                 f"floor {_box(self.floor.bounds)}")
+                    problems.add(
+                        ("moving_obstacles", i, "waypoints", j),
+                        [x, y],
+                        f"{obstacle.id!r} (radius {r:g} m) would not be inside the "
+                        f"floor {_box(self.floor.bounds)}",
+                    )
             loop = obstacle.loop
             for shelf in self.shelves:
                 if loop.distance(shelf.shape) <= r:
-                    problems.add(("moving_obstacles", i, "waypoints"), None,
-                                 f"the loop of {obstacle.id!r} (radius {r:g} m) runs into "
-                                 f"shelf {shelf.id!r}")
+                    problems.add(
+                        ("moving_obstacles", i, "waypoints"),
+                        None,
+                        f"the loop of {obstacle.id!r} (radius {r:g} m) runs into "
+                        f"shelf {shelf.id!r}",
+                    )
             clearance = self.robot.radius + r + YIELD_MARGIN
             first = Point(obstacle.waypoints[0])
             if first.distance(start) < clearance:
-                problems.add(("moving_obstacles", i, "waypoints", 0), list(obstacle.waypoints[0]),
-                             f"{obstacle.id!r} starts {first.distance(start):.2f} m from the "
-                             f"robot's start; it needs at least {clearance:.2f} m")
+                problems.add(
+                    ("moving_obstacles", i, "waypoints", 0),
+                    list(obstacle.waypoints[0]),
+                    f"{obstacle.id!r} starts {first.distance(start):.2f} m from the "
+                    f"robot's start; it needs at least {clearance:.2f} m",
+                )
 
     def _check_tasks(self, problems: _Problems) -> None:
         docks = [dock.id for dock in self.docks]
@@ -398,16 +413,25 @@ class Scenario(_Model):
             for field in ("pickup", "drop"):
                 ref = getattr(task, field)
                 if ref not in docks:
-                    problems.add(("tasks", i, field), ref,
-                                 f"task {task.id!r}: no dock {ref!r}{did_you_mean(ref, docks)}; "
-                                 f"docks are {', '.join(docks) or '(none)'}")
+                    problems.add(
+                        ("tasks", i, field),
+                        ref,
+                        f"task {task.id!r}: no dock {ref!r}{did_you_mean(ref, docks)}; "
+                        f"docks are {', '.join(docks) or '(none)'}",
+                    )
             if task.pickup == task.drop:
-                problems.add(("tasks", i, "drop"), task.drop,
-                             f"task {task.id!r} picks up and drops at the same dock")
+                problems.add(
+                    ("tasks", i, "drop"),
+                    task.drop,
+                    f"task {task.id!r} picks up and drops at the same dock",
+                )
             if task.release > self.duration:
-                problems.add(("tasks", i, "release"), task.release,
-                             f"task {task.id!r} is released after the run ends "
-                             f"(duration {self.duration:g} s)")
+                problems.add(
+                    ("tasks", i, "release"),
+                    task.release,
+                    f"task {task.id!r} is released after the run ends "
+                    f"(duration {self.duration:g} s)",
+                )
 
 
 class ScenarioError(FileError):
@@ -427,10 +451,13 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
     if _is_bare_name(name_or_path) and not path.is_file():
         name = os.fspath(name_or_path)
         names = [shipped for shipped, _ in _shipped_paths()]
-        raise ScenarioError(name, (
-            f"no shipped scenario of that name{did_you_mean(name, names)}; "
-            f"shipped: {', '.join(names)} (or give a path to a .toml file)",
-        ))
+        raise ScenarioError(
+            name,
+            (
+                f"no shipped scenario of that name{did_you_mean(name, names)}; "
+                f"shipped: {', '.join(names)} (or give a path to a .toml file)",
+            ),
+        )
     shown = _shown(path) if _is_bare_name(name_or_path) else os.fspath(name_or_path)
     try:
         raw = path.read_bytes()

@@ -25,12 +25,16 @@ def lint(spec: ContextSpec) -> list[str]:
             warnings.append(f"required[{pattern!r}] has no declared reaction in [on_missing]")
         if pattern.startswith("event:"):
             if spec.event_window <= 0:
-                warnings.append(f"required {pattern!r} names events, but event_window is 0: "
-                                "it will always be missing")
+                warnings.append(
+                    f"required {pattern!r} names events, but event_window is 0: "
+                    "it will always be missing"
+                )
         elif pattern.startswith("map:"):
             if spec.map_radius <= 0 and spec.corridor_width <= 0:
-                warnings.append(f"required {pattern!r} names map features, but the spec has "
-                                "no map window or corridor: it will always be missing")
+                warnings.append(
+                    f"required {pattern!r} names map features, but the spec has "
+                    "no map window or corridor: it will always be missing"
+                )
         elif pattern.startswith("note:"):
             continue
         elif not any(overlaps(pattern, key) for key in spec.board_keys):
@@ -39,8 +43,10 @@ def lint(spec: ContextSpec) -> list[str]:
     if spec.map_center is not None and spec.map_radius <= 0:
         warnings.append(f"map_center is {spec.map_center!r} but map_radius is 0: no map window")
     if (spec.map_kinds or spec.map_tags) and spec.map_radius <= 0 and spec.corridor_width <= 0:
-        warnings.append("map_kinds/map_tags are set but the spec has no map window or "
-                        "corridor: they filter nothing")
+        warnings.append(
+            "map_kinds/map_tags are set but the spec has no map window or "
+            "corridor: they filter nothing"
+        )
     if (spec.event_kinds or spec.event_tags) and spec.event_window <= 0:
         warnings.append("event_kinds/event_tags are set but event_window is 0: no events")
     return warnings
@@ -51,8 +57,9 @@ def describe(spec: ContextSpec) -> dict[str, str]:
     reads: dict[str, str] = {}
     reads["board keys"] = ", ".join(spec.board_keys) or "none"
     reads["weights"] = ", ".join(f"{k}={v:g}" for k, v in spec.weights.items())
-    reads["weights"] = (reads["weights"] + "; " if reads["weights"] else "") + \
-        f"default {spec.default_weight:g}"
+    reads["weights"] = (
+        reads["weights"] + "; " if reads["weights"] else ""
+    ) + f"default {spec.default_weight:g}"
     reads["required"] = ", ".join(spec.required) or "none"
     if spec.map_center and spec.map_radius > 0:
         filters = _filters(spec.map_kinds, spec.map_tags)
@@ -60,11 +67,14 @@ def describe(spec: ContextSpec) -> dict[str, str]:
     if spec.corridor_width > 0:
         reads["map corridor"] = f"{spec.corridor_width:g} m along {spec.route_key}"
     if spec.event_window > 0:
-        reads["events"] = (f"last {spec.event_window:g} s, newest {spec.event_limit}"
-                           f"{_filters(spec.event_kinds, spec.event_tags)}")
+        reads["events"] = (
+            f"last {spec.event_window:g} s, newest {spec.event_limit}"
+            f"{_filters(spec.event_kinds, spec.event_tags)}"
+        )
     if spec.relevance:
-        reads["relevance"] = "; ".join(f"{goal}: {', '.join(kept)}"
-                                       for goal, kept in spec.relevance.items())
+        reads["relevance"] = "; ".join(
+            f"{goal}: {', '.join(kept)}" for goal, kept in spec.relevance.items()
+        )
     if spec.on_missing:
         reads["on missing"] = ", ".join(f"{k} → {v}" for k, v in spec.on_missing.items())
     return reads
@@ -95,13 +105,15 @@ def receives(spec: ContextSpec, scenario: str) -> dict[str, Any]:
     world = World(sc, rng=np.random.default_rng(0))
     world.install(board, cabin_map)
     world.sense(board, cabin_map, 0.0)
-    view = Assembler(board, cabin_map, log, WorkingMemory(), [spec]).assemble(0, 0.0).view(
-        spec.name)
+    view = (
+        Assembler(board, cabin_map, log, WorkingMemory(), [spec]).assemble(0, 0.0).view(spec.name)
+    )
     return {"scenario": sc.name, "items": sorted(view), "missing": dict(view.missing)}
 
 
-def check_specs(paths: Iterable[str | Path], *, scenario: str | None = "warehouse"
-                ) -> list[dict[str, Any]]:
+def check_specs(
+    paths: Iterable[str | Path], *, scenario: str | None = "warehouse"
+) -> list[dict[str, Any]]:
     """One report per spec file: errors, warnings, what it reads and receives."""
     from sim.scenario import ScenarioError
 

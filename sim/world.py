@@ -48,11 +48,11 @@ __all__ = [
     "WorldState",
 ]
 
+
 class BoardSink(Protocol):
     """What the world writes the board through (a ``StateBoard``, or a gate in front of one)."""
 
-    def write(self, key: str, value: Any, *, ttl: float | None = None,
-              source: str = "") -> Any: ...
+    def write(self, key: str, value: Any, *, ttl: float | None = None, source: str = "") -> Any: ...
 
     def delete(self, key: str) -> bool: ...
 
@@ -127,8 +127,12 @@ class ActionOutcome:
 
     def as_value(self) -> dict[str, Any]:
         value: dict[str, Any] = {
-            "id": self.id, "action": self.action, "task": self.task, "ok": self.ok,
-            "reason": self.reason, "stamp": self.stamp,
+            "id": self.id,
+            "action": self.action,
+            "task": self.task,
+            "ok": self.ok,
+            "reason": self.reason,
+            "stamp": self.stamp,
         }
         if self.charger is not None:
             value["charger"] = self.charger
@@ -195,8 +199,9 @@ class _Geometry:
         self.speed = _prepared([z.shape for z in scenario.speed_zones])
         self.speed_limits = np.array([z.max_speed for z in scenario.speed_zones], dtype=float)
 
-    def near(self, geoms: npt.NDArray[Any], ids: list[str], x: float, y: float,
-             distance: float) -> list[str]:
+    def near(
+        self, geoms: npt.NDArray[Any], ids: list[str], x: float, y: float, distance: float
+    ) -> list[str]:
         """Ids of the geometries within ``distance`` of (x, y)."""
         if not ids:
             return []
@@ -227,7 +232,9 @@ class World:
         robot = scenario.robot
         self.state = WorldState(
             robot=RobotState(
-                x=robot.start.x, y=robot.start.y, theta=_wrap(robot.start.theta),
+                x=robot.start.x,
+                y=robot.start.y,
+                theta=_wrap(robot.start.theta),
                 battery_wh=robot.start_battery * robot.battery_wh,
             ),
             obstacles=[
@@ -267,37 +274,81 @@ class World:
         sc = self.scenario
         static = frozenset({"static"})
         for shelf in sc.shelves:
-            cabin_map.add(Feature(f"shelf:{shelf.id}", shelf.shape, "shelf", static,
-                                  {"id": shelf.id}))
+            cabin_map.add(
+                Feature(f"shelf:{shelf.id}", shelf.shape, "shelf", static, {"id": shelf.id})
+            )
         for dock in sc.docks:
-            cabin_map.add(Feature(f"dock:{dock.id}", Point(dock.x, dock.y), "dock", static,
-                                  {"id": dock.id}))
+            cabin_map.add(
+                Feature(f"dock:{dock.id}", Point(dock.x, dock.y), "dock", static, {"id": dock.id})
+            )
         for charger in sc.chargers:
-            cabin_map.add(Feature(f"charger:{charger.id}", Point(charger.x, charger.y),
-                                  "charger", static, {"id": charger.id}))
+            cabin_map.add(
+                Feature(
+                    f"charger:{charger.id}",
+                    Point(charger.x, charger.y),
+                    "charger",
+                    static,
+                    {"id": charger.id},
+                )
+            )
         for zone in sc.forbidden_zones:
-            cabin_map.add(Feature(f"zone:{zone.id}", zone.shape, "forbidden",
-                                  frozenset({"safety"}),
-                                  {"id": zone.id, "description": zone.description}))
-            board.write(f"safety:forbidden:{zone.id}", {
-                "zone": zone.id, "polygon": zone.polygon, "description": zone.description,
-            }, source=DISPATCHER)
+            cabin_map.add(
+                Feature(
+                    f"zone:{zone.id}",
+                    zone.shape,
+                    "forbidden",
+                    frozenset({"safety"}),
+                    {"id": zone.id, "description": zone.description},
+                )
+            )
+            board.write(
+                f"safety:forbidden:{zone.id}",
+                {
+                    "zone": zone.id,
+                    "polygon": zone.polygon,
+                    "description": zone.description,
+                },
+                source=DISPATCHER,
+            )
         for speed in sc.speed_zones:
-            cabin_map.add(Feature(f"zone:{speed.id}", speed.shape, "speed_zone",
-                                  frozenset({"constraint"}),
-                                  {"id": speed.id, "max_speed": speed.max_speed}))
-            board.write(f"constraint:speed:{speed.id}", {
-                "zone": speed.id, "polygon": speed.polygon, "max_speed": speed.max_speed,
-            }, source=DISPATCHER)
+            cabin_map.add(
+                Feature(
+                    f"zone:{speed.id}",
+                    speed.shape,
+                    "speed_zone",
+                    frozenset({"constraint"}),
+                    {"id": speed.id, "max_speed": speed.max_speed},
+                )
+            )
+            board.write(
+                f"constraint:speed:{speed.id}",
+                {
+                    "zone": speed.id,
+                    "polygon": speed.polygon,
+                    "max_speed": speed.max_speed,
+                },
+                source=DISPATCHER,
+            )
         board.write("world:bounds", sc.floor.bounds, source=WORLD)
         board.write("robot:radius", sc.robot.radius, source=WORLD)
-        board.write("robot:limits", {
-            "radius": sc.robot.radius, "max_speed": sc.robot.max_speed,
-            "max_turn_rate": sc.robot.max_turn_rate, "max_accel": sc.robot.max_accel,
-        }, source=WORLD)
-        board.write("acceptance", {
-            "dock_tolerance": sc.acceptance.dock_tolerance, "max_speed": sc.acceptance.max_speed,
-        }, source=WORLD)
+        board.write(
+            "robot:limits",
+            {
+                "radius": sc.robot.radius,
+                "max_speed": sc.robot.max_speed,
+                "max_turn_rate": sc.robot.max_turn_rate,
+                "max_accel": sc.robot.max_accel,
+            },
+            source=WORLD,
+        )
+        board.write(
+            "acceptance",
+            {
+                "dock_tolerance": sc.acceptance.dock_tolerance,
+                "max_speed": sc.acceptance.max_speed,
+            },
+            source=WORLD,
+        )
         board.write("battery:low", sc.robot.low_battery, source=WORLD)
         board.write("docks", {d.id: (d.x, d.y) for d in sc.docks}, source=DISPATCHER)
         board.write("chargers", {c.id: (c.x, c.y) for c in sc.chargers}, source=DISPATCHER)
@@ -325,8 +376,9 @@ class World:
             )
             board.write("pose", pose, ttl=sensors.pose_ttl, source=WORLD)
         board.write("velocity", (robot.v, robot.w), ttl=sensors.velocity_ttl, source=WORLD)
-        board.write("battery", robot.battery_wh / sc.robot.battery_wh, ttl=sensors.battery_ttl,
-                    source=WORLD)
+        board.write(
+            "battery", robot.battery_wh / sc.robot.battery_wh, ttl=sensors.battery_ttl, source=WORLD
+        )
         board.write("cargo", robot.cargo, source=WORLD)
         self._sense_obstacles(cabin_map, now)
         self._dispatch(board, now)
@@ -341,12 +393,24 @@ class World:
                     cabin_map.discard(feature_id)
                 continue
             seen.append(feature_id)
-            cabin_map.add(Feature(
-                feature_id, Point(ob.x, ob.y).buffer(spec.radius), "obstacle",
-                frozenset({"moving", spec.kind}),
-                {"id": ob.id, "kind": spec.kind, "radius": spec.radius, "vx": ob.vx,
-                 "vy": ob.vy, "stamp": now, "ttl": sensors.obstacle_ttl},
-            ), replace=True)
+            cabin_map.add(
+                Feature(
+                    feature_id,
+                    Point(ob.x, ob.y).buffer(spec.radius),
+                    "obstacle",
+                    frozenset({"moving", spec.kind}),
+                    {
+                        "id": ob.id,
+                        "kind": spec.kind,
+                        "radius": spec.radius,
+                        "vx": ob.vx,
+                        "vy": ob.vy,
+                        "stamp": now,
+                        "ttl": sensors.obstacle_ttl,
+                    },
+                ),
+                replace=True,
+            )
         st.obstacles_on_map = seen
 
     def _dispatch(self, board: BoardSink, now: float) -> None:
@@ -358,11 +422,18 @@ class World:
                     ts.goal_removed = True
             elif not ts.goal_posted and now + _EPS >= task.release:
                 pickup, drop = self.scenario.dock(task.pickup), self.scenario.dock(task.drop)
-                board.write(key, {
-                    "task": task.id, "pickup": task.pickup, "drop": task.drop,
-                    "pickup_xy": (pickup.x, pickup.y), "drop_xy": (drop.x, drop.y),
-                    "released": task.release,
-                }, source=DISPATCHER)
+                board.write(
+                    key,
+                    {
+                        "task": task.id,
+                        "pickup": task.pickup,
+                        "drop": task.drop,
+                        "pickup_xy": (pickup.x, pickup.y),
+                        "drop_xy": (drop.x, drop.y),
+                        "released": task.release,
+                    },
+                    source=DISPATCHER,
+                )
                 ts.goal_posted = True
 
     # -- apply ----------------------------------------------------------------
@@ -413,12 +484,14 @@ class World:
             for arg in ("v", "w"):
                 value = args.get(arg)
                 if not _is_number(value):
-                    self._reject(now, f"{cabin}: drive {arg} must be a finite number, "
-                                      f"got {value!r}")
+                    self._reject(
+                        now, f"{cabin}: drive {arg} must be a finite number, got {value!r}"
+                    )
                     return None
         elif name not in ("stop", "pick", "drop", "charge"):
-            self._reject(now, f"{cabin}: unknown command {name!r} (known: drive, stop, "
-                              "pick, drop, charge)")
+            self._reject(
+                now, f"{cabin}: unknown command {name!r} (known: drive, stop, pick, drop, charge)"
+            )
             return None
         return name, args
 
@@ -462,14 +535,16 @@ class World:
             self.state.incidents.append(Incident(now, "delivered", task_id))
         self._outcome(name, task_id, "ok", now)
 
-    def _outcome(self, action: str, task: str | None, reason: str, now: float,
-                 *, charger: str | None = None) -> None:
+    def _outcome(
+        self, action: str, task: str | None, reason: str, now: float, *, charger: str | None = None
+    ) -> None:
         st = self.state
         st.action_seq += 1
         if reason not in ("ok", "failed"):
             st.stats.actions_refused += 1
-        st.pending.append(ActionOutcome(st.action_seq, action, task, reason == "ok", reason,
-                                        now, charger))
+        st.pending.append(
+            ActionOutcome(st.action_seq, action, task, reason == "ok", reason, now, charger)
+        )
 
     def _task_state(self, task_id: str) -> TaskState:
         return next(ts for ts in self.state.tasks if ts.id == task_id)
@@ -604,8 +679,11 @@ class World:
         speeding = limit is not None and abs(robot.v) > limit + _EPS
         if speeding and not st.speeding:
             st.stats.speed_violations += 1
-            st.incidents.append(Incident(at, "speed_violation",
-                                         f"{abs(robot.v):.2f} m/s > {limit:g} m/s at {_at(robot)}"))
+            st.incidents.append(
+                Incident(
+                    at, "speed_violation", f"{abs(robot.v):.2f} m/s > {limit:g} m/s at {_at(robot)}"
+                )
+            )
         st.stats.speed_violation_ticks += speeding
         st.speeding = speeding
 

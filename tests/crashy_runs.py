@@ -11,7 +11,20 @@ from sim.campaign import RunRequest
 def run_or_die(request: RunRequest) -> dict[str, Any]:
     if request.seed == 13:
         os._exit(3)
-    return {"scenario": request.scenario, "seed": request.seed, "fault": request.label,
-            "fault_kind": None, "expected": [], "reactions_ok": True, "safe": True,
-            "passed": True, "deliveries_done": 1, "tasks_total": 1, "safety_violations": 0,
-            "collisions": 0, "ticks": 1, "board_digest": str(request.seed), "error": None}
+    return {
+        "scenario": request.scenario,
+        "seed": request.seed,
+        "fault": request.label,
+        "fault_kind": None,
+        "expected": [],
+        "reactions_ok": True,
+        "safe": True,
+        "passed": True,
+        "deliveries_done": 1,
+        "tasks_total": 1,
+        "safety_violations": 0,
+        "collisions": 0,
+        "ticks": 1,
+        "board_digest": str(request.seed),
+        "error": None,
+    }

@@ -41,8 +41,9 @@ def test_system_and_goal_survive_overflow_and_the_summary_rolls() -> None:
     assert len(messages) == 6
     assert messages[0] == Message("system", "you are a robot")
     assert messages[1] == Message("user", "deliver t1")
-    assert messages[2].role == "system" and "Summary of earlier turns" in (messages[2].content
-                                                                          or "")
+    assert messages[2].role == "system" and "Summary of earlier turns" in (
+        messages[2].content or ""
+    )
     assert [m.content for m in messages[3:]] == ["u5", "u6", "u7"]
     # the first overflow also makes room for the summary; each later roll builds on the last
     assert memory.dropped == 5 and memory.summary == "+2+1+1+1"
@@ -59,8 +60,11 @@ def test_a_tool_call_is_dropped_with_its_results_never_apart() -> None:
     assert len(memory) == 5
     memory.add_user("and more")  # the whole 3-message tool turn goes, not just its call
     assert [m.content for m in memory.messages()] == [
-        "s", "Summary of earlier turns: [3 earlier messages omitted; tools used: read, list]",
-        "next", "and more"]
+        "s",
+        "Summary of earlier turns: [3 earlier messages omitted; tools used: read, list]",
+        "next",
+        "and more",
+    ]
 
 
 def test_the_newest_turn_is_kept_whole_even_when_it_alone_is_too_big() -> None:
@@ -96,14 +100,25 @@ def test_messages_render_as_openai_requests_and_plain_text() -> None:
     assert memory.to_openai() == [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "g"},
-        {"role": "assistant", "content": "thinking", "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "read", "arguments": '{"key": "a"}'}}]},
+        {
+            "role": "assistant",
+            "content": "thinking",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": '{"key": "a"}'},
+                }
+            ],
+        },
         {"role": "tool", "content": '{"value": 1}', "tool_call_id": "c1"},
     ]
     assert memory.to_prompt_context().splitlines() == [
-        "system: s", "user: g", 'assistant: thinking -> read({"key": "a"})',
-        '[tool:read] {"value": 1}']
+        "system: s",
+        "user: g",
+        'assistant: thinking -> read({"key": "a"})',
+        '[tool:read] {"value": 1}',
+    ]
 
 
 def test_bad_messages_and_settings_are_refused() -> None:
@@ -124,14 +139,19 @@ def test_the_default_summary_counts_across_rolls() -> None:
 
 
 turns = st.lists(
-    st.one_of(st.just(("user", 0)), st.just(("assistant", 0)),
-              st.tuples(st.just("tools"), st.integers(1, 4))),
-    max_size=40)
+    st.one_of(
+        st.just(("user", 0)),
+        st.just(("assistant", 0)),
+        st.tuples(st.just("tools"), st.integers(1, 4)),
+    ),
+    max_size=40,
+)
 
 
 @given(max_messages=st.integers(4, 12), script=turns, with_goal=st.booleans())
-def test_short_term_invariants(max_messages: int, script: list[tuple[str, int]],
-                               with_goal: bool) -> None:
+def test_short_term_invariants(
+    max_messages: int, script: list[tuple[str, int]], with_goal: bool
+) -> None:
     memory = ShortTermMemory(max_messages=max_messages)
     memory.set_system("system prompt")
     if with_goal:
@@ -193,8 +213,11 @@ R1 = {"robot": "r1", "session": "s1"}
 
 def test_remember_and_recall_by_similarity() -> None:
     with LongTermMemory() as memory:
-        for text in ("the aisle at x=3 was blocked at t=10", "dock B unloads slowly",
-                     "the charger at (1, 2) is out of order"):
+        for text in (
+            "the aisle at x=3 was blocked at t=10",
+            "dock B unloads slowly",
+            "the charger at (1, 2) is out of order",
+        ):
             assert memory.remember(text, scope=R1, metadata={"kind": "fact"}).stored
         found = memory.recall("is the aisle at x=3 blocked?", scope=R1, k=2)
         assert found[0].content == "the aisle at x=3 was blocked at t=10"
@@ -220,8 +243,11 @@ class TableEmbedder:
 
     name = "table"
     vectors: ClassVar[dict[str, list[float]]] = {
-        "fact": [1.0, 0.0, 0.0], "fact, restated": [0.9, 0.43589, 0.0],
-        "query": [1.0, 0.1, 0.0], "other": [0.0, 0.0, 1.0]}
+        "fact": [1.0, 0.0, 0.0],
+        "fact, restated": [0.9, 0.43589, 0.0],
+        "query": [1.0, 0.1, 0.0],
+        "other": [0.0, 0.0, 1.0],
+    }
 
     def __call__(self, text: str) -> list[float]:
         return self.vectors[text]
@@ -272,17 +298,21 @@ def test_bad_scopes_and_arguments_are_refused() -> None:
         memory.remember("x", scope=R1, metadata={"f": object()})
 
 
-scopes = st.fixed_dictionaries({"robot": st.sampled_from(["r1", "r2"]),
-                                "session": st.sampled_from(["a", "b", "c"])})
+scopes = st.fixed_dictionaries(
+    {"robot": st.sampled_from(["r1", "r2"]), "session": st.sampled_from(["a", "b", "c"])}
+)
 words = st.sampled_from(["aisle", "dock", "blocked", "charger", "slow", "x=3", "x=7", "people"])
 
 
-@given(writes=st.lists(st.tuples(scopes, st.lists(words, min_size=1, max_size=5)),
-                       max_size=25),
-       query=st.lists(words, min_size=1, max_size=4), asked=scopes, k=st.integers(1, 30))
+@given(
+    writes=st.lists(st.tuples(scopes, st.lists(words, min_size=1, max_size=5)), max_size=25),
+    query=st.lists(words, min_size=1, max_size=4),
+    asked=scopes,
+    k=st.integers(1, 30),
+)
 def test_a_recall_never_returns_another_scopes_memories(
-        writes: list[tuple[dict[str, str], list[str]]], query: list[str],
-        asked: dict[str, str], k: int) -> None:
+    writes: list[tuple[dict[str, str], list[str]]], query: list[str], asked: dict[str, str], k: int
+) -> None:
     memory = LongTermMemory()
     stored: dict[int, dict[str, str]] = {}
     for scope, text in writes:
@@ -301,8 +331,9 @@ def test_a_recall_never_returns_another_scopes_memories(
 
 def test_a_snapshot_is_a_deep_copy() -> None:
     state = WorkingState("deliver t1")
-    state.set_plan(Plan((PlanStep("go", action="goto"),
-                         PlanStep("pick", action="pick", depends_on=("go",)))))
+    state.set_plan(
+        Plan((PlanStep("go", action="goto"), PlanStep("pick", action="pick", depends_on=("go",))))
+    )
     state.start_step("go")
     state.set_variable("route", [[0, 0], [1, 0]])
     state.set_step_result("go", {"ok": True, "log": ["left dock"]})

@@ -39,16 +39,26 @@ class World:
 
 
 PLANNER = ContextSpec(
-    name="planner", board_keys=("goal:*", "pose", "route", "constraint:*"),
-    weights={"goal:*": 1.0, "constraint:*": 0.9, "map:*": 0.4}, default_weight=0.3,
+    name="planner",
+    board_keys=("goal:*", "pose", "route", "constraint:*"),
+    weights={"goal:*": 1.0, "constraint:*": 0.9, "map:*": 0.4},
+    default_weight=0.3,
     required=("goal:*", "pose", "constraint:*"),
-    map_center="pose", map_radius=5.0, corridor_width=1.0,
-    event_window=10.0, event_kinds=("action_failed",),
+    map_center="pose",
+    map_radius=5.0,
+    corridor_width=1.0,
+    event_window=10.0,
+    event_kinds=("action_failed",),
 )
 EXECUTOR = ContextSpec(
-    name="executor", board_keys=("pose", "route", "velocity"),
-    weights={"event:*": 0.8}, required=("pose", "event:action_failed*"),
-    map_center="pose", map_radius=5.0, event_window=10.0, event_kinds=("action_failed",),
+    name="executor",
+    board_keys=("pose", "route", "velocity"),
+    weights={"event:*": 0.8},
+    required=("pose", "event:action_failed*"),
+    map_center="pose",
+    map_radius=5.0,
+    event_window=10.0,
+    event_kinds=("action_failed",),
 )
 
 
@@ -67,8 +77,11 @@ def test_views_of_one_tick_agree_and_carry_provenance() -> None:
     for key in shared:
         assert p[key] == e[key]
         assert p.provenance[key].stamp == e.provenance[key].stamp
-        assert p.provenance[key].importance == e.provenance[key].importance == max(
-            PLANNER.weight_for(key), EXECUTOR.weight_for(key))
+        assert (
+            p.provenance[key].importance
+            == e.provenance[key].importance
+            == max(PLANNER.weight_for(key), EXECUTOR.weight_for(key))
+        )
     assert p.provenance["pose"].source == "board"
     assert p.provenance["pose"].via == "board:pose"
     assert p.provenance["map:shelf-1"].via == "map:window(pose,5)"
@@ -81,7 +94,10 @@ def test_views_of_one_tick_agree_and_carry_provenance() -> None:
     assert set(p.provenance) == set(p) and p.item("pose") is p.provenance["pose"]
     assert p.items["pose"] is p.provenance["pose"]  # DESIGN.md's name for it
     assert (ws.occupancy.held, ws.occupancy.pinned, ws.occupancy.capacity) == (
-        len(ws.items), 1, 64)  # goal:* is pinned by default
+        len(ws.items),
+        1,
+        64,
+    )  # goal:* is pinned by default
     assert p.occupancy == ws.occupancy
     assert ws.versions.board_seq == w.board.seq
     assert ws.versions.map_version == w.map.version
@@ -95,8 +111,9 @@ def test_views_of_one_tick_agree_and_carry_provenance() -> None:
     second=st.lists(st.sampled_from(["a", "b", "c:*", "d"]), min_size=1, max_size=3, unique=True),
     capacity=st.integers(1, 6),
 )
-def test_shared_items_agree_property(keys: list[str], first: list[str], second: list[str],
-                                     capacity: int) -> None:
+def test_shared_items_agree_property(
+    keys: list[str], first: list[str], second: list[str], capacity: int
+) -> None:
     w = World(capacity=capacity)
     for i, key in enumerate(keys):
         w.board.write(key, [i, key])
@@ -155,10 +172,12 @@ def test_absence_is_explicit_with_reasons() -> None:
     w.board.write("pose", (0, 0, 0), ttl=0.1)
     w.board.write("goal:deliver:1", 1)
     spec = ContextSpec(
-        name="cabin", board_keys=("pose", "goal:*", "noise:*", "constraint:*"),
+        name="cabin",
+        board_keys=("pose", "goal:*", "noise:*", "constraint:*"),
         weights={"noise:*": 0.9, "constraint:*": 0.1},
         required=("pose", "goal:*", "constraint:*", "event:action_failed*"),
-        event_window=5.0, event_kinds=("action_failed",),
+        event_window=5.0,
+        event_kinds=("action_failed",),
     )
     assembler = w.assembler(spec)
     ws = assembler.assemble(0, 0.0)
@@ -182,9 +201,12 @@ def test_suppressed_items_are_missing_with_reason_fault() -> None:
     w = World()
     w.board.write("pose", (0, 0, 0))
     w.board.write("constraint:speed:z", 0.5)
-    spec = ContextSpec(name="cabin", board_keys=("pose", "constraint:*"),
-                       required=("constraint:*", "event:action_failed*"),
-                       event_window=5.0)
+    spec = ContextSpec(
+        name="cabin",
+        board_keys=("pose", "constraint:*"),
+        required=("constraint:*", "event:action_failed*"),
+        event_window=5.0,
+    )
     w.log.append("action_failed", {"n": 1})
     ws = w.assembler(spec).assemble(0, 0.0)
     plain = ws.view("cabin")
@@ -202,8 +224,7 @@ def test_no_failures_differs_from_cannot_see_failures() -> None:
     spec = ContextSpec(name="executor", required=("event:action_failed*",), event_window=5.0)
     ws = w.assembler(spec).assemble(0, 0.0)
     assert ws.view("executor").missing == {"event:action_failed*": "absent"}
-    assert ws.view("executor", suppress=("event:*",)).missing == {
-        "event:action_failed*": "fault"}
+    assert ws.view("executor", suppress=("event:*",)).missing == {"event:action_failed*": "fault"}
 
 
 def test_working_set_and_views_are_frozen() -> None:
@@ -260,8 +281,9 @@ def test_retracted_sources_leave_memory_with_reason() -> None:
     w.board.write("pose", (0, 0, 0))
     w.board.write("obstacle:1", 1)
     w.map.add(Feature("crate", Point(1, 0), "obstacle"))
-    spec = ContextSpec(name="cabin", board_keys=("pose", "obstacle:*"),
-                       map_center="pose", map_radius=3.0)
+    spec = ContextSpec(
+        name="cabin", board_keys=("pose", "obstacle:*"), map_center="pose", map_radius=3.0
+    )
     assembler = w.assembler(spec)
     assembler.assemble(0, 0.0)
     w.board.delete("obstacle:1")
@@ -288,12 +310,21 @@ def test_shared_map_and_log_queries_run_once_per_tick() -> None:
     clock = SimClock()
     board = StateBoard(clock=clock)
     board.write("pose", (0, 0, 0))
-    specs = [ContextSpec(name=n, board_keys=("pose",), map_center="pose", map_radius=r,
-                         map_kinds=k, event_window=3.0)
-             for n, r, k in (("a", 4.0, ()), ("b", 2.0, ("dock",)), ("c", 4.0, ("shelf",)))]
+    specs = [
+        ContextSpec(
+            name=n,
+            board_keys=("pose",),
+            map_center="pose",
+            map_radius=r,
+            map_kinds=k,
+            event_window=3.0,
+        )
+        for n, r, k in (("a", 4.0, ()), ("b", 2.0, ("dock",)), ("c", 4.0, ("shelf",)))
+    ]
     cabin_map = CountingMap()
-    for i, (x, kind) in enumerate([(1.0, "dock"), (3.0, "dock"), (1.5, "shelf"), (5.0, "shelf"),
-                                   (0.5, "marker")]):
+    for i, (x, kind) in enumerate(
+        [(1.0, "dock"), (3.0, "dock"), (1.5, "shelf"), (5.0, "shelf"), (0.5, "marker")]
+    ):
         cabin_map.add(Feature(f"f{i}", Point(x, 0), kind))
     assembler = Assembler(board, cabin_map, CountingLog(clock=clock), WorkingMemory(), specs)
     ws = assembler.assemble(0, 0.0)
@@ -308,12 +339,18 @@ def test_relevance_keeps_only_what_the_active_goal_needs() -> None:
     w.board.write("pose", (0, 0, 0))
     w.map.add(Feature("dock-a", Point(1, 0), "dock"))
     w.map.add(Feature("charger-1", Point(0, 1), "charger"))
-    spec = ContextSpec(name="planner", board_keys=("pose", "goal:*"), map_center="pose",
-                       map_radius=5.0,
-                       relevance={"deliver": ("dock", "shelf"), "charge": ("charger",)})
+    spec = ContextSpec(
+        name="planner",
+        board_keys=("pose", "goal:*"),
+        map_center="pose",
+        map_radius=5.0,
+        relevance={"deliver": ("dock", "shelf"), "charge": ("charger",)},
+    )
     assembler = w.assembler(spec)
     assert {f.id for f in assembler.assemble(0, 0.0).view("planner").nearby_map} == {
-        "dock-a", "charger-1"}
+        "dock-a",
+        "charger-1",
+    }
     w.board.write("goal:deliver:1", 1)
     assert [f.id for f in assembler.assemble(1, 0.1).view("planner").nearby_map] == ["dock-a"]
     w.board.write("goal:inspect:1", 1)  # a goal kind the spec says nothing about
@@ -336,8 +373,9 @@ def test_duplicate_spec_names_refused() -> None:
 def test_items_no_spec_selects_any_more_expire() -> None:
     w = World(capacity=4)
     w.board.write("pose", (0, 0, 0))
-    spec = ContextSpec(name="cabin", board_keys=("pose",), event_window=1.0,
-                       weights={"event:*": 0.9, "pose": 0.5})
+    spec = ContextSpec(
+        name="cabin", board_keys=("pose",), event_window=1.0, weights={"event:*": 0.9, "pose": 0.5}
+    )
     assembler = w.assembler(spec)
     old = w.log.append("bump", {"n": 1}, stamp=0.0)
     assert f"event:bump:{old.seq}" in assembler.assemble(0, 0.0).items
@@ -352,20 +390,35 @@ def test_items_no_spec_selects_any_more_expire() -> None:
 _KEYS = ("pose", "route", "goal:a", "goal:b", "constraint:x", "velocity")
 _KINDS = ("action_failed", "action_done", "note")
 _step = st.one_of(
-    st.tuples(st.just("write"), st.sampled_from(_KEYS), st.integers(0, 3),
-              st.sampled_from([None, 0.05, 0.3])),
+    st.tuples(
+        st.just("write"),
+        st.sampled_from(_KEYS),
+        st.integers(0, 3),
+        st.sampled_from([None, 0.05, 0.3]),
+    ),
     st.tuples(st.just("delete"), st.sampled_from(_KEYS)),
     st.tuples(st.just("feature"), st.integers(0, 5), st.floats(-6, 6), st.floats(-6, 6)),
     st.tuples(st.just("unmap"), st.integers(0, 5)),
-    st.tuples(st.just("event"), st.sampled_from(_KINDS), st.sampled_from(["", "x"]),
-              st.sampled_from([0.0, 0.0, 0.5])),  # an offset > 0: stamped ahead of the clock
+    st.tuples(
+        st.just("event"),
+        st.sampled_from(_KINDS),
+        st.sampled_from(["", "x"]),
+        st.sampled_from([0.0, 0.0, 0.5]),
+    ),  # an offset > 0: stamped ahead of the clock
     st.tuples(st.just("tick"), st.sampled_from([0.05, 0.1, 1.0, 4.0])),
 )
 _SPECS = (
     PLANNER,
     EXECUTOR,
-    ContextSpec(name="monitor", board_keys=("pose", "velocity", "goal:*"), map_center="pose",
-                map_radius=2.0, event_window=3.0, event_limit=2, event_tags=("x",)),
+    ContextSpec(
+        name="monitor",
+        board_keys=("pose", "velocity", "goal:*"),
+        map_center="pose",
+        map_radius=2.0,
+        event_window=3.0,
+        event_limit=2,
+        event_tags=("x",),
+    ),
 )
 
 
@@ -375,14 +428,19 @@ def _seen(ws: Any) -> dict[str, Any]:
         view = ws.view(name)
         out[name] = (
             {k: (i.value, i.importance, i.last_used, i.via) for k, i in view.provenance.items()},
-            view.nearby_map, view.corridor_map, view.recent_events, dict(view.missing))
+            view.nearby_map,
+            view.corridor_map,
+            view.recent_events,
+            dict(view.missing),
+        )
     return out
 
 
 @settings(max_examples=200, deadline=None)
 @given(steps=st.lists(_step, max_size=60))
-@example(steps=[("event", "action_failed", "x", 0.0), ("tick", 1.0), ("tick", 4.0),
-                ("tick", 4.0)])  # the event ages out of the 3 s window, then the 10 s one
+@example(
+    steps=[("event", "action_failed", "x", 0.0), ("tick", 1.0), ("tick", 4.0), ("tick", 4.0)]
+)  # the event ages out of the 3 s window, then the 10 s one
 @example(steps=[("event", "note", "x", 0.5), ("tick", 0.1), ("tick", 1.0)])  # stamped ahead
 def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any, ...]]) -> None:
     """Caches across ticks (board keys per pattern, event windows, unchanged items) are
@@ -392,8 +450,11 @@ def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any,
     tick = 0
     for step in [*steps, ("tick", 0.05)]:
         if step[0] == "write":
-            value = [(0.0, 0.0), (float(step[2]), 1.0)] if step[1] == "route" else \
-                (float(step[2]), 0.0, 0.0)
+            value = (
+                [(0.0, 0.0), (float(step[2]), 1.0)]
+                if step[1] == "route"
+                else (float(step[2]), 0.0, 0.0)
+            )
             w.board.write(step[1], value, ttl=step[3])
         elif step[0] == "delete":
             w.board.delete(step[1])
@@ -403,8 +464,12 @@ def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any,
             w.map.discard(f"f{step[1]}")
         elif step[0] == "event":
             last = w.log.newest()[1]  # stamps never go backwards
-            w.log.append(step[1], {}, tags=(step[2],) if step[2] else (),
-                         stamp=max(w.clock.now() + step[3], last))
+            w.log.append(
+                step[1],
+                {},
+                tags=(step[2],) if step[2] else (),
+                stamp=max(w.clock.now() + step[3], last),
+            )
         else:
             now = w.clock.now()
             fresh = Assembler(w.board, w.map, w.log, WorkingMemory(capacity=1000), _SPECS)
@@ -413,11 +478,15 @@ def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any,
             w.clock.advance(step[1])
 
 
-@given(keys=st.lists(st.text("ab:*?[]x", min_size=1, max_size=5), max_size=12),
-       pattern=st.sampled_from(["a*", "a:*", "ab?", "a[bx]*", "[ab]*", "*x", "ab", "a:b*x",
-                                "b*", "?"]))
+@given(
+    keys=st.lists(st.text("ab:*?[]x", min_size=1, max_size=5), max_size=12),
+    pattern=st.sampled_from(
+        ["a*", "a:*", "ab?", "a[bx]*", "[ab]*", "*x", "ab", "a:b*x", "b*", "?"]
+    ),
+)
 def test_a_required_pattern_is_found_among_sorted_keys_as_by_a_scan(
-        keys: list[str], pattern: str) -> None:
+    keys: list[str], pattern: str
+) -> None:
     import fnmatch
     import re
 
@@ -426,7 +495,8 @@ def test_a_required_pattern_is_found_among_sorted_keys_as_by_a_scan(
 
     rx = re.compile(fnmatch.translate(pattern)).match
     assert _any_from(sorted(keys), literal_prefix(pattern), rx) == any(
-        fnmatch.fnmatchcase(k, pattern) for k in keys)
+        fnmatch.fnmatchcase(k, pattern) for k in keys
+    )
 
 
 def test_two_centre_keys_at_one_point_keep_their_own_windows() -> None:
@@ -435,10 +505,10 @@ def test_two_centre_keys_at_one_point_keep_their_own_windows() -> None:
     w.board.write("dock_pose", (0.0, 0.0, 0.0))  # the robot stands on the dock
     w.map.add(Feature("near", Point(2, 0), "obstacle"))
     w.map.add(Feature("far", Point(8, 0), "shelf"))
-    a = ContextSpec(name="a", board_keys=("pose",), map_center="pose", map_radius=3.0,
-                    map_kinds=("obstacle",))
-    b = ContextSpec(name="b", board_keys=("dock_pose",), map_center="dock_pose",
-                    map_radius=10.0)
+    a = ContextSpec(
+        name="a", board_keys=("pose",), map_center="pose", map_radius=3.0, map_kinds=("obstacle",)
+    )
+    b = ContextSpec(name="b", board_keys=("dock_pose",), map_center="dock_pose", map_radius=10.0)
     ws = w.assembler(a, b).assemble(0, 0.0)
     assert [f.id for f in ws.view("a").nearby_map] == ["near"]
     assert [f.id for f in ws.view("b").nearby_map] == ["near", "far"]

@@ -91,15 +91,27 @@ def test_the_selection_check_notices_a_difference() -> None:
     assert views_match(ws, views, packs) is not None
 
 
-_KEYS = ("goal:a", "safety:b", "pose", "route", "map:shelf:1", "map:dock:2", "event:x:1",
-         "constraint:z", "battery", "cargo")
+_KEYS = (
+    "goal:a",
+    "safety:b",
+    "pose",
+    "route",
+    "map:shelf:1",
+    "map:dock:2",
+    "event:x:1",
+    "constraint:z",
+    "battery",
+    "cargo",
+)
 
 
-@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from((0.1, 0.5, 0.9, 1.0))),
-                max_size=40),
-       st.integers(min_value=1, max_value=5))
-def test_seed_eviction_picks_the_runtime_victims(pushes: list[tuple[str, float]],
-                                                 capacity: int) -> None:
+@given(
+    st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from((0.1, 0.5, 0.9, 1.0))), max_size=40),
+    st.integers(min_value=1, max_value=5),
+)
+def test_seed_eviction_picks_the_runtime_victims(
+    pushes: list[tuple[str, float]], capacity: int
+) -> None:
     memory = WorkingMemory(capacity=capacity)
     reference = SeedWorkingMemory(SeedBoard(), SeedMap(), SeedLog(), capacity=capacity)
     for t, (key, importance) in enumerate(pushes):
@@ -109,8 +121,16 @@ def test_seed_eviction_picks_the_runtime_victims(pushes: list[tuple[str, float]]
 
 
 def test_measure_world_runs_on_a_toy_world_and_reports() -> None:
-    plan = Plan(ticks=20, warmup=5, seed_ticks=5, seed_budget_s=60.0, stage_ticks=5,
-                profile_ticks=3, slack_ticks=5, gc_freeze=False)
+    plan = Plan(
+        ticks=20,
+        warmup=5,
+        seed_ticks=5,
+        seed_budget_s=60.0,
+        stage_ticks=5,
+        profile_ticks=3,
+        slack_ticks=5,
+        gc_freeze=False,
+    )
     result = measure_world(TOY, plan, seed=1)
     assert result.parity == {"ticks_compared": 5, "mismatches": 0}
     assert result.runtime.n == 20 and result.seed.n == 5
@@ -118,17 +138,32 @@ def test_measure_world_runs_on_a_toy_world_and_reports() -> None:
     assert result.profile["top_runtime_cumulative"]
     world = result.as_dict()
     results: dict[str, Any] = {
-        "command": "test", "mode": "quick", "duration_s": 1.0,
-        "machine": {"cpu": "cpu", "cores": 1, "implementation": "CPython", "python": "3",
-                    "system": "Linux", "load_average_at_start": [0.0, 0.0, 0.0]},
+        "command": "test",
+        "mode": "quick",
+        "duration_s": 1.0,
+        "machine": {
+            "cpu": "cpu",
+            "cores": 1,
+            "implementation": "CPython",
+            "python": "3",
+            "system": "Linux",
+            "load_average_at_start": [0.0, 0.0, 0.0],
+        },
         "settings": {"capacity": 64, "area_per_feature_m2": 150.0, "event_rate_hz": 20.0},
         "worlds": [world],
         "peer": None,
-        "event_memory": {"events": 10, "runtime_log_bytes_per_event": 50.0,
-                         "seed_list_bytes_per_event": 130.0, "payload_bytes_per_event": 200.0},
-        "simulator": {"rate_hz": 20.0, "median_real_time_factor": 50.0,
-                      "median_ticks_per_s": 1000.0,
-                      "runs": [{"ticks": 10, "sim_time_s": 0.5, "tick_compute_p50_ms": 0.5}]},
+        "event_memory": {
+            "events": 10,
+            "runtime_log_bytes_per_event": 50.0,
+            "seed_list_bytes_per_event": 130.0,
+            "payload_bytes_per_event": 200.0,
+        },
+        "simulator": {
+            "rate_hz": 20.0,
+            "median_real_time_factor": 50.0,
+            "median_ticks_per_s": 1000.0,
+            "runs": [{"ticks": 10, "sim_time_s": 0.5, "tick_compute_p50_ms": 0.5}],
+        },
     }
     results["targets"] = targets(results)
     by_name = {t["target"]: t for t in results["targets"]}

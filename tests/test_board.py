@@ -22,7 +22,13 @@ def board() -> StateBoard:
 def test_reading_carries_stamp_ttl_source_seq(board: StateBoard) -> None:
     r = board.write("pose", (1.0, 2.0, 0.0), ttl=0.5, source="sensor")
     assert (r.key, r.value, r.stamp, r.ttl, r.source, r.seq) == (
-        "pose", (1.0, 2.0, 0.0), 10.0, 0.5, "sensor", 1)
+        "pose",
+        (1.0, 2.0, 0.0),
+        10.0,
+        0.5,
+        "sensor",
+        1,
+    )
     assert board.read("pose") == r
     assert board.read("nothing") is None
 
@@ -55,10 +61,16 @@ def test_keys_with_globs(board: StateBoard) -> None:
     assert len(board.keys()) == 6
 
 
-@given(st.lists(st.tuples(st.sampled_from(["w", "d"]),
-                          st.text(alphabet="ab:*", min_size=1, max_size=5).filter(
-                              lambda k: "*" not in k)), max_size=30),
-       st.text(alphabet="ab:*?", min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["w", "d"]),
+            st.text(alphabet="ab:*", min_size=1, max_size=5).filter(lambda k: "*" not in k),
+        ),
+        max_size=30,
+    ),
+    st.text(alphabet="ab:*?", min_size=1, max_size=5),
+)
 def test_keys_equal_a_scan(ops: list[tuple[str, str]], pattern: str) -> None:
     import fnmatch
 
@@ -160,7 +172,8 @@ def test_keys_with_the_highest_code_point_after_the_prefix() -> None:
         board.write(key, 1)
     for pattern in ["goal:*", "a*", "a*b", "a?", "a[!x]*", "\U0010ffff*", "*"]:
         assert board.keys(pattern) == tuple(
-            k for k in sorted(keys) if fnmatch.fnmatchcase(k, pattern)), pattern
+            k for k in sorted(keys) if fnmatch.fnmatchcase(k, pattern)
+        ), pattern
 
 
 def test_ttl_takes_real_numbers_not_bools() -> None:

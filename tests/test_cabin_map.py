@@ -421,12 +421,14 @@ def test_window_matches_brute_force_after_any_changes(ops: list[_Op], limit: int
 
 @settings(max_examples=100, deadline=None)
 @given(
-    ops=_ops(st.tuples(st.just("query"), _center, _distance, _distance, _kinds_filter,
-                       _tags_filter)),
+    ops=_ops(
+        st.tuples(st.just("query"), _center, _distance, _distance, _kinds_filter, _tags_filter)
+    ),
     limit=st.integers(1, 8),
 )
-def test_a_wide_query_filtered_by_distance_is_every_smaller_window(ops: list[_Op],
-                                                                   limit: int) -> None:
+def test_a_wide_query_filtered_by_distance_is_every_smaller_window(
+    ops: list[_Op], limit: int
+) -> None:
     """What lets the assembler make one map query per centre for all its specs."""
 
     def check(m: CabinMap, model: dict[str, Feature], op: _Op) -> None:
@@ -434,8 +436,9 @@ def test_a_wide_query_filtered_by_distance_is_every_smaller_window(ops: list[_Op
         small, large = sorted((a, b))
         pairs = m.nearby(center, large, kinds=kinds, tags=tags)
         assert [d for _, d in pairs] == sorted(d for _, d in pairs)
-        assert tuple(f for f, d in pairs if d <= small) == m.window(center, small, kinds=kinds,
-                                                                    tags=tags)
+        assert tuple(f for f, d in pairs if d <= small) == m.window(
+            center, small, kinds=kinds, tags=tags
+        )
 
     _run(ops, limit, check)
 
@@ -471,15 +474,17 @@ _near = st.integers(-8, 8).map(lambda v: v / 2)  # a small floor: most features 
 
 @settings(max_examples=100, deadline=None)
 @given(
-    changes=st.lists(st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 11), _near,
-                               _near), max_size=40),
+    changes=st.lists(
+        st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 11), _near, _near), max_size=40
+    ),
     route=st.lists(st.tuples(_near, _near), min_size=2, max_size=4).filter(
-        lambda r: len(set(r)) > 1),
+        lambda r: len(set(r)) > 1
+    ),
     limit=st.integers(1, 8),
 )
 def test_a_repeated_corridor_follows_every_change_on_the_map(
-        changes: list[tuple[str, int, float, float]], route: list[tuple[float, float]],
-        limit: int) -> None:
+    changes: list[tuple[str, int, float, float]], route: list[tuple[float, float]], limit: int
+) -> None:
     """The same route asked again after each change (the tree's part of it is kept until
     the next rebuild) answers as a brute-force scan does."""
     m = CabinMap(overflow_limit=limit)
@@ -494,20 +499,25 @@ def test_a_repeated_corridor_follows_every_change_on_the_map(
         for kinds in (None, ["shelf"]):
             for asked in (route, tuple(route)):  # a list, and a tuple as a board holds it
                 assert ids(m.corridor(asked, 1.5, kinds=kinds)) == _brute_corridor(
-                    model, route, 1.5, kinds, None)
+                    model, route, 1.5, kinds, None
+                )
 
 
 @settings(max_examples=100, deadline=None)
 @given(
-    steps=st.lists(st.one_of(
-        st.tuples(st.just("move"), st.floats(-0.6, 0.6), st.floats(-0.6, 0.6)),
-        st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 15), _near, _near)),
-        max_size=50),
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("move"), st.floats(-0.6, 0.6), st.floats(-0.6, 0.6)),
+            st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 15), _near, _near),
+        ),
+        max_size=50,
+    ),
     radius=st.sampled_from([1.0, 2.0, 3.5]),
     limit=st.integers(1, 8),
 )
 def test_a_window_moving_in_small_steps_answers_as_a_scan_does(
-        steps: list[tuple[Any, ...]], radius: float, limit: int) -> None:
+    steps: list[tuple[Any, ...]], radius: float, limit: int
+) -> None:
     """A window that follows a robot is answered from a wider tree query made where the
     centre was (until it moves too far): never a feature short, never one too many."""
     m = CabinMap(overflow_limit=limit)
@@ -529,4 +539,5 @@ def test_a_window_moving_in_small_steps_answers_as_a_scan_does(
             m.discard(f"f{step[1]}")
         for kinds in (None, ["dock"]):
             assert ids(m.window((x, y), radius, kinds=kinds)) == _brute_window(
-                model, (x, y), radius, kinds, None)
+                model, (x, y), radius, kinds, None
+            )

@@ -60,7 +60,8 @@ def straight_300() -> dict[str, Any]:
 
 
 def test_a_checkpoint_at_200_resumed_to_300_equals_an_uninterrupted_run(
-        tmp_path: Path, straight_300: dict[str, Any]) -> None:
+    tmp_path: Path, straight_300: dict[str, Any]
+) -> None:
     plan = RunPlan(ticks=300, until_done=False, every=200, path=str(tmp_path / "run.ckpt"))
     checkpointer = Checkpointer(plan)
     checkpointing = _summary(Simulation("warehouse", seed=0), 300, after_tick=checkpointer)
@@ -81,11 +82,13 @@ def straight_with_faults() -> dict[str, Any]:
     return _summary(sim, 120)
 
 
-@settings(max_examples=6, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(at=st.integers(min_value=1, max_value=119))
 def test_resuming_from_any_tick_ends_in_the_same_state(
-        tmp_path: Path, straight_with_faults: dict[str, Any], at: int) -> None:
+    tmp_path: Path, straight_with_faults: dict[str, Any], at: int
+) -> None:
     sim = Simulation("warehouse", seed=3, faults=[parse_fault(f) for f in FAULTS])
     sim.run(at, until_done=False)
     save(sim, RunPlan(ticks=120, until_done=False), tmp_path / f"{at}.ckpt")
@@ -133,12 +136,15 @@ def test_a_pickled_board_keeps_its_readings_and_gets_a_new_lock() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(points=st.lists(st.tuples(st.floats(0, 50), st.floats(0, 50)), min_size=1, max_size=90),
-       removed=st.integers(0, 20), center=st.tuples(st.floats(0, 50), st.floats(0, 50)),
-       radius=st.floats(0, 30))
+@given(
+    points=st.lists(st.tuples(st.floats(0, 50), st.floats(0, 50)), min_size=1, max_size=90),
+    removed=st.integers(0, 20),
+    center=st.tuples(st.floats(0, 50), st.floats(0, 50)),
+    radius=st.floats(0, 30),
+)
 def test_a_pickled_map_answers_every_query_as_before(
-        points: list[tuple[float, float]], removed: int, center: tuple[float, float],
-        radius: float) -> None:
+    points: list[tuple[float, float]], removed: int, center: tuple[float, float], radius: float
+) -> None:
     cabin_map = CabinMap(overflow_limit=4)
     for i, xy in enumerate(points):
         cabin_map.add(Feature(f"f{i}", Point(xy).buffer(0.5), "box", tags=frozenset({f"t{i % 3}"})))
@@ -162,24 +168,34 @@ def test_a_pickled_log_goes_on_numbering_and_answering_the_same() -> None:
         log.append("tick" if i % 2 else "alarm", {"i": i}, tags=("a", f"n{i % 3}"))
     back = pickle.loads(pickle.dumps(log))
     assert back.query(0, limit=None) == log.query(0, limit=None)
-    assert back.query(3.0, kinds=["alarm"], tags=["n1"]) == log.query(3.0, kinds=["alarm"],
-                                                                       tags=["n1"])
+    assert back.query(3.0, kinds=["alarm"], tags=["n1"]) == log.query(
+        3.0, kinds=["alarm"], tags=["n1"]
+    )
     assert back.dropped == log.dropped
     assert back.append("x").seq == log.append("x").seq == 21
 
 
 @settings(max_examples=40, deadline=None)
-@given(pushes=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 4), st.integers(0, 9)),
-                       min_size=1, max_size=80),
-       cut=st.integers(0, 80))
+@given(
+    pushes=st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 4), st.integers(0, 9)), min_size=1, max_size=80
+    ),
+    cut=st.integers(0, 80),
+)
 def test_a_pickled_memory_forgets_exactly_as_the_original(
-        pushes: list[tuple[int, int, int]], cut: int) -> None:
-    def push(memory: WorkingMemory, batch: list[tuple[int, int, int]],
-             start: int) -> list[Eviction]:
+    pushes: list[tuple[int, int, int]], cut: int
+) -> None:
+    def push(
+        memory: WorkingMemory, batch: list[tuple[int, int, int]], start: int
+    ) -> list[Eviction]:
         out: list[Eviction] = []
         for n, (key, weight, used) in enumerate(batch, start):
-            item = WorkItem(f"goal:{key}" if key % 11 == 0 else f"k{key}", n,
-                            importance=weight / 4, last_used=float(used))
+            item = WorkItem(
+                f"goal:{key}" if key % 11 == 0 else f"k{key}",
+                n,
+                importance=weight / 4,
+                last_used=float(used),
+            )
             out.extend(memory.push(item, tick=n))
         return out
 
@@ -200,8 +216,14 @@ def test_a_pickled_memory_forgets_exactly_as_the_original(
 
 def _sim_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sim", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _tick_of(path: Path) -> int:
@@ -214,16 +236,15 @@ def _tick_of(path: Path) -> int:
 def _messages(path: Path) -> dict[str, list[Any]]:
     """Every message of a recording by topic, but /stats (its compute times are measured)."""
     recording = Recording.open(path)
-    return {topic: list(recording.messages(topic)) for topic in recording.topics
-            if topic != "/stats"}
+    return {
+        topic: list(recording.messages(topic)) for topic in recording.topics if topic != "/stats"
+    }
 
 
-def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(
-        tmp_path: Path) -> None:
+def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(tmp_path: Path) -> None:
     common = ("run", "--ticks", "1200", "--json")
     straight = _sim_cli(*common, "--record", "straight.mcap", cwd=tmp_path)
-    killed = _sim_cli(*common, "--checkpoint-every", "200", "--record", "run.mcap",
-                      cwd=tmp_path)
+    killed = _sim_cli(*common, "--checkpoint-every", "200", "--record", "run.mcap", cwd=tmp_path)
     checkpoint = tmp_path / "run.ckpt"  # the default: beside the recording
     deadline = time.monotonic() + 60
     while _tick_of(checkpoint) < 400 and killed.poll() is None and time.monotonic() < deadline:
@@ -256,8 +277,9 @@ def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(
 
 def test_recording_continues_across_two_crashes(tmp_path: Path) -> None:
     record = tmp_path / "run.mcap"
-    plan = RunPlan(ticks=150, until_done=False, record=str(record), every=50,
-                   path=str(tmp_path / "run.ckpt"))
+    plan = RunPlan(
+        ticks=150, until_done=False, record=str(record), every=50, path=str(tmp_path / "run.ckpt")
+    )
     sim = Simulation("warehouse", seed=1, record=record)
     sim.run(70, until_done=False, after_tick=Checkpointer(plan))  # dies at 70: no close
     again = resume(plan.path or "")
@@ -271,8 +293,7 @@ def test_recording_continues_across_two_crashes(tmp_path: Path) -> None:
     expected = _summary(straight, 150)
     straight.close()
     assert deterministic_fields(last.sim.summary()) == expected
-    assert [m["tick"] for m in Recording.open(record).messages("/working_set")] == \
-        list(range(150))
+    assert [m["tick"] for m in Recording.open(record).messages("/working_set")] == list(range(150))
     assert _messages(record) == _messages(tmp_path / "straight.mcap")
 
 
@@ -299,22 +320,29 @@ def good_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _rewrite_header(path: Path, **changes: Any) -> bytes:
     data = path.read_bytes()
     head_end = data.index(b"\n", len(MAGIC)) + 1
-    header = json.loads(data[len(MAGIC):head_end])
+    header = json.loads(data[len(MAGIC) : head_end])
     header.update(changes)
     return MAGIC + json.dumps(header).encode() + b"\n" + data[head_end:]
 
 
-@pytest.mark.parametrize(("damage", "message"), [
-    (lambda good: b"PK\x03\x04 certainly not a checkpoint", "not a tickwork checkpoint"),
-    (lambda good: b"", "not a tickwork checkpoint"),
-    (lambda good: MAGIC + b"{not json\n", "header is not JSON"),
-    (lambda good: MAGIC + b'{"format": 1}', "header is cut short"),
-    (lambda good: good[: len(good) - 100], "cut short"),
-    (lambda good: good[:-1] + bytes([good[-1] ^ 0xFF]), "does not match its checksum"),
-])
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda good: b"PK\x03\x04 certainly not a checkpoint", "not a tickwork checkpoint"),
+        (lambda good: b"", "not a tickwork checkpoint"),
+        (lambda good: MAGIC + b"{not json\n", "header is not JSON"),
+        (lambda good: MAGIC + b'{"format": 1}', "header is cut short"),
+        (lambda good: good[: len(good) - 100], "cut short"),
+        (lambda good: good[:-1] + bytes([good[-1] ^ 0xFF]), "does not match its checksum"),
+    ],
+)
 def test_a_garbage_checkpoint_is_a_clear_error_with_exit_2(
-        tmp_path: Path, good_checkpoint: Path, capsys: pytest.CaptureFixture[str],
-        damage: Any, message: str) -> None:
+    tmp_path: Path,
+    good_checkpoint: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage: Any,
+    message: str,
+) -> None:
     bad = tmp_path / "bad.ckpt"
     bad.write_bytes(damage(good_checkpoint.read_bytes()))
     assert cli.main(["run", "--resume", str(bad), "--json"]) == 2
@@ -322,14 +350,21 @@ def test_a_garbage_checkpoint_is_a_clear_error_with_exit_2(
     assert err.startswith(f"error: {bad}: ") and message in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"tickwork_version": "0.0.1"}, "written by tickwork 0.0.1; this is tickwork"),
-    ({"format": 99}, "checkpoint format 99"),
-    ({"plan": {"ticks": -5}}, "missing or bad field"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"tickwork_version": "0.0.1"}, "written by tickwork 0.0.1; this is tickwork"),
+        ({"format": 99}, "checkpoint format 99"),
+        ({"plan": {"ticks": -5}}, "missing or bad field"),
+    ],
+)
 def test_a_checkpoint_of_another_version_is_refused_with_exit_2(
-        tmp_path: Path, good_checkpoint: Path, capsys: pytest.CaptureFixture[str],
-        changes: dict[str, Any], message: str) -> None:
+    tmp_path: Path,
+    good_checkpoint: Path,
+    capsys: pytest.CaptureFixture[str],
+    changes: dict[str, Any],
+    message: str,
+) -> None:
     other = tmp_path / "other.ckpt"
     other.write_bytes(_rewrite_header(good_checkpoint, **changes))
     assert cli.main(["run", "--resume", str(other), "--json"]) == 2
@@ -337,7 +372,8 @@ def test_a_checkpoint_of_another_version_is_refused_with_exit_2(
 
 
 def test_resume_refuses_settings_of_its_own_and_an_end_before_the_checkpoint(
-        good_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good_checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["run", "--resume", str(good_checkpoint), "--seed", "3", "--json"]) == 2
     assert "--seed cannot be given with it" in capsys.readouterr().err
     assert cli.main(["run", "--resume", str(good_checkpoint), "--ticks", "5", "--json"]) == 2
@@ -349,7 +385,8 @@ def test_resume_refuses_settings_of_its_own_and_an_end_before_the_checkpoint(
 
 
 def test_resume_goes_on_to_a_new_end_when_asked(
-        good_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good_checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["run", "--resume", str(good_checkpoint), "--ticks", "30", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ticks"] == 30
     assert read_info(good_checkpoint).tick == 10  # no cadence: the checkpoint is left alone
@@ -369,7 +406,8 @@ def checkpointed(tmp_path: Path) -> Iterator[tuple[Simulation, Path, bytes]]:
 
 
 def test_a_state_that_fails_to_pickle_leaves_the_previous_checkpoint_intact(
-        checkpointed: tuple[Simulation, Path, bytes]) -> None:
+    checkpointed: tuple[Simulation, Path, bytes],
+) -> None:
     sim, path, before = checkpointed
     sim.world.unpicklable = lambda: None  # type: ignore[attr-defined]
     with pytest.raises(CheckpointError, match="at tick 20: its state does not pickle"):
@@ -379,7 +417,8 @@ def test_a_state_that_fails_to_pickle_leaves_the_previous_checkpoint_intact(
 
 
 def test_a_write_that_fails_half_way_leaves_the_previous_checkpoint_intact(
-        checkpointed: tuple[Simulation, Path, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpointed: tuple[Simulation, Path, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
     sim, path, before = checkpointed
 
     def broken_fsync(fd: int) -> None:

@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def sim(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sim", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_help_lists_the_commands() -> None:
@@ -27,9 +33,18 @@ def test_help_lists_the_commands() -> None:
 def test_run_prints_a_readable_summary() -> None:
     done = sim("run", "--ticks", "300")
     assert done.returncode == 0, done.stderr
-    for label in ("deliveries", "safety violations", "collisions", "re-plans", "alarms",
-                  "evictions", "capacity alarms", "missing items", "tick compute",
-                  "real-time factor"):
+    for label in (
+        "deliveries",
+        "safety violations",
+        "collisions",
+        "re-plans",
+        "alarms",
+        "evictions",
+        "capacity alarms",
+        "missing items",
+        "tick compute",
+        "real-time factor",
+    ):
         assert label in done.stdout, label
 
 
@@ -38,10 +53,21 @@ def test_run_json_is_one_object() -> None:
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["seed"] == 3 and summary["ticks"] == 200
-    for key in ("deliveries_done", "deliveries_assigned", "mean_delivery_time",
-                "safety_violations", "collisions", "replans", "alarms", "evictions",
-                "capacity_alarms", "missing", "tick_compute_p50_ms", "tick_compute_p99_ms",
-                "real_time_factor"):
+    for key in (
+        "deliveries_done",
+        "deliveries_assigned",
+        "mean_delivery_time",
+        "safety_violations",
+        "collisions",
+        "replans",
+        "alarms",
+        "evictions",
+        "capacity_alarms",
+        "missing",
+        "tick_compute_p50_ms",
+        "tick_compute_p99_ms",
+        "real_time_factor",
+    ):
         assert key in summary, key
 
 

@@ -47,8 +47,9 @@ def record(path: Path, scenario: str | Path = "warehouse", *, ticks: int, **kwar
 @pytest.fixture(scope="module")
 def hidden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("hidden")
-    return record(folder / "run.mcap", hard_scenario(folder), ticks=400,
-                  faults=[parse_fault(HIDE_FAILURES)])
+    return record(
+        folder / "run.mcap", hard_scenario(folder), ticks=400, faults=[parse_fault(HIDE_FAILURES)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,8 @@ def test_a_starved_memory_gets_raised_weights(starved: Path) -> None:
         changed = apply(specs[s.cabin], s.change)
         (pattern,) = tomllib.loads(s.change)["weights"]
         assert changed.weights[pattern] > specs[s.cabin].weights.get(
-            pattern, specs[s.cabin].default_weight)
+            pattern, specs[s.cabin].default_weight
+        )
     counts = [s.outcomes for s in report.suggestions]
     assert counts == sorted(counts, reverse=True)
 
@@ -114,8 +116,12 @@ def test_a_starved_memory_gets_raised_weights(starved: Path) -> None:
 def test_an_evicted_item_is_listed_with_the_pattern_that_weights_it(starved: Path) -> None:
     report = diagnose(starved)
     evicted = [lack for f in report.findings for lack in f.lacks if lack.what == "evicted"]
-    assert any(lack.item == "constraint:speed:loading_bay" and lack.pattern == "constraint:*"
-               and lack.reason == "capacity" for lack in evicted)
+    assert any(
+        lack.item == "constraint:speed:loading_bay"
+        and lack.pattern == "constraint:*"
+        and lack.reason == "capacity"
+        for lack in evicted
+    )
     assert all(lack.pattern is not None for lack in evicted)
 
 
@@ -130,8 +136,7 @@ def test_a_short_event_window_is_widened(tmp_path: Path) -> None:
     window = tomllib.loads(widen[0].change)["event_window"]
     assert window > 0.5
     stamps = {(f.outcome.tick): f.outcome.stamp for f in report.findings}
-    failures = sorted(f.outcome.stamp for f in report.findings
-                      if f.outcome.kind == "action_failed")
+    failures = sorted(f.outcome.stamp for f in report.findings if f.outcome.kind == "action_failed")
     for tick in widen[0].ticks:
         before = max(s for s in failures if s < stamps[tick])
         assert 0.5 < stamps[tick] - before <= window
@@ -150,40 +155,74 @@ def test_a_negative_window_is_refused(starved: Path) -> None:
 # -- the add-required contrast, on a hand-written recording ----------------------------------
 
 
-def write_recording(path: Path, specs: Mapping[str, ContextSpec],
-                    ticks: list[dict[str, Any]]) -> Path:
+def write_recording(
+    path: Path, specs: Mapping[str, ContextSpec], ticks: list[dict[str, Any]]
+) -> Path:
     """A minimal tickwork recording: per tick, each cabin's view items and the events."""
     from mcap.writer import Writer
 
     with open(path, "wb") as fh:
         writer = Writer(fh)
         writer.start(profile=PROFILE, library="test")
-        channels = {topic: writer.register_channel(topic, "json", 0)
-                    for topic in ("/working_set", "/evictions", "/events")}
-        writer.add_metadata("run", {
-            "specs": json.dumps({n: s.model_dump(mode="json") for n, s in specs.items()}),
-            "cabins": json.dumps(list(specs)), "faults": "[]"})
+        channels = {
+            topic: writer.register_channel(topic, "json", 0)
+            for topic in ("/working_set", "/evictions", "/events")
+        }
+        writer.add_metadata(
+            "run",
+            {
+                "specs": json.dumps({n: s.model_dump(mode="json") for n, s in specs.items()}),
+                "cabins": json.dumps(list(specs)),
+                "faults": "[]",
+            },
+        )
         seq = 0
         for tick, entry in enumerate(ticks):
-            views = {cabin: {"items": items, "missing": {}, "suppressed": []}
-                     for cabin, items in entry["views"].items()}
+            views = {
+                cabin: {"items": items, "missing": {}, "suppressed": []}
+                for cabin, items in entry["views"].items()
+            }
             versions = {"board_seq": tick, "map_version": 0, "log_seq": seq}
-            messages = [("/working_set", {"tick": tick, "time": tick * 0.05, "items": {},
-                                          "versions": versions, "views": views}),
-                        ("/evictions", {"tick": tick, "evictions": []})]
+            messages = [
+                (
+                    "/working_set",
+                    {
+                        "tick": tick,
+                        "time": tick * 0.05,
+                        "items": {},
+                        "versions": versions,
+                        "views": views,
+                    },
+                ),
+                ("/evictions", {"tick": tick, "evictions": []}),
+            ]
             for kind, cabin in entry.get("events", ()):
                 seq += 1
-                messages.append(("/events", {"seq": seq, "stamp": tick * 0.05, "kind": kind,
-                                             "tags": [f"cabin:{cabin}"], "data": {}}))
+                messages.append(
+                    (
+                        "/events",
+                        {
+                            "seq": seq,
+                            "stamp": tick * 0.05,
+                            "kind": kind,
+                            "tags": [f"cabin:{cabin}"],
+                            "data": {},
+                        },
+                    )
+                )
             for topic, message in messages:
-                writer.add_message(channels[topic], log_time=tick, publish_time=tick,
-                                   sequence=tick, data=json.dumps(message).encode())
+                writer.add_message(
+                    channels[topic],
+                    log_time=tick,
+                    publish_time=tick,
+                    sequence=tick,
+                    data=json.dumps(message).encode(),
+                )
         writer.finish()  # type: ignore[no-untyped-call]
     return path
 
 
-def test_an_item_seen_before_successes_but_not_failures_becomes_required(
-        tmp_path: Path) -> None:
+def test_an_item_seen_before_successes_but_not_failures_becomes_required(tmp_path: Path) -> None:
     spec = ContextSpec(name="walker", board_keys=("pose", "beacon"), required=("pose",))
     wins, losses = {10, 20, 30, 40}, {15, 25, 35}
     ticks = []
@@ -206,10 +245,24 @@ def test_an_item_seen_before_successes_but_not_failures_becomes_required(
 # -- properties ------------------------------------------------------------------------------
 
 SPECS = load_specs(SPECS_DIR)
-keys = st.builds(lambda head, tail: head + tail,
-                 st.sampled_from(["pose", "goal:", "map:shelf:", "map:dock:", "event:action_",
-                                  "constraint:", "robot:", "battery", "safety:", "x"]),
-                 st.text("abcdefghij_:0123456789", max_size=8))
+keys = st.builds(
+    lambda head, tail: head + tail,
+    st.sampled_from(
+        [
+            "pose",
+            "goal:",
+            "map:shelf:",
+            "map:dock:",
+            "event:action_",
+            "constraint:",
+            "robot:",
+            "battery",
+            "safety:",
+            "x",
+        ]
+    ),
+    st.text("abcdefghij_:0123456789", max_size=8),
+)
 
 
 @given(st.sampled_from(sorted(SPECS)), keys)
@@ -225,8 +278,14 @@ def test_the_named_weight_pattern_is_the_one_the_runtime_uses(cabin: str, key: s
 
 def sim_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sim", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_cli_doctor_json_ranks_suggestions(starved: Path) -> None:

@@ -21,16 +21,30 @@ SPEC = load_spec(Path(__file__).resolve().parents[1] / "specs" / "executor.toml"
 LIMITS = {"radius": 0.35, "max_speed": 1.5, "max_turn_rate": 2.0, "max_accel": 1.0}
 ACCEPT = {"dock_tolerance": 0.3, "max_speed": 0.05}
 ZONE: dict[str, Any] = {
-    "zone": "bay", "polygon": ((10.0, -2.0), (14.0, -2.0), (14.0, 2.0), (10.0, 2.0)),
+    "zone": "bay",
+    "polygon": ((10.0, -2.0), (14.0, -2.0), (14.0, 2.0), (10.0, 2.0)),
     "max_speed": 0.5,
 }
 DOCK = (5.0, 0.0)
 
 
-def step_of(action: str, target_xy: tuple[float, float] = DOCK, *, step_id: str | None = None,
-            target: str = "inbound", status: str = "running") -> dict[str, Any]:
-    return {"id": step_id or f"{action}-1", "action": action, "target": target,
-            "target_xy": target_xy, "task": "t1", "depends_on": (), "status": status}
+def step_of(
+    action: str,
+    target_xy: tuple[float, float] = DOCK,
+    *,
+    step_id: str | None = None,
+    target: str = "inbound",
+    status: str = "running",
+) -> dict[str, Any]:
+    return {
+        "id": step_id or f"{action}-1",
+        "action": action,
+        "target": target,
+        "target_xy": target_xy,
+        "task": "t1",
+        "depends_on": (),
+        "status": status,
+    }
 
 
 def plan_of(step: Mapping[str, Any], *, revision: int = 1) -> dict[str, Any]:
@@ -58,11 +72,24 @@ def board_with(**overrides: Any) -> dict[str, Any]:
 _DROP = object()
 
 
-def tick(cabin: Executor, board: Mapping[str, Any], *, tick: int = 0,
-         events: Iterable[tuple[str, Any, float]] = (), features: Iterable[Feature] = (),
-         suppress: Iterable[str] = ()) -> Outbox:
-    view = make_view(cabin.spec, board=board, events=events, features=features,
-                     now=10.0 + tick * 0.05, tick=tick, suppress=suppress)
+def tick(
+    cabin: Executor,
+    board: Mapping[str, Any],
+    *,
+    tick: int = 0,
+    events: Iterable[tuple[str, Any, float]] = (),
+    features: Iterable[Feature] = (),
+    suppress: Iterable[str] = (),
+) -> Outbox:
+    view = make_view(
+        cabin.spec,
+        board=board,
+        events=events,
+        features=features,
+        now=10.0 + tick * 0.05,
+        tick=tick,
+        suppress=suppress,
+    )
     return run_step(cabin, view)
 
 
@@ -81,13 +108,28 @@ def emitted(out: Outbox, kind: str) -> list[dict[str, Any]]:
 
 
 def person(x: float, y: float) -> Feature:
-    return Feature(f"obstacle:p{x}_{y}", Point(x, y).buffer(0.3), "obstacle",
-                   frozenset({"moving", "person"}), {"kind": "person", "radius": 0.3})
+    return Feature(
+        f"obstacle:p{x}_{y}",
+        Point(x, y).buffer(0.3),
+        "obstacle",
+        frozenset({"moving", "person"}),
+        {"kind": "person", "radius": 0.3},
+    )
 
 
 def failure(attempt: int, *, stamp: float = 9.5, final: bool = False) -> tuple[str, Any, float]:
-    return ("action_failed", {"action": "pick", "task": "t1", "step": "pick-1",
-                              "attempt": attempt, "reason": "failed", "final": final}, stamp)
+    return (
+        "action_failed",
+        {
+            "action": "pick",
+            "task": "t1",
+            "step": "pick-1",
+            "attempt": attempt,
+            "reason": "failed",
+            "final": final,
+        },
+        stamp,
+    )
 
 
 # -- the spec ------------------------------------------------------------------------------
@@ -117,9 +159,16 @@ def with_reactions(chosen: Mapping[str, str]) -> ContextSpec:
     return ContextSpec.model_validate(data)
 
 
-@pytest.mark.parametrize(("name", "value"), [("lookahead", 0.0), ("arrive_fraction", 1.5),
-                                             ("charge_until", -1.0), ("obstacle_margin", -0.1),
-                                             ("outcome_timeout_ticks", 0)])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("lookahead", 0.0),
+        ("arrive_fraction", 1.5),
+        ("charge_until", -1.0),
+        ("obstacle_margin", -0.1),
+        ("outcome_timeout_ticks", 0),
+    ],
+)
 def test_bad_settings_are_refused_naming_the_setting_and_value(name: str, value: float) -> None:
     with pytest.raises(ValueError, match=rf"{name} must be .*{value!r}"):
         settings: dict[str, Any] = {name: value}
@@ -148,22 +197,25 @@ def test_pure_pursuit_drives_along_a_straight_route() -> None:
 
 def test_pure_pursuit_turns_towards_a_bending_route() -> None:
     route = ((0.0, 0.0), (0.5, 0.0), (0.5, 5.0))
-    v, w = drive(tick(Executor(SPEC), board_with(route=route,
-                                                  plan=plan_of(step_of("go_to", (0.5, 5.0))))))
+    v, w = drive(
+        tick(Executor(SPEC), board_with(route=route, plan=plan_of(step_of("go_to", (0.5, 5.0)))))
+    )
     assert v > 0 and w > 0
 
 
 def test_a_target_behind_is_turned_to_on_the_spot() -> None:
     route = ((0.0, 0.0), (-5.0, 0.0))
-    v, w = drive(tick(Executor(SPEC), board_with(route=route,
-                                                  plan=plan_of(step_of("go_to", (-5.0, 0.0))))))
+    v, w = drive(
+        tick(Executor(SPEC), board_with(route=route, plan=plan_of(step_of("go_to", (-5.0, 0.0)))))
+    )
     assert v == 0 and abs(w) == LIMITS["max_turn_rate"]
 
 
 def test_a_target_behind_at_speed_is_braked_for_before_turning() -> None:
     route = ((0.0, 0.0), (-5.0, 0.0))
-    board = board_with(route=route, velocity=(1.2, 0.0),
-                       plan=plan_of(step_of("go_to", (-5.0, 0.0))))
+    board = board_with(
+        route=route, velocity=(1.2, 0.0), plan=plan_of(step_of("go_to", (-5.0, 0.0)))
+    )
     assert drive(tick(Executor(SPEC), board)) == (0.0, 0.0)
 
 
@@ -178,13 +230,23 @@ coordinate = st.floats(-20, 20, allow_nan=False)
     max_turn=st.floats(0.3, 3.0),
 )
 def test_commands_stay_within_the_robot_limits(
-    pose: tuple[float, float, float], route: list[tuple[float, float]], speed: float,
-    max_speed: float, max_turn: float,
+    pose: tuple[float, float, float],
+    route: list[tuple[float, float]],
+    speed: float,
+    max_speed: float,
+    max_turn: float,
 ) -> None:
     limits = {**LIMITS, "max_speed": max_speed, "max_turn_rate": max_turn}
-    out = tick(Executor(SPEC), board_with(pose=pose, route=tuple(route), velocity=(speed, 0.0),
-                                          robot__limits=limits,
-                                          plan=plan_of(step_of("go_to", route[-1]))))
+    out = tick(
+        Executor(SPEC),
+        board_with(
+            pose=pose,
+            route=tuple(route),
+            velocity=(speed, 0.0),
+            robot__limits=limits,
+            plan=plan_of(step_of("go_to", route[-1])),
+        ),
+    )
     v, w = drive(out)
     assert math.isfinite(v) and math.isfinite(w)
     assert 0 <= v <= max_speed + 1e-9
@@ -193,8 +255,12 @@ def test_commands_stay_within_the_robot_limits(
 
 def test_slows_to_the_zone_limit_inside_a_speed_zone() -> None:
     route = ((11.0, 0.0), (20.0, 0.0))
-    board = board_with(pose=(11.0, 0.0, 0.0), velocity=(0.5, 0.0), route=route,
-                       plan=plan_of(step_of("go_to", (20.0, 0.0))))
+    board = board_with(
+        pose=(11.0, 0.0, 0.0),
+        velocity=(0.5, 0.0),
+        route=route,
+        plan=plan_of(step_of("go_to", (20.0, 0.0))),
+    )
     v, _ = drive(tick(Executor(SPEC), board))
     assert 0 < v <= ZONE["max_speed"]
 
@@ -215,8 +281,11 @@ def test_stops_for_a_person_on_the_route_ahead() -> None:
 
 
 def test_slows_for_a_person_further_along_the_route() -> None:
-    board = board_with(velocity=(1.0, 0.0), route=((0.0, 0.0), (10.0, 0.0)),
-                       plan=plan_of(step_of("go_to", (10.0, 0.0))))
+    board = board_with(
+        velocity=(1.0, 0.0),
+        route=((0.0, 0.0), (10.0, 0.0)),
+        plan=plan_of(step_of("go_to", (10.0, 0.0))),
+    )
     clear = drive(tick(Executor(SPEC), board))[0]
     slowed = drive(tick(Executor(SPEC), board, features=[person(2.0, 0.0)]))[0]
     assert 0 < slowed < clear
@@ -242,7 +311,8 @@ def test_arrival_stops_and_reports_go_to_done_once() -> None:
     first = tick(cabin, board, tick=0)
     assert drive(first) == (0.0, 0.0)
     assert emitted(first, "action_done") == [
-        {"action": "go_to", "task": "t1", "step": "go_to-1", "attempt": 1}]
+        {"action": "go_to", "task": "t1", "step": "go_to-1", "attempt": 1}
+    ]
     again = tick(cabin, board, tick=1)
     assert drive(again) == (0.0, 0.0) and emitted(again, "action_done") == []
 
@@ -300,13 +370,19 @@ def test_an_old_outcome_is_not_taken_for_the_answer() -> None:
     new = {**old, "id": 8, "stamp": 10.0}
     out = tick(cabin, at_dock(action__last=new), tick=2)
     assert emitted(out, "action_done") == [
-        {"action": "pick", "task": "t1", "step": "pick-1", "attempt": 1}]
+        {"action": "pick", "task": "t1", "step": "pick-1", "attempt": 1}
+    ]
 
 
-def outcome(ident: int, ok: bool, reason: str = "failed", action: str = "pick"
-            ) -> dict[str, Any]:
-    return {"id": ident, "action": action, "task": "t1", "ok": ok,
-            "reason": "ok" if ok else reason, "stamp": 10.0}
+def outcome(ident: int, ok: bool, reason: str = "failed", action: str = "pick") -> dict[str, Any]:
+    return {
+        "id": ident,
+        "action": action,
+        "task": "t1",
+        "ok": ok,
+        "reason": "ok" if ok else reason,
+        "stamp": 10.0,
+    }
 
 
 def test_a_failure_is_retried_after_the_back_off_and_is_final_when_attempts_run_out() -> None:
@@ -314,9 +390,16 @@ def test_a_failure_is_retried_after_the_back_off_and_is_final_when_attempts_run_
     assert actions(tick(cabin, at_dock(), tick=0)) == [("pick", {"task": "t1"})]
     failed = tick(cabin, at_dock(action__last=outcome(1, False)), tick=1)
     assert actions(failed) == []
-    assert emitted(failed, "action_failed") == [{"action": "pick", "task": "t1", "step": "pick-1",
-                                                 "attempt": 1, "reason": "failed",
-                                                 "final": False}]
+    assert emitted(failed, "action_failed") == [
+        {
+            "action": "pick",
+            "task": "t1",
+            "step": "pick-1",
+            "attempt": 1,
+            "reason": "failed",
+            "final": False,
+        }
+    ]
     # From now on the failure is in view: conservative, 20 ticks of back-off.
     seen = [failure(1)]
     for n in (2, 10, 20):
@@ -326,14 +409,21 @@ def test_a_failure_is_retried_after_the_back_off_and_is_final_when_attempts_run_
     retry = tick(cabin, at_dock(action__last=outcome(1, False)), tick=21, events=seen)
     assert actions(retry) == [("pick", {"task": "t1"})]
     final = tick(cabin, at_dock(action__last=outcome(2, False)), tick=22, events=seen)
-    assert emitted(final, "action_failed") == [{"action": "pick", "task": "t1", "step": "pick-1",
-                                                "attempt": 2, "reason": "failed",
-                                                "final": True}]
+    assert emitted(final, "action_failed") == [
+        {
+            "action": "pick",
+            "task": "t1",
+            "step": "pick-1",
+            "attempt": 2,
+            "reason": "failed",
+            "final": True,
+        }
+    ]
     # Spent: no more tries in this plan revision, a fresh budget in the next one.
-    assert actions(tick(cabin, at_dock(action__last=outcome(2, False)), tick=60,
-                        events=seen)) == []
-    replanned = at_dock(action__last=outcome(2, False),
-                        plan=plan_of(step_of("pick", step_id="pick-1"), revision=2))
+    assert actions(tick(cabin, at_dock(action__last=outcome(2, False)), tick=60, events=seen)) == []
+    replanned = at_dock(
+        action__last=outcome(2, False), plan=plan_of(step_of("pick", step_id="pick-1"), revision=2)
+    )
     assert actions(tick(cabin, replanned, tick=61, events=seen)) == [("pick", {"task": "t1"})]
 
 
@@ -342,8 +432,12 @@ def test_the_normal_policy_gives_three_attempts_without_back_off() -> None:
     finals = []
     for attempt in (1, 2, 3):
         assert actions(tick(cabin, at_dock(), tick=2 * attempt)) == [("pick", {"task": "t1"})]
-        out = tick(cabin, at_dock(action__last=outcome(attempt, False)), tick=2 * attempt + 1,
-                   events=[failure(attempt)])
+        out = tick(
+            cabin,
+            at_dock(action__last=outcome(attempt, False)),
+            tick=2 * attempt + 1,
+            events=[failure(attempt)],
+        )
         (event,) = emitted(out, "action_failed")
         assert event["attempt"] == attempt
         finals.append(event["final"])
@@ -383,7 +477,8 @@ def test_charges_at_the_charger_until_the_battery_is_full_enough() -> None:
     done = tick(cabin, {**board, "battery": 0.95}, tick=3)
     assert actions(done) == []
     assert emitted(done, "action_done") == [
-        {"action": "charge", "task": "t1", "step": "charge-1", "attempt": 1}]
+        {"action": "charge", "task": "t1", "step": "charge-1", "attempt": 1}
+    ]
 
 
 # -- the retry policy and missing items ----------------------------------------------------
@@ -402,8 +497,10 @@ def test_policy_is_conservative_with_failures_in_view() -> None:
     out = tick(cabin, board_with(), events=[failure(1)])
     assert [(w.key, w.value) for w in out.writes] == [("retry:mode", "conservative")]
     assert out.reactions == []
-    assert RetryChooser().choose(make_view(SPEC, board=board_with(), events=[failure(1)])
-                                 ).cause == "recent_failures"
+    assert (
+        RetryChooser().choose(make_view(SPEC, board=board_with(), events=[failure(1)])).cause
+        == "recent_failures"
+    )
 
 
 def test_policy_turns_conservative_when_the_failure_records_are_hidden() -> None:
@@ -411,7 +508,8 @@ def test_policy_turns_conservative_when_the_failure_records_are_hidden() -> None
     out = tick(cabin, board_with(), events=[failure(1)], suppress=["event:action_failed*"])
     assert [(w.key, w.value) for w in out.writes] == [("retry:mode", "conservative")]
     assert [(r.pattern, r.reaction, r.detail["reason"]) for r in out.reactions] == [
-        ("event:action_failed*", "retry:conservative", "fault")]
+        ("event:action_failed*", "retry:conservative", "fault")
+    ]
     # Once per episode: the next tick of the same fault is not reported again...
     again = tick(cabin, board_with(), tick=1, suppress=["event:action_failed*"])
     assert again.reactions == [] and cabin.mode == "conservative"
@@ -430,7 +528,8 @@ def test_policy_turns_conservative_when_the_failure_records_are_evicted() -> Non
     out = run_step(cabin, view)
     assert cabin.mode == "conservative"
     assert [(r.reaction, r.detail["reason"]) for r in out.reactions] == [
-        ("retry:conservative", "evicted")]
+        ("retry:conservative", "evicted")
+    ]
 
 
 def test_a_new_missing_reason_is_reported_again_within_an_episode() -> None:
@@ -454,10 +553,12 @@ def test_conservative_when_hidden_gives_fewer_attempts() -> None:
     tick(cabin, at_dock(), tick=0, suppress=hidden)
     out = tick(cabin, at_dock(action__last=outcome(1, False)), tick=1, suppress=hidden)
     assert emitted(out, "action_failed")[0]["final"] is False
-    assert actions(tick(cabin, at_dock(action__last=outcome(1, False)), tick=2,
-                        suppress=hidden)) == []  # backing off
-    assert actions(tick(cabin, at_dock(action__last=outcome(1, False)), tick=21,
-                        suppress=hidden)) == [("pick", {"task": "t1"})]
+    assert (
+        actions(tick(cabin, at_dock(action__last=outcome(1, False)), tick=2, suppress=hidden)) == []
+    )  # backing off
+    assert actions(
+        tick(cabin, at_dock(action__last=outcome(1, False)), tick=21, suppress=hidden)
+    ) == [("pick", {"task": "t1"})]
     last = tick(cabin, at_dock(action__last=outcome(2, False)), tick=22, suppress=hidden)
     assert emitted(last, "action_failed")[0]["final"] is True
 
@@ -471,7 +572,8 @@ def test_without_a_pose_it_holds_and_reports(how: str) -> None:
         out = tick(cabin, board_with(), suppress=["pose"])
     assert drive(out) == (0.0, 0.0)
     assert [(r.pattern, r.reaction, r.detail["reason"]) for r in out.reactions] == [
-        ("pose", "stop:hold", how)]
+        ("pose", "stop:hold", how)
+    ]
 
 
 def test_without_a_pose_it_does_not_act_at_the_dock() -> None:
@@ -498,18 +600,25 @@ def test_a_malformed_speed_zone_is_ignored() -> None:
 
 
 def test_without_speed_limits_it_caps_its_speed_everywhere_and_reports() -> None:
-    board = board_with(velocity=(1.0, 0.0), route=((0.0, 0.0), (20.0, -5.0)),
-                       plan=plan_of(step_of("go_to", (20.0, -5.0))))
+    board = board_with(
+        velocity=(1.0, 0.0),
+        route=((0.0, 0.0), (20.0, -5.0)),
+        plan=plan_of(step_of("go_to", (20.0, -5.0))),
+    )
     assert drive(tick(Executor(SPEC), board))[0] > 0.5
     out = tick(Executor(SPEC), board, suppress=["constraint:*"])
     assert 0 < drive(out)[0] <= 0.5
     assert [(r.pattern, r.reaction) for r in out.reactions] == [
-        ("constraint:*", "slow:speed_limits_unknown")]
+        ("constraint:*", "slow:speed_limits_unknown")
+    ]
 
 
 def test_a_spec_may_choose_to_hold_rather_than_slow_without_speed_limits() -> None:
-    board = board_with(velocity=(1.0, 0.0), route=((0.0, 0.0), (20.0, -5.0)),
-                       plan=plan_of(step_of("go_to", (20.0, -5.0))))
+    board = board_with(
+        velocity=(1.0, 0.0),
+        route=((0.0, 0.0), (20.0, -5.0)),
+        plan=plan_of(step_of("go_to", (20.0, -5.0))),
+    )
     careful = Executor(with_reactions({"constraint:*": "stop:hold"}))
     assert careful.reactions["constraint:*"] == "stop:hold"
     assert drive(tick(careful, board))[0] > 0.5  # constraints merely absent: it drives
@@ -519,8 +628,11 @@ def test_a_spec_may_choose_to_hold_rather_than_slow_without_speed_limits() -> No
 
 
 def test_a_spec_may_choose_to_hold_rather_than_retry_blind() -> None:
-    board = board_with(velocity=(1.0, 0.0), route=((0.0, 0.0), (20.0, -5.0)),
-                       plan=plan_of(step_of("go_to", (20.0, -5.0))))
+    board = board_with(
+        velocity=(1.0, 0.0),
+        route=((0.0, 0.0), (20.0, -5.0)),
+        plan=plan_of(step_of("go_to", (20.0, -5.0))),
+    )
     careful = Executor(with_reactions({"event:action_failed*": "stop:hold"}))
     out = tick(careful, board, suppress=["event:action_failed*"])
     assert drive(out) == (0.0, 0.0)

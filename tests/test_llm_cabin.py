@@ -38,8 +38,12 @@ from runtime import (
 )
 from runtime.testing import make_view
 
-SPEC = ContextSpec(name="llm", board_keys=("goal:*", "pose"), required=("goal:*", "pose"),
-                   weights={"goal:*": 1.0, "pose": 0.9, "note:*": 0.6})
+SPEC = ContextSpec(
+    name="llm",
+    board_keys=("goal:*", "pose"),
+    required=("goal:*", "pose"),
+    weights={"goal:*": 1.0, "pose": 0.9, "note:*": 0.6},
+)
 
 
 class DriveArgs(ToolArgs):
@@ -59,10 +63,16 @@ class Rig:
     def __post_init__(self) -> None:
         self.board = StateBoard(clock=self.clock)
         self.log = EventLog(clock=self.clock)
-        self.cabin = LLMCabin(SPEC, client=self.client, action_tools=(DRIVE,),
-                              max_steps=self.max_steps, answer_key="llm:answer")
-        assembler = Assembler(self.board, CabinMap(), self.log, WorkingMemory(), [SPEC],
-                              scratchpads={"llm": self.pad})
+        self.cabin = LLMCabin(
+            SPEC,
+            client=self.client,
+            action_tools=(DRIVE,),
+            max_steps=self.max_steps,
+            answer_key="llm:answer",
+        )
+        assembler = Assembler(
+            self.board, CabinMap(), self.log, WorkingMemory(), [SPEC], scratchpads={"llm": self.pad}
+        )
         self.loop = TickLoop(assembler, [self.cabin], 10.0, self.clock)
         self.board.write("goal:deliver:t1", {"pickup": "A", "drop": "B"})
         self.board.write("pose", (1.0, 2.0, 0.0))
@@ -85,32 +95,42 @@ def tool_messages(request: tuple[list[dict[str, Any]], list[dict[str, Any]]]) ->
 
 
 def test_a_tick_saves_reads_back_acts_and_answers() -> None:
-    client = ScriptedClient([
-        ChatReply.calls(("save_to_scratchpad", {"key": "route_plan", "value": ["A", "B"],
-                                                "description": "dock order"})),
-        ChatReply.calls(("read_from_scratchpad", {"key": "route_plan"}), first_id=1),
-        ChatReply.calls(("drive", {"speed": 0.5}), first_id=2),
-        ChatReply.text("heading to A"),
-    ])
+    client = ScriptedClient(
+        [
+            ChatReply.calls(
+                (
+                    "save_to_scratchpad",
+                    {"key": "route_plan", "value": ["A", "B"], "description": "dock order"},
+                )
+            ),
+            ChatReply.calls(("read_from_scratchpad", {"key": "route_plan"}), first_id=1),
+            ChatReply.calls(("drive", {"speed": 0.5}), first_id=2),
+            ChatReply.text("heading to A"),
+        ]
+    )
     rig = Rig(client)
     result = rig.step()
 
     assert len(client.requests) == 4
     tools = [t["function"]["name"] for t in client.requests[0][1]]
-    assert tools == ["save_to_scratchpad", "read_from_scratchpad", "list_scratchpad_keys",
-                     "drive"]
+    assert tools == ["save_to_scratchpad", "read_from_scratchpad", "list_scratchpad_keys", "drive"]
     # the system prompt is rebuilt every round: the note saved in round 1 shows in round 2
     assert "Scratchpad: (empty)" in system_of(client.requests[0])
     assert '- route_plan (dock order): ["A","B"]' in system_of(client.requests[1])
     # read-after-write within the tick, through the draft
-    assert tool_messages(client.requests[2])[-1] == {"key": "route_plan", "found": True,
-                                                      "value": ["A", "B"]}
+    assert tool_messages(client.requests[2])[-1] == {
+        "key": "route_plan",
+        "found": True,
+        "value": ["A", "B"],
+    }
     # the view is in the prompt, the goal is the first user message
-    assert '- pose: [1.0,2.0,0.0]' in system_of(client.requests[0])
+    assert "- pose: [1.0,2.0,0.0]" in system_of(client.requests[0])
     assert "Missing: none" in system_of(client.requests[0])
     assert client.requests[0][0][1] == {
-        "role": "user", "content": 'Decide what to do this tick.\nYour task: goal:deliver:t1 '
-                                   '= {"drop":"B","pickup":"A"}'}
+        "role": "user",
+        "content": "Decide what to do this tick.\nYour task: goal:deliver:t1 "
+        '= {"drop":"B","pickup":"A"}',
+    }
 
     # the outcome went to the outbox, and was applied after the tick
     assert [(c.name, dict(c.args)) for c in result.commands] == [("drive", {"speed": 0.5})]
@@ -124,11 +144,13 @@ def test_a_tick_saves_reads_back_acts_and_answers() -> None:
 
 
 def test_notes_come_back_through_the_view_next_tick() -> None:
-    client = ScriptedClient([
-        ChatReply.calls(("save_to_scratchpad", {"key": "visits", "value": 1})),
-        ChatReply.text("noted"),
-        ChatReply.text("nothing new"),
-    ])
+    client = ScriptedClient(
+        [
+            ChatReply.calls(("save_to_scratchpad", {"key": "visits", "value": 1})),
+            ChatReply.text("noted"),
+            ChatReply.text("nothing new"),
+        ]
+    )
     rig = Rig(client)
     rig.step()
     rig.step()
@@ -139,28 +161,33 @@ def test_notes_come_back_through_the_view_next_tick() -> None:
 
 
 def test_a_model_looping_on_one_tool_is_stopped_by_max_steps() -> None:
-    client = ScriptedClient([ChatReply.calls(("list_scratchpad_keys", "{}"))],
-                            repeat_last=True)
+    client = ScriptedClient([ChatReply.calls(("list_scratchpad_keys", "{}"))], repeat_last=True)
     rig = Rig(client, max_steps=3)
     result = rig.step()
     assert len(client.requests) == 3  # the hard cap: no fourth call
     (stopped,) = rig.events("llm_max_steps")
-    assert stopped == {"cabin": "llm", "max_steps": 3, "tool_calls": 3,
-                       "last_tools": ("list_scratchpad_keys",)}
+    assert stopped == {
+        "cabin": "llm",
+        "max_steps": 3,
+        "tool_calls": 3,
+        "last_tools": ("list_scratchpad_keys",),
+    }
     (outcome,) = rig.events("llm_outcome")
     assert outcome["stopped"] == "max_steps" and outcome["answer"] is None
     assert rig.board.read("llm:answer") is None and not result.failures
 
 
 def test_malformed_arguments_are_answered_and_the_model_recovers() -> None:
-    client = ScriptedClient([
-        ChatReply.calls(("save_to_scratchpad", '{"key": "eta", "value": 12')),  # broken JSON
-        ChatReply.calls(("save_to_scratchpad", '{"key": "eta"}'), first_id=1),  # no value
-        ChatReply.calls(("drive", '{"speed": "fast"}'), first_id=2),  # wrong type
-        ChatReply.calls(("teleport", "{}"), first_id=3),  # no such tool
-        ChatReply.calls(("save_to_scratchpad", '{"key": "eta", "value": 12}'), first_id=4),
-        ChatReply.text("saved the eta"),
-    ])
+    client = ScriptedClient(
+        [
+            ChatReply.calls(("save_to_scratchpad", '{"key": "eta", "value": 12')),  # broken JSON
+            ChatReply.calls(("save_to_scratchpad", '{"key": "eta"}'), first_id=1),  # no value
+            ChatReply.calls(("drive", '{"speed": "fast"}'), first_id=2),  # wrong type
+            ChatReply.calls(("teleport", "{}"), first_id=3),  # no such tool
+            ChatReply.calls(("save_to_scratchpad", '{"key": "eta", "value": 12}'), first_id=4),
+            ChatReply.text("saved the eta"),
+        ]
+    )
     rig = Rig(client, max_steps=8)
     result = rig.step()
     errors = [m["error"] for m in tool_messages(client.requests[4])]
@@ -175,11 +202,13 @@ def test_malformed_arguments_are_answered_and_the_model_recovers() -> None:
 
 
 def test_the_pad_is_cleared_when_the_goal_completes_and_not_carried_into_the_next() -> None:
-    client = ScriptedClient([
-        ChatReply.calls(("save_to_scratchpad", {"key": "progress", "value": "half"})),
-        ChatReply.text("working"),
-        ChatReply.text("next task"),
-    ])
+    client = ScriptedClient(
+        [
+            ChatReply.calls(("save_to_scratchpad", {"key": "progress", "value": "half"})),
+            ChatReply.text("working"),
+            ChatReply.text("next task"),
+        ]
+    )
     rig = Rig(client)
     rig.step()
     assert rig.pad.read("progress") == "half"
@@ -226,14 +255,21 @@ def test_event_tools_emit_events_and_custom_actions_get_the_outbox() -> None:
         out.write(f"flag:{args.key}", True)
         return {"flagged": args.key}
 
-    client = ScriptedClient([
-        ChatReply.calls(("raise_alarm", {"kind": "blocked_aisle"}), ("flag", {"key": "a1"})),
-        ChatReply.text("done"),
-    ])
+    client = ScriptedClient(
+        [
+            ChatReply.calls(("raise_alarm", {"kind": "blocked_aisle"}), ("flag", {"key": "a1"})),
+            ChatReply.text("done"),
+        ]
+    )
     spec = ContextSpec(name="llm")
-    cabin = LLMCabin(spec, client=client, action_tools=(
-        event_tool("alarm", Alarm, "Raise an alarm.", tool_name="raise_alarm"),
-        ActionTool("flag", "Set a flag on the board.", Note, write_flag)))
+    cabin = LLMCabin(
+        spec,
+        client=client,
+        action_tools=(
+            event_tool("alarm", Alarm, "Raise an alarm.", tool_name="raise_alarm"),
+            ActionTool("flag", "Set a flag on the board.", Note, write_flag),
+        ),
+    )
     out = Outbox("llm")
     cabin.step(make_view(spec), out)
     assert [e.kind for e in out.events] == ["alarm", "llm_outcome"]
@@ -245,8 +281,11 @@ def test_event_tools_emit_events_and_custom_actions_get_the_outbox() -> None:
 def test_the_cabin_refuses_bad_settings() -> None:
     client = ScriptedClient([])
     with pytest.raises(ValueError, match="two tools are named 'save_to_scratchpad'"):
-        LLMCabin(SPEC, client=client,
-                 action_tools=(command_tool("save_to_scratchpad", DriveArgs, "clash"),))
+        LLMCabin(
+            SPEC,
+            client=client,
+            action_tools=(command_tool("save_to_scratchpad", DriveArgs, "clash"),),
+        )
     with pytest.raises(ValueError, match="max_steps"):
         LLMCabin(SPEC, client=client, max_steps=0)
     with pytest.raises(TypeError, match="complete"):
@@ -262,24 +301,37 @@ def test_the_openai_adapter_sends_a_chat_completions_request() -> None:
 
     def create(**request: Any) -> Any:
         sent.append(request)
-        call = SimpleNamespace(id="call_x", type="function",
-                               function=SimpleNamespace(name="drive",
-                                                        arguments='{"speed": 1}'))
+        call = SimpleNamespace(
+            id="call_x",
+            type="function",
+            function=SimpleNamespace(name="drive", arguments='{"speed": 1}'),
+        )
         message = SimpleNamespace(content=None, tool_calls=[call])
-        return SimpleNamespace(choices=[SimpleNamespace(message=message,
-                                                        finish_reason="tool_calls")])
+        return SimpleNamespace(
+            choices=[SimpleNamespace(message=message, finish_reason="tool_calls")]
+        )
 
     fake = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     client = OpenAIChatClient(fake, model="some-model", temperature=0)
     messages: Sequence[Mapping[str, Any]] = [{"role": "user", "content": "hi"}]
     tools = [DRIVE.bind(Outbox("x")).schema()]
     reply = client.complete(messages, tools)
-    assert sent == [{"model": "some-model", "messages": [{"role": "user", "content": "hi"}],
-                     "temperature": 0, "tools": tools, "tool_choice": "auto"}]
+    assert sent == [
+        {
+            "model": "some-model",
+            "messages": [{"role": "user", "content": "hi"}],
+            "temperature": 0,
+            "tools": tools,
+            "tool_choice": "auto",
+        }
+    ]
     assert reply.finish_reason == "tool_calls" and reply.content is None
     (call,) = reply.tool_calls or ()
     assert (call.id, call.function.name, call.function.arguments) == (
-        "call_x", "drive", '{"speed": 1}')
+        "call_x",
+        "drive",
+        '{"speed": 1}',
+    )
     client.complete(messages, [])
     assert "tools" not in sent[-1] and "tool_choice" not in sent[-1]
     with pytest.raises(TypeError, match="OpenAI-compatible"):

@@ -83,7 +83,7 @@ def scenario_text(name: str = NAME, *, obstacles: str = FORKLIFT) -> str:
     text = (ROOT / "sim" / "scenarios" / "warehouse.toml").read_text()
     head, *tables = re.split(r"(?m)^(?=\[)", text)
     replaced = ("[[moving_obstacles]]", "[[tasks]]", "[failures]")
-    head = re.sub(r'(?m)^name = .*$', f'name = "{name}"', head)
+    head = re.sub(r"(?m)^name = .*$", f'name = "{name}"', head)
     return head + "".join(t for t in tables if not t.startswith(replaced)) + obstacles + TASKS
 
 
@@ -102,9 +102,12 @@ def run(scenario: Path, memory: str | Path | LongTermMemory | None, *, seed: int
     finally:
         sim.close()
     events = sim.log.query(0.0, limit=None)
-    return Run(summary, Counter(e.kind for e in events),
-               Counter(e.data["reason"] for e in events if e.kind == "replan"),
-               sum(1 for e in events if e.kind == "remembered" and e.data["stored"]))
+    return Run(
+        summary,
+        Counter(e.kind for e in events),
+        Counter(e.data["reason"] for e in events if e.kind == "replan"),
+        sum(1 for e in events if e.kind == "remembered" and e.data["stored"]),
+    )
 
 
 def records(path: Path, scope: dict[str, str] = SCOPE) -> list[str]:
@@ -114,8 +117,11 @@ def records(path: Path, scope: dict[str, str] = SCOPE) -> list[str]:
 
 def delivered_safely(r: Run) -> bool:
     s = r.summary
-    return bool(s["deliveries_done"] == s["tasks_total"] == 3 and s["safety_violations"] == 0
-                and s["collisions"] == 0)
+    return bool(
+        s["deliveries_done"] == s["tasks_total"] == 3
+        and s["safety_violations"] == 0
+        and s["collisions"] == 0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +145,14 @@ def runs(place: Path, scenario: Path) -> dict[str, Any]:
     shutil.copyfile(memory, after_first)
     learned = records(memory)
     second = run(scenario, memory)
-    return {"memory": memory, "after_first": after_first, "first": first, "second": second,
-            "learned": learned, "kept": records(memory)}
+    return {
+        "memory": memory,
+        "after_first": after_first,
+        "first": first,
+        "second": second,
+        "learned": learned,
+        "kept": records(memory),
+    }
 
 
 def test_a_second_run_past_the_blocked_aisle_replans_less(runs: dict[str, Any]) -> None:
@@ -155,15 +167,17 @@ def test_a_second_run_past_the_blocked_aisle_replans_less(runs: dict[str, Any]) 
 
 
 def test_learning_during_a_run_already_replans_less_than_no_memory(
-        scenario: Path, runs: dict[str, Any]) -> None:
+    scenario: Path, runs: dict[str, Any]
+) -> None:
     forgetful = run(scenario, None)
     assert delivered_safely(forgetful)
     assert forgetful.events["remembered"] == forgetful.events["recalled"] == 0
     assert runs["first"].summary["replans"] < forgetful.summary["replans"]
 
 
-def test_the_same_memory_and_seed_give_the_same_run(place: Path, scenario: Path,
-                                                    runs: dict[str, Any]) -> None:
+def test_the_same_memory_and_seed_give_the_same_run(
+    place: Path, scenario: Path, runs: dict[str, Any]
+) -> None:
     copies = [place / "copy_a.sqlite", place / "copy_b.sqlite"]
     again = []
     for copy in copies:
@@ -172,8 +186,9 @@ def test_the_same_memory_and_seed_give_the_same_run(place: Path, scenario: Path,
     assert again[0] == again[1] == deterministic_fields(runs["second"].summary)
 
 
-def test_near_duplicates_are_not_stored_twice(place: Path, scenario: Path,
-                                              runs: dict[str, Any]) -> None:
+def test_near_duplicates_are_not_stored_twice(
+    place: Path, scenario: Path, runs: dict[str, Any]
+) -> None:
     assert runs["kept"] == runs["learned"]  # run 2 learned nothing new, copied nothing
     assert runs["second"].stored == 0 and runs["second"].events["remembered"] == 0
 
@@ -198,15 +213,16 @@ def test_facts_are_scoped_to_the_scenario(place: Path, runs: dict[str, Any]) -> 
     twin.write_text(scenario_text("blocked_aisle_twin"))
     shutil.copyfile(runs["after_first"], place / "twin.sqlite")
     with LongTermMemory(str(place / "twin.sqlite")) as memory:
-        assert memory.recall("a forklift blocked the way", scope={"scenario": "blocked_aisle_twin"}
-                             ) == ()
+        assert (
+            memory.recall("a forklift blocked the way", scope={"scenario": "blocked_aisle_twin"})
+            == ()
+        )
         sim = Simulation(twin, seed=SEED, long_term=memory)
         [planner] = [c for c in sim.loop.cabins if isinstance(c, Planner)]
         assert planner.blocked_spots == ()
         summary = sim.run()
         assert [r.content for r in memory.records(scope=SCOPE)] == runs["learned"]
-        assert len(memory.records(scope={"scenario": "blocked_aisle_twin"})) == len(
-            runs["learned"])
+        assert len(memory.records(scope={"scenario": "blocked_aisle_twin"})) == len(runs["learned"])
     # the twin learns on its own, exactly as run 1 did on an empty memory
     assert summary["replans"] == runs["first"].summary["replans"]
 
@@ -218,11 +234,13 @@ def test_a_memory_that_knows_and_learns_nothing_changes_nothing(place: Path) -> 
         remembering = run(quiet, memory)
         assert memory.count() == 0
     assert deterministic_fields(remembering.summary) == deterministic_fields(
-        run(quiet, None).summary)
+        run(quiet, None).summary
+    )
 
 
 def test_a_checkpointed_run_with_memory_resumes_to_the_same_end(
-        place: Path, scenario: Path, runs: dict[str, Any]) -> None:
+    place: Path, scenario: Path, runs: dict[str, Any]
+) -> None:
     memory = place / "resumed.sqlite"
     sim = Simulation(scenario, seed=SEED, long_term=memory)
     sim.run(700, until_done=False)  # past the re-plan: a spot is learned by then
@@ -245,10 +263,10 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_run_memory_remembers_for_the_next_run(
-        tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     memory = str(tmp_path / "cli.sqlite")
-    args = ("run", "--scenario", str(scenario), "--seed", str(SEED), "--memory", memory,
-            "--json")
+    args = ("run", "--scenario", str(scenario), "--seed", str(SEED), "--memory", memory, "--json")
     summaries = []
     for _ in range(2):
         code, out, _ = cli(capsys, *args)
@@ -258,27 +276,44 @@ def test_run_memory_remembers_for_the_next_run(
     assert records(Path(memory))
 
 
-def test_run_memory_bad_input_exits_2(tmp_path: Path, scenario: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_memory_bad_input_exits_2(
+    tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database, " * 100)
     code, _, err = cli(capsys, "run", "--scenario", str(scenario), "--memory", str(garbage))
     assert code == 2 and "--memory" in err and "garbage.sqlite" in err
     code, _, err = cli(capsys, "run", "--memory", str(tmp_path / "no" / "such" / "m.sqlite"))
     assert code == 2 and "--memory" in err
-    code, _, err = cli(capsys, "run", "--resume", str(tmp_path / "x.ckpt"), "--memory",
-                       str(tmp_path / "m.sqlite"))
+    code, _, err = cli(
+        capsys, "run", "--resume", str(tmp_path / "x.ckpt"), "--memory", str(tmp_path / "m.sqlite")
+    )
     assert code == 2 and "--memory cannot be given" in err
 
 
-@pytest.mark.skipif("memory" not in {f.name for f in dataclasses.fields(RunRequest)},
-                    reason="sim.campaign.RunRequest has no memory field")
-def test_campaign_runs_share_one_memory(tmp_path: Path, scenario: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.skipif(
+    "memory" not in {f.name for f in dataclasses.fields(RunRequest)},
+    reason="sim.campaign.RunRequest has no memory field",
+)
+def test_campaign_runs_share_one_memory(
+    tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     memory = tmp_path / "campaign.sqlite"
-    code, out, _ = cli(capsys, "campaign", "--scenario", str(scenario), "--seeds", str(SEED),
-                       "--fault", "crash:planner@5", "--memory", str(memory), "--workers", "1",
-                       "--json")
+    code, out, _ = cli(
+        capsys,
+        "campaign",
+        "--scenario",
+        str(scenario),
+        "--seeds",
+        str(SEED),
+        "--fault",
+        "crash:planner@5",
+        "--memory",
+        str(memory),
+        "--workers",
+        "1",
+        "--json",
+    )
     report = json.loads(out)
     assert code == 0 and report["passed"], report
     assert report["memory"] == str(memory.resolve())
@@ -287,8 +322,9 @@ def test_campaign_runs_share_one_memory(tmp_path: Path, scenario: Path,
 
 
 @pytest.mark.parametrize("start", ["empty", "after_first"])
-def test_a_run_with_memory_replays_without_drift(place: Path, scenario: Path,
-                                                  runs: dict[str, Any], start: str) -> None:
+def test_a_run_with_memory_replays_without_drift(
+    place: Path, scenario: Path, runs: dict[str, Any], start: str
+) -> None:
     """The recording holds what the planner knew at the start and every fact it asked to
     keep, so a replayed planner plans, and learns, exactly as the recorded one did."""
     from sim.replay import replay
@@ -300,8 +336,12 @@ def test_a_run_with_memory_replays_without_drift(place: Path, scenario: Path,
     sim = Simulation(scenario, seed=SEED, long_term=memory, record=out)
     sim.run()
     sim.close()
-    asked = [d for d in Recording.open(out).messages("/decisions")
-             for c in d["cabins"].values() if c.get("memories")]
+    asked = [
+        d
+        for d in Recording.open(out).messages("/decisions")
+        for c in d["cabins"].values()
+        if c.get("memories")
+    ]
     assert bool(asked) == (start == "empty")  # the second run learns nothing new
     report = replay(out)
     assert report.drifts == (), report.drifts[:3]

@@ -41,12 +41,12 @@ class Recorder:
         out.command("drive", v=1.0)
 
 
-def make_loop(clock: object, *cabins: Recorder, capacity: int = 64, **kwargs: object
-              ) -> TickLoop:
+def make_loop(clock: object, *cabins: Recorder, capacity: int = 64, **kwargs: object) -> TickLoop:
     board = StateBoard(clock=clock)  # type: ignore[arg-type]
     log = EventLog(clock=clock)  # type: ignore[arg-type]
-    assembler = Assembler(board, CabinMap(), log, WorkingMemory(capacity=capacity),
-                          [c.spec for c in cabins])
+    assembler = Assembler(
+        board, CabinMap(), log, WorkingMemory(capacity=capacity), [c.spec for c in cabins]
+    )
     return TickLoop(assembler, list(cabins), 20.0, clock, **kwargs)  # type: ignore[arg-type]
 
 
@@ -129,12 +129,14 @@ class Slow:
         self.fake.t += self.costs.get(view.tick, 0.01)
 
 
-@pytest.mark.parametrize(("policy", "skipped", "times"), [
-    (SkipMissed(), 2, [0.0, 0.05, 0.20, 0.25]),
-    (CatchUp(), 0, [0.0, 0.05, 0.17, 0.18]),
-])
-def test_wall_clock_overruns_are_counted(policy: object, skipped: int,
-                                         times: list[float]) -> None:
+@pytest.mark.parametrize(
+    ("policy", "skipped", "times"),
+    [
+        (SkipMissed(), 2, [0.0, 0.05, 0.20, 0.25]),
+        (CatchUp(), 0, [0.0, 0.05, 0.17, 0.18]),
+    ],
+)
+def test_wall_clock_overruns_are_counted(policy: object, skipped: int, times: list[float]) -> None:
     fake = FakeTime()
     clock = WallClock(monotonic=fake.monotonic, sleep=fake.sleep)
     cabin = Slow("slow", fake, {1: 0.12})  # tick 1 ends at 0.17 s, past the 0.10 s deadline
@@ -201,9 +203,14 @@ def test_a_cabin_whose_outbox_the_board_would_refuse_is_isolated() -> None:
 
 def test_outbox_refuses_what_the_sources_would_refuse() -> None:
     out = Outbox("c")
-    for bad in (lambda: out.write("goal:*", 1), lambda: out.write("k", 1, ttl=0),
-                lambda: out.delete(""), lambda: out.emit(""),
-                lambda: out.emit("e", tags=("",)), lambda: out.emit("e", tags="abc")):
+    for bad in (
+        lambda: out.write("goal:*", 1),
+        lambda: out.write("k", 1, ttl=0),
+        lambda: out.delete(""),
+        lambda: out.emit(""),
+        lambda: out.emit("e", tags=("",)),
+        lambda: out.emit("e", tags="abc"),
+    ):
         with pytest.raises(ValueError):
             bad()
     assert not out
@@ -237,7 +244,8 @@ def test_bad_settings_refused() -> None:
 
 
 def test_debug_events_stay_quiet_until_logging_is_configured(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import io
 
     from runtime import configure_logging
@@ -261,8 +269,12 @@ def test_facts_a_cabin_asks_to_remember_are_kept_by_the_loop_and_logged() -> Non
 
     class Learning(Recorder):
         def step(self, view: CabinView, out: Outbox) -> None:
-            out.remember("the west aisle is blocked", scope={"site": "a"},
-                         metadata={"x": 1.0}, stamp=view.time)
+            out.remember(
+                "the west aisle is blocked",
+                scope={"site": "a"},
+                metadata={"x": 1.0},
+                stamp=view.time,
+            )
 
     with LongTermMemory(":memory:") as memory:
         loop = make_loop(SimClock(), Learning("l", spec("l")), long_term=memory)
@@ -271,7 +283,9 @@ def test_facts_a_cabin_asks_to_remember_are_kept_by_the_loop_and_logged() -> Non
         assert record.content == "the west aisle is blocked" and record.metadata["x"] == 1.0
         seen = loop.assembler.log.query(0.0, kinds=["remembered"])
         assert [(e.data["stored"], e.data["why"]) for e in seen] == [
-            (True, "stored"), (False, "duplicate")]
+            (True, "stored"),
+            (False, "duplicate"),
+        ]
         assert {"cabin:l", "memory"} <= seen[0].tags and seen[0].data["x"] == 1.0
     forgetful = make_loop(SimClock(), Learning("l", spec("l")))  # no long-term memory given
     forgetful.run(1)

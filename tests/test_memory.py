@@ -9,8 +9,24 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from runtime import FifoEviction, ValueEviction, WorkingMemory, WorkItem
 
 KEYS = st.sampled_from(
-    ["goal:a", "goal:b", "goal:c", "safety:x", "safety:y", "pose", "battery", "constraint:speed:z",
-     "noise:1", "noise:2", "noise:3", "noise:4", "map:s1", "map:s2", "event:e:1", "event:e:2"]
+    [
+        "goal:a",
+        "goal:b",
+        "goal:c",
+        "safety:x",
+        "safety:y",
+        "pose",
+        "battery",
+        "constraint:speed:z",
+        "noise:1",
+        "noise:2",
+        "noise:3",
+        "noise:4",
+        "map:s1",
+        "map:s2",
+        "event:e:1",
+        "event:e:2",
+    ]
 )
 IMPORTANCE = st.sampled_from([0.0, 0.1, 0.5, 0.5, 0.9, 1.0])
 

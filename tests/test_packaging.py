@@ -18,9 +18,21 @@ ROOT = Path(__file__).resolve().parent.parent
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run(  # built as pip install would: isolated, with pyproject's setuptools
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--quiet",
-         "--wheel-dir", str(out)],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--quiet",
+            "--wheel-dir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     (found,) = out.glob("tickwork-*.whl")
     return found
@@ -36,18 +48,33 @@ def test_the_wheel_holds_the_shipped_specs_and_the_package_data(wheel: Path) -> 
     assert any(n.startswith("sim/templates/") for n in names)
 
 
-def test_an_installed_wheel_runs_the_simulator_on_its_shipped_specs(wheel: Path,
-                                                                  tmp_path: Path) -> None:
+def test_an_installed_wheel_runs_the_simulator_on_its_shipped_specs(
+    wheel: Path, tmp_path: Path
+) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)  # what pip would put in site-packages
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run(
-        [sys.executable, "-c", "import sim, cabins.shipped as s; "
-         "print(sim.__file__); print(s.shipped_specs_dir())"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import sim, cabins.shipped as s; print(sim.__file__); print(s.shipped_specs_dir())",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     sim_file, specs_dir = done.stdout.split()
     assert sim_file.startswith(str(site)) and specs_dir == str(site / "tickwork_specs")
-    run = subprocess.run([sys.executable, "-m", "sim", "run", "--ticks", "20", "--json"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "sim", "run", "--ticks", "20", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode in (0, 1), run.stderr  # 1: deliveries not done in 20 ticks
     assert json.loads(run.stdout)["ticks"] == 20

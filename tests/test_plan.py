@@ -41,8 +41,12 @@ def test_unknown_dependency_is_refused_naming_both_steps() -> None:
 
 
 def test_a_cycle_is_refused_and_shown() -> None:
-    steps = (PlanStep("a", depends_on=("c",)), PlanStep("b", depends_on=("a",)),
-             PlanStep("c", depends_on=("b",)), PlanStep("d"))
+    steps = (
+        PlanStep("a", depends_on=("c",)),
+        PlanStep("b", depends_on=("a",)),
+        PlanStep("c", depends_on=("b",)),
+        PlanStep("d"),
+    )
     with pytest.raises(PlanError, match="cycle") as info:
         Plan(steps)
     # shown in execution order (b runs after a, c after b, a after c), from any step
@@ -124,8 +128,12 @@ def test_unknown_step_is_named() -> None:
 
 def test_data_round_trip() -> None:
     plan = chain("a", "b").with_status("a", "done", attempts=2)
-    plan = plan.adjust_plan((*plan.steps, PlanStep("c", action="go_to", target="dock",
-                                                   depends_on=("b",), data={"xy": (1, 2)})))
+    plan = plan.adjust_plan(
+        (
+            *plan.steps,
+            PlanStep("c", action="go_to", target="dock", depends_on=("b",), data={"xy": (1, 2)}),
+        )
+    )
     again = Plan.from_data(plan.to_data())
     assert again == plan
     assert again.revision == 1
@@ -142,8 +150,9 @@ def test_from_data_names_unknown_keys() -> None:
 def test_adjust_plan_keeps_done_steps_and_replaces_failed_ones() -> None:
     plan = chain("a", "b", "c").with_status("a", "done").with_status("b", "running")
     plan = plan.with_status("b", "failed")
-    new = plan.adjust_plan((plan.step("a"), PlanStep("b2", depends_on=("a",)),
-                            PlanStep("c", depends_on=("b2",))))
+    new = plan.adjust_plan(
+        (plan.step("a"), PlanStep("b2", depends_on=("a",)), PlanStep("c", depends_on=("b2",)))
+    )
     assert new.revision == 1
     assert new.step("a") == plan.step("a")
     assert new.next_runnable() == new.step("b2")
@@ -209,8 +218,11 @@ def dags(draw: st.DrawFn, *, max_steps: int = 8) -> Plan:
     for _ in range(draw(st.integers(0, 2 * n))):
         runnable = [s.id for s in plan if plan.can_run(s.id)]
         running = [s.id for s in plan if s.status == "running"]
-        choices = [(i, "running") for i in runnable] + [(i, "done") for i in running] \
+        choices = (
+            [(i, "running") for i in runnable]
+            + [(i, "done") for i in running]
             + [(i, "failed") for i in running]
+        )
         if not choices:
             break
         step_id, status = draw(st.sampled_from(choices))
@@ -222,7 +234,8 @@ def dags(draw: st.DrawFn, *, max_steps: int = 8) -> Plan:
 def test_can_run_exactly_when_pending_and_every_dependency_done(plan: Plan) -> None:
     for step in plan:
         expected = step.status == "pending" and all(
-            plan.step(d).status == "done" for d in step.depends_on)
+            plan.step(d).status == "done" for d in step.depends_on
+        )
         assert plan.can_run(step.id) is expected
 
 
@@ -234,8 +247,9 @@ def test_adjust_plan_never_changes_a_done_step(plan: Plan, data: st.DataObject) 
         if action == "keep":
             new_steps.append(step)
         elif action == "describe":
-            new_steps.append(PlanStep(step.id, "changed", step.action, step.target,
-                                      step.depends_on, step.status))
+            new_steps.append(
+                PlanStep(step.id, "changed", step.action, step.target, step.depends_on, step.status)
+            )
         elif action == "reset":
             new_steps.append(PlanStep(step.id, depends_on=step.depends_on))
         elif action == "finish":
@@ -255,8 +269,7 @@ def test_adjust_plan_never_changes_a_done_step(plan: Plan, data: st.DataObject) 
 
 
 @given(plan=dags(), data=st.data())
-def test_adjust_plan_refuses_every_change_to_a_done_step(plan: Plan,
-                                                         data: st.DataObject) -> None:
+def test_adjust_plan_refuses_every_change_to_a_done_step(plan: Plan, data: st.DataObject) -> None:
     done = [s for s in plan if s.status == "done"]
     if not done:
         return
@@ -267,11 +280,28 @@ def test_adjust_plan_refuses_every_change_to_a_done_step(plan: Plan,
         if step.id != victim.id:
             new_steps.append(step)
         elif how == "describe":
-            new_steps.append(PlanStep(step.id, step.description + "!", step.action,
-                                      step.target, step.depends_on, step.status))
+            new_steps.append(
+                PlanStep(
+                    step.id,
+                    step.description + "!",
+                    step.action,
+                    step.target,
+                    step.depends_on,
+                    step.status,
+                )
+            )
         elif how == "attempts":
-            new_steps.append(PlanStep(step.id, step.description, step.action, step.target,
-                                      step.depends_on, step.status, step.attempts + 1))
+            new_steps.append(
+                PlanStep(
+                    step.id,
+                    step.description,
+                    step.action,
+                    step.target,
+                    step.depends_on,
+                    step.status,
+                    step.attempts + 1,
+                )
+            )
     with pytest.raises(PlanError, match=repr(victim.id)):
         plan.adjust_plan(new_steps)
 
@@ -300,8 +330,9 @@ def test_validation_accepts_every_acyclic_graph(n: int, data: st.DataObject) -> 
     ids = [f"s{i}" for i in range(n)]
     order = data.draw(st.permutations(ids))
     steps = tuple(
-        PlanStep(i, depends_on=tuple(sorted(data.draw(st.sets(st.sampled_from(ids[:k]))))
-                                     if k else ()))
+        PlanStep(
+            i, depends_on=tuple(sorted(data.draw(st.sets(st.sampled_from(ids[:k])))) if k else ())
+        )
         for k, i in enumerate(ids)
     )
     by_id = {s.id: s for s in steps}

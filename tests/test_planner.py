@@ -39,10 +39,17 @@ def polygon(shape: BaseGeometry) -> tuple[tuple[float, float], ...]:
     return tuple((float(x), float(y)) for x, y in shape.exterior.coords[:-1])
 
 
-def goal(task: str = "t1", pickup: str = "a", drop: str = "b", released: float = 0.0
-         ) -> dict[str, Any]:
-    return {"task": task, "pickup": pickup, "drop": drop, "pickup_xy": DOCKS[pickup],
-            "drop_xy": DOCKS[drop], "released": released}
+def goal(
+    task: str = "t1", pickup: str = "a", drop: str = "b", released: float = 0.0
+) -> dict[str, Any]:
+    return {
+        "task": task,
+        "pickup": pickup,
+        "drop": drop,
+        "pickup_xy": DOCKS[pickup],
+        "drop_xy": DOCKS[drop],
+        "released": released,
+    }
 
 
 def world(**changes: Any) -> dict[str, Any]:
@@ -78,15 +85,25 @@ FEATURES = (
 
 
 def person(x: float, y: float, name: str = "p1") -> Feature:
-    return Feature(f"obstacle:{name}", Point(x, y).buffer(0.3), "obstacle",
-                   frozenset({"moving", "person"}), {"id": name})
+    return Feature(
+        f"obstacle:{name}",
+        Point(x, y).buffer(0.3),
+        "obstacle",
+        frozenset({"moving", "person"}),
+        {"id": name},
+    )
 
 
 class Bench:
     """Runs a planner tick after tick on hand-built views, applying its board writes."""
 
-    def __init__(self, planner: Planner | None = None, board: dict[str, Any] | None = None,
-                 *, now: float = 10.0) -> None:
+    def __init__(
+        self,
+        planner: Planner | None = None,
+        board: dict[str, Any] | None = None,
+        *,
+        now: float = 10.0,
+    ) -> None:
         self.planner = planner or Planner(SPEC)
         self.board = board if board is not None else world()
         self.features: list[Feature] = list(FEATURES)
@@ -98,9 +115,15 @@ class Bench:
     def step(self, *, suppress: Iterable[str] = (), stale: Iterable[str] = ()) -> Outbox:
         hidden = set(stale)
         board = {k: Stale(v) if k in hidden else v for k, v in self.board.items()}
-        view = make_view(SPEC, board=board, features=self.features, now=self.now,
-                         tick=self.tick, suppress=suppress,
-                         events=[e for e in self.events if e[2] >= self.now - 3.0])
+        view = make_view(
+            SPEC,
+            board=board,
+            features=self.features,
+            now=self.now,
+            tick=self.tick,
+            suppress=suppress,
+            events=[e for e in self.events if e[2] >= self.now - 3.0],
+        )
         out = run_step(self.planner, view)
         # what the loop does with the facts the planner asks to keep
         self.remembered = [remember(self.planner.long_term, m) for m in out.memories]
@@ -115,8 +138,19 @@ class Bench:
 
     def report(self, kind: str, step: str, **data: Any) -> None:
         """An executor report about ``step`` of the current plan."""
-        self.events.append((kind, {"step": step, "task": self.plan["task"], "attempt": 1,
-                                   "action": self.step_of(step)["action"], **data}, self.now))
+        self.events.append(
+            (
+                kind,
+                {
+                    "step": step,
+                    "task": self.plan["task"],
+                    "attempt": 1,
+                    "action": self.step_of(step)["action"],
+                    **data,
+                },
+                self.now,
+            )
+        )
 
     def finish(self, step: str) -> Outbox:
         self.report("action_done", step)
@@ -175,7 +209,11 @@ def test_makes_the_four_step_plan_and_routes_around_the_shelf_and_the_zone() -> 
     assert events_of(out, "task_started")[0]["task"] == "t1"
     plan = bench.plan
     assert [(s["action"], s["target"]) for s in plan["steps"]] == [
-        ("go_to", "a"), ("pick", "a"), ("go_to", "b"), ("drop", "b")]
+        ("go_to", "a"),
+        ("pick", "a"),
+        ("go_to", "b"),
+        ("drop", "b"),
+    ]
     ids = [s["id"] for s in plan["steps"]]
     assert [s["depends_on"] for s in plan["steps"]] == [(), *((i,) for i in ids[:-1])]
     assert plan["current"] == ids[0] and plan["revision"] == 0
@@ -204,8 +242,14 @@ def test_makes_the_four_step_plan_and_routes_around_the_shelf_and_the_zone() -> 
 
 
 def test_goal_stack_takes_the_oldest_goal_first_and_the_next_when_it_is_delivered() -> None:
-    bench = Bench(board=world(**{"goal:deliver:t1": goal("t1", released=5.0),
-                                 "goal:deliver:t0": goal("t0", "b", "a", released=1.0)}))
+    bench = Bench(
+        board=world(
+            **{
+                "goal:deliver:t1": goal("t1", released=5.0),
+                "goal:deliver:t0": goal("t0", "b", "a", released=1.0),
+            }
+        )
+    )
     bench.step()
     assert bench.plan["task"] == "t0"
     del bench.board["goal:deliver:t0"]  # delivered: the dispatcher took the goal away
@@ -225,8 +269,9 @@ def test_marks_steps_done_from_executor_reports_and_ignores_duplicates() -> None
     bench.report("action_done", first)  # the executor says it again: nothing changes
     out = bench.step()
     assert not wrote(out, "plan")
-    bench.events.append(("action_done", {"step": second, "task": "other", "action": "pick"},
-                         bench.now))  # another task's step of the same id is not ours
+    bench.events.append(
+        ("action_done", {"step": second, "task": "other", "action": "pick"}, bench.now)
+    )  # another task's step of the same id is not ours
     bench.step()
     assert bench.step_of(second)["status"] == "running"
 
@@ -246,8 +291,12 @@ def test_final_failure_replans_keeping_done_steps() -> None:
     plan = bench.plan
     assert plan["steps"][0] == done_before  # the done step is kept as it was
     assert [(s["action"], s["target"], s["status"]) for s in plan["steps"]] == [
-        ("go_to", "a", "done"), ("go_to", "a", "running"), ("pick", "a", "pending"),
-        ("go_to", "b", "pending"), ("drop", "b", "pending")]
+        ("go_to", "a", "done"),
+        ("go_to", "a", "running"),
+        ("pick", "a", "pending"),
+        ("go_to", "b", "pending"),
+        ("drop", "b", "pending"),
+    ]
     assert pick not in {s["id"] for s in plan["steps"]}  # the retry is a new step
     assert plan["steps"][1]["depends_on"] == (go,)
 
@@ -278,9 +327,14 @@ def test_after_the_pick_a_failed_drop_without_cargo_plans_the_pick_again() -> No
     bench.report("action_failed", drop, reason="no_cargo", final=True)
     bench.step()
     assert [(s["action"], s["status"]) for s in bench.plan["steps"]] == [
-        ("go_to", "done"), ("pick", "done"), ("go_to", "done"),
-        ("go_to", "running"), ("pick", "pending"), ("go_to", "pending"),
-        ("drop", "pending")]
+        ("go_to", "done"),
+        ("pick", "done"),
+        ("go_to", "done"),
+        ("go_to", "running"),
+        ("pick", "pending"),
+        ("go_to", "pending"),
+        ("drop", "pending"),
+    ]
 
 
 def test_step_timeout_replans() -> None:
@@ -317,8 +371,13 @@ def test_charges_first_when_the_battery_is_low(battery: float, low: float | None
     bench.step()
     steps = bench.plan["steps"]
     assert [(s["action"], s["target"]) for s in steps] == [
-        ("go_to", "c1"), ("charge", "c1"), ("go_to", "a"), ("pick", "a"), ("go_to", "b"),
-        ("drop", "b")]
+        ("go_to", "c1"),
+        ("charge", "c1"),
+        ("go_to", "a"),
+        ("pick", "a"),
+        ("go_to", "b"),
+        ("drop", "b"),
+    ]
     assert steps[1]["until"] == 0.9
     assert bench.route[-1] == CHARGERS["c1"]
 
@@ -355,8 +414,13 @@ def test_low_battery_on_the_way_inserts_charging_before_the_next_step() -> None:
     [replan] = events_of(out, "replan")
     assert replan["reason"] == "low_battery"
     assert [(s["action"], s["status"]) for s in bench.plan["steps"]] == [
-        ("go_to", "done"), ("pick", "done"), ("go_to", "running"), ("charge", "pending"),
-        ("go_to", "pending"), ("drop", "pending")]
+        ("go_to", "done"),
+        ("pick", "done"),
+        ("go_to", "running"),
+        ("charge", "pending"),
+        ("go_to", "pending"),
+        ("drop", "pending"),
+    ]
     assert bench.route[-1] == CHARGERS["c1"]
 
 
@@ -408,13 +472,15 @@ def test_an_obstacle_behind_the_robot_or_off_the_route_is_ignored() -> None:
 
 
 def test_missing_constraints_raise_one_alarm_and_route_around_the_last_known_zone() -> None:
-    bench = open_floor(pose=(7.0, 8.5, 0.0),
-                       **{"goal:deliver:t1": {**goal(), "pickup_xy": (18.0, 8.5)}})
+    bench = open_floor(
+        pose=(7.0, 8.5, 0.0), **{"goal:deliver:t1": {**goal(), "pickup_xy": (18.0, 8.5)}}
+    )
     bench.step()
     assert bench.route == ((7.0, 8.5), (18.0, 8.5))  # straight through the speed zone
     out = bench.step(suppress=["constraint:*"])
     assert [(r.pattern, r.reaction, dict(r.detail)) for r in out.reactions] == [
-        ("constraint:*", "alarm:constraint_check", {"reason": "fault"})]
+        ("constraint:*", "alarm:constraint_check", {"reason": "fault"})
+    ]
     [alarm] = events_of(out, "alarm")
     assert alarm["kind"] == "constraint_check" and alarm["reason"] == "fault"
     route = bench.route
@@ -467,7 +533,8 @@ def test_stale_pose_holds_and_keeps_the_plan() -> None:
     plan = bench.plan
     out = bench.step(stale=["pose"])
     assert [(r.pattern, r.reaction, r.detail["reason"]) for r in out.reactions] == [
-        ("pose", "hold:no_plan", "stale")]
+        ("pose", "hold:no_plan", "stale")
+    ]
     assert holding(bench) and bench.plan == plan
     bench.board["pose"] = (3.0, 2.5, 0.0)
     bench.step()
@@ -533,14 +600,20 @@ def test_bad_settings_are_refused_with_the_value() -> None:
 def remembering(memory: LongTermMemory, scope: str = "s1", **settings: Any) -> Bench:
     """The open floor, planned by a planner that remembers in ``memory`` under ``scope``."""
     bench = open_floor()
-    bench.planner = Planner(SPEC, long_term=memory, memory_scope={"scenario": scope},
-                            **settings)
+    bench.planner = Planner(SPEC, long_term=memory, memory_scope={"scenario": scope}, **settings)
     return bench
 
 
 def blocked_fact(x: float, y: float, **extra: Any) -> dict[str, Any]:
-    return {"fact": "blocked", "x": x, "y": y, "radius": 1.0, "kind": "person", "time": 5.0,
-            **extra}
+    return {
+        "fact": "blocked",
+        "x": x,
+        "y": y,
+        "radius": 1.0,
+        "kind": "person",
+        "time": 5.0,
+        **extra,
+    }
 
 
 def test_an_obstacle_in_the_way_is_remembered_once_with_where_and_when() -> None:
@@ -558,7 +631,12 @@ def test_an_obstacle_in_the_way_is_remembered_once_with_where_and_when() -> None
     assert record.content == "a person blocked the way near (9, 2)"
     meta = record.metadata
     assert (meta["fact"], meta["kind"], meta["reason"], meta["obstacle"], meta["task"]) == (
-        "blocked", "person", "obstacle_in_corridor", "obstacle:p1", "t1")
+        "blocked",
+        "person",
+        "obstacle_in_corridor",
+        "obstacle:p1",
+        "t1",
+    )
     assert meta["x"] == pytest.approx(9.0, abs=1e-3) and meta["y"] == pytest.approx(2.2, abs=1e-3)
     assert meta["time"] == pytest.approx(10.05) and record.stamp == pytest.approx(10.05)
     assert memory.count() == 1
@@ -566,8 +644,11 @@ def test_an_obstacle_in_the_way_is_remembered_once_with_where_and_when() -> None
 
 def test_a_second_planner_routes_around_the_remembered_spot_and_another_scope_does_not() -> None:
     memory = LongTermMemory(":memory:")
-    memory.remember("a person blocked the way near (9, 2)", scope={"scenario": "s1"},
-                    metadata=blocked_fact(9.0, 2.2))
+    memory.remember(
+        "a person blocked the way near (9, 2)",
+        scope={"scenario": "s1"},
+        metadata=blocked_fact(9.0, 2.2),
+    )
     straight = ((2.0, 2.0), DOCKS["a"])
 
     bench = remembering(memory, "s1")
@@ -587,16 +668,22 @@ def test_a_second_planner_routes_around_the_remembered_spot_and_another_scope_do
 
 def test_a_remembered_spot_is_expensive_not_forbidden() -> None:
     memory = LongTermMemory(":memory:")
-    memory.remember("a person blocked the way near (9, 2)", scope={"scenario": "s1"},
-                    metadata=blocked_fact(9.0, 2.2))
+    memory.remember(
+        "a person blocked the way near (9, 2)",
+        scope={"scenario": "s1"},
+        metadata=blocked_fact(9.0, 2.2),
+    )
     straight = ((2.0, 2.0), DOCKS["a"])
     # any detour is too long: the shortest route it is, through the spot
     strict = remembering(memory, memory_detour=1.0)
     out = strict.step()
     assert strict.route == straight and not events_of(out, "recalled")
     # a spot at the robot's own position never strands it
-    memory.remember("a person blocked the way near (9, 2)", scope={"scenario": "s3"},
-                    metadata=blocked_fact(2.2, 2.0))
+    memory.remember(
+        "a person blocked the way near (9, 2)",
+        scope={"scenario": "s3"},
+        metadata=blocked_fact(2.2, 2.0),
+    )
     here = remembering(memory, "s3")
     here.step()
     assert here.route == straight
@@ -627,17 +714,25 @@ def test_a_recalled_spot_is_never_written_again_and_the_filter_refuses_a_copy() 
 def test_other_records_of_the_scope_are_no_spots() -> None:
     memory = LongTermMemory(":memory:")
     memory.remember("the west aisle is narrow", scope={"scenario": "s1"})
-    memory.remember("a bad fact", scope={"scenario": "s1"},
-                    metadata={"fact": "blocked", "x": "nine", "y": 2.0, "radius": 1.0})
+    memory.remember(
+        "a bad fact",
+        scope={"scenario": "s1"},
+        metadata={"fact": "blocked", "x": "nine", "y": 2.0, "radius": 1.0},
+    )
     assert remembering(memory).planner.blocked_spots == ()
 
 
-@given(written=st.sampled_from(["warehouse", "narrow_aisles", "Warehouse", "w"]),
-       asked=st.sampled_from(["warehouse", "narrow_aisles", "Warehouse", "w"]))
+@given(
+    written=st.sampled_from(["warehouse", "narrow_aisles", "Warehouse", "w"]),
+    asked=st.sampled_from(["warehouse", "narrow_aisles", "Warehouse", "w"]),
+)
 def test_spots_never_cross_scopes(written: str, asked: str) -> None:
     with LongTermMemory(":memory:") as memory:
-        memory.remember("a person blocked the way near (9, 2)", scope={"scenario": written},
-                        metadata=blocked_fact(9.0, 2.2))
+        memory.remember(
+            "a person blocked the way near (9, 2)",
+            scope={"scenario": written},
+            metadata=blocked_fact(9.0, 2.2),
+        )
         planner = Planner(SPEC, long_term=memory, memory_scope={"scenario": asked})
         assert len(planner.blocked_spots) == (1 if written == asked else 0)
 

@@ -58,8 +58,9 @@ class Run:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     configure_logging(level="critical")
     path = tmp_path_factory.mktemp("recording") / "run.mcap"
-    sim = Simulation("warehouse", seed=0, capacity=CAPACITY,
-                     faults=[parse_fault(f) for f in FAULTS], record=path)
+    sim = Simulation(
+        "warehouse", seed=0, capacity=CAPACITY, faults=[parse_fault(f) for f in FAULTS], record=path
+    )
     results: dict[int, TickResult] = {}
     sim.add_tick_listener(lambda r: results.__setitem__(r.tick, r))
     try:
@@ -85,15 +86,22 @@ def _header_end(data: bytes) -> int:
 
 
 def _sim(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "NO_COLOR": "1"}, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+    )
 
 
 # -- channels --------------------------------------------------------------------------------
 
 
 def test_every_channel_is_present_with_the_expected_message_counts(
-        run: Run, recording: Recording) -> None:
+    run: Run, recording: Recording
+) -> None:
     assert set(recording.topics) == set(CHANNELS)
     assert recording.ticks() == list(range(TICKS))
     for topic in ("/working_set", "/evictions", "/decisions", "/stats"):
@@ -103,8 +111,12 @@ def test_every_channel_is_present_with_the_expected_message_counts(
     events = list(recording.messages("/events"))
     assert [e["seq"] for e in events] == list(range(1, run.log_seq + 1))
     faults = {(f["fault"], f["phase"], f["tick"]) for f in recording.messages("/faults")}
-    assert faults == {(FAULTS[0], "start", 50), (FAULTS[0], "end", 150),
-                      (FAULTS[1], "start", 120), (FAULTS[1], "end", 121)}
+    assert faults == {
+        (FAULTS[0], "start", 50),
+        (FAULTS[0], "end", 150),
+        (FAULTS[1], "start", 120),
+        (FAULTS[1], "end", 121),
+    }
     assert json.loads(recording.metadata["faults"]) == list(FAULTS)
 
 
@@ -114,14 +126,16 @@ def test_every_channel_is_present_with_the_expected_message_counts(
 def _assert_report_is_what_was_frozen(report: dict[str, Any], result: TickResult) -> None:
     ws = result.working_set
     assert (report["tick"], report["time"]) == (result.tick, result.time)
-    assert report["versions"] == {"board_seq": ws.versions.board_seq,
-                                  "map_version": ws.versions.map_version,
-                                  "log_seq": ws.versions.log_seq}
+    assert report["versions"] == {
+        "board_seq": ws.versions.board_seq,
+        "map_version": ws.versions.map_version,
+        "log_seq": ws.versions.log_seq,
+    }
     assert report["working_set_size"] == len(ws.items)
     assert report["capacity_alarm"] == ws.capacity_alarm
-    assert [(e["key"], e["importance"], e["last_used"], e["reason"])
-            for e in report["evicted"]] == [(e.key, e.importance, e.last_used, e.reason)
-                                            for e in ws.evictions]
+    assert [
+        (e["key"], e["importance"], e["last_used"], e["reason"]) for e in report["evicted"]
+    ] == [(e.key, e.importance, e.last_used, e.reason) for e in ws.evictions]
     assert list(report["cabins"]) == [v.cabin for v in result.views]
     for view in result.views:
         seen = report["cabins"][view.cabin]
@@ -129,49 +143,72 @@ def _assert_report_is_what_was_frozen(report: dict[str, Any], result: TickResult
         for key, item in view.provenance.items():
             got = seen["items"][key]
             assert from_json(got["value"]) == item.value, key
-            assert (got["via"], got["source"], got["stamp"], got["seq"], got["importance"],
-                    got["last_used"], got["first_seen"]) == (
-                item.via, item.source, item.stamp, item.seq, item.importance, item.last_used,
-                item.first_seen), key
+            assert (
+                got["via"],
+                got["source"],
+                got["stamp"],
+                got["seq"],
+                got["importance"],
+                got["last_used"],
+                got["first_seen"],
+            ) == (
+                item.via,
+                item.source,
+                item.stamp,
+                item.seq,
+                item.importance,
+                item.last_used,
+                item.first_seen,
+            ), key
         assert {p: m["reason"] for p, m in seen["missing"].items()} == dict(view.missing)
         assert seen["suppressed"] == list(view.suppressed)
     for out in result.outboxes:
         decision = report["cabins"][out.cabin]["decision"]
         assert decision["failed"] is None
         assert [(c["name"], from_json(c["args"])) for c in decision["commands"]] == [
-            (c.name, c.args) for c in out.commands]
-        assert [(w["key"], from_json(w["value"]), w["ttl"], w["delete"])
-                for w in decision["writes"]] == [(w.key, w.value, w.ttl, w.delete)
-                                                 for w in out.writes]
-        assert [(e["kind"], from_json(e["data"]), frozenset(e["tags"]))
-                for e in decision["events"]] == [(e.kind, e.data, e.tags) for e in out.events]
-        assert [(r["pattern"], r["reaction"], from_json(r["detail"]))
-                for r in decision["reactions"]] == [(r.pattern, r.reaction, r.detail)
-                                                    for r in out.reactions]
+            (c.name, c.args) for c in out.commands
+        ]
+        assert [
+            (w["key"], from_json(w["value"]), w["ttl"], w["delete"]) for w in decision["writes"]
+        ] == [(w.key, w.value, w.ttl, w.delete) for w in out.writes]
+        assert [
+            (e["kind"], from_json(e["data"]), frozenset(e["tags"])) for e in decision["events"]
+        ] == [(e.kind, e.data, e.tags) for e in out.events]
+        assert [
+            (r["pattern"], r["reaction"], from_json(r["detail"])) for r in decision["reactions"]
+        ] == [(r.pattern, r.reaction, r.detail) for r in out.reactions]
     for failure in result.failures:
         assert report["cabins"][failure.cabin]["decision"]["failed"] == {
-            "error_type": failure.error_type, "message": failure.message}
+            "error_type": failure.error_type,
+            "message": failure.message,
+        }
     viewed = {k for v in result.views for k in v.provenance}
     assert set(report["unviewed"]) == set(ws.items) - viewed
 
 
 def test_inspect_reports_at_every_tick_what_the_runtime_froze(
-        run: Run, recording: Recording) -> None:
+    run: Run, recording: Recording
+) -> None:
     for tick, result in run.results.items():
         _assert_report_is_what_was_frozen(tick_report(recording, tick), result)
 
 
 def test_inspect_shows_faults_failures_and_the_eviction_behind_a_missing_item(
-        run: Run, recording: Recording) -> None:
+    run: Run, recording: Recording
+) -> None:
     executor = tick_report(recording, 60, cabin="executor")
     assert list(executor["cabins"]) == ["executor"] and "unviewed" not in executor
-    assert executor["cabins"]["executor"]["missing"]["event:action_failed*"] == {
-        "reason": "fault"}
+    assert executor["cabins"]["executor"]["missing"]["event:action_failed*"] == {"reason": "fault"}
     assert executor["cabins"]["executor"]["suppressed"] == ["event:action_failed*"]
     crashed = tick_report(recording, 120, cabin="planner")["cabins"]["planner"]["decision"]
     assert crashed["failed"]["error_type"] == "InjectedCrash"
-    evicted_ticks = [(t, v.cabin, p) for t, r in run.results.items() for v in r.views
-                     for p, why in v.missing.items() if why == "evicted"]
+    evicted_ticks = [
+        (t, v.cabin, p)
+        for t, r in run.results.items()
+        for v in r.views
+        for p, why in v.missing.items()
+        if why == "evicted"
+    ]
     assert evicted_ticks, "the fixture's capacity should evict a required item"
     tick, cabin, pattern = evicted_ticks[len(evicted_ticks) // 2]
     missing = tick_report(recording, tick, cabin=cabin)["cabins"][cabin]["missing"][pattern]
@@ -180,8 +217,7 @@ def test_inspect_shows_faults_failures_and_the_eviction_behind_a_missing_item(
     assert eviction["key"] in {e.key for e in run.results[tick].working_set.evictions}
 
 
-def test_a_tick_or_cabin_the_recording_does_not_hold_is_a_clear_error(
-        recording: Recording) -> None:
+def test_a_tick_or_cabin_the_recording_does_not_hold_is_a_clear_error(recording: Recording) -> None:
     with pytest.raises(InspectError, match=f"tick {TICKS} is not in .*holds ticks 0-{TICKS - 1}"):
         tick_report(recording, TICKS)
     with pytest.raises(InspectError, match="tick -1 is not in"):
@@ -198,7 +234,8 @@ def test_a_tick_or_cabin_the_recording_does_not_hold_is_a_clear_error(
 
 
 def test_key_history_follows_the_working_set_views_and_board(
-        run: Run, recording: Recording) -> None:
+    run: Run, recording: Recording
+) -> None:
     history = key_history(recording, "pose")
     rows = {row["tick"]: row for row in history["history"]}
     for tick, result in run.results.items():
@@ -207,11 +244,13 @@ def test_key_history_follows_the_working_set_views_and_board(
             assert tick not in rows or not rows[tick]["in_working_set"]
             continue
         assert from_json(rows[tick]["value"]) == item.value
-        assert rows[tick]["views"] == {v.cabin: v.provenance["pose"].via for v in result.views
-                                       if "pose" in v.provenance}
+        assert rows[tick]["views"] == {
+            v.cabin: v.provenance["pose"].via for v in result.views if "pose" in v.provenance
+        }
     writes = [m for m in recording.messages("/board") if m["key"] == "pose"]
     assert [(w["seq"], w["value"]) for w in history["board"]] == [
-        (w["seq"], w["value"]) for w in writes]
+        (w["seq"], w["value"]) for w in writes
+    ]
     assert len(writes) > TICKS // 2
 
 
@@ -221,8 +260,7 @@ def test_key_history_shows_evictions_and_missing(run: Run, recording: Recording)
     rows = {row["tick"]: row for row in key_history(recording, eviction.key)["history"]}
     assert [e["reason"] for e in rows[tick]["evicted"]] == [eviction.reason]
     failures = key_history(recording, "event:action_failed*", cabin="executor")["history"]
-    reasons = {row["tick"]: row["missing"]["executor"]["event:action_failed*"]
-               for row in failures}
+    reasons = {row["tick"]: row["missing"]["executor"]["event:action_failed*"] for row in failures}
     assert reasons[49] == "absent" and reasons[50] == "fault" and reasons[149] == "fault"
 
 
@@ -230,18 +268,22 @@ def test_key_history_shows_evictions_and_missing(run: Run, recording: Recording)
 
 
 @given(st.integers(0, TICKS - 1), st.integers(0, TICKS - 1))
-def test_diff_agrees_with_the_frozen_working_sets(run: Run, recording: Recording,
-                                                 first: int, second: int) -> None:
+def test_diff_agrees_with_the_frozen_working_sets(
+    run: Run, recording: Recording, first: int, second: int
+) -> None:
     report = diff_report(recording, first, second)
     a, b = run.results[first].working_set.items, run.results[second].working_set.items
     assert set(report["added"]) == b.keys() - a.keys()
     assert set(report["removed"]) == a.keys() - b.keys()
-    assert set(report["changed"]) == {k for k in a.keys() & b.keys()
-                                      if a[k].value != b[k].value
-                                      or a[k].importance != b[k].importance}
+    assert set(report["changed"]) == {
+        k
+        for k in a.keys() & b.keys()
+        if a[k].value != b[k].value or a[k].importance != b[k].importance
+    }
     low, high = sorted((first, second))
     assert [(e["tick"], e["key"]) for e in report["evicted_between"]] == [
-        (t, e.key) for t in range(low + 1, high + 1) for e in run.results[t].working_set.evictions]
+        (t, e.key) for t in range(low + 1, high + 1) for e in run.results[t].working_set.evictions
+    ]
     for va, vb in zip(run.results[first].views, run.results[second].views, strict=True):
         cabin = report["cabins"][va.cabin]
         assert set(cabin["in"]) == set(vb.provenance) - set(va.provenance)
@@ -254,9 +296,11 @@ def test_diff_across_a_fault_names_the_changed_reason(run: Run, recording: Recor
     report = diff_report(recording, 49, 50, cabin="executor")
     assert list(report["cabins"]) == ["executor"]
     assert report["cabins"]["executor"]["missing_changed"] == {
-        "event:action_failed*": {"from": "absent", "to": "fault"}}
+        "event:action_failed*": {"from": "absent", "to": "fault"}
+    }
     assert [e["key"] for e in report["evicted_between"]] == [
-        e.key for e in run.results[50].working_set.evictions]
+        e.key for e in run.results[50].working_set.evictions
+    ]
     assert report["evicted_between"], "evicted items are in no view, yet belong in a diff"
     assert diff_report(recording, 7, 7)["changed"] == {}
 
@@ -270,10 +314,14 @@ def _records(recording: Recording) -> dict[str, list[tuple[int, dict[str, Any]]]
 
 @pytest.mark.parametrize("where", ["mid-file", "a few bytes before the end", "after 3/4"])
 def test_a_cut_recording_is_read_up_to_the_break_and_repaired(
-        run: Run, recording: Recording, tmp_path: Path, where: str) -> None:
+    run: Run, recording: Recording, tmp_path: Path, where: str
+) -> None:
     size = run.path.stat().st_size
-    offset = {"mid-file": size // 2, "a few bytes before the end": size - 5,
-              "after 3/4": 3 * size // 4}[where]
+    offset = {
+        "mid-file": size // 2,
+        "a few bytes before the end": size - 5,
+        "after 3/4": 3 * size // 4,
+    }[where]
     cut = _cut(run.path, offset, tmp_path / "cut.mcap")
     notices: list[str] = []
     damaged = open_recording(cut, warn=notices.append)
@@ -285,13 +333,16 @@ def test_a_cut_recording_is_read_up_to_the_break_and_repaired(
     assert f"read {len(ticks)} ticks (0-{ticks[-1]})" in notices[0]
     original, recovered = _records(recording), _records(damaged)
     for topic, messages in recovered.items():
-        assert messages == original[topic][:len(messages)], topic
+        assert messages == original[topic][: len(messages)], topic
     if where == "a few bytes before the end":
         assert recovered == original
     else:
         assert len(ticks) < TICKS
-    assert tick_report(damaged, ticks[0]) == {**tick_report(recording, ticks[0]),
-                                              "recording": str(cut), "damaged": True}
+    assert tick_report(damaged, ticks[0]) == {
+        **tick_report(recording, ticks[0]),
+        "recording": str(cut),
+        "damaged": True,
+    }
 
     fixed = tmp_path / "fixed.mcap"
     report = repair_report(cut, fixed)
@@ -309,7 +360,8 @@ def test_a_cut_recording_is_read_up_to_the_break_and_repaired(
 
 
 def test_a_recording_cut_just_after_its_header_has_nothing_to_recover(
-        run: Run, tmp_path: Path) -> None:
+    run: Run, tmp_path: Path
+) -> None:
     data = run.path.read_bytes()
     cut = _cut(run.path, _header_end(data), tmp_path / "cut.mcap")
     notices: list[str] = []
@@ -320,11 +372,12 @@ def test_a_recording_cut_just_after_its_header_has_nothing_to_recover(
         tick_report(damaged, 0)
     with pytest.raises(RecordingError, match="nothing to recover"):
         repair(cut)
-    assert cut.read_bytes() == data[:_header_end(data)]
+    assert cut.read_bytes() == data[: _header_end(data)]
 
 
 def test_a_changed_byte_mid_file_is_caught_and_what_precedes_it_kept(
-        run: Run, recording: Recording, tmp_path: Path) -> None:
+    run: Run, recording: Recording, tmp_path: Path
+) -> None:
     data = bytearray(run.path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     broken = tmp_path / "flipped.mcap"
@@ -334,12 +387,13 @@ def test_a_changed_byte_mid_file_is_caught_and_what_precedes_it_kept(
     assert damaged.scan.good_bytes <= len(data) // 2
     original = _records(recording)
     for topic, messages in _records(damaged).items():
-        assert messages == original[topic][:len(messages)]
+        assert messages == original[topic][: len(messages)]
 
 
 @pytest.mark.parametrize("size", [0, 5, 30])
 def test_a_file_cut_before_its_header_ends_is_a_clear_error(
-        run: Run, tmp_path: Path, size: int) -> None:
+    run: Run, tmp_path: Path, size: int
+) -> None:
     cut = _cut(run.path, size, tmp_path / "cut.mcap")
     with pytest.raises(RecordingError, match=r"empty|nothing to recover"):
         scan(cut)
@@ -386,22 +440,38 @@ def test_garbage_is_a_recording_error_that_says_what_is_wrong(tmp_path: Path) ->
     wrong = Recording.open(_mcap(tmp_path / "w.mcap", profile="tickwork", data=shape.encode()))
     with pytest.raises(RecordingError, match=r"'items' should be object.*wrong schema"):
         tick_report(wrong, 0)
-    views = json.dumps({"tick": 0, "time": 0.0, "versions": {}, "items": {},
-                        "views": {"planner": {"items": ["pose"]}}})
-    bad_view = Recording.open(_mcap(tmp_path / "v.mcap", profile="tickwork",
-                                    data=views.encode()))
+    views = json.dumps(
+        {
+            "tick": 0,
+            "time": 0.0,
+            "versions": {},
+            "items": {},
+            "views": {"planner": {"items": ["pose"]}},
+        }
+    )
+    bad_view = Recording.open(_mcap(tmp_path / "v.mcap", profile="tickwork", data=views.encode()))
     with pytest.raises(RecordingError, match=r"views.planner.items of tick 0 is not a JSON"):
         tick_report(bad_view, 0)
 
 
-@pytest.mark.parametrize("command", [["inspect", "{f}", "--tick", "0"],
-                                     ["inspect", "{f}", "--key", "pose", "--json"],
-                                     ["diff", "{f}", "0", "0"], ["repair", "{f}"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["inspect", "{f}", "--tick", "0"],
+        ["inspect", "{f}", "--key", "pose", "--json"],
+        ["diff", "{f}", "0", "0"],
+        ["repair", "{f}"],
+    ],
+)
 def test_every_command_answers_garbage_with_exit_2_and_no_traceback(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
-    files = [tmp_path / "text.mcap", _mcap(tmp_path / "ros.mcap", profile="ros1"),
-             _mcap(tmp_path / "nj.mcap", profile="tickwork", data=b"not json"),
-             tmp_path / "missing.mcap"]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    files = [
+        tmp_path / "text.mcap",
+        _mcap(tmp_path / "ros.mcap", profile="ros1"),
+        _mcap(tmp_path / "nj.mcap", profile="tickwork", data=b"not json"),
+        tmp_path / "missing.mcap",
+    ]
     files[0].write_text("hello\n")
     for path in files:
         if command[0] == "repair" and path.name == "nj.mcap":
@@ -451,8 +521,10 @@ def test_cli_human_output(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "tick 60" in out and "executor saw" in out and "board:pose" in out
     assert "missing event:action_failed*: fault" in out and "decided:" in out
-    assert main(["inspect", str(run.path), "--key", "event:action_failed*",
-                 "--cabin", "executor"]) == 0
+    assert (
+        main(["inspect", str(run.path), "--key", "event:action_failed*", "--cabin", "executor"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "50-149" in out and "0-49" in out  # runs of identical rows compressed
     assert main(["diff", str(run.path), "49", "50"]) == 0
@@ -466,16 +538,22 @@ def test_cli_human_output(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_compress_joins_runs_of_alike_consecutive_ticks() -> None:
-    rows = [{"tick": t, "v": v} for t, v in [(1, "a"), (2, "a"), (3, "a"), (4, "b"), (6, "b"),
-                                             (7, "a")]]
+    rows = [
+        {"tick": t, "v": v} for t, v in [(1, "a"), (2, "a"), (3, "a"), (4, "b"), (6, "b"), (7, "a")]
+    ]
     runs = compress(rows, same=lambda r: r["v"])
     assert [(r["first"], r["last"], r["row"]["v"]) for r in runs] == [
-        (1, 3, "a"), (4, 4, "b"), (6, 6, "b"), (7, 7, "a")]
+        (1, 3, "a"),
+        (4, 4, "b"),
+        (6, 6, "b"),
+        (7, 7, "a"),
+    ]
 
 
 def test_brief_and_tick_ranges() -> None:
-    feature = {"$feature": {"id": "shelf:A1", "kind": "shelf", "tags": [], "props": {},
-                            "wkb": "00"}}
+    feature = {
+        "$feature": {"id": "shelf:A1", "kind": "shelf", "tags": [], "props": {}, "wkb": "00"}
+    }
     assert brief(feature) == "<shelf shelf:A1>"
     assert brief({"pose": [1.23456789, 2.0]}) == "{pose: [1.235, 2]}"
     assert brief(list(range(100)), width=10) == "[0, 1, 2,…"
@@ -490,10 +568,23 @@ def test_a_run_stopped_by_a_signal_finishes_its_recording(tmp_path: Path, signum
     root = Path(__file__).resolve().parent.parent
     out = tmp_path / "run.mcap"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sim", "run", "--ticks", "100000", "--full", "--json",
-         "--record", str(out)],
-        cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "sim",
+            "run",
+            "--ticks",
+            "100000",
+            "--full",
+            "--json",
+            "--record",
+            str(out),
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60  # waiting on a real process, not timing the code
         while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 50_000):

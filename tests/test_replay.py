@@ -24,8 +24,12 @@ from sim.replay import ReplayError, ViewBuilder, compare, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = 600
-FAULTS = ("missing:executor:event:action_failed*@100-300", "crash:planner@150",
-          "crash:executor@400-405", "event-loss:action_*@80-120")
+FAULTS = (
+    "missing:executor:event:action_failed*@100-300",
+    "crash:planner@150",
+    "crash:executor@400-405",
+    "event-loss:action_*@80-120",
+)
 
 
 def record(path: Path, *, ticks: int = TICKS, **kwargs: Any) -> Path:
@@ -62,14 +66,17 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def faulted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record(tmp_path_factory.mktemp("faulted") / "run.mcap",
-                  faults=[parse_fault(f) for f in FAULTS])
+    return record(
+        tmp_path_factory.mktemp("faulted") / "run.mcap", faults=[parse_fault(f) for f in FAULTS]
+    )
 
 
 @pytest.fixture(scope="module")
 def tallied(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record(tmp_path_factory.mktemp("tallied") / "run.mcap",
-                  extra=[ExtraCabin(spec=TALLY_SPEC, factory=Tally)])
+    return record(
+        tmp_path_factory.mktemp("tallied") / "run.mcap",
+        extra=[ExtraCabin(spec=TALLY_SPEC, factory=Tally)],
+    )
 
 
 def test_an_unchanged_run_replays_without_drift(clean: Path) -> None:
@@ -81,8 +88,12 @@ def test_an_unchanged_run_replays_without_drift(clean: Path) -> None:
 
 def test_a_faulted_run_replays_without_drift(faulted: Path) -> None:
     rec = Recording.open(faulted)
-    failed = {(t, c) for t in (150, 400) for c, d in rec.at("/decisions", t)[0]["cabins"].items()
-              if d["failed"]}
+    failed = {
+        (t, c)
+        for t in (150, 400)
+        for c, d in rec.at("/decisions", t)[0]["cabins"].items()
+        if d["failed"]
+    }
     assert failed == {(150, "planner"), (400, "executor")}  # the crashes are in the recording
     report = replay(rec)
     assert report.faults == FAULTS
@@ -90,7 +101,8 @@ def test_a_faulted_run_replays_without_drift(faulted: Path) -> None:
 
 
 def test_ignoring_the_faults_shows_as_drift_at_the_crashes(
-        faulted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    faulted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sim.replay
 
     monkeypatch.setattr(sim.replay, "recorded_faults", lambda rec: [])
@@ -158,13 +170,28 @@ def test_a_note_is_rebuilt_under_its_view_key() -> None:
     from runtime.scratchpad import Note
 
     note = Note("route_hint", ("A1", 2.5), "a hint", None, 3)
-    item = {"value": to_json(note), "importance": 0.5, "last_used": 1.0, "first_seen": 0.5,
-            "source": "note", "stamp": None, "seq": 3}
-    message = {"tick": 20, "time": 1.0, "versions": {"board_seq": 1, "map_version": 0,
-                                                     "log_seq": 0},
-               "items": {"note:walker/route_hint": item},
-               "views": {"walker": {"items": {"note:route_hint": "note:scratchpad"},
-                                    "missing": {}, "suppressed": []}}}
+    item = {
+        "value": to_json(note),
+        "importance": 0.5,
+        "last_used": 1.0,
+        "first_seen": 0.5,
+        "source": "note",
+        "stamp": None,
+        "seq": 3,
+    }
+    message = {
+        "tick": 20,
+        "time": 1.0,
+        "versions": {"board_seq": 1, "map_version": 0, "log_seq": 0},
+        "items": {"note:walker/route_hint": item},
+        "views": {
+            "walker": {
+                "items": {"note:route_hint": "note:scratchpad"},
+                "missing": {},
+                "suppressed": [],
+            }
+        },
+    }
     view = ViewBuilder().views(message)["walker"]
     assert view["note:route_hint"] == note
     assert view.provenance["note:route_hint"].via == "note:scratchpad"
@@ -173,25 +200,48 @@ def test_a_note_is_rebuilt_under_its_view_key() -> None:
 # -- comparing decisions ---------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=5)
     | st.floats(allow_nan=False, allow_infinity=False),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3),
-    max_leaves=8)
-decisions = st.fixed_dictionaries({
-    "writes": st.lists(st.fixed_dictionaries({"key": st.text(min_size=1, max_size=5),
-                                              "value": json_values, "ttl": st.none(),
-                                              "delete": st.booleans()}), max_size=3),
-    "events": st.lists(st.fixed_dictionaries({"kind": st.text(min_size=1, max_size=5),
-                                              "data": json_values, "tags": st.just([])}),
-                       max_size=3),
-    "commands": st.lists(st.fixed_dictionaries({
-        "name": st.just("drive"),
-        "args": st.fixed_dictionaries({"v": st.floats(-2, 2), "w": st.floats(-2, 2)})}),
-        max_size=2),
-    "reactions": st.just([]),
-    "failed": st.none(),
-})
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+decisions = st.fixed_dictionaries(
+    {
+        "writes": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "key": st.text(min_size=1, max_size=5),
+                    "value": json_values,
+                    "ttl": st.none(),
+                    "delete": st.booleans(),
+                }
+            ),
+            max_size=3,
+        ),
+        "events": st.lists(
+            st.fixed_dictionaries(
+                {"kind": st.text(min_size=1, max_size=5), "data": json_values, "tags": st.just([])}
+            ),
+            max_size=3,
+        ),
+        "commands": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.just("drive"),
+                    "args": st.fixed_dictionaries({"v": st.floats(-2, 2), "w": st.floats(-2, 2)}),
+                }
+            ),
+            max_size=2,
+        ),
+        "reactions": st.just([]),
+        "failed": st.none(),
+    }
+)
 
 
 @given(decisions)
@@ -210,8 +260,13 @@ def test_one_ulp_in_a_command_is_drift(decision: dict[str, Any], data: st.DataOb
 
 
 def test_int_and_float_and_signed_zero_are_told_apart() -> None:
-    base = {"writes": [], "events": [{"kind": "k", "data": 1, "tags": []}], "commands": [],
-            "reactions": [], "failed": None}
+    base = {
+        "writes": [],
+        "events": [{"kind": "k", "data": 1, "tags": []}],
+        "commands": [],
+        "reactions": [],
+        "failed": None,
+    }
     as_float = {**base, "events": [{"kind": "k", "data": 1.0, "tags": []}]}
     assert compare(base, as_float)[0].field == "events"
     zero = {**base, "events": [{"kind": "k", "data": 0.0, "tags": []}]}
@@ -226,8 +281,14 @@ def test_int_and_float_and_signed_zero_are_told_apart() -> None:
 
 def sim_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "sim", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_cli_replay_of_an_unchanged_run_exits_0(clean: Path) -> None:
@@ -237,7 +298,7 @@ def test_cli_replay_of_an_unchanged_run_exits_0(clean: Path) -> None:
     assert report["drift"] is False and report["ticks"] == TICKS and report["drifts"] == []
 
 
-WOBBLY = '''
+WOBBLY = """
 import random
 
 
@@ -250,15 +311,16 @@ class Wobbly:
     def step(self, view, out):
         if view.tick % 100 == 0:
             out.emit("wobble", {"x": self.rng.random()})
-'''
+"""
 
 
 def test_cli_replay_catches_a_nondeterministic_cabin(tmp_path: Path) -> None:
     (tmp_path / "wobbly.py").write_text(WOBBLY)
     (tmp_path / "wobbly.toml").write_text('name = "wobbly"\nboard_keys = ["pose"]\n')
     cabin = "wobbly:Wobbly@wobbly.toml"
-    done = sim_cli("run", "--ticks", "300", "--record", "run.mcap", "--cabin", cabin,
-                   "--json", cwd=tmp_path)
+    done = sim_cli(
+        "run", "--ticks", "300", "--record", "run.mcap", "--cabin", cabin, "--json", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
 
     done = sim_cli("replay", "run.mcap", "--cabin", cabin, "--json", cwd=tmp_path)
@@ -290,8 +352,11 @@ def test_a_recording_whose_long_term_facts_are_damaged_is_a_clear_error(tmp_path
     sim.close()
     result = scan(made)
     result.metadata["run"]["long_term"] = json.dumps(
-        {"scope": {"scenario": "warehouse"}, "records": [{"content": "x", "metadata": [1],
-                                                          "stamp": 0.0}]})
+        {
+            "scope": {"scenario": "warehouse"},
+            "records": [{"content": "x", "metadata": [1], "stamp": 0.0}],
+        }
+    )
     broken = tmp_path / "broken.mcap"
     write_recording(result, broken)
     assert Recording.open(broken).metadata["long_term"]

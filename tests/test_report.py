@@ -70,8 +70,9 @@ class Element:
         assert found is not None, selector
         wanted_id = found["id"]
         own_id = self.attrs.get("id", "")
-        if wanted_id is not None and not (own_id.startswith(wanted_id[:-1])
-                                          if wanted_id.endswith("*") else own_id == wanted_id):
+        if wanted_id is not None and not (
+            own_id.startswith(wanted_id[:-1]) if wanted_id.endswith("*") else own_id == wanted_id
+        ):
             return False
         return found["tag"] == self.tag and set(found["classes"].split(".")[1:]) <= self.classes
 
@@ -79,8 +80,21 @@ class Element:
         return any(p.matches(selector) for p in self.parents)
 
 
-_VOID = {"meta", "link", "input", "br", "img", "hr", "area", "base", "col", "embed",
-         "source", "track", "wbr"}
+_VOID = {
+    "meta",
+    "link",
+    "input",
+    "br",
+    "img",
+    "hr",
+    "area",
+    "base",
+    "col",
+    "embed",
+    "source",
+    "track",
+    "wbr",
+}
 
 
 class _Elements(HTMLParser):
@@ -126,10 +140,16 @@ def parse(page: str) -> _Elements:
     return parser
 
 
-def select(doc: _Elements, tag: str, cls: str | None = None, *,
-           inside: str | None = None) -> list[Element]:
-    return [e for e in doc.elements if e.tag == tag and (cls is None or cls in e.classes)
-            and (inside is None or e.inside(inside))]
+def select(
+    doc: _Elements, tag: str, cls: str | None = None, *, inside: str | None = None
+) -> list[Element]:
+    return [
+        e
+        for e in doc.elements
+        if e.tag == tag
+        and (cls is None or cls in e.classes)
+        and (inside is None or e.inside(inside))
+    ]
 
 
 def report_data(doc: _Elements) -> dict[str, Any]:
@@ -189,11 +209,21 @@ class Evil:
 def evil_page(tmp_path_factory: pytest.TempPathFactory) -> str:
     configure_logging(level="critical")
     path = tmp_path_factory.mktemp("evil") / "evil.mcap"
-    spec = ContextSpec(name="evil", description=EVIL, board_keys=("pose", "evil:*"),
-                       required=("pose", "x<script>*"), weights={"evil:*": 0.9})
+    spec = ContextSpec(
+        name="evil",
+        description=EVIL,
+        board_keys=("pose", "evil:*"),
+        required=("pose", "x<script>*"),
+        weights={"evil:*": 0.9},
+    )
     scenario = load_scenario("warehouse").model_copy(update={"description": EVIL})
-    sim = Simulation(scenario, seed=0, extra=[ExtraCabin(spec=spec, factory=Evil)],
-                     faults=[parse_fault("missing:evil:x<script>*@2-30")], record=path)
+    sim = Simulation(
+        scenario,
+        seed=0,
+        extra=[ExtraCabin(spec=spec, factory=Evil)],
+        faults=[parse_fault("missing:evil:x<script>*@2-30")],
+        record=path,
+    )
     try:
         sim.run(40, until_done=False)
     finally:
@@ -212,14 +242,18 @@ def test_the_page_is_self_contained(page: str, doc: _Elements) -> None:
                 assert not re.match(r"\s*(https?:|//|ftp:)", value, re.I), (e.tag, name, value)
             if re.match(r"\s*https?:", value, re.I):
                 assert name == "xmlns", f"<{e.tag} {name}={value!r}> points at the network"
-    assert all(e.attrs.get("rel") == "icon" and e.attrs["href"].startswith("data:")
-               for e in select(doc, "link"))
-    assert not [e for e in doc.elements if e.tag in ("img", "iframe", "object", "embed",
-                                                     "audio", "video", "source")]
+    assert all(
+        e.attrs.get("rel") == "icon" and e.attrs["href"].startswith("data:")
+        for e in select(doc, "link")
+    )
+    assert not [
+        e
+        for e in doc.elements
+        if e.tag in ("img", "iframe", "object", "embed", "audio", "video", "source")
+    ]
     assert all("src" not in e.attrs for e in select(doc, "script"))
     assert "@import" not in page and "url(" not in page
-    csp = [e for e in select(doc, "meta") if e.attrs.get("http-equiv") ==
-           "Content-Security-Policy"]
+    csp = [e for e in select(doc, "meta") if e.attrs.get("http-equiv") == "Content-Security-Policy"]
     assert len(csp) == 1 and "default-src 'none'" in csp[0].attrs["content"]
 
 
@@ -251,10 +285,14 @@ def _floor_mapping(doc: _Elements) -> Any:
 
 
 def test_markers_sit_where_the_robot_was_when_a_fault_started(
-        recorded: tuple[Path, dict[str, Any]], doc: _Elements) -> None:
+    recorded: tuple[Path, dict[str, Any]], doc: _Elements
+) -> None:
     recording = Recording.open(recorded[0])
-    poses = [(t, m["value"]) for t, m in recording.records("/board")
-             if m["key"] == "pose" and not m["deleted"]]
+    poses = [
+        (t, m["value"])
+        for t, m in recording.records("/board")
+        if m["key"] == "pose" and not m["deleted"]
+    ]
     to_px = _floor_mapping(doc)
     faults = select(doc, "g", "m-fault", inside="svg#map")
     assert sorted(int(e.attrs["data-tick"]) for e in faults) == [50, 120]
@@ -278,11 +316,19 @@ def test_routes_are_distinct(doc: _Elements) -> None:
 # -- timelines and bounds --------------------------------------------------------------------
 
 
-def test_timelines_are_there_and_bounded(recorded: tuple[Path, dict[str, Any]],
-                                         doc: _Elements) -> None:
+def test_timelines_are_there_and_bounded(
+    recorded: tuple[Path, dict[str, Any]], doc: _Elements
+) -> None:
     charts = {e.attrs["id"] for e in select(doc, "svg", "chart")}
-    assert {"chart-working-set", "chart-evictions", "chart-deliveries", "chart-compute",
-            "chart-missing-planner", "chart-missing-executor", "chart-missing-monitor"} <= charts
+    assert {
+        "chart-working-set",
+        "chart-evictions",
+        "chart-deliveries",
+        "chart-compute",
+        "chart-missing-planner",
+        "chart-missing-executor",
+        "chart-missing-monitor",
+    } <= charts
     for e in doc.elements:
         if e.tag == "path" and e.inside("svg#chart-*") and "series" in e.classes:
             assert path_points(e.attrs["d"]) <= MAX_POINTS
@@ -291,13 +337,17 @@ def test_timelines_are_there_and_bounded(recorded: tuple[Path, dict[str, Any]],
     assert len(fault_line) == 1 and path_points(fault_line[0].attrs["d"]) > 1
     # deliveries: one mark per goal the dispatcher deleted (a delivery done)
     recording = Recording.open(recorded[0])
-    done = {m["key"] for _, m in recording.records("/board")
-            if m["key"].startswith("goal:deliver:") and m["deleted"]}
+    done = {
+        m["key"]
+        for _, m in recording.records("/board")
+        if m["key"].startswith("goal:deliver:") and m["deleted"]
+    }
     assert done and len(select(doc, "line", "k-delivery")) == len(done)
 
 
-def test_the_tick_selector_data_is_bounded(recorded: tuple[Path, dict[str, Any]],
-                                           doc: _Elements, page: str) -> None:
+def test_the_tick_selector_data_is_bounded(
+    recorded: tuple[Path, dict[str, Any]], doc: _Elements, page: str
+) -> None:
     data = report_data(doc)
     assert len(data["snapshots"]) == MAX_TICKS < TICKS
     assert len(data["path"]) <= MAX_POINTS
@@ -316,8 +366,9 @@ def test_the_tick_selector_data_is_bounded(recorded: tuple[Path, dict[str, Any]]
             assert path_points(e.attrs["d"]) <= 40
 
 
-def test_a_snapshot_shows_what_inspect_shows(recorded: tuple[Path, dict[str, Any]],
-                                             doc: _Elements) -> None:
+def test_a_snapshot_shows_what_inspect_shows(
+    recorded: tuple[Path, dict[str, Any]], doc: _Elements
+) -> None:
     from sim.inspect import tick_report
 
     data = report_data(doc)
@@ -328,10 +379,12 @@ def test_a_snapshot_shows_what_inspect_shows(recorded: tuple[Path, dict[str, Any
         text = data["values"]
         rows = snap["cabins"][name]["items"]
         assert [text[row[0]] for row in rows] == sorted(view["items"])
-        assert [text[row[1]] for row in rows] == [view["items"][k]["via"]
-                                                  for k in sorted(view["items"])]
+        assert [text[row[1]] for row in rows] == [
+            view["items"][k]["via"] for k in sorted(view["items"])
+        ]
         assert {p: r for p, r, _ in snap["cabins"][name]["missing"]} == {
-            p: m["reason"] for p, m in view["missing"].items()}
+            p: m["reason"] for p, m in view["missing"].items()
+        }
     assert snap["cabins"]["planner"]["decision"]["failed"].startswith("InjectedCrash")
     executor = data["snapshots"]["50"]["cabins"]["executor"]
     assert ["event:action_failed*", "fault", ""] in executor["missing"]
@@ -352,8 +405,10 @@ def test_nothing_inserted_can_inject_markup(evil_page: str) -> None:
     data = report_data(doc)
     flat = json.dumps(data)
     assert json.dumps(EVIL)[1:-1] in flat  # the JSON round-trips the exact string
-    assert any("x<script>*" in json.dumps(s["cabins"]["evil"]["missing"])
-               for s in data["snapshots"].values())
+    assert any(
+        "x<script>*" in json.dumps(s["cabins"]["evil"]["missing"])
+        for s in data["snapshots"].values()
+    )
 
 
 # -- properties of the reductions ------------------------------------------------------------
@@ -369,8 +424,10 @@ def test_stride_keeps_ends_and_order(items: list[int], limit: int) -> None:
     assert positions == sorted(positions) or len(set(items)) < len(items)
 
 
-@given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=1, max_size=400),
-       st.integers(min_value=1, max_value=60))
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e6), min_size=1, max_size=400),
+    st.integers(min_value=1, max_value=60),
+)
 def test_buckets_keep_the_peak_and_the_total(values: list[float], bucket: int) -> None:
     import numpy as np
 
@@ -388,8 +445,9 @@ def test_chosen_ticks_are_recorded_bounded_and_serious_first(data: st.DataObject
 
     ticks = sorted(data.draw(st.sets(st.integers(0, 2000), min_size=1, max_size=300)))
     kinds = st.sampled_from(["collision", "alarm", "delivery", "fault", "replan"])
-    notable = data.draw(st.lists(st.builds(_Notable, st.integers(0, 2100), kinds,
-                                           st.just("x")), max_size=80))
+    notable = data.draw(
+        st.lists(st.builds(_Notable, st.integers(0, 2100), kinds, st.just("x")), max_size=80)
+    )
     budget = data.draw(st.integers(0, 60))
     run = _Run.__new__(_Run)
     run.ticks, run.notable = ticks, notable
@@ -397,8 +455,11 @@ def test_chosen_ticks_are_recorded_bounded_and_serious_first(data: st.DataObject
     chosen = [t for t, _ in worth] + sample
     assert len(chosen) == len(set(chosen)) <= budget
     assert set(chosen) <= set(ticks)
-    collisions = {max([t for t in ticks if t <= n.tick] or [ticks[0]])
-                  for n in notable if n.kind == "collision"}
+    collisions = {
+        max([t for t in ticks if t <= n.tick] or [ticks[0]])
+        for n in notable
+        if n.kind == "collision"
+    }
     if budget >= 4 and len(collisions) <= budget // 2:
         assert collisions <= {t for t, _ in worth}
 
@@ -406,8 +467,9 @@ def test_chosen_ticks_are_recorded_bounded_and_serious_first(data: st.DataObject
 # -- writing, the command, errors ------------------------------------------------------------
 
 
-def test_write_run_report_writes_what_it_says(recorded: tuple[Path, dict[str, Any]],
-                                              tmp_path: Path) -> None:
+def test_write_run_report_writes_what_it_says(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
     out = tmp_path / "report.html"
     info = write_run_report(recorded[0], out, summary=recorded[1])
     assert out.stat().st_size == info.bytes and info.ticks == TICKS
@@ -417,7 +479,8 @@ def test_write_run_report_writes_what_it_says(recorded: tuple[Path, dict[str, An
 
 
 def test_a_damaged_recording_is_reported_up_to_its_break(
-        recorded: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
     cut = tmp_path / "cut.mcap"
     data = recorded[0].read_bytes()
     cut.write_bytes(data[: len(data) // 2])
@@ -427,8 +490,9 @@ def test_a_damaged_recording_is_reported_up_to_its_break(
     assert "damaged at byte" in (tmp_path / "cut.html").read_text(encoding="utf-8")
 
 
-def test_bad_targets_and_inputs_are_refused(recorded: tuple[Path, dict[str, Any]],
-                                            tmp_path: Path) -> None:
+def test_bad_targets_and_inputs_are_refused(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
     with pytest.raises(ReportError, match="does not exist"):
         check_output(tmp_path / "nowhere" / "r.html")
     with pytest.raises(ReportError, match="is a folder"):
@@ -445,9 +509,12 @@ def _main(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
     return cli.main(argv)
 
 
-def test_the_report_command(recorded: tuple[Path, dict[str, Any]], tmp_path: Path,
-                            monkeypatch: pytest.MonkeyPatch,
-                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_report_command(
+    recorded: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     copy = tmp_path / "run.mcap"
     shutil.copy(recorded[0], copy)
     assert _main(["report", str(copy), "--json", "--max-ticks", "30"], monkeypatch) == 0
@@ -460,10 +527,12 @@ def test_the_report_command(recorded: tuple[Path, dict[str, Any]], tmp_path: Pat
 
     garbage = tmp_path / "garbage.mcap"
     garbage.write_bytes(b"not a recording at all")
-    for argv in (["report", str(garbage)],
-                 ["report", str(copy), "-o", str(tmp_path / "no" / "r.html")],
-                 ["report", str(copy), "-o", str(copy)],
-                 ["report", str(tmp_path / "missing.mcap")]):
+    for argv in (
+        ["report", str(garbage)],
+        ["report", str(copy), "-o", str(tmp_path / "no" / "r.html")],
+        ["report", str(copy), "-o", str(copy)],
+        ["report", str(tmp_path / "missing.mcap")],
+    ):
         assert _main(argv, monkeypatch) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and "Traceback" not in err
@@ -480,41 +549,81 @@ def test_a_recording_without_ticks_is_refused(tmp_path: Path) -> None:
 # -- campaigns -------------------------------------------------------------------------------
 
 
-def _result(fault: str, seed: int, *, ok: bool = True, unsafe: int = 0,
-            error: str | None = None, delivered: int = 5) -> dict[str, Any]:
-    checks = [] if fault == "(none)" else [
-        {"cabin": "executor", "reaction": "retry:conservative", "because": "hidden",
-         "seen_at": 105 if ok else None, "ok": ok}]
-    return {"scenario": "warehouse", "seed": seed, "fault": fault, "fault_kind": None,
-            "expected": checks, "reactions_ok": ok, "safe": unsafe == 0,
-            "passed": ok and unsafe == 0 and error is None, "deliveries_done": delivered,
-            "tasks_total": 5, "safety_violations": unsafe, "collisions": 0, "ticks": 900,
-            "board_digest": "abc", "error": error}
+def _result(
+    fault: str,
+    seed: int,
+    *,
+    ok: bool = True,
+    unsafe: int = 0,
+    error: str | None = None,
+    delivered: int = 5,
+) -> dict[str, Any]:
+    checks = (
+        []
+        if fault == "(none)"
+        else [
+            {
+                "cabin": "executor",
+                "reaction": "retry:conservative",
+                "because": "hidden",
+                "seen_at": 105 if ok else None,
+                "ok": ok,
+            }
+        ]
+    )
+    return {
+        "scenario": "warehouse",
+        "seed": seed,
+        "fault": fault,
+        "fault_kind": None,
+        "expected": checks,
+        "reactions_ok": ok,
+        "safe": unsafe == 0,
+        "passed": ok and unsafe == 0 and error is None,
+        "deliveries_done": delivered,
+        "tasks_total": 5,
+        "safety_violations": unsafe,
+        "collisions": 0,
+        "ticks": 900,
+        "board_digest": "abc",
+        "error": error,
+    }
 
 
 @pytest.fixture
 def campaign_report() -> dict[str, Any]:
     runs = [
-        _result("(none)", 0), _result("(none)", 1),
+        _result("(none)", 0),
+        _result("(none)", 1),
         _result("missing:executor:event:action_failed*@100-400", 0),
         _result("missing:executor:event:action_failed*@100-400", 1, ok=False, delivered=3),
-        _result("stale:pose@200-600", 0, unsafe=1), _result("stale:pose@200-600", 1),
+        _result("stale:pose@200-600", 0, unsafe=1),
+        _result("stale:pose@200-600", 1),
         _result(f"missing:planner:{EVIL}@1-2", 0, error="its worker died"),
         _result(f"missing:planner:{EVIL}@1-2", 1),
     ]
-    return {"scenarios": ["warehouse"], "seeds": [0, 1], "within": 40, "backend": "local",
-            "passed": cp.passed(runs), "table": cp.table(runs), "runs": runs}
+    return {
+        "scenarios": ["warehouse"],
+        "seeds": [0, 1],
+        "within": 40,
+        "backend": "local",
+        "passed": cp.passed(runs),
+        "table": cp.table(runs),
+        "runs": runs,
+    }
 
 
 def test_the_campaign_matrix_has_one_coloured_row_per_fault(
-        campaign_report: dict[str, Any]) -> None:
+    campaign_report: dict[str, Any],
+) -> None:
     page, info = campaign_page(campaign_report)
     doc = parse(page)
     rows = select(doc, "tr", "fault-row")
     table = campaign_report["table"]
     assert [r.attrs["data-fault"] for r in rows] == [t["fault"] for t in table]
-    states = [("pass" if "pass" in r.classes else "fail" if "fail" in r.classes else "?")
-              for r in rows]
+    states = [
+        ("pass" if "pass" in r.classes else "fail" if "fail" in r.classes else "?") for r in rows
+    ]
     assert states == ["pass", "fail", "fail", "fail"]
     cells = select(doc, "td", "cell")
     verdicts = Counter("".join(sorted(c.classes & {"pass", "fail", "lost"})) for c in cells)
@@ -524,8 +633,9 @@ def test_the_campaign_matrix_has_one_coloured_row_per_fault(
     links = [e.attrs["href"] for e in select(doc, "a") if e.inside("tr.fault-row")]
     assert links and all(h[1:] in anchors for h in links)
     # the row of the missed reaction links its summary to the failing run (run 3)
-    missed = [e.attrs["href"] for e in select(doc, "a", inside='td.summary')
-              if e.inside("tr#fault-1")]
+    missed = [
+        e.attrs["href"] for e in select(doc, "a", inside="td.summary") if e.inside("tr#fault-1")
+    ]
     assert set(missed) == {"#run-3"}
     assert info.runs == 8 and "<img" not in page and EVIL not in page
     assert select(doc, "script") == []  # the campaign page needs no script at all

@@ -28,17 +28,28 @@ from sim.report import write_campaign_report, write_run_report
 from sim.scenario import load_scenario
 
 CHROMIUM = Path(os.environ.get("TICKWORK_CHROMIUM", "/usr/bin/chromium"))
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 FAULTS = ("missing:executor:event:action_failed*@50-150", "crash:planner@120")
 
 sync_api = pytest.importorskip(
     "playwright.sync_api",
-    reason="the browser tests need the playwright package (pip install playwright)")
+    reason="the browser tests need the playwright package (pip install playwright)",
+)
 if not CHROMIUM.is_file():
-    pytest.skip(f"the browser tests need Chromium at {CHROMIUM} (Debian: apt-get install "
-                "chromium)", allow_module_level=True)
+    pytest.skip(
+        f"the browser tests need Chromium at {CHROMIUM} (Debian: apt-get install chromium)",
+        allow_module_level=True,
+    )
 
 
 @dataclass
@@ -60,8 +71,10 @@ def browser() -> Iterator[Any]:
         try:
             chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         except sync_api.Error as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} does not start under playwright: "
-                        f"{str(exc).splitlines()[0]}")
+            pytest.skip(
+                f"Chromium at {CHROMIUM} does not start under playwright: "
+                f"{str(exc).splitlines()[0]}"
+            )
         yield chromium
         chromium.close()
 
@@ -167,13 +180,23 @@ class Evil:
         self.spec = spec
 
     def step(self, view: CabinView, out: Outbox) -> None:
-        out.emit("alarm", {"kind": "</script><script>alert('kind')</script>",
-                           "note": "<img src=x onerror=alert('note')>"}, tags=("alarm",))
+        out.emit(
+            "alarm",
+            {
+                "kind": "</script><script>alert('kind')</script>",
+                "note": "<img src=x onerror=alert('note')>",
+            },
+            tags=("alarm",),
+        )
 
 
 def test_what_a_run_wrote_never_runs(browser: Any, tmp_path: Path) -> None:
-    spec = ContextSpec(name="evil", description="<script>alert('spec')</script>",
-                       board_keys=("pose",), required=("<b>x</b>*",))
+    spec = ContextSpec(
+        name="evil",
+        description="<script>alert('spec')</script>",
+        board_keys=("pose",),
+        required=("<b>x</b>*",),
+    )
     _record(tmp_path / "evil.mcap", ticks=30, extra=[ExtraCabin(spec=spec, factory=Evil)])
     write_run_report(tmp_path / "evil.mcap", tmp_path / "evil.html")
     with open_page(browser, tmp_path / "evil.html") as loaded:
@@ -187,16 +210,44 @@ def test_what_a_run_wrote_never_runs(browser: Any, tmp_path: Path) -> None:
 
 def test_the_campaign_page(browser: Any, tmp_path: Path) -> None:
     runs = [
-        {"scenario": "warehouse", "seed": seed, "fault": fault, "fault_kind": None,
-         "expected": [{"cabin": "executor", "reaction": "retry:conservative",
-                       "because": "hidden", "seen_at": None if bad else 104, "ok": not bad}],
-         "reactions_ok": not bad, "safe": True, "passed": not bad, "deliveries_done": 5,
-         "tasks_total": 5, "safety_violations": 0, "collisions": 0, "ticks": 900,
-         "board_digest": "abc", "error": None}
+        {
+            "scenario": "warehouse",
+            "seed": seed,
+            "fault": fault,
+            "fault_kind": None,
+            "expected": [
+                {
+                    "cabin": "executor",
+                    "reaction": "retry:conservative",
+                    "because": "hidden",
+                    "seen_at": None if bad else 104,
+                    "ok": not bad,
+                }
+            ],
+            "reactions_ok": not bad,
+            "safe": True,
+            "passed": not bad,
+            "deliveries_done": 5,
+            "tasks_total": 5,
+            "safety_violations": 0,
+            "collisions": 0,
+            "ticks": 900,
+            "board_digest": "abc",
+            "error": None,
+        }
         for fault in ("missing:executor:event:action_failed*@100-400", "stale:pose@200-600")
-        for seed in (0, 1) for bad in [fault.startswith("stale") and seed == 1]]
-    report = {"scenarios": ["warehouse"], "seeds": [0, 1], "within": 40, "backend": "local",
-              "passed": cp.passed(runs), "table": cp.table(runs), "runs": runs}
+        for seed in (0, 1)
+        for bad in [fault.startswith("stale") and seed == 1]
+    ]
+    report = {
+        "scenarios": ["warehouse"],
+        "seeds": [0, 1],
+        "within": 40,
+        "backend": "local",
+        "passed": cp.passed(runs),
+        "table": cp.table(runs),
+        "runs": runs,
+    }
     write_campaign_report(report, tmp_path / "campaign.html")
     with open_page(browser, tmp_path / "campaign.html") as loaded:
         page = loaded.page
@@ -204,8 +255,10 @@ def test_the_campaign_page(browser: Any, tmp_path: Path) -> None:
         assert [m for m in loaded.console if m[0] == "error"] == []
         assert page.locator("tr.fault-row").count() == 2
         assert page.locator("tr.fault-row.fail td.cell.fail a").count() == 1
-        colours = {page.locator(f"td.cell.{s}").first.evaluate(
-            "e => getComputedStyle(e).backgroundColor") for s in ("pass", "fail")}
+        colours = {
+            page.locator(f"td.cell.{s}").first.evaluate("e => getComputedStyle(e).backgroundColor")
+            for s in ("pass", "fail")
+        }
         assert len(colours) == 2  # pass and fail look different
         page.locator("tr.fault-row.fail td.cell.fail a").click()
         assert page.evaluate("location.hash") == "#run-3"

@@ -219,7 +219,10 @@ def test_bad_problems_are_refused_with_the_field_named(
     changes: dict[str, object], error: type[Exception], message: str
 ) -> None:
     fields: dict[str, object] = {
-        "bounds": (0.0, 0.0, 5.0, 5.0), "obstacles": (), "forbidden": (), "robot_radius": 0.3,
+        "bounds": (0.0, 0.0, 5.0, 5.0),
+        "obstacles": (),
+        "forbidden": (),
+        "robot_radius": 0.3,
     }
     fields.update(changes)
     with pytest.raises(error, match=message):

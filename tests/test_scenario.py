@@ -80,14 +80,16 @@ def test_default_warehouse_is_a_meaningful_closed_loop_scenario() -> None:
     # The planner must go around the forbidden zone on some delivery.
     zone = sc.forbidden_zones[0].shape
     crossing = [
-        t.id for t in sc.tasks
-        if LineString([(sc.dock(t.pickup).x, sc.dock(t.pickup).y),
-                       (sc.dock(t.drop).x, sc.dock(t.drop).y)]).intersects(zone)
+        t.id
+        for t in sc.tasks
+        if LineString(
+            [(sc.dock(t.pickup).x, sc.dock(t.pickup).y), (sc.dock(t.drop).x, sc.dock(t.drop).y)]
+        ).intersects(zone)
     ]
     assert crossing
     # Aisles between shelves are at least 2 m wide.
     shapes = [s.shape for s in sc.shelves]
-    gaps = [a.distance(b) for i, a in enumerate(shapes) for b in shapes[i + 1:]]
+    gaps = [a.distance(b) for i, a in enumerate(shapes) for b in shapes[i + 1 :]]
     assert min(gaps) >= 2.0
 
 
@@ -181,10 +183,13 @@ def test_a_charger_the_robot_cannot_stand_at_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_invalid_polygon_is_refused(tmp_path: Path) -> None:
-    err = _problems(tmp_path, _edited(
-        "[[7.0, 4.0], [14.0, 4.0], [14.0, 5.5], [7.0, 5.5]]",
-        "[[7.0, 4.0], [14.0, 5.5], [14.0, 4.0], [7.0, 5.5]]",
-    ))
+    err = _problems(
+        tmp_path,
+        _edited(
+            "[[7.0, 4.0], [14.0, 4.0], [14.0, 5.5], [7.0, 5.5]]",
+            "[[7.0, 4.0], [14.0, 5.5], [14.0, 4.0], [7.0, 5.5]]",
+        ),
+    )
     (problem,) = err.problems
     assert problem.startswith("shelves[0].polygon: polygon is not valid: Self-intersection")
 
@@ -192,8 +197,7 @@ def test_an_invalid_polygon_is_refused(tmp_path: Path) -> None:
 def test_an_obstacle_loop_through_a_shelf_is_refused(tmp_path: Path) -> None:
     err = _problems(tmp_path, _edited("[[9.0, 7.25], [21.0, 7.25]]", "[[9.0, 7.25], [9.0, 12.25]]"))
     assert err.problems == (
-        "moving_obstacles[0].waypoints: the loop of 'worker1' (radius 0.3 m) runs into "
-        "shelf 'B1'",
+        "moving_obstacles[0].waypoints: the loop of 'worker1' (radius 0.3 m) runs into shelf 'B1'",
     )
 
 
@@ -274,7 +278,8 @@ def test_a_dock_loads_exactly_where_the_robot_fits(x: float, y: float) -> None:
     r = base.robot.radius
     here = Point(x, y)
     fits = (
-        r <= x <= 30 - r and r <= y <= 20 - r
+        r <= x <= 30 - r
+        and r <= y <= 20 - r
         and all(s.shape.distance(here) > r for s in base.shelves)
         and all(z.shape.distance(here) > r for z in base.forbidden_zones)
     )

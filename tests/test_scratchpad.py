@@ -138,10 +138,17 @@ class Rig:
         self.board = StateBoard(clock=self.clock)
         self.log = EventLog(clock=self.clock)
 
-    def assembler(self, specs: list[ContextSpec], pads: dict[str, Scratchpad],
-                  capacity: int = 64) -> Assembler:
-        return Assembler(self.board, CabinMap(), self.log, WorkingMemory(capacity=capacity),
-                         specs, scratchpads=pads)
+    def assembler(
+        self, specs: list[ContextSpec], pads: dict[str, Scratchpad], capacity: int = 64
+    ) -> Assembler:
+        return Assembler(
+            self.board,
+            CabinMap(),
+            self.log,
+            WorkingMemory(capacity=capacity),
+            specs,
+            scratchpads=pads,
+        )
 
 
 def test_notes_enter_only_their_cabins_view_as_note_items() -> None:
@@ -167,10 +174,12 @@ def test_notes_enter_only_their_cabins_view_as_note_items() -> None:
 
 def test_notes_obey_capacity_and_eviction_like_other_items() -> None:
     rig = Rig()
-    spec = ContextSpec(name="a", board_keys=("pose", "goal:*"),
-                       weights={"pose": 0.9, "goal:*": 1.0, "note:important": 0.8,
-                                "note:*": 0.1},
-                       required=("note:*", "note:important"))
+    spec = ContextSpec(
+        name="a",
+        board_keys=("pose", "goal:*"),
+        weights={"pose": 0.9, "goal:*": 1.0, "note:important": 0.8, "note:*": 0.1},
+        required=("note:*", "note:important"),
+    )
     pad = Scratchpad()
     pad.write("important", 1)
     pad.write("scrap_1", 2)
@@ -187,8 +196,12 @@ def test_notes_obey_capacity_and_eviction_like_other_items() -> None:
 
 def test_a_required_note_lost_to_capacity_is_missing_as_evicted() -> None:
     rig = Rig()
-    spec = ContextSpec(name="a", board_keys=("pose",), weights={"pose": 0.9, "note:*": 0.1},
-                       required=("note:plan_*",))
+    spec = ContextSpec(
+        name="a",
+        board_keys=("pose",),
+        weights={"pose": 0.9, "note:*": 0.1},
+        required=("note:plan_*",),
+    )
     pad = Scratchpad()
     pad.write("plan_a", 1)
     rig.board.write("pose", (0.0, 0.0, 0.0))
@@ -200,10 +213,10 @@ def test_a_required_note_lost_to_capacity_is_missing_as_evicted() -> None:
     assert ws.view("a", suppress=("note:*",)).missing == {"note:plan_*": "fault"}
 
 
-@given(weights=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12),
-       capacity=st.integers(1, 12))
-def test_held_notes_never_exceed_capacity_and_lose_by_value(weights: list[float],
-                                                            capacity: int) -> None:
+@given(weights=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), capacity=st.integers(1, 12))
+def test_held_notes_never_exceed_capacity_and_lose_by_value(
+    weights: list[float], capacity: int
+) -> None:
     rig = Rig()
     spec = ContextSpec(name="a", weights={f"note:n{i:02d}": w for i, w in enumerate(weights)})
     pad = Scratchpad()
@@ -295,8 +308,9 @@ def test_a_pad_is_cleared_when_its_goal_leaves_the_board_and_not_carried_on() ->
     assert cabin.seen[3] == {}  # nothing of t1 carried into t2
     gone = [(e.key, e.reason) for e in result.working_set.evictions]
     assert ("note:c/ticks", "retracted") in gone
-    assert any(e["event"] == "scratchpad_task_done" and e["task"] == "goal:deliver:t1"
-               for e in logs)
+    assert any(
+        e["event"] == "scratchpad_task_done" and e["task"] == "goal:deliver:t1" for e in logs
+    )
     done = [e for e in pad.log if e.reason == "task_done"]
     assert done and all(e.tick == 3 for e in done)
     loop.step()
@@ -354,14 +368,18 @@ def test_the_loop_refuses_a_cabin_that_uses_notes_without_a_pad() -> None:
         TickLoop(rig.assembler([cabin.spec], {}), [cabin], 20.0, rig.clock)
 
 
-@pytest.mark.parametrize(("act", "error"), [
-    (lambda out: out.note("bad key", 1), ValueError),
-    (lambda out: out.note("k", object()), FreezeError),
-    (lambda out: out.note("k", 1, 5), ValueError),
-    (lambda out: out.scope_notes(""), ValueError),
-])
-def test_the_outbox_refuses_bad_notes_at_once(act: Callable[[Outbox], None],
-                                              error: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    ("act", "error"),
+    [
+        (lambda out: out.note("bad key", 1), ValueError),
+        (lambda out: out.note("k", object()), FreezeError),
+        (lambda out: out.note("k", 1, 5), ValueError),
+        (lambda out: out.scope_notes(""), ValueError),
+    ],
+)
+def test_the_outbox_refuses_bad_notes_at_once(
+    act: Callable[[Outbox], None], error: type[Exception]
+) -> None:
     out = Outbox("c")
     with pytest.raises(error):
         act(out)

@@ -132,12 +132,18 @@ def test_toml_error_at_end_of_document(tmp_path: Path) -> None:
         ("event_limit = 0\n", "event_limit: Input should be greater than or equal to 1 (got 0)"),
         ("map_radius = -1\n", "map_radius: Input should be greater than or equal to 0 (got -1)"),
         ("event_window = inf\n", "event_window: Input should be a finite number (got inf)"),
-        ('name = "Big Cabin"\n', "name: String should match pattern '^[a-z][a-z0-9_-]*$' "
-                                 "(got 'Big Cabin')"),
-        ('map_center = "pose*"\n',
-         "map_center: 'pose*' is a glob; this must be one exact board key"),
-        ('required = ["a"]\n[on_missing]\na = "Stop Now"\n',
-         "on_missing.a: String should match pattern '^[a-z_]+:[a-z0-9_.-]+$' (got 'Stop Now')"),
+        (
+            'name = "Big Cabin"\n',
+            "name: String should match pattern '^[a-z][a-z0-9_-]*$' (got 'Big Cabin')",
+        ),
+        (
+            'map_center = "pose*"\n',
+            "map_center: 'pose*' is a glob; this must be one exact board key",
+        ),
+        (
+            'required = ["a"]\n[on_missing]\na = "Stop Now"\n',
+            "on_missing.a: String should match pattern '^[a-z_]+:[a-z0-9_.-]+$' (got 'Stop Now')",
+        ),
         ('board_keys = ["a", "b", "a"]\n', "board_keys[2]: 'a' is already at board_keys[0]"),
     ],
 )
@@ -355,12 +361,19 @@ def test_weight_for_agrees_with_the_rule(fields: dict[str, Any], key: str) -> No
 def test_check_spec_warns_about_settings_that_do_nothing() -> None:
     from sim.speccheck import lint
 
-    quiet = ContextSpec(name="q", map_center="pose", map_kinds=("shelf",),
-                        event_kinds=("action_failed",))
+    quiet = ContextSpec(
+        name="q", map_center="pose", map_kinds=("shelf",), event_kinds=("action_failed",)
+    )
     warnings = lint(quiet)
     assert "map_center is 'pose' but map_radius is 0: no map window" in warnings
     assert any(w.startswith("map_kinds/map_tags are set") for w in warnings)
     assert "event_kinds/event_tags are set but event_window is 0: no events" in warnings
-    working = ContextSpec(name="w", map_center="pose", map_radius=5.0, map_kinds=("shelf",),
-                          event_window=2.0, event_kinds=("action_failed",))
+    working = ContextSpec(
+        name="w",
+        map_center="pose",
+        map_radius=5.0,
+        map_kinds=("shelf",),
+        event_window=2.0,
+        event_kinds=("action_failed",),
+    )
     assert lint(working) == []

@@ -19,8 +19,7 @@ def dispatcher(pad: Scratchpad | None = None) -> ToolDispatcher:
 
 def test_scratchpad_tool_schemas_are_openai_function_tools() -> None:
     schemas = {s["function"]["name"]: s for s in dispatcher().schemas()}
-    assert list(schemas) == ["save_to_scratchpad", "read_from_scratchpad",
-                             "list_scratchpad_keys"]
+    assert list(schemas) == ["save_to_scratchpad", "read_from_scratchpad", "list_scratchpad_keys"]
     for schema in schemas.values():
         assert schema["type"] == "function"
         params = schema["function"]["parameters"]
@@ -38,8 +37,9 @@ def test_scratchpad_tool_schemas_are_openai_function_tools() -> None:
 def test_good_calls_save_read_and_list() -> None:
     pad = Scratchpad()
     tools = dispatcher(pad)
-    saved = tools.call("save_to_scratchpad",
-                       '{"key": "total", "value": {"q1": [1, 2]}, "description": "sum"}')
+    saved = tools.call(
+        "save_to_scratchpad", '{"key": "total", "value": {"q1": [1, 2]}, "description": "sum"}'
+    )
     assert saved.ok and saved.data == {"saved": "total", "replaced": False}
     assert pad.read("total") == {"q1": (1, 2)}
     again = tools.call("save_to_scratchpad", {"key": "total", "value": 3})
@@ -47,31 +47,43 @@ def test_good_calls_save_read_and_list() -> None:
     read = tools.call("read_from_scratchpad", '{"key": "total"}')
     assert read.ok and json.loads(read.content) == {"key": "total", "found": True, "value": 3}
     absent = tools.call("read_from_scratchpad", '{"key": "nope"}')
-    assert absent.ok and json.loads(absent.content) == {"key": "nope", "found": False,
-                                                        "value": None}
+    assert absent.ok and json.loads(absent.content) == {
+        "key": "nope",
+        "found": False,
+        "value": None,
+    }
     for empty in ("{}", "", None):
         listed = tools.call("list_scratchpad_keys", empty)
         assert listed.ok and listed.data == {"keys": ["total"]}
 
 
-@pytest.mark.parametrize(("name", "arguments", "expected"), [
-    ("delete_everything", "{}", "unknown tool 'delete_everything' (known tools: "
-                                "save_to_scratchpad, read_from_scratchpad, list_scratchpad_keys)"),
-    ("read_from_scratchpad", '{"key": "a"', "arguments are not valid JSON"),
-    ("read_from_scratchpad", "key=a", "arguments are not valid JSON"),
-    ("read_from_scratchpad", '["a"]', "arguments must be a JSON object, got an array"),
-    ("read_from_scratchpad", '"a"', "arguments must be a JSON object, got a string"),
-    ("read_from_scratchpad", "{}", "missing argument 'key'"),
-    ("save_to_scratchpad", '{"key": "a"}', "missing argument 'value'"),
-    ("read_from_scratchpad", '{"key": 7}', "argument 'key': Input should be a valid string"),
-    ("save_to_scratchpad", '{"key": "a b", "value": 1}', "note key 'a b' is not allowed"),
-    ("save_to_scratchpad", '{"key": "a", "value": 1, "colour": "red"}',
-     "unexpected argument 'colour'"),
-    ("list_scratchpad_keys", '{"all": true}', "unexpected argument 'all'"),
-    (None, "{}", "unknown tool None"),
-])
-def test_bad_calls_get_a_clear_error_result(name: Any, arguments: str,
-                                            expected: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        (
+            "delete_everything",
+            "{}",
+            "unknown tool 'delete_everything' (known tools: "
+            "save_to_scratchpad, read_from_scratchpad, list_scratchpad_keys)",
+        ),
+        ("read_from_scratchpad", '{"key": "a"', "arguments are not valid JSON"),
+        ("read_from_scratchpad", "key=a", "arguments are not valid JSON"),
+        ("read_from_scratchpad", '["a"]', "arguments must be a JSON object, got an array"),
+        ("read_from_scratchpad", '"a"', "arguments must be a JSON object, got a string"),
+        ("read_from_scratchpad", "{}", "missing argument 'key'"),
+        ("save_to_scratchpad", '{"key": "a"}', "missing argument 'value'"),
+        ("read_from_scratchpad", '{"key": 7}', "argument 'key': Input should be a valid string"),
+        ("save_to_scratchpad", '{"key": "a b", "value": 1}', "note key 'a b' is not allowed"),
+        (
+            "save_to_scratchpad",
+            '{"key": "a", "value": 1, "colour": "red"}',
+            "unexpected argument 'colour'",
+        ),
+        ("list_scratchpad_keys", '{"all": true}', "unexpected argument 'all'"),
+        (None, "{}", "unknown tool None"),
+    ],
+)
+def test_bad_calls_get_a_clear_error_result(name: Any, arguments: str, expected: str) -> None:
     pad = Scratchpad()
     result = dispatcher(pad).call(name, arguments)
     assert not result.ok and result.error is not None and expected in result.error
@@ -81,8 +93,10 @@ def test_bad_calls_get_a_clear_error_result(name: Any, arguments: str,
 
 def test_an_argument_error_says_what_was_expected() -> None:
     result = dispatcher().call("save_to_scratchpad", '{"value": 1}')
-    assert result.error == ("bad arguments for save_to_scratchpad: missing argument 'key'; "
-                            "expected {key: str, value: Any, description: str (optional)}")
+    assert result.error == (
+        "bad arguments for save_to_scratchpad: missing argument 'key'; "
+        "expected {key: str, value: Any, description: str (optional)}"
+    )
 
 
 def test_a_tool_that_raises_answers_with_an_error() -> None:
@@ -128,18 +142,26 @@ def test_tools_refuse_bad_definitions() -> None:
         Tool("fine", "x", dict, lambda a: None)  # type: ignore[type-var]
 
 
-@given(name=st.sampled_from(["save_to_scratchpad", "read_from_scratchpad",
-                             "list_scratchpad_keys", "other"]),
-       arguments=st.one_of(
-           st.text(max_size=60),
-           st.dictionaries(st.text(max_size=8),
-                           st.recursive(st.none() | st.booleans() | st.integers()
-                                        | st.text(max_size=8),
-                                        lambda kids: st.lists(kids, max_size=3)
-                                        | st.dictionaries(st.text(max_size=4), kids,
-                                                          max_size=3),
-                                        max_leaves=6),
-                           max_size=4).map(json.dumps)))
+@given(
+    name=st.sampled_from(
+        ["save_to_scratchpad", "read_from_scratchpad", "list_scratchpad_keys", "other"]
+    ),
+    arguments=st.one_of(
+        st.text(max_size=60),
+        st.dictionaries(
+            st.text(max_size=8),
+            st.recursive(
+                st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                lambda kids: (
+                    st.lists(kids, max_size=3)
+                    | st.dictionaries(st.text(max_size=4), kids, max_size=3)
+                ),
+                max_leaves=6,
+            ),
+            max_size=4,
+        ).map(json.dumps),
+    ),
+)
 def test_no_call_ever_raises(name: str, arguments: str) -> None:
     pad = Scratchpad()
     result = dispatcher(pad).call(name, arguments)

@@ -26,8 +26,14 @@ def test_walkthrough(tmp_path: Path) -> None:
     for line in commands.group(1).strip().splitlines():
         argv = shlex.split(line)
         assert argv[0] == "python"
-        done = subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, (line, done.stdout, done.stderr)
         outputs.append(done.stdout)
     assert "receives in warehouse" in outputs[0]
@@ -36,7 +42,12 @@ def test_walkthrough(tmp_path: Path) -> None:
 
     test_block = re.search(r"```python\n(from runtime import load_spec.*?)```", SECTION, re.S)
     assert test_block is not None
-    done = subprocess.run([sys.executable, "-c", test_block.group(1)], cwd=tmp_path, env={
-        **env, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
-        capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", test_block.group(1)],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr

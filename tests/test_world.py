@@ -35,21 +35,38 @@ BASE: dict[str, Any] = {
     "docks": [{"id": "a", "x": 2.0, "y": 2.0}, {"id": "b", "x": 2.0, "y": 8.0}],
     "chargers": [{"id": "c", "x": 5.0, "y": 8.0}],
     "forbidden_zones": [
-        {"id": "hv", "polygon": [[14.0, 6.0], [16.0, 6.0], [16.0, 8.0], [14.0, 8.0]],
-         "description": "high voltage"},
+        {
+            "id": "hv",
+            "polygon": [[14.0, 6.0], [16.0, 6.0], [16.0, 8.0], [14.0, 8.0]],
+            "description": "high voltage",
+        },
     ],
     "speed_zones": [
-        {"id": "slow", "polygon": [[0.0, 4.5], [8.0, 4.5], [8.0, 6.0], [0.0, 6.0]],
-         "max_speed": 0.3},
+        {
+            "id": "slow",
+            "polygon": [[0.0, 4.5], [8.0, 4.5], [8.0, 6.0], [0.0, 6.0]],
+            "max_speed": 0.3,
+        },
     ],
     "moving_obstacles": [
-        {"id": "p", "kind": "person", "radius": 0.3, "speed": 1.0,
-         "waypoints": [[14.0, 2.0], [18.0, 2.0]]},
+        {
+            "id": "p",
+            "kind": "person",
+            "radius": 0.3,
+            "speed": 1.0,
+            "waypoints": [[14.0, 2.0], [18.0, 2.0]],
+        },
     ],
     "robot": {
-        "radius": 0.35, "max_speed": 1.5, "max_turn_rate": 2.0, "max_accel": 100.0,
-        "start": {"x": 2.0, "y": 2.0, "theta": 0.0}, "battery_wh": 100.0,
-        "drain_wh_per_m": 0.1, "drain_wh_per_s": 0.01, "charge_wh_per_s": 1.0,
+        "radius": 0.35,
+        "max_speed": 1.5,
+        "max_turn_rate": 2.0,
+        "max_accel": 100.0,
+        "start": {"x": 2.0, "y": 2.0, "theta": 0.0},
+        "battery_wh": 100.0,
+        "drain_wh_per_m": 0.1,
+        "drain_wh_per_s": 0.01,
+        "charge_wh_per_s": 1.0,
     },
     "tasks": [{"id": "t", "pickup": "a", "drop": "b", "release": 1.0}],
     "sensors": {"pose_noise": 0.0, "heading_noise": 0.0, "obstacle_range": 3.0},
@@ -205,7 +222,9 @@ def test_stop_overrides_drive_at_once() -> None:
 
 
 commands_strategy = st.lists(
-    st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.booleans()), min_size=1, max_size=60,
+    st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.booleans()),
+    min_size=1,
+    max_size=60,
 )
 
 
@@ -238,15 +257,17 @@ def test_apply_refuses_a_non_positive_dt() -> None:
 
 def test_bad_commands_are_rejected_and_counted_not_raised() -> None:
     rig = Rig()
-    rig.step([
-        ("executor", "fly", {}),
-        ("executor", "drive", {"v": "fast", "w": 0.0}),
-        ("executor", "drive", {"v": 1.0}),
-        ("executor", "drive", {"v": True, "w": 0.0}),
-        ("executor", "drive", {"v": math.nan, "w": 0.0}),
-        ("executor", "drive"),  # type: ignore[list-item]
-        ("executor", "drive", [1.0, 0.0]),  # type: ignore[list-item]
-    ])
+    rig.step(
+        [
+            ("executor", "fly", {}),
+            ("executor", "drive", {"v": "fast", "w": 0.0}),
+            ("executor", "drive", {"v": 1.0}),
+            ("executor", "drive", {"v": True, "w": 0.0}),
+            ("executor", "drive", {"v": math.nan, "w": 0.0}),
+            ("executor", "drive"),  # type: ignore[list-item]
+            ("executor", "drive", [1.0, 0.0]),  # type: ignore[list-item]
+        ]
+    )
     assert rig.world.summary()["commands_rejected"] == 7
     assert rig.world.state.robot.v == 0.0
     kinds = {i.kind for i in rig.world.incidents}
@@ -356,15 +377,24 @@ def test_an_obstacle_yields_to_a_stopped_robot_in_its_path() -> None:
 
 
 @given(
-    st.floats(12.5, 19.0), st.floats(0.5, 3.5), st.floats(0.3, 3.0), st.integers(0, 1000),
+    st.floats(12.5, 19.0),
+    st.floats(0.5, 3.5),
+    st.floats(0.3, 3.0),
+    st.integers(0, 1000),
 )
 def test_a_stopped_robot_is_never_hit(x: float, y: float, speed: float, seed: int) -> None:
     try:
         scenario = make_scenario(
             robot__start={"x": x, "y": y},
-            moving_obstacles=[{"id": "f", "kind": "forklift", "radius": 0.8, "speed": speed,
-                               "waypoints": [[13.0, 1.0], [19.0, 1.0], [19.0, 3.0],
-                                             [13.0, 3.0]]}],
+            moving_obstacles=[
+                {
+                    "id": "f",
+                    "kind": "forklift",
+                    "radius": 0.8,
+                    "speed": speed,
+                    "waypoints": [[13.0, 1.0], [19.0, 1.0], [19.0, 3.0], [13.0, 3.0]],
+                }
+            ],
         )
     except ValidationError:
         assume(False)  # the robot cannot start there (too close to the forklift's start)
@@ -394,7 +424,11 @@ def test_actions_are_refused_with_a_reason_and_reported_next_sense() -> None:
     rig.sense()
     last = rig.value("action:last")
     assert (last["action"], last["task"], last["ok"], last["reason"]) == (
-        "pick", "t", False, "not_released")
+        "pick",
+        "t",
+        False,
+        "not_released",
+    )
     rig.step(n=int(RATE))
     rig.place(2.5, 2.0)
     rig.step([act("pick", task="t")])
@@ -420,8 +454,11 @@ def test_actions_are_refused_with_a_reason_and_reported_next_sense() -> None:
 def test_action_ids_grow_and_several_outcomes_are_all_written() -> None:
     rig = Rig()
     seen: list[Any] = []
-    rig.board.add_listener(lambda reading, key: seen.append(reading.value)
-                           if key == "action:last" and reading is not None else None)
+    rig.board.add_listener(
+        lambda reading, key: (
+            seen.append(reading.value) if key == "action:last" and reading is not None else None
+        )
+    )
     rig.step([act("pick", task="nope"), act("drop", task="t")])
     rig.sense()
     assert [(v["id"], v["reason"]) for v in seen] == [(1, "unknown_task"), (2, "no_cargo")]
@@ -516,8 +553,11 @@ def test_charging_at_a_charger_raises_the_battery() -> None:
 
 
 def test_the_battery_drains_and_an_empty_robot_cannot_move() -> None:
-    rig = Rig(make_scenario(robot__battery_wh=1.0, robot__drain_wh_per_m=1.0,
-                            robot__start={"x": 3.0, "y": 6.5}))
+    rig = Rig(
+        make_scenario(
+            robot__battery_wh=1.0, robot__drain_wh_per_m=1.0, robot__start={"x": 3.0, "y": 6.5}
+        )
+    )
     rig.step([drive(1.0)], n=int(2 * RATE))
     robot = rig.world.state.robot
     assert robot.battery_wh == 0.0
@@ -535,8 +575,17 @@ def test_the_battery_drains_and_an_empty_robot_cannot_move() -> None:
 
 
 def test_sensors_write_pose_velocity_battery_and_cargo_with_ttls() -> None:
-    rig = Rig(make_scenario(sensors={"pose_noise": 0.0, "heading_noise": 0.0, "pose_ttl": 0.2,
-                                     "velocity_ttl": 0.3, "battery_ttl": 2.0}))
+    rig = Rig(
+        make_scenario(
+            sensors={
+                "pose_noise": 0.0,
+                "heading_noise": 0.0,
+                "pose_ttl": 0.2,
+                "velocity_ttl": 0.3,
+                "battery_ttl": 2.0,
+            }
+        )
+    )
     rig.step([drive(1.0)])
     rig.sense()
     pose = rig.board.read("pose")
@@ -591,10 +640,14 @@ def test_obstacles_in_range_are_map_features_and_leave_when_out_of_range() -> No
 
 
 def test_the_dispatcher_posts_goals_at_their_release_time() -> None:
-    rig = Rig(make_scenario(tasks=[
-        {"id": "t", "pickup": "a", "drop": "b", "release": 1.0},
-        {"id": "u", "pickup": "b", "drop": "a", "release": 0.0},
-    ]))
+    rig = Rig(
+        make_scenario(
+            tasks=[
+                {"id": "t", "pickup": "a", "drop": "b", "release": 1.0},
+                {"id": "u", "pickup": "b", "drop": "a", "release": 0.0},
+            ]
+        )
+    )
     rig.sense()
     assert rig.board.keys("goal:*") == ("goal:deliver:u",)
     rig.step(n=int(RATE) - 1)
@@ -605,8 +658,14 @@ def test_the_dispatcher_posts_goals_at_their_release_time() -> None:
     assert rig.board.keys("goal:*") == ("goal:deliver:t", "goal:deliver:u")
     goal = rig.board.read("goal:deliver:t")
     assert goal is not None and goal.source == "dispatcher" and goal.ttl is None
-    assert dict(goal.value) == {"task": "t", "pickup": "a", "drop": "b",
-                                "pickup_xy": (2.0, 2.0), "drop_xy": (2.0, 8.0), "released": 1.0}
+    assert dict(goal.value) == {
+        "task": "t",
+        "pickup": "a",
+        "drop": "b",
+        "pickup_xy": (2.0, 2.0),
+        "drop_xy": (2.0, 8.0),
+        "released": 1.0,
+    }
     assert rig.world.summary()["deliveries_assigned"] == 2
 
 
@@ -648,9 +707,20 @@ def test_the_summary_is_plain_json() -> None:
     world = _scripted(2, ticks=40)
     summary = world.summary()
     assert json.loads(json.dumps(summary)) == summary
-    for key in ("deliveries_done", "deliveries_assigned", "delivery_times", "mean_delivery_time",
-                "collisions", "safety_violations", "speed_violations", "battery_end",
-                "distance", "picks_failed", "drops_failed", "battery_depleted"):
+    for key in (
+        "deliveries_done",
+        "deliveries_assigned",
+        "delivery_times",
+        "mean_delivery_time",
+        "collisions",
+        "safety_violations",
+        "speed_violations",
+        "battery_end",
+        "distance",
+        "picks_failed",
+        "drops_failed",
+        "battery_depleted",
+    ):
         assert key in summary
 
 
