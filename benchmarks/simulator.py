@@ -1,6 +1,6 @@
 """Whole-simulator speed: the default scenario at 20 Hz, ticks per second and real-time factor.
 
-Each run builds ``sim.harness.Simulation`` on the default (warehouse) scenario and
+Each run builds ``sim.run.harness.Simulation`` on the default (warehouse) scenario and
 runs it as ``python -m sim run`` does, until every delivery is done or the
 scenario's duration is over. The real-time factor is simulated seconds over wall
 seconds of ``run`` (construction excluded, reported apart).
@@ -20,7 +20,7 @@ RATE_HZ = 20.0
 
 
 def _one_run(scenario: str, seed: int, *, record: str | None = None) -> dict[str, Any]:
-    from sim.harness import Simulation
+    from sim.run.harness import Simulation
 
     t0 = time.perf_counter()
     sim = Simulation(scenario, seed=seed, rate_hz=RATE_HZ, record=record)
@@ -90,7 +90,7 @@ def profile_simulator(
 ) -> dict[str, Any]:
     """cProfile over one run (or its first ``ticks``): the top functions, and the share of
     the tick each part of the loop takes (cProfile inflates Python-heavy parts)."""
-    from sim.harness import Simulation
+    from sim.run.harness import Simulation
 
     sim = Simulation(scenario, seed=seed, rate_hz=RATE_HZ)
     limit = sim.max_ticks if ticks is None else ticks

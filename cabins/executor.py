@@ -46,6 +46,7 @@ from shapely.geometry.base import BaseGeometry
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
+from runtime.errors import SettingError
 from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
@@ -356,7 +357,7 @@ class Executor:
             or not isinstance(outcome_timeout_ticks, int)
             or outcome_timeout_ticks < 1
         ):
-            raise ValueError(
+            raise SettingError(
                 f"outcome_timeout_ticks must be an int >= 1, got {outcome_timeout_ticks!r}"
             )
         _check_declared(spec)
@@ -830,7 +831,7 @@ def _check_declared(spec: ContextSpec) -> None:
                 f"{' or '.join(map(repr, allowed))})"
             )
     if wrong:
-        raise ValueError(
+        raise SettingError(
             f"spec {spec.name!r} declares reactions the executor does not have: " + "; ".join(wrong)
         )
 
@@ -842,7 +843,7 @@ def _require(name: str, value: object, ok: Any, what: str) -> None:
         or not math.isfinite(value)
         or not ok(value)
     ):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise SettingError(f"{name} must be {what}, got {value!r}")
 
 
 def _positive(value: Any, default: float) -> float:

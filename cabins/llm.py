@@ -36,13 +36,14 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import structlog
 from pydantic import BaseModel
 
-from runtime.agent_memory import ShortTermMemory, Summarizer, ToolCall
+from runtime.agent.memory import ShortTermMemory, Summarizer, ToolCall
+from runtime.agent.tools import Tool, ToolDispatcher, scratchpad_tools
 from runtime.cabin import Outbox
+from runtime.errors import SettingError, TickworkError
 from runtime.pack import CabinView
 from runtime.patterns import matches
 from runtime.scratchpad import NOTE_PREFIX, Note, Scratchpad, to_json_text
 from runtime.spec import ContextSpec
-from runtime.tools import Tool, ToolDispatcher, scratchpad_tools
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -171,7 +172,7 @@ class ChatReply:
         return cls(content, made, "tool_calls")
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(TickworkError, RuntimeError):
     """A ``ScriptedClient`` was asked for more replies than it was given."""
 
 
@@ -331,9 +332,9 @@ class LLMCabin:
         value_chars: int = 240,
     ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
+            raise SettingError(f"max_steps must be an int >= 1, got {max_steps!r}")
         if value_chars < 16:
-            raise ValueError(f"value_chars must be at least 16, got {value_chars!r}")
+            raise SettingError(f"value_chars must be at least 16, got {value_chars!r}")
         if not callable(getattr(client, "complete", None)):
             raise TypeError(
                 f"client must have complete(messages, tools), got {type(client).__name__}"

@@ -44,6 +44,7 @@ from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
 from runtime.cabin import Outbox
+from runtime.errors import SettingError
 from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
@@ -80,7 +81,7 @@ def _finite(value: float, name: str, *, low: float = 0.0, strict: bool = False) 
     number = float(value)
     if not math.isfinite(number) or number < low or (strict and number == low):
         bound = f"> {low:g}" if strict else f">= {low:g}"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        raise SettingError(f"{name} must be a finite number {bound}, got {value!r}")
     return number
 
 
@@ -101,12 +102,12 @@ class DeviationBands:
         _finite(self.alarm, "alarm_deviation", strict=True)
         _finite(self.hysteresis, "hysteresis")
         if self.alarm <= self.warn:
-            raise ValueError(
+            raise SettingError(
                 f"alarm_deviation ({self.alarm!r}) must be greater than "
                 f"warn_deviation ({self.warn!r})"
             )
         if self.hysteresis >= min(self.warn, self.alarm - self.warn):
-            raise ValueError(
+            raise SettingError(
                 f"hysteresis ({self.hysteresis!r}) must be smaller than "
                 f"warn_deviation ({self.warn!r}) and than the gap between the "
                 f"bands ({self.alarm - self.warn!r})"
@@ -207,9 +208,9 @@ def _polygon(value: Any) -> BaseGeometry:
     try:
         shape: BaseGeometry = Polygon(value)
     except (TypeError, ValueError, shapely.errors.ShapelyError) as exc:
-        raise ValueError(f"not a polygon ((x, y), ...): {value!r} ({exc})") from None
+        raise SettingError(f"not a polygon ((x, y), ...): {value!r} ({exc})") from None
     if shape.is_empty:
-        raise ValueError(f"empty polygon: {value!r}")
+        raise SettingError(f"empty polygon: {value!r}")
     if not shape.is_valid:
         shape = shapely.make_valid(shape)
     return shape
@@ -278,7 +279,7 @@ class Monitor:
         if not isinstance(spec, ContextSpec):
             raise TypeError(f"spec must be a ContextSpec, got {type(spec).__name__}")
         if isinstance(history, bool) or not isinstance(history, int) or history < 1:
-            raise ValueError(f"history must be an integer >= 1, got {history!r}")
+            raise SettingError(f"history must be an integer >= 1, got {history!r}")
         self.spec = spec
         self.bands = DeviationBands(warn_deviation, alarm_deviation, hysteresis)
         self.stop_margin = _finite(stop_margin, "stop_margin")
@@ -286,7 +287,7 @@ class Monitor:
         self.closing_speed = _finite(closing_speed, "closing_speed")
         self.hold_fraction = _finite(hold_fraction, "hold_fraction")
         if self.hold_fraction > 1:
-            raise ValueError(f"hold_fraction must be in [0, 1], got {hold_fraction!r}")
+            raise SettingError(f"hold_fraction must be in [0, 1], got {hold_fraction!r}")
         self.hold_release = _finite(hold_release, "hold_release", strict=True)
         self.episode_gap = _finite(episode_gap, "episode_gap")
         self.status_step = _finite(status_step, "status_step", strict=True)
@@ -497,7 +498,7 @@ class Monitor:
             value = view[key]
             try:
                 if not isinstance(value, Mapping):
-                    raise ValueError(f"expected a mapping with zone and polygon, got {value!r}")
+                    raise SettingError(f"expected a mapping with zone and polygon, got {value!r}")
                 zone = str(value.get("zone", key.removeprefix("safety:forbidden:")))
                 zones[zone] = self._shapes.get(key, value.get("polygon"), _polygon)
             except ValueError as exc:
@@ -609,12 +610,12 @@ class Monitor:
             value = view[key]
             try:
                 if not isinstance(value, Mapping):
-                    raise ValueError(
+                    raise SettingError(
                         f"expected a mapping with polygon and max_speed, got {value!r}"
                     )
                 limit = _number(value.get("max_speed"))
                 if limit is None or limit <= 0:
-                    raise ValueError(f"max_speed must be > 0, got {value.get('max_speed')!r}")
+                    raise SettingError(f"max_speed must be > 0, got {value.get('max_speed')!r}")
                 shape = self._shapes.get(key, value.get("polygon"), _polygon)
             except ValueError as exc:
                 self._bad(view, out, key, str(exc))

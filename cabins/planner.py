@@ -26,7 +26,7 @@ of missingness, on the tick the item goes missing):
 Static geometry seen once (shelves, forbidden and speed zones) is remembered, so an
 item evicted from working memory is still avoided.
 
-Long-term memory (optional: ``long_term``, a ``runtime.agent_memory.LongTermMemory``, with
+Long-term memory (optional: ``long_term``, a ``runtime.agent.memory.LongTermMemory``, with
 a ``memory_scope`` such as ``{"scenario": "warehouse"}``) carries what one run learned
 into the next. When the planner re-plans because an obstacle came into the route ahead,
 or because the robot made no progress with an obstacle beside it, it remembers a
@@ -55,11 +55,8 @@ from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
 from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
-from runtime.agent_memory import Embedder, LongTermMemory, MemoryRecord
-from runtime.cabin import Outbox
-from runtime.cabin_map import Feature
-from runtime.pack import CabinView
-from runtime.plan import (
+from runtime.agent.memory import Embedder, LongTermMemory, MemoryRecord
+from runtime.agent.plan import (
     Plan,
     PlanError,
     PlanStep,
@@ -68,6 +65,10 @@ from runtime.plan import (
     failed_step,
     overdue_step,
 )
+from runtime.cabin import Outbox
+from runtime.cabin_map import Feature
+from runtime.errors import SettingError
+from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
 __all__ = ["REACTIONS", "BlockedSpot", "Goal", "Planner"]
@@ -226,13 +227,13 @@ class Planner:
             ("stall_ticks", stall_ticks),
         ):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {count!r}")
+                raise SettingError(f"{name} must be an int >= 1, got {count!r}")
         if low_battery is not None and not 0.0 <= low_battery < 1.0:
-            raise ValueError(f"low_battery must be in [0, 1), got {low_battery!r}")
+            raise SettingError(f"low_battery must be in [0, 1), got {low_battery!r}")
         if not 0.0 < charge_until <= 1.0:
-            raise ValueError(f"charge_until must be in (0, 1], got {charge_until!r}")
+            raise SettingError(f"charge_until must be in (0, 1], got {charge_until!r}")
         if low_battery is not None and charge_until <= low_battery:
-            raise ValueError(
+            raise SettingError(
                 f"charge_until ({charge_until!r}) must be above low_battery ({low_battery!r})"
             )
         for name, value in (
@@ -245,18 +246,18 @@ class Planner:
             ("memory_radius", memory_radius),
         ):
             if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+                raise SettingError(f"{name} must be a positive number, got {value!r}")
         if not (math.isfinite(clearance) and clearance >= 0):
-            raise ValueError(f"clearance must be a number >= 0, got {clearance!r}")
+            raise SettingError(f"clearance must be a number >= 0, got {clearance!r}")
         if not (math.isfinite(memory_detour) and memory_detour >= 1.0):
-            raise ValueError(f"memory_detour must be a number >= 1, got {memory_detour!r}")
+            raise SettingError(f"memory_detour must be a number >= 1, got {memory_detour!r}")
         if long_term is not None and not isinstance(long_term, LongTermMemory):
             raise TypeError(f"long_term must be a LongTermMemory, got {type(long_term).__name__}")
         scope = {"cabin": spec.name} if memory_scope is None else memory_scope
         if not isinstance(scope, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in scope.items()
         ):
-            raise ValueError(f"memory_scope must map strings to strings, got {memory_scope!r}")
+            raise SettingError(f"memory_scope must map strings to strings, got {memory_scope!r}")
         self.spec = spec
         self.replan_after_ticks = replan_after_ticks
         self.charge_timeout_ticks = charge_timeout_ticks

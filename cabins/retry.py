@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from runtime.errors import SettingError
 from runtime.patterns import literal_prefix, matches
 
 if TYPE_CHECKING:
@@ -57,13 +58,13 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"a retry policy needs a non-empty name, got {self.name!r}")
+            raise SettingError(f"a retry policy needs a non-empty name, got {self.name!r}")
         if (
             isinstance(self.max_attempts, bool)
             or not isinstance(self.max_attempts, int)
             or self.max_attempts < 1
         ):
-            raise ValueError(
+            raise SettingError(
                 f"retry policy {self.name!r}: max_attempts must be an int >= 1, "
                 f"got {self.max_attempts!r}"
             )
@@ -73,7 +74,7 @@ class RetryPolicy:
             or not isinstance(factor, (int, float))
             or not 0.0 < factor <= 1.0
         ):
-            raise ValueError(
+            raise SettingError(
                 f"retry policy {self.name!r}: approach_speed_factor must be in "
                 f"(0, 1], got {factor!r}"
             )
@@ -82,7 +83,7 @@ class RetryPolicy:
             or not isinstance(self.backoff_ticks, int)
             or self.backoff_ticks < 0
         ):
-            raise ValueError(
+            raise SettingError(
                 f"retry policy {self.name!r}: backoff_ticks must be an int >= 0, "
                 f"got {self.backoff_ticks!r}"
             )

@@ -45,6 +45,8 @@ import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from runtime.errors import SettingError
+
 __all__ = ["Point2", "Route", "RoutePlanner", "RoutingProblem"]
 
 Point2 = tuple[float, float]
@@ -65,19 +67,19 @@ def _finite(value: Any, name: str) -> float:
         raise TypeError(f"{name} must be a real number, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise SettingError(f"{name} must be finite, got {value!r}")
     return number
 
 
 def _as_point(value: Any, name: str) -> Point2:
     if isinstance(value, Point):
         if value.is_empty:
-            raise ValueError(f"{name} must not be an empty Point")
+            raise SettingError(f"{name} must not be an empty Point")
         value = (value.x, value.y)
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
         raise TypeError(f"{name} must be an (x, y) pair, got {value!r}")
     if len(value) != 2:
-        raise ValueError(f"{name} must be an (x, y) pair, got {len(value)} values: {value!r}")
+        raise SettingError(f"{name} must be an (x, y) pair, got {len(value)} values: {value!r}")
     return (_finite(value[0], f"{name}[0]"), _finite(value[1], f"{name}[1]"))
 
 
@@ -90,7 +92,9 @@ def _geometries(values: Any, name: str) -> tuple[BaseGeometry, ...]:
             raise TypeError(f"{name}[{index}] must be a shapely geometry, got {geometry!r}")
         if not geometry.is_empty and not shapely.is_valid(geometry):
             reason = shapely.is_valid_reason(geometry)
-            raise ValueError(f"{name}[{index}] is not a valid geometry ({reason}): {geometry.wkt}")
+            raise SettingError(
+                f"{name}[{index}] is not a valid geometry ({reason}): {geometry.wkt}"
+            )
     return checked
 
 
@@ -116,21 +120,21 @@ class RoutingProblem:
         ):
             raise TypeError(f"bounds must be (minx, miny, maxx, maxy), got {self.bounds!r}")
         if len(self.bounds) != 4:
-            raise ValueError(f"bounds must be (minx, miny, maxx, maxy), got {self.bounds!r}")
+            raise SettingError(f"bounds must be (minx, miny, maxx, maxy), got {self.bounds!r}")
         minx, miny, maxx, maxy = (_finite(v, f"bounds[{i}]") for i, v in enumerate(self.bounds))
         if not (minx < maxx and miny < maxy):
-            raise ValueError(f"bounds must have minx < maxx and miny < maxy, got {self.bounds!r}")
+            raise SettingError(f"bounds must have minx < maxx and miny < maxy, got {self.bounds!r}")
         radius = _finite(self.robot_radius, "robot_radius")
         clearance = _finite(self.clearance, "clearance")
         resolution = _finite(self.resolution, "resolution")
         if radius < 0:
-            raise ValueError(f"robot_radius must be >= 0, got {self.robot_radius!r}")
+            raise SettingError(f"robot_radius must be >= 0, got {self.robot_radius!r}")
         if clearance < 0:
-            raise ValueError(f"clearance must be >= 0, got {self.clearance!r}")
+            raise SettingError(f"clearance must be >= 0, got {self.clearance!r}")
         if resolution <= 0:
-            raise ValueError(f"resolution must be > 0, got {self.resolution!r}")
+            raise SettingError(f"resolution must be > 0, got {self.resolution!r}")
         if 2 * radius >= min(maxx - minx, maxy - miny):
-            raise ValueError(
+            raise SettingError(
                 f"the floor {self.bounds!r} is too small for a robot of radius {radius!r}"
             )
         set_field = object.__setattr__

@@ -7,7 +7,7 @@ Agents add a task-scoped scratchpad (notes in the working set), function tools,
 and short-term, long-term and working-state memory tiers.
 """
 
-from runtime.agent_memory import (
+from runtime.agent.memory import (
     HashingEmbedder,
     LongTermMemory,
     MemoryRecord,
@@ -16,6 +16,7 @@ from runtime.agent_memory import (
     ToolCall,
     WorkingState,
 )
+from runtime.agent.tools import Tool, ToolArgs, ToolDispatcher, ToolResult, scratchpad_tools
 from runtime.assembler import Assembler
 from runtime.board import Reading, StateBoard
 from runtime.cabin import Cabin, Command, NoteOp, Outbox, Reaction
@@ -36,7 +37,6 @@ from runtime.memory import (
 from runtime.pack import CabinView, Occupancy, Versions, WorkingSet
 from runtime.scratchpad import Note, Scratchpad
 from runtime.spec import ContextSpec, SpecError, load_spec, load_specs
-from runtime.tools import Tool, ToolArgs, ToolDispatcher, ToolResult, scratchpad_tools
 
 __all__ = [
     "Assembler",

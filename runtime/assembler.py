@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from runtime.board import StateBoard
+from runtime.errors import SettingError
 from runtime.freeze import FrozenDict
 from runtime.logs import debug_enabled
 from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
@@ -99,12 +100,12 @@ class Assembler:
         names = [s.name for s in spec_list]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(f"two specs share the cabin name(s) {', '.join(duplicates)}")
+            raise SettingError(f"two specs share the cabin name(s) {', '.join(duplicates)}")
         self.specs: dict[str, ContextSpec] = {s.name: s for s in spec_list}
         pads = dict(scratchpads or {})
         unknown = sorted(set(pads) - set(self.specs))
         if unknown:
-            raise ValueError(
+            raise SettingError(
                 f"scratchpads for cabin(s) {', '.join(unknown)} that have no spec "
                 f"(specs: {', '.join(sorted(self.specs)) or 'none'})"
             )
@@ -116,7 +117,7 @@ class Assembler:
                 )
         shared = sorted(n for n, p in pads.items() if sum(q is p for q in pads.values()) > 1)
         if shared:
-            raise ValueError(
+            raise SettingError(
                 f"cabins {', '.join(shared)} share one Scratchpad; give each cabin its own"
             )
         self.scratchpads: FrozenDict[str, Scratchpad] = FrozenDict(pads)

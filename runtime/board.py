@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.clock import Clock
+from runtime.errors import SettingError
 from runtime.freeze import freeze
 from runtime.patterns import is_glob, literal_prefix, matches
 from runtime.source import PicklableSource
@@ -58,7 +59,7 @@ def _after(prefix: str) -> str:
 def check_write(key: str, ttl: float | None) -> None:
     """Refuse a board key or ttl that a write cannot take (``ValueError`` saying why)."""
     if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
-        raise ValueError(
+        raise SettingError(
             f"board key {key!r} must be a non-empty string without wildcards or white space"
         )
     if ttl is not None and (
@@ -67,7 +68,7 @@ def check_write(key: str, ttl: float | None) -> None:
         or not math.isfinite(ttl)
         or not ttl > 0
     ):
-        raise ValueError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
+        raise SettingError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
 
 
 class StateBoard(PicklableSource):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from runtime.board import check_write
+from runtime.errors import SettingError
 from runtime.freeze import FrozenDict, freeze
 from runtime.scratchpad import NOTE_PREFIX, check_note_key
 
@@ -118,12 +119,14 @@ class Outbox:
         self, kind: str, data: Any = None, *, tags: tuple[str, ...] | frozenset[str] = ()
     ) -> None:
         if not isinstance(kind, str) or not kind:
-            raise ValueError(f"an event needs a kind (a non-empty string), got {kind!r}")
+            raise SettingError(f"an event needs a kind (a non-empty string), got {kind!r}")
         if isinstance(tags, str):
-            raise ValueError(f"event {kind!r}: tags must be a collection of strings, got {tags!r}")
+            raise SettingError(
+                f"event {kind!r}: tags must be a collection of strings, got {tags!r}"
+            )
         tags = tuple(tags)
         if not all(isinstance(t, str) and t for t in tags):
-            raise ValueError(f"event {kind!r}: tags must be non-empty strings, got {tags!r}")
+            raise SettingError(f"event {kind!r}: tags must be non-empty strings, got {tags!r}")
         self.events.append(EmittedEvent(kind, freeze(data, key=kind), frozenset(tags)))
 
     def command(self, name: str, **args: Any) -> None:
@@ -138,7 +141,7 @@ class Outbox:
         """Write (or overwrite) a note in this cabin's scratchpad, visible from the next tick."""
         check_note_key(key)
         if not isinstance(description, str):
-            raise ValueError(
+            raise SettingError(
                 f"the description of note {key!r} must be a string, "
                 f"got {type(description).__name__}"
             )
@@ -153,7 +156,7 @@ class Outbox:
         than the current one clears the pad first, and the pad is cleared when the goal
         key leaves the board."""
         if task is not None and (not isinstance(task, str) or not task):
-            raise ValueError(f"a task must be a non-empty board key or None, got {task!r}")
+            raise SettingError(f"a task must be a non-empty board key or None, got {task!r}")
         self.notes.append(NoteOp("scope", task=task))
 
     def remember(
@@ -167,13 +170,13 @@ class Outbox:
         """Ask the loop's long-term memory to keep ``content`` within ``scope``; the loop
         logs a ``remembered`` event saying whether it was stored, and why not."""
         if not isinstance(content, str) or not content.strip():
-            raise ValueError(f"a memory needs content (a non-empty string), got {content!r}")
+            raise SettingError(f"a memory needs content (a non-empty string), got {content!r}")
         if not isinstance(scope, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in scope.items()
         ):
-            raise ValueError(f"a memory's scope must map strings to strings, got {scope!r}")
+            raise SettingError(f"a memory's scope must map strings to strings, got {scope!r}")
         if stamp is not None and (isinstance(stamp, bool) or not isinstance(stamp, int | float)):
-            raise ValueError(f"a memory's stamp must be a number or None, got {stamp!r}")
+            raise SettingError(f"a memory's stamp must be a number or None, got {stamp!r}")
         self.memories.append(
             MemoryWrite(
                 content,

@@ -29,6 +29,7 @@ import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from runtime.errors import SettingError
 from runtime.freeze import FreezeError, FrozenDict, freeze
 
 __all__ = ["CabinMap", "Feature"]
@@ -55,14 +56,14 @@ class Feature:
         if not isinstance(self.id, str):
             raise TypeError(f"feature id must be a str, got {type(self.id).__name__} {self.id!r}")
         if not self.id:
-            raise ValueError("feature id must be a non-empty string, got ''")
+            raise SettingError("feature id must be a non-empty string, got ''")
         if not isinstance(self.kind, str):
             raise TypeError(
                 f"feature {self.id!r}: kind must be a str, got {type(self.kind).__name__} "
                 f"{self.kind!r}"
             )
         if not self.kind:
-            raise ValueError(f"feature {self.id!r}: kind must be a non-empty string, got ''")
+            raise SettingError(f"feature {self.id!r}: kind must be a non-empty string, got ''")
         _check_geometry(self.id, self.geometry)
         object.__setattr__(self, "tags", _str_set(self.tags, what=f"feature {self.id!r} tags"))
         if not isinstance(self.props, Mapping):
@@ -136,9 +137,9 @@ def _check_geometry(feature_id: str, geometry: object) -> None:
             f"got {type(geometry).__name__} {geometry!r}"
         )
     if geometry.is_empty:
-        raise ValueError(f"feature {feature_id!r}: geometry is empty ({geometry.wkt})")
+        raise SettingError(f"feature {feature_id!r}: geometry is empty ({geometry.wkt})")
     if not geometry.is_valid:
-        raise ValueError(
+        raise SettingError(
             f"feature {feature_id!r}: geometry is invalid: {shapely.is_valid_reason(geometry)}"
         )
 
@@ -163,14 +164,14 @@ def _finite_xy(value: Any, *, what: str) -> tuple[float, float]:
     except (TypeError, IndexError, ValueError, KeyError) as exc:
         raise TypeError(f"{what} must be an (x, y) sequence of numbers, got {value!r}") from exc
     if not (math.isfinite(x) and math.isfinite(y)):
-        raise ValueError(f"{what} must have finite coordinates, got ({x}, {y})")
+        raise SettingError(f"{what} must have finite coordinates, got ({x}, {y})")
     return x, y
 
 
 def _as_point(center: CenterLike) -> Point:
     if isinstance(center, Point):
         if center.is_empty:
-            raise ValueError("center is an empty Point")
+            raise SettingError("center is an empty Point")
         return Point(_finite_xy((center.x, center.y), what="center"))
     if isinstance(center, BaseGeometry):
         raise TypeError(f"center must be a Point or an (x, y) sequence, got a {center.geom_type}")
@@ -195,7 +196,7 @@ def _as_route(route: RouteLike) -> LineString | Point:
         if not coords or coords[-1] != xy:
             coords.append(xy)
     if not coords:
-        raise ValueError("route has no points")
+        raise SettingError("route has no points")
     if len(coords) == 1:
         return Point(coords[0])
     return LineString(coords)
@@ -207,7 +208,7 @@ def _check_distance(value: float, *, what: str) -> float:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} must be a number, got {value!r}") from exc
     if math.isnan(distance) or distance < 0:
-        raise ValueError(f"{what} must be a non-negative number, got {value!r}")
+        raise SettingError(f"{what} must be a non-negative number, got {value!r}")
     return distance
 
 
@@ -274,7 +275,7 @@ class CabinMap:
 
     def __init__(self, *, lock: threading.RLock | None = None, overflow_limit: int = 64) -> None:
         if overflow_limit < 1:
-            raise ValueError(f"overflow_limit must be at least 1, got {overflow_limit!r}")
+            raise SettingError(f"overflow_limit must be at least 1, got {overflow_limit!r}")
         self.lock: threading.RLock = lock if lock is not None else threading.RLock()
         self._overflow_limit = overflow_limit
         self._features: dict[str, Feature] = {}
@@ -321,7 +322,7 @@ class CabinMap:
             raise TypeError(f"expected a Feature, got {type(feature).__name__} {feature!r}")
         with self.lock:
             if feature.id in self._features and not replace:
-                raise ValueError(
+                raise SettingError(
                     f"feature id {feature.id!r} is already on the map "
                     "(pass replace=True to replace it)"
                 )

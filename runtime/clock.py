@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
+from runtime.errors import SettingError
+
 
 @runtime_checkable
 class Clock(Protocol):
@@ -41,7 +43,7 @@ class SimClock:
 
     def advance(self, seconds: float) -> None:
         if seconds < 0:
-            raise ValueError(f"a clock cannot go back ({seconds} s)")
+            raise SettingError(f"a clock cannot go back ({seconds} s)")
         self._now += seconds
 
     def __repr__(self) -> str:

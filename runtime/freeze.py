@@ -18,13 +18,15 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from runtime.errors import TickworkError
+
 K = TypeVar("K")
 V = TypeVar("V")
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, enum.Enum, np.generic)
 
 
-class FreezeError(TypeError):
+class FreezeError(TickworkError, TypeError):
     """A value (or something inside it) has no immutable form."""
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import structlog
 
 from runtime.clock import Clock
+from runtime.errors import SettingError
 from runtime.freeze import FreezeError, freeze
 from runtime.source import PicklableSource
 
@@ -92,7 +93,7 @@ class EventLog(PicklableSource):
         if retention is not None and (
             isinstance(retention, bool) or not isinstance(retention, int) or retention < 1
         ):
-            raise ValueError(f"retention must be an integer >= 1 or None, got {retention!r}")
+            raise SettingError(f"retention must be an integer >= 1 or None, got {retention!r}")
         self.lock: threading.RLock = threading.RLock() if lock is None else lock
         self._clock = clock
         self._retention = retention
@@ -163,7 +164,7 @@ class EventLog(PicklableSource):
         if not isinstance(kind, str):
             raise TypeError(f"an event kind must be a string, got {type(kind).__name__}")
         if not kind:
-            raise ValueError("an event kind must not be empty")
+            raise SettingError("an event kind must not be empty")
         tag_set = _strings(tags, "tags")
         try:
             frozen = freeze(data)
@@ -210,7 +211,7 @@ class EventLog(PicklableSource):
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
-            raise ValueError(f"limit must be an integer >= 1 or None, got {limit!r}")
+            raise SettingError(f"limit must be an integer >= 1 or None, got {limit!r}")
         kind_set = None if kinds is None else _strings(kinds, "kinds")
         tag_set = None if tags is None else _strings(tags, "tags")
         with self.lock:
@@ -274,15 +275,15 @@ class EventLog(PicklableSource):
     def _stamp_for(self, kind: str, stamp: float | None) -> float:
         if stamp is None:
             if self._clock is None:
-                raise ValueError(
+                raise SettingError(
                     f"event {kind!r} has no stamp and the log has no clock to stamp it"
                 )
             stamp = self._clock.now()
         at = _bound(stamp, "stamp")
         if not math.isfinite(at):
-            raise ValueError(f"event {kind!r}: stamp must be finite, got {stamp!r}")
+            raise SettingError(f"event {kind!r}: stamp must be finite, got {stamp!r}")
         if at < self._last_stamp:
-            raise ValueError(
+            raise SettingError(
                 f"event {kind!r} stamped {at} is earlier than the last event's stamp "
                 f"{self._last_stamp}: stamps never go backwards"
             )
@@ -332,7 +333,7 @@ def _strings(values: Iterable[str], what: str) -> frozenset[str]:
         if not isinstance(value, str):
             raise TypeError(f"{what} must be strings, got {type(value).__name__} {value!r}")
         if not value:
-            raise ValueError(f"{what} must not contain an empty string")
+            raise SettingError(f"{what} must not contain an empty string")
     return result
 
 
@@ -341,5 +342,5 @@ def _bound(value: float, what: str) -> float:
         raise TypeError(f"{what} must be a number, got {type(value).__name__} {value!r}")
     result = float(value)
     if math.isnan(result):
-        raise ValueError(f"{what} must not be NaN")
+        raise SettingError(f"{what} must not be NaN")
     return result

@@ -13,6 +13,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from runtime.errors import SettingError
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -38,7 +40,9 @@ def configure_logging(
     try:
         threshold = _LEVELS[level.lower()]
     except KeyError:
-        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}") from None
+        raise SettingError(
+            f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}"
+        ) from None
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer(sort_keys=True)
         if json

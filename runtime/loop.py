@@ -36,11 +36,12 @@ import structlog
 from runtime.assembler import Assembler
 from runtime.cabin import Cabin, Command, MemoryWrite, NoteOp, Outbox
 from runtime.clock import Clock
+from runtime.errors import SettingError
 from runtime.pack import CabinView, WorkingSet
 from runtime.scratchpad import Scratchpad
 
 if TYPE_CHECKING:
-    from runtime.agent_memory import LongTermMemory
+    from runtime.agent.memory import LongTermMemory
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
@@ -159,13 +160,13 @@ class TickLoop:
         long_term: LongTermMemory | None = None,
     ) -> None:
         if not rate_hz > 0 or not math.isfinite(rate_hz):
-            raise ValueError(f"rate_hz must be a positive number, got {rate_hz!r}")
+            raise SettingError(f"rate_hz must be a positive number, got {rate_hz!r}")
         names = [c.name for c in cabins]
         if len(set(names)) != len(names):
-            raise ValueError(f"cabin names must be unique, got {names}")
+            raise SettingError(f"cabin names must be unique, got {names}")
         unknown = [n for n in names if n not in assembler.specs]
         if unknown:
-            raise ValueError(
+            raise SettingError(
                 f"cabins {unknown} have no spec in the assembler (specs: {sorted(assembler.specs)})"
             )
         pads = assembler.scratchpads
@@ -175,7 +176,7 @@ class TickLoop:
             if getattr(c, "uses_notes", False) is True and n not in pads
         ]
         if padless:
-            raise ValueError(
+            raise SettingError(
                 f"cabins {padless} use notes (uses_notes=True) but the assembler has no "
                 "scratchpad for them; pass Assembler(..., scratchpads={name: Scratchpad()})"
             )
@@ -206,7 +207,7 @@ class TickLoop:
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""
         if ticks < 0:
-            raise ValueError(f"ticks must be >= 0, got {ticks}")
+            raise SettingError(f"ticks must be >= 0, got {ticks}")
         for _ in range(ticks):
             self.step()
         return self.stats()

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 import structlog
 
+from runtime.errors import SettingError
 from runtime.patterns import PatternSet
 
 Source = Literal["board", "map", "log", "note"]
@@ -57,7 +58,9 @@ class WorkItem:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.importance <= 1.0:
-            raise ValueError(f"importance of {self.key!r} must be in [0, 1], got {self.importance}")
+            raise SettingError(
+                f"importance of {self.key!r} must be in [0, 1], got {self.importance}"
+            )
         if self.first_seen != self.first_seen:  # NaN: not given
             object.__setattr__(self, "first_seen", self.last_used)
 
@@ -166,7 +169,7 @@ class WorkingMemory:
         history: int = 10_000,
     ) -> None:
         if capacity < 1:
-            raise ValueError(f"capacity must be at least 1, got {capacity}")
+            raise SettingError(f"capacity must be at least 1, got {capacity}")
         self.capacity = capacity
         self.pinned = PatternSet(pinned)
         self.policy: EvictionPolicy = policy if policy is not None else ValueEviction()

@@ -12,6 +12,8 @@ import fnmatch
 import re
 from collections.abc import Iterable
 
+from runtime.errors import SettingError
+
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -31,11 +33,11 @@ def literal_prefix(pattern: str) -> str:
 def validate_pattern(pattern: str) -> str:
     """Return ``pattern`` if it is a well-formed key or glob, else raise ValueError."""
     if not isinstance(pattern, str):
-        raise ValueError(f"a pattern must be a string, got {type(pattern).__name__}")
+        raise SettingError(f"a pattern must be a string, got {type(pattern).__name__}")
     if not pattern:
-        raise ValueError("a pattern must not be empty")
+        raise SettingError("a pattern must not be empty")
     if any(c.isspace() for c in pattern):
-        raise ValueError(f"pattern {pattern!r} contains white space")
+        raise SettingError(f"pattern {pattern!r} contains white space")
     i = 0
     while i < len(pattern):
         if pattern[i] == "[":
@@ -46,10 +48,10 @@ def validate_pattern(pattern: str) -> str:
                 j += 1  # a ']' first in a class is literal
             close = pattern.find("]", j)
             if close == -1:
-                raise ValueError(f"pattern {pattern!r} has an unclosed '[' at position {i}")
+                raise SettingError(f"pattern {pattern!r} has an unclosed '[' at position {i}")
             i = close
         elif pattern[i] == "]":
-            raise ValueError(f"pattern {pattern!r} has an unmatched ']' at position {i}")
+            raise SettingError(f"pattern {pattern!r} has an unmatched ']' at position {i}")
         i += 1
     return pattern
 

@@ -30,6 +30,7 @@ import numpy as np
 import structlog
 from pydantic import BaseModel
 
+from runtime.errors import SettingError
 from runtime.freeze import freeze
 
 if TYPE_CHECKING:
@@ -63,9 +64,9 @@ def check_note_key(key: Any) -> str:
     with ``. : -``), so ``note:<key>`` is an exact item key, never a glob.
     """
     if not isinstance(key, str):
-        raise ValueError(f"a note key must be a string, got {type(key).__name__} {key!r}")
+        raise SettingError(f"a note key must be a string, got {type(key).__name__} {key!r}")
     if not _KEY.fullmatch(key):
-        raise ValueError(
+        raise SettingError(
             f"note key {key!r} is not allowed: use 1-128 letters, digits, '_', '.', ':' or "
             "'-' (snake_case such as 'total_revenue'), starting with a letter, digit or '_'"
         )
@@ -101,7 +102,7 @@ class Scratchpad:
         self, *, task: str | None = None, history: int = 10_000, lock: threading.RLock | None = None
     ) -> None:
         if history < 1:
-            raise ValueError(f"history must be at least 1, got {history}")
+            raise SettingError(f"history must be at least 1, got {history}")
         self.lock = lock if lock is not None else threading.RLock()
         self._notes: dict[str, Note] = {}
         self._task = task
@@ -159,7 +160,7 @@ class Scratchpad:
         """Put ``value`` (deep-frozen) under ``key``, replacing any note there."""
         check_note_key(key)
         if not isinstance(description, str):
-            raise ValueError(
+            raise SettingError(
                 f"the description of note {key!r} must be a string, "
                 f"got {type(description).__name__}"
             )
@@ -188,7 +189,7 @@ class Scratchpad:
         never carry into another task); notes written while unscoped are adopted.
         """
         if task is not None and not isinstance(task, str):
-            raise ValueError(f"a task must be a board key (str) or None, got {task!r}")
+            raise SettingError(f"a task must be a board key (str) or None, got {task!r}")
         with self.lock:
             if task == self._task:
                 return

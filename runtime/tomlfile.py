@@ -15,11 +15,13 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from runtime.errors import TickworkError
+
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$")
 
 
-class FileError(ValueError):
+class FileError(TickworkError, ValueError):
     """A file that cannot be loaded; one ``file: key.path: problem`` per line.
 
     ``problems`` hold ``key.path: what is wrong`` (without the file); ``str()``

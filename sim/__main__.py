@@ -2,6 +2,6 @@
 
 import sys
 
-from sim.cli import main
+from sim.cli.app import main
 
 sys.exit(main())

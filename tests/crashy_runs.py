@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from sim.campaign import RunRequest
+from sim.run.campaign import RunRequest
 
 
 def run_or_die(request: RunRequest) -> dict[str, Any]:

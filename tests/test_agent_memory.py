@@ -19,8 +19,8 @@ from runtime import (
     ToolCall,
     WorkingState,
 )
-from runtime.agent_memory import omitted_summary
-from runtime.plan import Plan, PlanStep
+from runtime.agent.memory import omitted_summary
+from runtime.agent.plan import Plan, PlanStep
 
 # -- short-term memory --------------------------------------------------------------------
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from runtime import load_specs
-from sim.campaign import Campaign, RunRequest, auto_faults, local_executor, run_one, table
-from sim.faults import parse_fault
-from sim.harness import SPECS_DIR, Simulation
-from sim.scenario import load_scenario
+from sim.faults.model import parse_fault
+from sim.run.campaign import Campaign, RunRequest, auto_faults, local_executor, run_one, table
+from sim.run.harness import SPECS_DIR, Simulation
+from sim.world.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -275,7 +275,7 @@ def test_a_run_uses_the_specs_its_request_carries() -> None:
 def test_local_and_ray_backends_give_identical_results() -> None:
     import ray
 
-    from sim.campaign import RayExecutor, ray_lost_errors
+    from sim.run.campaign import RayExecutor, ray_lost_errors
 
     local = Campaign(SMALL, local_executor, 2).run()
     executor = RayExecutor()

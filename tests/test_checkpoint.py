@@ -30,8 +30,10 @@ from runtime import (
     WorkingMemory,
     WorkItem,
 )
+from runtime.recording.reader import Recording
 from sim import cli
-from sim.checkpoint import (
+from sim.faults.model import parse_fault
+from sim.run.checkpoint import (
     MAGIC,
     Checkpointer,
     CheckpointError,
@@ -42,9 +44,7 @@ from sim.checkpoint import (
     resume,
     save,
 )
-from sim.faults import parse_fault
-from sim.harness import Simulation, deterministic_fields
-from sim.recording import Recording
+from sim.run.harness import Simulation, deterministic_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ("missing:executor:event:action_failed*@40-90", "crash:planner@60-65")

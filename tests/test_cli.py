@@ -79,7 +79,7 @@ def test_scenarios_lists_the_shipped_ones() -> None:
 
 
 def test_bad_scenario_file_is_a_clear_error(tmp_path: Path) -> None:
-    text = (ROOT / "sim" / "scenarios" / "warehouse.toml").read_text()
+    text = (ROOT / "sim" / "world" / "scenarios" / "warehouse.toml").read_text()
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace("max_speed = 1.5", "max_speed = -1.5", 1))
     done = sim("run", "--scenario", str(bad))

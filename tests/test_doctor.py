@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime import ContextSpec, configure_logging, load_specs
-from runtime.recorder import PROFILE
-from sim.doctor import DoctorReport, diagnose, weight_pattern
-from sim.faults import parse_fault
-from sim.harness import SPECS_DIR, Simulation
+from runtime.recording.writer import PROFILE
+from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
+from sim.faults.model import parse_fault
+from sim.run.harness import SPECS_DIR, Simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 HIDE_FAILURES = "missing:executor:event:action_failed*@50-400"
@@ -27,7 +27,7 @@ HIDE_FAILURES = "missing:executor:event:action_failed*@50-400"
 
 def hard_scenario(folder: Path) -> Path:
     """The warehouse, where nine picks in ten fail."""
-    text = (ROOT / "sim" / "scenarios" / "warehouse.toml").read_text()
+    text = (ROOT / "sim" / "world" / "scenarios" / "warehouse.toml").read_text()
     assert "pick_fail_p = 0.1" in text
     path = folder / "hard.toml"
     path.write_text(text.replace("pick_fail_p = 0.1", "pick_fail_p = 0.9"))

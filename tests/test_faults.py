@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.faults import (
+from sim.faults.model import (
     CrashFault,
     DropoutFault,
     FaultError,

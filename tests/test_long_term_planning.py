@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sim.cli import main
 
 from cabins.planner import Planner
 from runtime import LongTermMemory
-from sim.campaign import RunRequest
-from sim.checkpoint import RunPlan, load, save
-from sim.cli import main
-from sim.harness import Simulation, deterministic_fields
-from sim.recording import Recording
+from runtime.recording.reader import Recording
+from sim.run.campaign import RunRequest
+from sim.run.checkpoint import RunPlan, load, save
+from sim.run.harness import Simulation, deterministic_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "blocked_aisle"
@@ -80,7 +80,7 @@ sensor_dropout_p = 0.0
 
 def scenario_text(name: str = NAME, *, obstacles: str = FORKLIFT) -> str:
     """warehouse.toml with its people, tasks and failures replaced."""
-    text = (ROOT / "sim" / "scenarios" / "warehouse.toml").read_text()
+    text = (ROOT / "sim" / "world" / "scenarios" / "warehouse.toml").read_text()
     head, *tables = re.split(r"(?m)^(?=\[)", text)
     replaced = ("[[moving_obstacles]]", "[[tasks]]", "[failures]")
     head = re.sub(r"(?m)^name = .*$", f'name = "{name}"', head)
@@ -293,7 +293,7 @@ def test_run_memory_bad_input_exits_2(
 
 @pytest.mark.skipif(
     "memory" not in {f.name for f in dataclasses.fields(RunRequest)},
-    reason="sim.campaign.RunRequest has no memory field",
+    reason="sim.run.campaign.RunRequest has no memory field",
 )
 def test_campaign_runs_share_one_memory(
     tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]
@@ -327,7 +327,7 @@ def test_a_run_with_memory_replays_without_drift(
 ) -> None:
     """The recording holds what the planner knew at the start and every fact it asked to
     keep, so a replayed planner plans, and learns, exactly as the recorded one did."""
-    from sim.replay import replay
+    from sim.analysis.replay import replay
 
     memory = place / f"replay_{start}.sqlite"
     if start == "after_first":

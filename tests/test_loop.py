@@ -195,7 +195,7 @@ def test_a_cabin_whose_outbox_the_board_would_refuse_is_isolated() -> None:
     stats = loop.run(3)
     assert stats.ticks == 3 and stats.cabin_failures == 3
     failed = loop.assembler.log.query(0.0, kinds=["cabin_failed"], limit=None)
-    assert {e.data["error_type"] for e in failed} == {"ValueError"}
+    assert {e.data["error_type"] for e in failed} == {"SettingError"}
     assert "bad key" in failed[0].data["message"]
     assert loop.assembler.board.read("count:sloppy") is None  # nothing of its outbox landed
     assert loop.assembler.board.read("count:good").value == 2
@@ -265,7 +265,7 @@ def test_debug_events_stay_quiet_until_logging_is_configured(
 
 
 def test_facts_a_cabin_asks_to_remember_are_kept_by_the_loop_and_logged() -> None:
-    from runtime.agent_memory import LongTermMemory
+    from runtime.agent.memory import LongTermMemory
 
     class Learning(Recorder):
         def step(self, view: CabinView, out: Outbox) -> None:
@@ -303,7 +303,7 @@ def test_a_memory_without_content_or_with_a_bad_scope_is_refused_in_the_step() -
 
 
 def test_a_fact_the_memory_cannot_store_fails_alone_not_the_outbox() -> None:
-    from runtime.agent_memory import LongTermMemory
+    from runtime.agent.memory import LongTermMemory
 
     class Odd(Recorder):
         def step(self, view: CabinView, out: Outbox) -> None:

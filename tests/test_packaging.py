@@ -43,9 +43,9 @@ def test_the_wheel_holds_the_shipped_specs_and_the_package_data(wheel: Path) -> 
     for spec in (ROOT / "specs").glob("*.toml"):
         assert f"tickwork_specs/{spec.name}" in names
     assert "tickwork_specs/context-spec.schema.json" in names
-    assert "sim/scenarios/warehouse.toml" in names
+    assert "sim/world/scenarios/warehouse.toml" in names
     assert "runtime/py.typed" in names
-    assert any(n.startswith("sim/templates/") for n in names)
+    assert any(n.startswith("sim/report/templates/") for n in names)
 
 
 def test_an_installed_wheel_runs_the_simulator_on_its_shipped_specs(

@@ -1,4 +1,4 @@
-"""Tests for runtime.plan: the plan DAG, its validation, re-planning and the triggers."""
+"""Tests for runtime.agent.plan: the plan DAG, its validation, re-planning and the triggers."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.freeze import FrozenDict
-from runtime.plan import (
+from runtime.agent.plan import (
     Plan,
     PlanError,
     PlanStep,
@@ -18,6 +17,7 @@ from runtime.plan import (
     failed_step,
     overdue_step,
 )
+from runtime.freeze import FrozenDict
 
 
 def chain(*ids: str) -> Plan:

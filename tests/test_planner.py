@@ -14,7 +14,7 @@ from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import REACTIONS, Planner
-from runtime.agent_memory import LongTermMemory
+from runtime.agent.memory import LongTermMemory
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.loop import remember

@@ -16,15 +16,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcap.writer import Writer
+from sim.cli import main
 
 from runtime import configure_logging
 from runtime.jsonable import from_json
 from runtime.loop import TickResult
-from runtime.recorder import CHANNELS
-from sim.cli import main
-from sim.faults import parse_fault
-from sim.harness import Simulation
-from sim.inspect import (
+from runtime.recording.inspect import (
     InspectError,
     brief,
     compress,
@@ -35,7 +32,10 @@ from sim.inspect import (
     tick_ranges,
     tick_report,
 )
-from sim.recording import Recording, RecordingError, repair, scan
+from runtime.recording.reader import Recording, RecordingError, repair, scan
+from runtime.recording.writer import CHANNELS
+from sim.faults.model import parse_fault
+from sim.run.harness import Simulation
 
 TICKS = 300
 CAPACITY = 12  # small enough that required constraint:* items get evicted every tick

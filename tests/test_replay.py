@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from runtime import CabinView, ContextSpec, Outbox, configure_logging
 from runtime.jsonable import to_json
-from sim.faults import parse_fault
-from sim.harness import ExtraCabin, Simulation
-from sim.recording import Recording
-from sim.replay import ReplayError, ViewBuilder, compare, replay
+from runtime.recording.reader import Recording
+from sim.analysis.replay import ReplayError, ViewBuilder, compare, replay
+from sim.faults.model import parse_fault
+from sim.run.harness import ExtraCabin, Simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = 600
@@ -103,9 +103,9 @@ def test_a_faulted_run_replays_without_drift(faulted: Path) -> None:
 def test_ignoring_the_faults_shows_as_drift_at_the_crashes(
     faulted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sim.replay
+    import sim.analysis.replay
 
-    monkeypatch.setattr(sim.replay, "recorded_faults", lambda rec: [])
+    monkeypatch.setattr(sim.analysis.replay, "recorded_faults", lambda rec: [])
     report = replay(faulted)
     crashes = {(t, "executor") for t in range(400, 405)} | {(150, "planner")}
     assert crashes <= {(d.tick, d.cabin) for d in report.drifts}
@@ -130,7 +130,7 @@ def test_a_recorded_cabin_not_given_is_skipped_not_drift(tallied: Path) -> None:
 
 def test_a_changed_cabin_drifts(clean: Path) -> None:
     from cabins.executor import Executor
-    from sim.replay import recorded_specs
+    from sim.analysis.replay import recorded_specs
 
     spec = recorded_specs(Recording.open(clean))["executor"]
     report = replay(clean, cabins=[Executor(spec, lookahead=1.3)])
@@ -344,7 +344,7 @@ def test_cli_replay_of_garbage_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_recording_whose_long_term_facts_are_damaged_is_a_clear_error(tmp_path: Path) -> None:
-    from sim.recording import scan, write_recording
+    from runtime.recording.reader import scan, write_recording
 
     made = tmp_path / "made.mcap"
     sim = Simulation("warehouse", seed=0, record=made)

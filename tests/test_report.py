@@ -20,12 +20,10 @@ from hypothesis import strategies as st
 from runtime import ContextSpec, configure_logging
 from runtime.cabin import Outbox
 from runtime.pack import CabinView
-from sim import campaign as cp
+from runtime.recording.reader import Recording
 from sim import cli
-from sim.faults import parse_fault
-from sim.harness import ExtraCabin, Simulation
-from sim.recording import Recording
-from sim.report import (
+from sim.faults.model import parse_fault
+from sim.report.pages import (
     MAX_POINTS,
     MAX_TICKS,
     TEMPLATES,
@@ -41,7 +39,9 @@ from sim.report import (
     write_campaign_report,
     write_run_report,
 )
-from sim.scenario import load_scenario
+from sim.run import campaign as cp
+from sim.run.harness import ExtraCabin, Simulation
+from sim.world.scenario import load_scenario
 
 TICKS = 1200  # longer than MAX_POINTS and MAX_TICKS, so both bounds bite
 FAULTS = ("missing:executor:event:action_failed*@50-150", "crash:planner@120")
@@ -369,7 +369,7 @@ def test_the_tick_selector_data_is_bounded(
 def test_a_snapshot_shows_what_inspect_shows(
     recorded: tuple[Path, dict[str, Any]], doc: _Elements
 ) -> None:
-    from sim.inspect import tick_report
+    from runtime.recording.inspect import tick_report
 
     data = report_data(doc)
     snap = data["snapshots"]["120"]
@@ -441,7 +441,7 @@ def test_buckets_keep_the_peak_and_the_total(values: list[float], bucket: int) -
 
 @given(st.data())
 def test_chosen_ticks_are_recorded_bounded_and_serious_first(data: st.DataObject) -> None:
-    from sim.report import _Notable, _Run
+    from sim.report.pages import _Notable, _Run
 
     ticks = sorted(data.draw(st.sets(st.integers(0, 2000), min_size=1, max_size=300)))
     kinds = st.sampled_from(["collision", "alarm", "delivery", "fault", "replan"])
@@ -504,8 +504,6 @@ def test_bad_targets_and_inputs_are_refused(
 
 
 def _main(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    if "sim.cmd_report" not in cli.COMMAND_MODULES:
-        monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "sim.cmd_report"))
     return cli.main(argv)
 
 
@@ -664,9 +662,9 @@ def test_capacity_alarms_are_drawn_and_worth_a_look(tmp_path: Path) -> None:
 
 
 def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> None:
-    from sim.harness import Simulation
-    from sim.recording import Recording
-    from sim.report import recorded_summary
+    from runtime.recording.reader import Recording
+    from sim.report.pages import recorded_summary
+    from sim.run.harness import Simulation
 
     sim = Simulation("warehouse", seed=0, record=tmp_path / "run.mcap")
     summary = sim.run(120, until_done=False)

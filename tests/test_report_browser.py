@@ -21,11 +21,11 @@ import pytest
 from runtime import ContextSpec, configure_logging
 from runtime.cabin import Outbox
 from runtime.pack import CabinView
-from sim import campaign as cp
-from sim.faults import parse_fault
-from sim.harness import ExtraCabin, Simulation
-from sim.report import write_campaign_report, write_run_report
-from sim.scenario import load_scenario
+from sim.faults.model import parse_fault
+from sim.report.pages import write_campaign_report, write_run_report
+from sim.run import campaign as cp
+from sim.run.harness import ExtraCabin, Simulation
+from sim.world.scenario import load_scenario
 
 CHROMIUM = Path(os.environ.get("TICKWORK_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [

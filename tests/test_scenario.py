@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from shapely.geometry import LineString, Point
 
-from sim.scenario import (
+from sim.world.scenario import (
     SCENARIOS_DIR,
     Robot,
     Scenario,

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from sim.harness import Simulation, deterministic_fields
+from sim.run.harness import Simulation, deterministic_fields
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -62,7 +62,7 @@ def test_a_stop_asked_for_in_the_last_tick_does_not_mark_a_finished_run_stopped(
 
 
 def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run() -> None:
-    from sim.checkpoint import _Pickler, _Unpickler
+    from sim.run.checkpoint import _Pickler, _Unpickler
 
     sim = Simulation("warehouse", seed=0)
     sim.run(5, until_done=False)

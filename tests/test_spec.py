@@ -359,7 +359,7 @@ def test_weight_for_agrees_with_the_rule(fields: dict[str, Any], key: str) -> No
 
 
 def test_check_spec_warns_about_settings_that_do_nothing() -> None:
-    from sim.speccheck import lint
+    from sim.analysis.speccheck import lint
 
     quiet = ContextSpec(
         name="q", map_center="pose", map_kinds=("shelf",), event_kinds=("action_failed",)

@@ -20,8 +20,8 @@ from runtime.cabin import Command
 from runtime.cabin_map import CabinMap
 from runtime.clock import SimClock
 from runtime.freeze import FrozenDict
-from sim.scenario import YIELD_MARGIN, Scenario, load_scenario
-from sim.world import CommandLike, World
+from sim.world.scenario import YIELD_MARGIN, Scenario, load_scenario
+from sim.world.world import CommandLike, World
 
 RATE = 20.0
 DT = 1.0 / RATE

@@ -39,6 +39,7 @@ from mcap.writer import CompressionType, Writer
 
 from runtime.board import Reading, StateBoard
 from runtime.cabin import Outbox
+from runtime.errors import SettingError
 from runtime.jsonable import to_json
 from runtime.log import Event, EventLog
 from runtime.loop import TickResult
@@ -140,7 +141,7 @@ class Recorder:
         chunk_size: int = 1 << 20,
     ) -> None:
         if not flush_every > 0:
-            raise ValueError(f"flush_every must be positive seconds, got {flush_every!r}")
+            raise SettingError(f"flush_every must be positive seconds, got {flush_every!r}")
         self.path = output if isinstance(output, (str, Path)) else None
         self._stream: IO[bytes] = (
             open(output, "wb")  # noqa: SIM115 (closed by close())
@@ -361,12 +362,12 @@ class Recorder:
         for m in messages:
             channel = self._channels.get(m.topic)
             if channel is None:
-                raise ValueError(
+                raise SettingError(
                     f"cannot copy a message of topic {m.topic!r}: a tickwork "
                     f"recording has the topics {', '.join(self._channels)}"
                 )
             if self.closed:
-                raise ValueError("cannot copy messages into a closed recording")
+                raise SettingError("cannot copy messages into a closed recording")
             self._writer.add_message(
                 channel,
                 log_time=m.log_time,

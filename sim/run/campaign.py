@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime import ContextSpec, Event
 from runtime.patterns import overlaps
-from sim.faults import (
+from sim.faults.model import (
     SENSOR_KEYS,
     CrashFault,
     DropoutFault,
@@ -32,7 +32,7 @@ from sim.faults import (
 )
 
 if TYPE_CHECKING:
-    from sim.scenario import Scenario
+    from sim.world.scenario import Scenario
 
 DEFAULT_WITHIN = 40
 """Ticks after a fault's start within which a declared reaction must be seen (2 s at 20 Hz)."""
@@ -152,7 +152,7 @@ class _Observer:
 
 def run_one(request: RunRequest) -> dict[str, Any]:
     """Run one campaign run and judge it (picklable: runs in worker processes)."""
-    from sim.harness import Simulation
+    from sim.run.harness import Simulation
 
     faults = [request.fault] if request.fault is not None else []
     sim = Simulation(

@@ -32,7 +32,8 @@ from shapely.geometry import Point
 
 from runtime.cabin import Command
 from runtime.cabin_map import Feature
-from sim.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
+from runtime.errors import SettingError
+from sim.world.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
 
 __all__ = [
     "ActionOutcome",
@@ -445,7 +446,7 @@ class World:
         ``stop`` overrides any ``drive``; with no drive the robot brakes to a halt.
         """
         if not (math.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
+            raise SettingError(f"dt must be a positive number of seconds, got {dt!r}")
         st = self.state
         drive: tuple[float, float] | None = None
         stop = False

@@ -1,16 +1,18 @@
 """The report command of ``python -m sim``: a recorded run as one self-contained HTML page.
 
-The page is built by ``sim.report``; this module parses arguments and says where
+The page is built by ``sim.report.pages``; this module parses arguments and says where
 the page went. Top-level imports stay light so that ``--help`` is instant.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from sim.cli.args import at_least
+from sim.cli.exits import EXIT_OK, InputError, notice, print_json
 
 REPORT_EPILOG = """\
 examples:
@@ -23,19 +25,6 @@ alarms, bad outcomes); python -m sim inspect FILE.mcap --tick N shows any other.
 exit status: 0 written, 2 bad input (not a recording, no ticks, a bad output path)
 A damaged recording is reported up to its break, with a notice on stderr.
 """
-
-
-def _at_least(low: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected a number of at least {low}, got {value}")
-        return value
-
-    return parse
 
 
 def register(sub: Any) -> None:
@@ -55,14 +44,14 @@ def register(sub: Any) -> None:
     )
     report.add_argument(
         "--max-ticks",
-        type=_at_least(0),
+        type=at_least(0),
         default=None,
         metavar="N",
         help="embed the working set of at most N ticks (default: 200)",
     )
     report.add_argument(
         "--max-points",
-        type=_at_least(10),
+        type=at_least(10),
         default=None,
         metavar="N",
         help="at most N points per timeline and on the trajectory (default: 1000)",
@@ -74,12 +63,9 @@ def register(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import json
     import os
 
-    from sim import report as rp
-    from sim.cli import EXIT_OK, InputError
-    from sim.recording import RecordingError
+    from sim.report import pages as rp
 
     out = args.out if args.out is not None else os.path.splitext(args.recording)[0] + ".html"
     if os.path.abspath(out) == os.path.abspath(args.recording):
@@ -90,14 +76,12 @@ def cmd_report(args: argparse.Namespace) -> int:
             out,
             max_points=rp.MAX_POINTS if args.max_points is None else args.max_points,
             max_ticks=rp.MAX_TICKS if args.max_ticks is None else args.max_ticks,
-            warn=_notice,
+            warn=notice,
         )
-    except (RecordingError, rp.ReportError) as exc:
-        raise InputError(str(exc)) from None
     except OSError as exc:
         raise InputError(f"{out!r}: cannot write it ({exc.strerror or exc})") from None
     if args.json:
-        print(json.dumps(info.as_json(), sort_keys=True))
+        print_json(info.as_json())
     else:
         print(
             f"wrote {info.path} ({info.bytes / 1e3:.0f} kB): {info.ticks} ticks, the working "
@@ -107,17 +91,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _notice(text: str) -> None:
-    print(f"notice: {text}", file=sys.stderr)
-
-
 # -- for run --report and campaign --report --------------------------------------------------
 
 
 def check_report_target(path: str) -> None:
     """Refuse a ``--report`` target that cannot be written, before any work is done."""
-    from sim.cli import InputError
-    from sim.report import ReportError, check_output
+    from sim.report.pages import ReportError, check_output
 
     try:
         check_output(path)
@@ -130,7 +109,7 @@ def run_report_recording(args: argparse.Namespace) -> Path | None:
     records nowhere else (no ``--record``, no ``--resume``), else None. The caller deletes it."""
     if getattr(args, "report", None) is None:
         return None
-    from sim.report import temporary_recording
+    from sim.report.pages import temporary_recording
 
     check_report_target(args.report)
     if args.record is not None or args.resume is not None:
@@ -142,12 +121,11 @@ def write_run_page(
     out: str, recording: str | Path, summary: Mapping[str, Any], *, quiet: bool = False
 ) -> None:
     """After ``run --report``: the page of the run's recording, with the run's own summary."""
-    from sim.cli import InputError
-    from sim.recording import RecordingError
-    from sim.report import ReportError, write_run_report
+    from runtime.recording.reader import RecordingError
+    from sim.report.pages import ReportError, write_run_report
 
     try:
-        info = write_run_report(recording, out, summary=summary, warn=_notice)
+        info = write_run_report(recording, out, summary=summary, warn=notice)
     except (RecordingError, ReportError) as exc:
         raise InputError(f"--report {out!r}: {exc}") from None
     except OSError as exc:
@@ -158,8 +136,7 @@ def write_run_page(
 
 def write_campaign_page(out: str, report: Mapping[str, Any], *, quiet: bool = False) -> None:
     """After ``campaign --report``: the fault matrix as a page."""
-    from sim.cli import InputError
-    from sim.report import ReportError, write_campaign_report
+    from sim.report.pages import ReportError, write_campaign_report
 
     try:
         info = write_campaign_report(report, out)

@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from sim.inspect import brief, damage_notice, tick_ranges, tick_report
-from sim.recording import Recording, Scan
-from sim.scenario import ForbiddenZone, Scenario, SpeedZone
+from runtime.errors import TickworkError
+from runtime.recording.inspect import brief, damage_notice, tick_ranges, tick_report
+from runtime.recording.reader import Recording, Scan
+from sim.world.scenario import ForbiddenZone, Scenario, SpeedZone
 
 __all__ = [
     "MAX_POINTS",
@@ -117,7 +118,7 @@ _EVICTION_REASONS = ("capacity", "retracted", "stale", "expired")
 Json = dict[str, Any]
 
 
-class ReportError(ValueError):
+class ReportError(TickworkError, ValueError):
     """A report that cannot be made: the message says what is wrong with what input."""
 
 
@@ -1671,7 +1672,7 @@ def write_run_report(
     """Write the HTML report of a recorded run to ``out`` (atomically); what it holds.
 
     Raises ``ReportError`` for a recording with nothing to report or a bad target,
-    ``sim.recording.RecordingError`` for a file that is not a tickwork recording.
+    ``runtime.recording.reader.RecordingError`` for a file that is not a tickwork recording.
     """
     check_output(out)
     page, info = run_page(

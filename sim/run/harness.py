@@ -11,7 +11,7 @@ summary also carries digests of the final world, working memory and event log.
 With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
 its way was blocked, scoped to the scenario's name, and recalls it in later runs.
 
-A ``Simulation`` pickles whole with ``sim.checkpoint``'s pickler (which carries the
+A ``Simulation`` pickles whole with ``sim.run.checkpoint``'s pickler (which carries the
 locks the assembler holds) except its recorder and its tick listeners: unpickled,
 it shares one lock between its sources again and listens to its board and log
 again; ``attach_recorder`` gives it a recorder.
@@ -48,13 +48,14 @@ from runtime import (
     WorkingMemory,
     load_specs,
 )
-from runtime.agent_memory import LongTermMemory
+from runtime.agent.memory import LongTermMemory
+from runtime.errors import SettingError
 from runtime.jsonable import to_json
-from runtime.recorder import Recorder
-from sim.faults import Fault, FaultPlan
-from sim.injection import FaultInjector
-from sim.scenario import Scenario, load_scenario
-from sim.world import World
+from runtime.recording.writer import Recorder
+from sim.faults.injection import FaultInjector
+from sim.faults.model import Fault, FaultPlan
+from sim.world.scenario import Scenario, load_scenario
+from sim.world.world import World
 
 SPECS_DIR = shipped_specs_dir()
 """The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
@@ -88,7 +89,7 @@ def builtin_cabins(
     }
     missing = [name for name in BUILTIN_CABINS if name not in specs]
     if missing:
-        raise ValueError(f"no spec for the built-in cabin(s) {', '.join(missing)}")
+        raise SettingError(f"no spec for the built-in cabin(s) {', '.join(missing)}")
     return [factories[name](specs[name]) for name in BUILTIN_CABINS]
 
 
@@ -251,9 +252,9 @@ class Simulation:
         )
         for cabin in extra:
             if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
-                raise ValueError(f"two cabins are named {cabin.spec.name!r}")
+                raise SettingError(f"two cabins are named {cabin.spec.name!r}")
             if cabin.spec.name in BUILTIN_CABINS:
-                raise ValueError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
+                raise SettingError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
             specs[cabin.spec.name] = cabin.spec
             cabins.append(cabin.factory(cabin.spec))
         self.specs = specs
@@ -318,7 +319,7 @@ class Simulation:
     def attach_recorder(self, recorder: Recorder) -> None:
         """Record the run from now on (a simulation unpickled from a checkpoint has none)."""
         if self.recorder is not None:
-            raise ValueError("this simulation already has a recorder")
+            raise SettingError("this simulation already has a recorder")
         self.recorder = recorder
         recorder.attach(self.board, self.log)
 

@@ -22,8 +22,9 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from runtime.errors import TickworkError
 from runtime.patterns import matches, overlaps
-from sim.recording import Recording, RecordingError, repair
+from runtime.recording.reader import Recording, RecordingError, repair
 
 NOTE_PREFIX = "note:"
 """A cabin's notes are ``note:<key>`` in its view but ``note:<cabin>/<key>`` in the working
@@ -32,7 +33,7 @@ set and in eviction records (runtime.assembler), so two cabins' pads never colli
 Json = dict[str, Any]
 
 
-class InspectError(ValueError):
+class InspectError(TickworkError, ValueError):
     """A question the recording cannot answer; the message says what it does hold."""
 
 

@@ -23,8 +23,9 @@ from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
 from mcap.records import Channel, Header, Message, Metadata, Schema
 from mcap.stream_reader import CRCValidationError, StreamReader
 
-from runtime.recorder import CHANNELS, PROFILE, SCHEMA_VERSION
-from sim.files import open_binary
+from runtime.errors import TickworkError
+from runtime.files import open_binary
+from runtime.recording.writer import CHANNELS, PROFILE, SCHEMA_VERSION
 
 MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
 
@@ -38,7 +39,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-class RecordingError(Exception):
+class RecordingError(TickworkError):
     """A file that cannot be read as a tickwork recording; the message says why."""
 
 
@@ -139,8 +140,8 @@ def scan(path: str | Path) -> Scan:
         counting = _Counting(fh, size)
         result = Scan(path=shown, size=size)
         reader = StreamReader(
-            counting,
-            validate_crcs=True,  # type: ignore[arg-type]
+            counting,  # type: ignore[arg-type]
+            validate_crcs=True,
             record_size_limit=size,
         )
         try:

@@ -40,11 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.files import open_binary
+from runtime.errors import SettingError, TickworkError
+from runtime.files import open_binary
 
 if TYPE_CHECKING:
-    from runtime.recorder import Recorder
-    from sim.harness import Simulation
+    from runtime.recording.writer import Recorder
+    from sim.run.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
 FORMAT = 3  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions
@@ -53,7 +54,7 @@ _HEADER_LIMIT = 1 << 20
 _LOCK_TYPES: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
 
 
-class CheckpointError(Exception):
+class CheckpointError(TickworkError):
     """A checkpoint that cannot be written, read or resumed; the message says why."""
 
 
@@ -76,13 +77,13 @@ class RunPlan:
 
     def __post_init__(self) -> None:
         if isinstance(self.ticks, bool) or not isinstance(self.ticks, int) or self.ticks < 0:
-            raise ValueError(f"ticks must be a whole number >= 0, got {self.ticks!r}")
+            raise SettingError(f"ticks must be a whole number >= 0, got {self.ticks!r}")
         if self.every is not None and (
             isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1
         ):
-            raise ValueError(f"checkpoint every must be a whole number >= 1, got {self.every!r}")
+            raise SettingError(f"checkpoint every must be a whole number >= 1, got {self.every!r}")
         if self.every is not None and self.path is None:
-            raise ValueError(f"checkpoints every {self.every} ticks need a path")
+            raise SettingError(f"checkpoints every {self.every} ticks need a path")
         object.__setattr__(self, "cabins", tuple(self.cabins))
 
 
@@ -211,7 +212,7 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
     """
     where = path if path is not None else plan.path
     if where is None:
-        raise ValueError("save needs a path, or a plan with one")
+        raise SettingError("save needs a path, or a plan with one")
     target = Path(where)
     tick = sim.loop.tick
     if sim.recorder is not None:
@@ -282,7 +283,7 @@ class Checkpointer:
 
     def __init__(self, plan: RunPlan) -> None:
         if plan.every is None or plan.path is None:
-            raise ValueError("a Checkpointer needs a plan with every and path set")
+            raise SettingError("a Checkpointer needs a plan with every and path set")
         self.plan = plan
         self.every = plan.every
         self.last: CheckpointInfo | None = None
@@ -354,7 +355,7 @@ def _info(path: str, header: dict[str, Any], offset: int) -> CheckpointInfo:
 
 def load(path: str | Path) -> Checkpoint:
     """The checkpoint at ``path``, unpickled; ``CheckpointError`` if it cannot be."""
-    from sim.harness import Simulation
+    from sim.run.harness import Simulation
 
     info = read_info(path)
     shown = info.path
@@ -431,8 +432,8 @@ def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Rec
     """A recorder at ``record`` that starts with the messages of ticks ``0..tick-1`` of the
     recording already there (complete or cut short by a crash), ready to record ``tick``
     on. The old file is replaced atomically, once the new one holds those messages."""
-    from runtime.recorder import RawMessage, Recorder
-    from sim.recording import RecordingError, scan
+    from runtime.recording.reader import RecordingError, scan
+    from runtime.recording.writer import RawMessage, Recorder
 
     target = Path(record)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -34,3 +35,8 @@ def cell(text: Any) -> Any:
     from rich.text import Text
 
     return Text(str(text))
+
+
+def counts_text(counts: Mapping[str, Any]) -> str:
+    """``{"a": 2, "b": 1}`` as ``a 2, b 1``; ``none`` when empty."""
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "none"

@@ -47,11 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
+from runtime.recording.reader import Recording
 from runtime.spec import ContextSpec
-from sim.faults import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
-from sim.recording import Recording
-from sim.replay import recorded_faults, recorded_specs
+from sim.analysis.replay import recorded_faults, recorded_specs
+from sim.faults.model import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
 
 BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision", "safety_violation")
 SUCCESS_KINDS = ("action_done", "task_started", "plan_done")
@@ -395,7 +396,7 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
     """Find every bad outcome of ``recording``, what was lacking before it, and rank the spec
     changes that would have covered the most outcomes."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-        raise ValueError(f"window must be a whole number of ticks >= 0, got {window!r}")
+        raise SettingError(f"window must be a whole number of ticks >= 0, got {window!r}")
     rec = recording if isinstance(recording, Recording) else Recording.open(recording)
     specs = recorded_specs(rec)
     faults = recorded_faults(rec)

@@ -27,16 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.agent_memory import LongTermMemory
+from runtime.agent.memory import LongTermMemory
 from runtime.cabin import Cabin, Outbox
+from runtime.errors import TickworkError
 from runtime.freeze import FrozenDict
 from runtime.jsonable import from_json
 from runtime.memory import Eviction, WorkItem
 from runtime.pack import CabinView, Occupancy, Selection, Versions, WorkingSet
-from runtime.recorder import decision_json
+from runtime.recording.reader import Recording
+from runtime.recording.writer import decision_json
 from runtime.scratchpad import NOTE_PREFIX
 from runtime.spec import ContextSpec
-from sim.recording import Recording
 
 FIELDS = ("writes", "events", "commands", "reactions", "memories", "failed")
 """The parts of a decision that are compared, in report order."""
@@ -44,7 +45,7 @@ FIELDS = ("writes", "events", "commands", "reactions", "memories", "failed")
 _NOTE_VIA = "note:scratchpad"
 
 
-class ReplayError(Exception):
+class ReplayError(TickworkError):
     """A recording that cannot be replayed as asked; the message says why."""
 
 
@@ -372,8 +373,8 @@ def recorded_specs(recording: Recording) -> dict[str, ContextSpec]:
 
 
 def recorded_faults(recording: Recording) -> list[Any]:
-    """The faults a recording was made with (``sim.faults`` models)."""
-    from sim.faults import FaultError, parse_fault
+    """The faults a recording was made with (``sim.faults.model`` models)."""
+    from sim.faults.model import FaultError, parse_fault
 
     try:
         labels = json.loads(recording.metadata.get("faults", "[]"))
@@ -428,7 +429,7 @@ def build_cabins(
 ) -> tuple[list[Cabin], list[str], list[str]]:
     """The cabins to replay in ``order``: ``given`` ones by name, built-in ones built fresh
     on the recorded specs. Also the recorded cabins left out, and notes."""
-    from sim.harness import BUILTIN_CABINS, builtin_cabins
+    from sim.run.harness import BUILTIN_CABINS, builtin_cabins
 
     by_name: dict[str, Cabin] = {}
     for cabin in given:
@@ -477,8 +478,8 @@ def replay(
     built-in planner, executor and monitor), by name; a recorded cabin that is
     neither built in nor given is left out (``ReplayReport.skipped``).
     """
-    from sim.faults import FaultPlan
-    from sim.injection import FaultyCabin
+    from sim.faults.injection import FaultyCabin
+    from sim.faults.model import FaultPlan
 
     rec = recording if isinstance(recording, Recording) else Recording.open(recording)
     specs = recorded_specs(rec)

@@ -1,6 +1,6 @@
 """The recording commands of ``python -m sim``: repair, inspect and diff.
 
-The questions are answered by ``sim.inspect`` as plain dicts; this module only
+The questions are answered by ``runtime.recording.inspect`` as plain dicts; this module only
 parses arguments and prints those dicts, as one JSON object (``--json``) or as
 tables. Top-level imports stay light so that ``--help`` is instant.
 """
@@ -8,12 +8,12 @@ tables. Top-level imports stay light so that ``--help`` is instant.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from sim.tables import cell as _t
-from sim.tables import console as _console
-from sim.tables import table as _table
+from sim.cli.exits import EXIT_OK, InputError, notice, print_json
+from sim.cli.tables import cell as _t
+from sim.cli.tables import console as _console
+from sim.cli.tables import table as _table
 
 INSPECT_EPILOG = """\
 examples:
@@ -101,38 +101,31 @@ def register(sub: Any) -> None:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from sim import inspect as ins
-    from sim.cli import EXIT_OK, InputError
+    from runtime.recording.inspect import repair_report
 
     try:
-        report = ins.repair_report(args.recording, args.out)
-    except ins.RecordingError as exc:
-        raise InputError(str(exc)) from None
+        report = repair_report(args.recording, args.out)
     except OSError as exc:
         raise InputError(
             f"cannot write {args.out or args.recording}: {exc.strerror or exc}"
         ) from None
     if args.json:
-        _print_json(report)
+        print_json(report)
     else:
         print(_repair_text(report))
     return EXIT_OK
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from sim import inspect as ins
-    from sim.cli import EXIT_OK, InputError
+    from runtime.recording import inspect as ins
 
-    try:
-        recording = ins.open_recording(args.recording, warn=_notice)
-        if args.tick is not None:
-            report = ins.tick_report(recording, args.tick, cabin=args.cabin)
-        else:
-            report = ins.key_history(recording, args.key, cabin=args.cabin)
-    except (ins.RecordingError, ins.InspectError) as exc:
-        raise InputError(str(exc)) from None
+    recording = ins.open_recording(args.recording, warn=notice)
+    if args.tick is not None:
+        report = ins.tick_report(recording, args.tick, cabin=args.cabin)
+    else:
+        report = ins.key_history(recording, args.key, cabin=args.cabin)
     if args.json:
-        _print_json(report)
+        print_json(report)
     elif args.tick is not None:
         _print_tick(report)
     else:
@@ -141,29 +134,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from sim import inspect as ins
-    from sim.cli import EXIT_OK, InputError
+    from runtime.recording import inspect as ins
 
-    try:
-        recording = ins.open_recording(args.recording, warn=_notice)
-        report = ins.diff_report(recording, args.first, args.second, cabin=args.cabin)
-    except (ins.RecordingError, ins.InspectError) as exc:
-        raise InputError(str(exc)) from None
+    recording = ins.open_recording(args.recording, warn=notice)
+    report = ins.diff_report(recording, args.first, args.second, cabin=args.cabin)
     if args.json:
-        _print_json(report)
+        print_json(report)
     else:
         _print_diff(report)
     return EXIT_OK
-
-
-def _notice(text: str) -> None:
-    print(f"notice: {text}", file=sys.stderr)
-
-
-def _print_json(report: dict[str, Any]) -> None:
-    import json
-
-    print(json.dumps(report, sort_keys=True, allow_nan=False))
 
 
 # -- repair ----------------------------------------------------------------------------------
@@ -203,7 +182,7 @@ def _at(stamp: Any) -> str:
 
 
 def _print_tick(r: dict[str, Any]) -> None:
-    from sim.inspect import brief
+    from runtime.recording.inspect import brief
 
     console = _console()
     v = r["versions"]
@@ -278,7 +257,7 @@ def _print_tick(r: dict[str, Any]) -> None:
 
 
 def _decision(d: dict[str, Any] | None, recorded: bool) -> str:
-    from sim.inspect import brief
+    from runtime.recording.inspect import brief
 
     if not recorded:
         return "not recorded (the file breaks in this tick)"
@@ -302,7 +281,7 @@ def _decision(d: dict[str, Any] | None, recorded: bool) -> str:
 def _print_key(r: dict[str, Any]) -> None:
     import json
 
-    from sim.inspect import brief, compress
+    from runtime.recording.inspect import brief, compress
 
     console = _console()
     console.print(
@@ -415,7 +394,7 @@ def _span(first: Any, last: Any) -> str:
 
 
 def _print_diff(r: dict[str, Any]) -> None:
-    from sim.inspect import brief
+    from runtime.recording.inspect import brief
 
     console = _console()
     console.print(

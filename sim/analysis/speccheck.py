@@ -94,8 +94,8 @@ def receives(spec: ContextSpec, scenario: str) -> dict[str, Any]:
     import numpy as np
 
     from runtime import Assembler, CabinMap, EventLog, SimClock, StateBoard, WorkingMemory
-    from sim.scenario import load_scenario
-    from sim.world import World
+    from sim.world.scenario import load_scenario
+    from sim.world.world import World
 
     sc = load_scenario(scenario)
     clock = SimClock()
@@ -115,7 +115,7 @@ def check_specs(
     paths: Iterable[str | Path], *, scenario: str | None = "warehouse"
 ) -> list[dict[str, Any]]:
     """One report per spec file: errors, warnings, what it reads and receives."""
-    from sim.scenario import ScenarioError
+    from sim.world.scenario import ScenarioError
 
     reports: list[dict[str, Any]] = []
     for path in _spec_files(paths):

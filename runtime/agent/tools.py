@@ -26,6 +26,7 @@ from typing import Annotated, Any, Generic, TypeVar, get_args
 import structlog
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from runtime.errors import SettingError
 from runtime.scratchpad import Scratchpad, check_note_key, to_json_text
 
 __all__ = [
@@ -73,7 +74,7 @@ class Tool(Generic[A]):
             or not self.name.replace("_", "a").replace("-", "a").isalnum()
             or len(self.name) > 64
         ):
-            raise ValueError(
+            raise SettingError(
                 f"a tool name must be 1-64 letters, digits, '_' or '-', got {self.name!r}"
             )
         if not (isinstance(self.args, type) and issubclass(self.args, BaseModel)):
@@ -119,7 +120,7 @@ class ToolDispatcher:
             if not isinstance(tool, Tool):
                 raise TypeError(f"a ToolDispatcher takes Tool objects, got {tool!r}")
             if tool.name in index:
-                raise ValueError(f"two tools are named {tool.name!r}")
+                raise SettingError(f"two tools are named {tool.name!r}")
             index[tool.name] = tool
         self._tools = index
 

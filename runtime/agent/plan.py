@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, cast
 
+from runtime.errors import SettingError, TickworkError
 from runtime.freeze import FreezeError, FrozenDict, freeze
 
 __all__ = [
@@ -42,7 +43,7 @@ _EMPTY: FrozenDict[str, Any] = FrozenDict()
 _CHANGEABLE = frozenset({"description", "action", "target", "attempts", "started_at", "data"})
 
 
-class PlanError(ValueError):
+class PlanError(TickworkError, ValueError):
     """A plan that is malformed, or a change to a plan that is not allowed."""
 
 
@@ -400,7 +401,7 @@ class RepeatWatch:
 
     def __init__(self, *, repeats: int = 2) -> None:
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
-            raise ValueError(f"repeats must be an int >= 2, got {repeats!r}")
+            raise SettingError(f"repeats must be an int >= 2, got {repeats!r}")
         self.repeats = repeats
         self._last: Hashable | None = None
         self._progress = -math.inf

@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from runtime import Cabin, CabinMap, CabinView, ContextSpec, EventLog, Feature, Outbox, StateBoard
+from runtime.errors import TickworkError
 from runtime.patterns import matches
-from sim.faults import Fault, FaultPlan
+from sim.faults.model import Fault, FaultPlan
 
 
-class InjectedCrash(RuntimeError):
+class InjectedCrash(TickworkError, RuntimeError):
     """The exception a crash fault makes a cabin raise."""
 
 

@@ -35,9 +35,10 @@ from typing import Any, Literal
 import numpy as np
 import structlog
 
+from runtime.agent.plan import Plan
 from runtime.clock import Clock
+from runtime.errors import SettingError
 from runtime.freeze import FrozenDict, freeze
-from runtime.plan import Plan
 
 __all__ = [
     "Embedder",
@@ -89,20 +90,20 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
-            raise ValueError(
+            raise SettingError(
                 f"a message role must be one of {', '.join(_ROLES)}, got {self.role!r}"
             )
         if self.tool_calls and self.role != "assistant":
-            raise ValueError(f"only an assistant message calls tools, not a {self.role} one")
+            raise SettingError(f"only an assistant message calls tools, not a {self.role} one")
         if (self.role == "tool") != (self.tool_call_id is not None):
-            raise ValueError(
+            raise SettingError(
                 "a tool message needs the tool_call_id it answers, and only a "
                 f"tool message has one (role {self.role!r}, "
                 f"tool_call_id {self.tool_call_id!r})"
             )
         ids = [c.id for c in self.tool_calls]
         if len(set(ids)) != len(ids):
-            raise ValueError(f"an assistant message calls two tools with one id: {ids}")
+            raise SettingError(f"an assistant message calls two tools with one id: {ids}")
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
 
     def to_openai(self) -> dict[str, Any]:
@@ -148,7 +149,7 @@ class ShortTermMemory:
 
     def __init__(self, *, max_messages: int = 30, summarize: Summarizer | None = None) -> None:
         if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 4:
-            raise ValueError(
+            raise SettingError(
                 "max_messages must be an int >= 4 (system, goal, summary and "
                 f"one turn), got {max_messages!r}"
             )
@@ -194,7 +195,7 @@ class ShortTermMemory:
         open_calls = _open_calls(last)
         if message.role == "tool":
             if message.tool_call_id not in open_calls:
-                raise ValueError(
+                raise SettingError(
                     f"tool result for call {message.tool_call_id!r}, which is "
                     f"not an open call of the last assistant message "
                     f"(open: {open_calls})"
@@ -202,7 +203,7 @@ class ShortTermMemory:
             last.append(message)
         else:
             if open_calls:
-                raise ValueError(
+                raise SettingError(
                     f"tool call(s) {open_calls} have no result yet; add their "
                     "results before the next message"
                 )
@@ -287,9 +288,9 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 256, *, ngram: int = 3) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
-            raise ValueError(f"dim must be an int >= 8, got {dim!r}")
+            raise SettingError(f"dim must be an int >= 8, got {dim!r}")
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 2:
-            raise ValueError(f"ngram must be an int >= 2, got {ngram!r}")
+            raise SettingError(f"ngram must be an int >= 2, got {ngram!r}")
         self.dim = dim
         self.ngram = ngram
         self.name = f"hashing-{dim}-{ngram}"
@@ -382,9 +383,9 @@ class LongTermMemory:
             ("echo_threshold", echo_threshold),
         ):
             if not 0.0 < value <= 1.0:
-                raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+                raise SettingError(f"{name} must be in (0, 1], got {value!r}")
         if recall_window < 0:
-            raise ValueError(f"recall_window must be >= 0, got {recall_window!r}")
+            raise SettingError(f"recall_window must be >= 0, got {recall_window!r}")
         self.path = path
         self.embed: Embedder = embed if embed is not None else HashingEmbedder()
         self.embedder_name = str(
@@ -485,7 +486,7 @@ class LongTermMemory:
         """The ``k`` records of ``scope`` most similar to ``query`` (score >= ``min_score``),
         best first (ties: oldest first). Only records of exactly this scope are searched."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be an int >= 1, got {k!r}")
+            raise SettingError(f"k must be an int >= 1, got {k!r}")
         scope_key, _ = _scope(scope)
         vector = self._vector(query)
         with self._lock:
@@ -540,7 +541,7 @@ class LongTermMemory:
                 )
                 self._db.commit()
             elif stored != self.embedder_name:
-                raise ValueError(
+                raise SettingError(
                     f"{self.path}: memories were embedded with {stored!r}, "
                     f"not {self.embedder_name!r}; use the same embedder "
                     "(similarities across embedders mean nothing)"
@@ -551,7 +552,7 @@ class LongTermMemory:
     def _vector(self, text: str) -> np.ndarray:
         raw = np.asarray(self.embed(text), dtype=np.float64)
         if raw.ndim != 1 or not raw.size or not np.all(np.isfinite(raw)):
-            raise ValueError(
+            raise SettingError(
                 f"the embedder must return a non-empty 1-D vector of finite "
                 f"numbers, got shape {raw.shape}"
             )
@@ -561,7 +562,7 @@ class LongTermMemory:
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(self._dim),))
                 self._db.commit()
             elif raw.size != self._dim:
-                raise ValueError(
+                raise SettingError(
                     f"the embedder returned {raw.size} numbers; this memory "
                     f"holds {self._dim}-dimensional vectors"
                 )
@@ -610,7 +611,7 @@ def _scope(scope: Mapping[str, str]) -> tuple[str, FrozenDict[str, str]]:
         )
     for key, value in scope.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise ValueError(f"scope labels must map strings to strings, got {key!r}: {value!r}")
+            raise SettingError(f"scope labels must map strings to strings, got {key!r}: {value!r}")
     plain = dict(sorted(scope.items()))
     return json.dumps(plain, sort_keys=True, ensure_ascii=False), FrozenDict(plain)
 
@@ -623,7 +624,7 @@ def _metadata(metadata: Mapping[str, Any] | None) -> FrozenDict[str, Any]:
     try:
         json.dumps(_thaw(metadata))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"metadata must be JSON data: {exc}") from exc
+        raise SettingError(f"metadata must be JSON data: {exc}") from exc
     frozen: FrozenDict[str, Any] = freeze(metadata, key="metadata")
     return frozen
 
@@ -661,7 +662,7 @@ class WorkingState:
         """Make ``step_id`` (a step of the plan) the current step."""
         if self.plan is None or step_id not in self.plan:
             known = ", ".join(self.plan.ids) if self.plan is not None else "no plan"
-            raise ValueError(f"no step {step_id!r} in the plan (steps: {known})")
+            raise SettingError(f"no step {step_id!r} in the plan (steps: {known})")
         self.current_step = step_id
 
     def set_step_result(self, step_id: str, result: Any) -> None:

@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from runtime.errors import TickworkError
 from runtime.patterns import matches, validate_pattern
 
 SENSOR_KEYS: dict[str, tuple[str, ...]] = {
@@ -152,7 +153,7 @@ _ONE: TypeAdapter[Fault] = TypeAdapter(Fault)
 FAULT_KINDS = ("missing", "stale", "dropout", "map-loss", "event-loss", "crash")
 
 
-class FaultError(ValueError):
+class FaultError(TickworkError, ValueError):
     """A fault string or file that cannot be read; the message says what is wrong."""
 
 
@@ -160,7 +161,7 @@ _RANGE = re.compile(r"^(?P<start>\d+)(?:(?P<dash>-)(?P<end>\d+)?)?$")
 
 
 def parse_fault(text: str) -> Fault:
-    """Read one fault from its command-line form (see ``sim.fault_grammar.GRAMMAR``)."""
+    """Read one fault from its command-line form (see ``sim.faults.grammar.GRAMMAR``)."""
     head, at, when = text.rpartition("@")
     if not at or not head:
         raise FaultError(

@@ -1,8 +1,8 @@
 """The analysis commands of ``python -m sim``: doctor and replay.
 
-``doctor`` (``sim.doctor``) says what each bad outcome of a recorded run lacked and
+``doctor`` (``sim.analysis.doctor``) says what each bad outcome of a recorded run lacked and
 which spec changes would have covered the most of them; ``replay``
-(``sim.replay``) feeds the recorded working sets back to fresh cabins and reports
+(``sim.analysis.replay``) feeds the recorded working sets back to fresh cabins and reports
 every tick where a decision differs. This module parses arguments and prints the
 reports, as one JSON object (``--json``) or as tables. Top-level imports stay
 light so that ``--help`` is instant.
@@ -11,12 +11,13 @@ light so that ``--help`` is instant.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from sim.tables import cell as _t
-from sim.tables import console as _console
-from sim.tables import table as _table
+from sim.cli.args import at_least
+from sim.cli.exits import EXIT_FAILED, EXIT_OK, notice, print_json
+from sim.cli.tables import cell as _t
+from sim.cli.tables import console as _console
+from sim.cli.tables import table as _table
 
 DOCTOR_EPILOG = """\
 examples:
@@ -44,18 +45,6 @@ SHOWN = 30
 """Rows printed per table before the rest is summarised (``--json`` has them all)."""
 
 
-def _ticks(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of ticks, got {text!r}"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of ticks >= 0, got {value}")
-    return value
-
-
 def register(sub: Any) -> None:
     """Add this module's commands to the ``python -m sim`` parser."""
     raw = argparse.RawDescriptionHelpFormatter
@@ -68,7 +57,7 @@ def register(sub: Any) -> None:
     doctor.add_argument("recording", metavar="FILE.mcap")
     doctor.add_argument(
         "--window",
-        type=_ticks,
+        type=at_least(0, what="number of ticks"),
         default=40,
         metavar="TICKS",
         help="look this many ticks back from each bad outcome (default: 40)",
@@ -101,19 +90,14 @@ def register(sub: Any) -> None:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from runtime import configure_logging
-    from sim import inspect as ins
-    from sim.cli import EXIT_FAILED, EXIT_OK, InputError
-    from sim.doctor import diagnose
-    from sim.replay import ReplayError
+    from runtime.recording.inspect import open_recording
+    from sim.analysis.doctor import diagnose
 
     configure_logging(level="error")
-    try:
-        recording = ins.open_recording(args.recording, warn=_notice)
-        report = diagnose(recording, window=args.window)
-    except (ins.RecordingError, ReplayError) as exc:
-        raise InputError(str(exc)) from None
+    recording = open_recording(args.recording, warn=notice)
+    report = diagnose(recording, window=args.window)
     if args.json:
-        _print_json(report.as_json())
+        print_json(report.as_json())
     else:
         _print_doctor(report)
     return EXIT_FAILED if report.suggestions else EXIT_OK
@@ -121,38 +105,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from runtime import configure_logging
-    from sim import inspect as ins
-    from sim.cli import EXIT_FAILED, EXIT_OK, InputError, _load_cabin
-    from sim.replay import ReplayError, replay
+    from runtime.recording.inspect import open_recording
+    from sim.analysis.replay import replay
+    from sim.cli.inputs import build_cabin, load_cabin
 
     configure_logging(level="critical")  # a replayed cabin may log its (recorded) failures
-    extra = [_load_cabin(text) for text in args.cabin]
-    cabins = []
-    for text, cabin in zip(args.cabin, extra, strict=True):
-        try:
-            cabins.append(cabin.factory(cabin.spec))
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"--cabin {text!r}: cannot build the cabin: {exc}") from None
-    try:
-        recording = ins.open_recording(args.recording, warn=_notice)
-        report = replay(recording, cabins=cabins)
-    except (ins.RecordingError, ReplayError) as exc:
-        raise InputError(str(exc)) from None
+    cabins = [build_cabin(text, load_cabin(text)) for text in args.cabin]
+    recording = open_recording(args.recording, warn=notice)
+    report = replay(recording, cabins=cabins)
     if args.json:
-        _print_json(report.as_json())
+        print_json(report.as_json())
     else:
         _print_replay(report)
     return EXIT_FAILED if report.drifted else EXIT_OK
-
-
-def _notice(text: str) -> None:
-    print(f"notice: {text}", file=sys.stderr)
-
-
-def _print_json(report: dict[str, Any]) -> None:
-    import json
-
-    print(json.dumps(report, sort_keys=True))
 
 
 # -- tables ----------------------------------------------------------------------------------

@@ -1,0 +1,259 @@
+"""The ``campaign`` command of ``python -m sim``: scenarios x seeds x faults, each run
+checked against the reactions its specs declare."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sim.cli.args import positive_int, seeds
+from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
+
+CAMPAIGN_EPILOG = """\
+examples:
+  python -m sim campaign --faults auto --seeds 0-2
+  python -m sim campaign --fault missing:executor:event:action_failed*@100-400 --seeds 0-9
+  python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
+  python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
+exit status: 0 every declared reaction seen and no safety violation, 1 otherwise, 2 bad input
+"""
+
+
+def register(sub: Any) -> None:
+    """Add the ``campaign`` command to the ``python -m sim`` parser."""
+    from sim.faults.grammar import GRAMMAR
+
+    campaign = sub.add_parser(
+        "campaign",
+        help="run scenarios x seeds x faults and check every declared reaction",
+        epilog=CAMPAIGN_EPILOG + "\n" + GRAMMAR,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    campaign.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME|PATH",
+        help="a scenario (repeatable; default: warehouse)",
+    )
+    campaign.add_argument(
+        "--specs",
+        metavar="DIR",
+        help="folder of the built-in cabins' specs (default: the shipped "
+        "specs/); --faults auto reads their required patterns",
+    )
+    campaign.add_argument(
+        "--seeds",
+        default="0-2",
+        type=seeds,
+        metavar="LIST",
+        help="seeds: 0-4, or 1,5,9 (default: 0-2)",
+    )
+    campaign.add_argument(
+        "--fault", action="append", default=[], metavar="FAULT", help="a fault to run (repeatable)"
+    )
+    campaign.add_argument(
+        "--faults",
+        metavar="auto|FILE",
+        help="'auto': one missing-item fault per required pattern of every "
+        "spec plus one of each other kind; or a TOML fault file",
+    )
+    campaign.add_argument(
+        "--ticks",
+        type=positive_int,
+        metavar="N",
+        help="ticks per run (default: the scenario's duration; a run stops "
+        "early once its deliveries are done and its fault was judged)",
+    )
+    campaign.add_argument(
+        "--within",
+        type=positive_int,
+        default=40,
+        metavar="K",
+        help="a declared reaction must show within K ticks of the fault's start (default: 40)",
+    )
+    campaign.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="parallel runs (default: the number of CPUs)",
+    )
+    campaign.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="local process pool (default) or Ray (pip install 'tickwork[ray]')",
+    )
+    campaign.add_argument(
+        "--address", metavar="ADDR", help="Ray cluster address (default: start a local Ray)"
+    )
+    campaign.add_argument("--out", metavar="FILE", help="write every run's result as JSON")
+    campaign.add_argument(
+        "--memory",
+        metavar="FILE.sqlite",
+        help="one long-term memory file for every run of the campaign "
+        "(parallel runs share it): the planners remember where the way "
+        "was blocked and recall it. Each run recalls what the file holds "
+        "when it starts, so results depend on the order the runs happen "
+        "to run in (the backend, the workers); without --memory they "
+        "do not",
+    )
+    campaign.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="write the fault matrix as one self-contained HTML page",
+    )
+    campaign.add_argument(
+        "--json", action="store_true", help="print the results as one JSON object"
+    )
+    campaign.set_defaults(handler=cmd_campaign)
+
+
+# -- handler ---------------------------------------------------------------------------------
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from runtime import configure_logging, load_specs
+    from sim.cli.inputs import load_faults, memory_file
+    from sim.faults.model import FaultPlan
+    from sim.run import campaign as cp
+    from sim.run.harness import BUILTIN_CABINS, SPECS_DIR
+    from sim.world.scenario import load_scenario
+
+    configure_logging(level="error")
+    scenarios = args.scenario or ["warehouse"]
+    worlds = {name: load_scenario(name) for name in scenarios}
+    specs = load_specs(args.specs or SPECS_DIR)
+    absent = [name for name in BUILTIN_CABINS if name not in specs]
+    if absent:
+        raise InputError(
+            f"--specs {args.specs}: no spec for the built-in cabin(s) {', '.join(absent)}"
+        )
+    others = sorted(set(specs) - set(BUILTIN_CABINS))
+    if others:  # a campaign runs the built-in cabins only
+        print(
+            f"note: --specs {args.specs}: campaigns run the built-in cabins; ignoring the "
+            f"spec(s) of {', '.join(others)}",
+            file=sys.stderr,
+        )
+        specs = {name: specs[name] for name in BUILTIN_CABINS}
+    if args.report is not None:
+        from sim.cli.report import check_report_target
+
+        check_report_target(args.report)
+    faults = load_faults(args.fault, None if args.faults in (None, "auto") else args.faults)
+    if args.faults == "auto":
+        faults.extend(cp.auto_faults(specs))
+    FaultPlan(faults).check_cabins(specs)
+    if not faults:
+        raise InputError("no faults: give --fault FAULT (repeatable) or --faults auto|FILE")
+    shared: dict[str, Any] = {}
+    if args.memory is not None:
+        shared["memory"] = memory_file(args.memory)
+    requests = [
+        cp.RunRequest(
+            scenario=name,
+            seed=seed,
+            fault=fault,
+            ticks=args.ticks,
+            within=args.within,
+            specs=specs,
+            world=worlds[name],
+            **shared,
+        )
+        for name in scenarios
+        for seed in args.seeds
+        for fault in [None, *faults]
+    ]
+    workers = args.workers or os.cpu_count() or 1
+    if args.backend == "ray":
+        try:
+            ray_executor = cp.RayExecutor(address=args.address)
+        except ImportError:
+            raise InputError("the Ray backend needs Ray: pip install 'tickwork[ray]'") from None
+        campaign = cp.Campaign(
+            requests, lambda _n: ray_executor, workers, lost_errors=cp.ray_lost_errors()
+        )
+    else:
+        campaign = cp.Campaign(requests, cp.local_executor, workers)
+    if args.json or not sys.stderr.isatty():
+        results = campaign.run()
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("[bold]campaign"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("", total=len(requests))
+            campaign.progress = lambda r: bar.update(
+                task, advance=1, description=f"{r['fault']} seed {r['seed']}"
+            )
+            results = campaign.run()
+    rows = cp.table(results)
+    report = {
+        "scenarios": scenarios,
+        "seeds": args.seeds,
+        "within": args.within,
+        "backend": args.backend,
+        "passed": cp.passed(results),
+        "table": rows,
+        "runs": results,
+    }
+    if args.memory is not None:
+        report["memory"] = shared["memory"]
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2, sort_keys=True)
+    if args.report is not None:
+        from sim.cli.report import write_campaign_page
+
+        write_campaign_page(args.report, report, quiet=args.json)
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        _print_campaign(rows, report["passed"])
+    return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="fault campaign", title_justify="left")
+    table.add_column("fault", overflow="fold")
+    table.add_column("declared reactions", overflow="fold")
+    for name in ("seen in", "deliveries", "safety"):
+        table.add_column(name)
+    for row in rows:
+        seen = f"{row['reactions_seen']} of {row['runs']}"
+        if row["reactions_seen"] < row["runs"]:
+            seen = f"[red]{seen}[/red]"
+        unsafe = row["safety_violations"] + row["collisions"]
+        safety = (
+            "ok"
+            if unsafe == 0
+            else f"[red]{row['safety_violations']} violations, {row['collisions']} collisions[/red]"
+        )
+        if row["errors"]:
+            safety += f" [red]({row['errors']} runs lost)[/red]"
+        table.add_row(
+            row["fault"],
+            "\n".join(row["expected"]) or "-",
+            seen,
+            f"{row['deliveries_pct']:.0f}%",
+            safety,
+        )
+    console = Console()
+    console.print(table)
+    console.print(
+        "[green]every declared reaction seen, no safety violation[/green]"
+        if ok
+        else "[red]FAILED: a declared reaction was missed or a run was unsafe[/red]"
+    )

@@ -1,0 +1,438 @@
+"""The ``run`` command of ``python -m sim``: one scenario headless, summarised.
+
+Parses the run's flags, builds (or resumes) the simulation, drives it with a
+progress bar on a terminal, stops it between two ticks on Ctrl-C or SIGTERM, and
+prints the summary as a table or, with ``--json``, as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sim.cli.args import positive_float, positive_int
+from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
+from sim.cli.tables import counts_text
+
+RUN_EPILOG = """\
+examples:
+  python -m sim run                              the default warehouse, seed 0
+  python -m sim run --scenario narrow_aisles --seed 3 --json
+  python -m sim run --cabin greeter:Greeter@specs/greeter.toml
+  python -m sim run --record run.mcap --checkpoint-every 200   checkpoints to run.ckpt
+  python -m sim run --resume run.ckpt            go on from the last checkpoint
+  python -m sim run --memory warehouse.sqlite    remember blocked aisles for the next run
+exit status: 0 ok, 1 a safety violation or a collision happened, 2 bad input
+"""
+
+
+def register(sub: Any) -> None:
+    """Add the ``run`` command to the ``python -m sim`` parser."""
+    from sim.faults.grammar import GRAMMAR
+
+    run = sub.add_parser(
+        "run",
+        help="run a scenario headless and summarise it",
+        epilog=RUN_EPILOG + "\n" + GRAMMAR,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "--scenario",
+        metavar="NAME|PATH",
+        help="a shipped scenario name (see `python -m sim scenarios`) or a TOML file "
+        "(default: warehouse)",
+    )
+    run.add_argument("--seed", type=int, help="random seed (default: 0)")
+    length = run.add_mutually_exclusive_group()
+    length.add_argument(
+        "--ticks",
+        type=positive_int,
+        metavar="N",
+        help="run at most N ticks (default: the scenario's duration)",
+    )
+    length.add_argument(
+        "--duration", type=positive_float, metavar="S", help="run at most S simulated seconds"
+    )
+    run.add_argument(
+        "--rate",
+        type=positive_float,
+        metavar="HZ",
+        help="tick rate (default: the scenario's, usually 20)",
+    )
+    run.add_argument(
+        "--capacity",
+        type=positive_int,
+        metavar="N",
+        help="working-memory capacity in items (default: 64)",
+    )
+    run.add_argument(
+        "--cabin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS@SPEC",
+        help="also run your own cabin: CLASS from MODULE (importable from the "
+        "current directory), built as CLASS(spec) on the spec file SPEC; "
+        "repeatable",
+    )
+    run.add_argument(
+        "--specs",
+        metavar="DIR",
+        help="folder of the built-in cabins' specs (default: the shipped specs/)",
+    )
+    run.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="FAULT",
+        help="inject a fault (repeatable; grammar below and in the README)",
+    )
+    run.add_argument("--faults", metavar="FILE", help="inject the [[fault]] tables of a TOML file")
+    run.add_argument(
+        "--record",
+        metavar="FILE.mcap",
+        help="record the run to an MCAP file (inspect it with `python -m sim "
+        "inspect`; Foxglove opens it too)",
+    )
+    run.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="write the run as one self-contained HTML page (as `python -m sim "
+        "report` does); records to a temporary file unless --record is given",
+    )
+    run.add_argument(
+        "--full",
+        action="store_true",
+        help="run the whole duration even after every delivery is done",
+    )
+    run.add_argument(
+        "--checkpoint-every",
+        type=positive_int,
+        metavar="N",
+        help="write the whole state of the run to a checkpoint every N ticks "
+        "(atomically; the recording is flushed first)",
+    )
+    run.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="the checkpoint file (default: FILE.ckpt beside --record FILE.mcap, "
+        "else SCENARIO-seedN.ckpt in the current folder; on --resume, the "
+        "checkpoint resumed from)",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="CKPT",
+        help="go on with the run a checkpoint holds, to the end the run would "
+        "have reached (its settings and recording come from the checkpoint; "
+        "--ticks, --duration and --full set a new end, --checkpoint-every "
+        "and --checkpoint a new cadence)",
+    )
+    run.add_argument(
+        "--memory",
+        metavar="FILE.sqlite",
+        help="the planner's long-term memory: it recalls where earlier runs of "
+        "this scenario found the way blocked, and remembers where this run "
+        "does (created if absent; the run then depends on what the file "
+        "holds)",
+    )
+    run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    run.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="runtime log events at or above this level go to stderr (default: warning)",
+    )
+    run.set_defaults(handler=cmd_run)
+
+
+# -- handler ---------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sim.cli.report import run_report_recording
+
+    scratch = run_report_recording(args)  # --report without --record: a temporary recording
+    try:
+        return _run(args, scratch)
+    finally:
+        if scratch is not None:
+            scratch.unlink(missing_ok=True)
+
+
+def _run(args: argparse.Namespace, scratch: Any) -> int:
+    from runtime import configure_logging
+    from sim.run.checkpoint import Checkpointer
+    from sim.run.harness import failed
+
+    configure_logging(json=args.json, level=args.log_level)
+    resumed = _resumed_run(args) if args.resume is not None else None
+    if resumed is not None:
+        sim, plan = resumed.sim, resumed.plan
+    else:
+        sim, plan = _new_run(args, record=scratch)
+    if args.report is not None and scratch is None and plan.record is None:
+        sim.close()
+        raise InputError(
+            f"--report {args.report!r}: the resumed run records nothing (resume "
+            "a run started with --record to report on it)"
+        )
+    checkpointer = Checkpointer(plan) if plan.every is not None else None
+    remaining = max(0, plan.ticks - sim.loop.tick)
+    previous = _stop_on_signals(sim)
+    try:
+        if args.json or not sys.stdout.isatty():
+            summary = sim.run(remaining, until_done=plan.until_done, after_tick=checkpointer)
+        else:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} ticks"),
+                TimeRemainingColumn(),
+                transient=True,
+            ) as bar:
+                task = bar.add_task(
+                    f"{sim.scenario.name} seed {sim.seed}",
+                    total=plan.ticks,
+                    completed=sim.loop.tick,
+                )
+                summary = sim.run(
+                    remaining,
+                    until_done=plan.until_done,
+                    after_tick=checkpointer,
+                    progress=lambda tick: bar.update(task, completed=tick),
+                )
+    finally:
+        sim.close()
+        _restore_signals(previous)
+    if args.json:
+        import json
+
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        from rich.console import Console
+
+        console = Console()
+        if resumed is not None:
+            console.print(
+                f"resumed at tick {resumed.info.tick} from {resumed.info.path}", highlight=False
+            )
+        _print_summary(summary)
+        if checkpointer is not None and checkpointer.last is not None:
+            console.print(
+                f"{checkpointer.written} checkpoint(s) written, the last at tick "
+                f"{checkpointer.last.tick}: {checkpointer.last.path}",
+                highlight=False,
+            )
+    if args.report is not None:
+        from sim.cli.report import write_run_page
+
+        write_run_page(args.report, scratch or plan.record, summary, quiet=args.json)
+    if summary["stopped_by"] is not None:
+        import signal
+
+        print(
+            f"stopped by {summary['stopped_by']} after tick {summary['ticks']}"
+            + (f"; the recording {plan.record} is complete" if plan.record else ""),
+            file=sys.stderr,
+        )
+        number = getattr(signal.Signals, str(summary["stopped_by"]), signal.SIGINT)
+        return 128 + int(number)
+    return EXIT_FAILED if failed(summary) else EXIT_OK
+
+
+def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]:
+    """The simulation and the run plan of a run started from scratch."""
+    import os
+    import sqlite3
+
+    from sim.cli.inputs import load_cabin, load_faults
+    from sim.run.checkpoint import RunPlan
+    from sim.run.harness import Simulation
+
+    if args.checkpoint is not None and args.checkpoint_every is None:
+        raise InputError(
+            f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N (how often to write it)"
+        )
+    seed = 0 if args.seed is None else args.seed
+    try:
+        extra = [load_cabin(text) for text in args.cabin]
+        specs = None
+        if args.specs:
+            from runtime import load_specs
+
+            specs = load_specs(args.specs)
+        faults = load_faults(args.fault, args.faults)
+        sim = Simulation(
+            args.scenario or "warehouse",
+            seed=seed,
+            rate_hz=args.rate,
+            capacity=64 if args.capacity is None else args.capacity,
+            specs=specs,
+            extra=extra,
+            faults=faults,
+            record=args.record if args.record is not None else record,
+            long_term=args.memory,
+        )
+    except sqlite3.Error as exc:
+        raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
+    except OSError as exc:
+        raise InputError(
+            f"--record {args.record!r}: cannot write it ({exc.strerror or exc})"
+        ) from None
+
+    if args.ticks is not None:
+        ticks = args.ticks
+    elif args.duration is not None:
+        ticks = max(1, round(args.duration * sim.rate_hz))
+    else:
+        ticks = sim.max_ticks
+    checkpoint = None
+    if args.checkpoint_every is not None:
+        if args.checkpoint is not None:
+            checkpoint = args.checkpoint
+        elif args.record is not None:
+            checkpoint = os.path.splitext(args.record)[0] + ".ckpt"
+        else:
+            checkpoint = f"{sim.scenario.name}-seed{seed}.ckpt"
+        checkpoint = os.path.abspath(checkpoint)
+        if not os.path.isdir(os.path.dirname(checkpoint)):
+            sim.close()
+            raise InputError(f"--checkpoint {checkpoint!r}: its folder does not exist")
+    plan = RunPlan(
+        ticks=ticks,
+        until_done=not args.full,
+        record=None if args.record is None else os.path.abspath(args.record),
+        every=args.checkpoint_every,
+        path=checkpoint,
+        cabins=tuple(args.cabin),
+    )
+    return sim, plan
+
+
+def _resumed_run(args: argparse.Namespace) -> Any:
+    """The checkpoint named by ``--resume``, loaded and ready to go on."""
+    import os
+
+    from runtime.errors import TickworkError
+    from sim.run.checkpoint import read_info, resume
+
+    fixed = {
+        "--scenario": args.scenario,
+        "--seed": args.seed,
+        "--rate": args.rate,
+        "--capacity": args.capacity,
+        "--specs": args.specs,
+        "--faults": args.faults,
+        "--record": args.record,
+        "--cabin": args.cabin or None,
+        "--fault": args.fault or None,
+        "--memory": args.memory,
+    }
+    given = [name for name, value in fixed.items() if value is not None]
+    if given:
+        raise InputError(
+            f"--resume goes on with the run its checkpoint holds, with that run's "
+            f"settings: {', '.join(given)} cannot be given with it"
+        )
+    try:
+        info = read_info(args.resume)
+        ticks = args.ticks
+        if args.duration is not None:
+            ticks = max(1, round(args.duration * float(info.run["rate_hz"])))
+        if info.plan.cabins and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # where --cabin modules were imported from
+        checkpoint = args.checkpoint
+        if checkpoint is not None and args.checkpoint_every is None and info.plan.every is None:
+            raise InputError(
+                f"--checkpoint {checkpoint!r} needs --checkpoint-every N "
+                "(the resumed run wrote no checkpoints of its own)"
+            )
+        return resume(
+            args.resume,
+            ticks=ticks,
+            until_done=False if args.full else None,
+            every=args.checkpoint_every,
+            checkpoint=checkpoint,
+        )
+    except TickworkError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{args.resume}: a checkpoint with bad run settings ({exc})") from None
+
+
+def _stop_on_signals(sim: Any) -> dict[int, Any]:
+    """Make Ctrl-C and SIGTERM stop the run between two ticks, so that the recording is
+    finished whole; a second signal interrupts at once. Returns the previous handlers."""
+    import signal
+
+    received: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        if len(received) > 1:  # the second one: stop now, as the signal would have
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt(f"signal {signum}")
+            raise SystemExit(128 + signum)
+        sim.request_stop(signal.Signals(signum).name)
+
+    return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore_signals(previous: dict[int, Any]) -> None:
+    import signal
+
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    ok = not (s["safety_violations"] or s["collisions"])
+    title = (
+        f"{s['scenario']} · seed {s['seed']} · {s['ticks']} ticks · {s['sim_time']:.1f} s simulated"
+    )
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    mean = s["mean_delivery_time"]
+    table.add_row(
+        "deliveries",
+        f"{s['deliveries_done']} done of {s['deliveries_assigned']} "
+        f"assigned ({s['tasks_total']} in the scenario)",
+    )
+    table.add_row("mean delivery time", "-" if mean is None else f"{mean:.1f} s")
+    table.add_row("safety violations", _count(s["safety_violations"]))
+    table.add_row("collisions", _count(s["collisions"]))
+    table.add_row("speed-limit violations", str(s["speed_violations"]))
+    table.add_row("re-plans", str(s["replans"]))
+    table.add_row("failed actions", str(s["actions_failed"]))
+    table.add_row("alarms", counts_text(s["alarms"]))
+    table.add_row("emergency stops", counts_text(s["emergency_stops"]))
+    table.add_row("cabin failures", str(s["cabin_failures"]))
+    table.add_row("evictions", str(s["evictions"]))
+    table.add_row("capacity alarms", str(s["capacity_alarms"]))
+    for cabin, reasons in s["missing"].items():
+        table.add_row(
+            f"missing items · {cabin}",
+            f"{counts_text(reasons)} (pattern-ticks)" if reasons else "none",
+        )
+    table.add_row(
+        "tick compute",
+        f"p50 {s['tick_compute_p50_ms']:.2f} ms · p99 {s['tick_compute_p99_ms']:.2f} ms",
+    )
+    rtf = s["real_time_factor"]
+    table.add_row("real-time factor", "-" if rtf is None else f"{rtf:.0f}x")
+    console.print(table)
+    if ok:
+        console.print("[green]no safety violation, no collision[/green]")
+    else:
+        console.print("[red]FAILED: a safety violation or a collision happened[/red]")
+
+
+def _count(n: int) -> str:
+    return "0" if n == 0 else f"[red]{n}[/red]"

@@ -1,0 +1,105 @@
+"""The ``scenarios`` and ``check-spec`` commands of ``python -m sim``: what ships, and
+whether a cabin spec says what its author means."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sim.cli.exits import EXIT_OK, EXIT_USAGE
+from sim.cli.tables import counts_text
+
+
+def register(sub: Any) -> None:
+    """Add the ``scenarios`` and ``check-spec`` commands to the ``python -m sim`` parser."""
+    scenarios = sub.add_parser("scenarios", help="list the shipped scenarios")
+    scenarios.add_argument("--json", action="store_true")
+    scenarios.set_defaults(handler=cmd_scenarios)
+
+    check = sub.add_parser("check-spec", help="validate cabin specs and show what each receives")
+    check.add_argument("files", nargs="+", metavar="FILE", help="spec TOML files or folders")
+    check.add_argument(
+        "--scenario",
+        default="warehouse",
+        metavar="NAME|PATH",
+        help="show what each spec would receive in this scenario (default: warehouse)",
+    )
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=cmd_check_spec)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from sim.world.scenario import list_scenarios
+
+    rows = list_scenarios()
+    if args.json:
+        import json
+
+        print(json.dumps([{"name": n, "description": d} for n, d in rows]))
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        "name",
+        "description",
+        title_justify="left",
+        title="shipped scenarios (python -m sim run --scenario NAME)",
+    )
+    for name, description in rows:
+        table.add_row(name, description)
+    Console().print(table)
+    return EXIT_OK
+
+
+# -- check-spec --------------------------------------------------------------------------------
+
+
+def cmd_check_spec(args: argparse.Namespace) -> int:
+    from runtime import configure_logging
+    from sim.analysis.speccheck import check_specs
+
+    configure_logging(level="error")
+    reports = check_specs(args.files, scenario=args.scenario)
+    if args.json:
+        import json
+
+        print(json.dumps(reports, sort_keys=True))
+    else:
+        _print_spec_reports(reports)
+    return EXIT_USAGE if any(r["errors"] for r in reports) else EXIT_OK
+
+
+def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for report in reports:
+        if report["errors"]:
+            for line in report["errors"]:
+                console.print(f"[red]error[/red] {line}", highlight=False)
+            continue
+        spec = report["spec"]
+        table = Table(
+            show_header=False,
+            title=f"{report['path']}: cabin {spec['name']!r}",
+            title_justify="left",
+        )
+        table.add_column(style="bold")
+        table.add_column()
+        for label, value in report["reads"].items():
+            table.add_row(label, value)
+        receives = report.get("receives")
+        if receives is not None:
+            table.add_row(
+                f"receives in {receives['scenario']}", ", ".join(receives["items"]) or "nothing"
+            )
+            table.add_row(
+                "missing there",
+                counts_text(receives["missing"]) if receives["missing"] else "nothing",
+            )
+        console.print(table)

@@ -1,0 +1,1 @@
+"""Running simulations: one run (the harness), checkpoints of it, and campaigns of many."""
