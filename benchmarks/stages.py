@@ -22,9 +22,10 @@ from typing import Any
 
 from benchmarks.seed_reference import StageClock
 from runtime import CabinMap, ContextSpec, StateBoard, WorkingMemory, WorkItem
-from runtime.assembler import as_point, as_route
 from runtime.cabin_map import Feature
 from runtime.log import Event, EventLog
+from runtime.position import read_route as as_route
+from runtime.position import read_xy as as_point
 
 Candidate = tuple[Any, str, "float | None", int, float]
 

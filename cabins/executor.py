@@ -40,32 +40,48 @@ import numpy as np
 import shapely
 import shapely.affinity
 import structlog
-from shapely.geometry import Polygon
 from shapely.geometry.base import BaseGeometry
 
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
+from cabins.values import (
+    ACTION_LAST,
+    BATTERY,
+    CARGO,
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_LIMITS,
+    PLAN,
+    POSE,
+    ROUTE,
+    SPEED_ZONE_PREFIX,
+    VELOCITY,
+    Acceptance,
+    ActionOutcome,
+    Point2,
+    Pose,
+    RobotLimits,
+    Velocity,
+    Zone,
+    read_battery,
+    route_points,
+)
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.errors import SettingError
 from runtime.pack import CabinView
+from runtime.position import read_xy
 from runtime.spec import ContextSpec
 
 __all__ = [
-    "DEFAULT_ACCEPTANCE",
-    "DEFAULT_LIMITS",
     "EPISODE_QUIET_TICKS",
     "REACTIONS",
     "REANNOUNCE_TICKS",
     "RETRYABLE_REASONS",
-    "Acceptance",
     "Executor",
-    "Limits",
     "Step",
 ]
 
 _log = structlog.get_logger(__name__)
 
-Point2 = tuple[float, float]
 StepKey = tuple[str, str, str]
 """(task, step id, action): the identity of a step across plan revisions."""
 
@@ -111,52 +127,8 @@ _PREDICT_S: Final = 1.0  # s: a moving obstacle is taken to cover where it goes 
 _REACTION_DT: Final = 0.1  # s: a command's delay, added to stopping distances
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The robot's physical limits (``robot:limits``)."""
-
-    radius: float
-    max_speed: float
-    max_turn_rate: float
-    max_accel: float
-
-    @classmethod
-    def from_view(cls, view: Mapping[str, Any]) -> Limits:
-        """``robot:limits`` (and ``robot:radius``) from the view, defaults for what is not."""
-        raw = view.get("robot:limits")
-        given = raw if isinstance(raw, Mapping) else {}
-        radius = _positive(view.get("robot:radius"), DEFAULT_LIMITS.radius)
-        return cls(
-            radius=_positive(given.get("radius"), radius),
-            max_speed=_positive(given.get("max_speed"), DEFAULT_LIMITS.max_speed),
-            max_turn_rate=_positive(given.get("max_turn_rate"), DEFAULT_LIMITS.max_turn_rate),
-            max_accel=_positive(given.get("max_accel"), DEFAULT_LIMITS.max_accel),
-        )
-
-
-DEFAULT_LIMITS: Final = Limits(radius=0.35, max_speed=1.2, max_turn_rate=1.5, max_accel=0.5)
-
-
-@dataclass(frozen=True, slots=True)
-class Acceptance:
-    """The pick/drop/charge acceptance predicate's numbers (``acceptance``)."""
-
-    dock_tolerance: float
-    max_speed: float
-
-    @classmethod
-    def from_view(cls, view: Mapping[str, Any]) -> Acceptance:
-        raw = view.get("acceptance")
-        given = raw if isinstance(raw, Mapping) else {}
-        return cls(
-            dock_tolerance=_positive(
-                given.get("dock_tolerance"), DEFAULT_ACCEPTANCE.dock_tolerance
-            ),
-            max_speed=_positive(given.get("max_speed"), DEFAULT_ACCEPTANCE.max_speed),
-        )
-
-
-DEFAULT_ACCEPTANCE: Final = Acceptance(dock_tolerance=0.3, max_speed=0.05)
+Limits = RobotLimits
+"""The robot's physical limits: ``cabins.values.RobotLimits`` (the executor's old name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +161,7 @@ class Step:
             id=step_id,
             action=str(action),
             target=target if isinstance(target, str) else None,
-            target_xy=_point(value.get("target_xy")),
+            target_xy=read_xy(value.get("target_xy")),
             task=task if isinstance(task, str) else None,
             status=status if isinstance(status, str) else "pending",
         )
@@ -284,12 +256,6 @@ class _Track:
         count = max(1, math.ceil((s1 - s0) / spacing))
         arcs = [s0 + (s1 - s0) * k / count for k in range(count + 1)]
         return arcs, [self.point_at(s) for s in arcs]
-
-
-@dataclass(frozen=True, slots=True)
-class _Zone:
-    shape: Polygon
-    max_speed: float
 
 
 @dataclass(slots=True)
@@ -392,7 +358,7 @@ class Executor:
         self._route: tuple[Point2, ...] | None = None
         self._track: _Track | None = None
         self._progress = 0.0
-        self._zones: dict[str, tuple[int, _Zone | None]] = {}  # key -> (seq, zone or bad)
+        self._zones: dict[str, tuple[int, Zone | None]] = {}  # key -> (seq, zone or bad)
         self._plan_value: Any = None
         self._plan: _Plan | None = None
         self._route_value: Any = None
@@ -443,14 +409,14 @@ class Executor:
                 del episodes[pattern]
 
     def _decide(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
-        self._limits = Limits.from_view(view)
-        self._accept = Acceptance.from_view(view)
-        plan = self._read_plan(view.get("plan"))
+        self._limits = RobotLimits.in_view(view)
+        self._accept = Acceptance.in_view(view)
+        plan = self._read_plan(view.get(PLAN))
         if plan is not None:
             self._follow_plan(plan)
         self._poll_outcome(view, out, policy)
-        pose = _pose(view.get("pose"))
-        velocity = _point(view.get("velocity"))
+        pose = Pose.read(view.get(POSE))
+        velocity = Velocity.read(view.get(VELOCITY))
         if pose is None or velocity is None or plan is None or plan.step is None:
             self._charging = None
             return _HOLD
@@ -465,8 +431,8 @@ class Executor:
                 return _HOLD
             del self._done[step.key]  # a newer plan wants it again
         if step.action == "go_to":
-            return self._go_to(view, out, step, pose, velocity[0], policy)
-        return self._act(view, out, step, pose, velocity[0], policy)
+            return self._go_to(view, out, step, pose, velocity.v, policy)
+        return self._act(view, out, step, pose, velocity.v, policy)
 
     def _follow_plan(self, plan: _Plan) -> None:
         self._revision = plan.revision
@@ -479,27 +445,24 @@ class Executor:
     # -- outcomes -----------------------------------------------------------------------
 
     def _poll_outcome(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> None:
-        last = view.get("action:last")
-        if isinstance(last, Mapping):
-            seen = last.get("id")
-            if isinstance(seen, int) and not isinstance(seen, bool) and seen > self._last_action_id:
-                self._last_action_id = seen
-                self._outcome(view, out, policy, last)
+        last = ActionOutcome.read(view.get(ACTION_LAST))
+        if last is not None and last.id > self._last_action_id:
+            self._last_action_id = last.id
+            self._outcome(view, out, policy, last)
         pending = self._pending
         if pending is not None and view.tick - pending.tick > self.outcome_timeout_ticks:
             self._resolve(view, out, policy, pending, ok=False, reason="no_outcome")
 
     def _outcome(
-        self, view: CabinView, out: Outbox, policy: RetryPolicy, last: Mapping[str, Any]
+        self, view: CabinView, out: Outbox, policy: RetryPolicy, last: ActionOutcome
     ) -> None:
-        action, ok = last.get("action"), last.get("ok") is True
-        reason = str(last.get("reason", "ok" if ok else "failed"))
+        action, ok, reason = last.action, last.ok, last.reason
         pending = self._pending
         if (
             pending is not None
             and action == pending.action
-            and int(last["id"]) > pending.baseline
-            and last.get("task") == pending.task
+            and last.id > pending.baseline
+            and last.task == pending.task
         ):
             self._resolve(view, out, policy, pending, ok=ok, reason=reason)
         elif action == "charge" and self._charging is not None and not ok:
@@ -574,20 +537,20 @@ class Executor:
         view: CabinView,
         out: Outbox,
         step: Step,
-        pose: tuple[float, float, float],
+        pose: Pose,
         speed: float,
         policy: RetryPolicy,
     ) -> tuple[float, float]:
-        route = self._read_route(view.get("route"))
-        if route is None:
+        route = self._read_route(view.get(ROUTE))
+        if not route:
             return _HOLD
         target = step.target_xy or route[-1]
         tolerance = self._accept.dock_tolerance * self.arrive_fraction
-        if math.hypot(target[0] - pose[0], target[1] - pose[1]) <= tolerance:
+        if math.hypot(target[0] - pose.x, target[1] - pose.y) <= tolerance:
             self._succeed(view, out, step.key, 1)
             return _HOLD
         track = self._track_for(route)
-        s = track.project(pose[0], pose[1], self._progress - _BACKTRACK)
+        s = track.project(pose.x, pose.y, self._progress - _BACKTRACK)
         self._progress = s
         cap = math.inf
         if track.length - s < self.approach_distance and policy.approach_speed_factor < 1:
@@ -599,7 +562,7 @@ class Executor:
         view: CabinView,
         out: Outbox,
         step: Step,
-        pose: tuple[float, float, float],
+        pose: Pose,
         speed: float,
         policy: RetryPolicy,
     ) -> tuple[float, float]:
@@ -625,7 +588,7 @@ class Executor:
         if target is None:
             return _HOLD
         accept = self._accept
-        gap = math.hypot(target[0] - pose[0], target[1] - pose[1])
+        gap = math.hypot(target[0] - pose.x, target[1] - pose.y)
         reach = max(accept.dock_tolerance - self.accept_margin, accept.dock_tolerance / 2)
         if gap <= reach:
             if abs(speed) >= accept.max_speed:
@@ -636,17 +599,17 @@ class Executor:
         self._charging = None
         if gap > self.max_approach_gap:
             return _HOLD  # too far for a direct approach: the planner must route us there
-        track = _Track(((pose[0], pose[1]), target))
+        track = _Track((pose.xy, target))
         cap = self.approach_speed * policy.approach_speed_factor
         return self._pursue(view, track, 0.0, pose, speed, target, reach / 2, cap)
 
     def _already_done(self, view: CabinView, step: Step) -> bool:
         if step.action == "pick":
-            return step.task is not None and view.get("cargo") == step.task
+            return step.task is not None and view.get(CARGO) == step.task
         if step.action == "drop":
             return step.task is not None and step.task in self._dropped
-        battery = view.get("battery")
-        return isinstance(battery, (int, float)) and battery >= self.charge_until
+        battery = read_battery(view.get(BATTERY))
+        return battery is not None and battery >= self.charge_until
 
     def _command(
         self, view: CabinView, out: Outbox, step: Step, key: StepKey, record: _Attempts | None
@@ -674,7 +637,7 @@ class Executor:
 
     def _read_route(self, value: Any) -> tuple[Point2, ...] | None:
         if value is not self._route_value:
-            self._route_value, self._route_points = value, _route(value)
+            self._route_value, self._route_points = value, route_points(value)
         return self._route_points
 
     def _track_for(self, route: tuple[Point2, ...]) -> _Track:
@@ -689,7 +652,7 @@ class Executor:
         view: CabinView,
         track: _Track,
         s: float,
-        pose: tuple[float, float, float],
+        pose: Pose,
         speed: float,
         target: Point2,
         tolerance: float,
@@ -697,7 +660,7 @@ class Executor:
     ) -> tuple[float, float]:
         """Pure pursuit along ``track`` from arc length ``s``: the (v, w) to command."""
         limits = self._limits
-        x, y, theta = pose
+        x, y, theta = pose.x, pose.y, pose.theta
         gx, gy = track.point_at(s + self.lookahead)
         dx, dy = gx - x, gy - y
         cos_t, sin_t = math.cos(theta), math.sin(theta)
@@ -743,26 +706,29 @@ class Executor:
             return cap
         ahead = track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))
         path = shapely.LineString([here, *ahead])
-        for zone in zones:
-            if zone.max_speed * _ZONE_SPEED_FACTOR < cap and zone.shape.intersects(path):
-                cap = zone.max_speed * _ZONE_SPEED_FACTOR
+        for shape, limit in zones:
+            if limit * _ZONE_SPEED_FACTOR < cap and shape.intersects(path):
+                cap = limit * _ZONE_SPEED_FACTOR
         return cap
 
-    def _read_zones(self, view: CabinView) -> list[_Zone]:
-        found: list[_Zone] = []
+    def _read_zones(self, view: CabinView) -> list[tuple[BaseGeometry, float]]:
+        """The speed zones in view, (shape, limit); each value is parsed once."""
+        found: list[tuple[BaseGeometry, float]] = []
         for key in view:
-            if not key.startswith("constraint:speed:"):
+            if not key.startswith(SPEED_ZONE_PREFIX):
                 continue
             item = view.provenance[key]
             cached = self._zones.get(key)
-            if cached is None or cached[0] != item.seq:
-                cached = self._zones[key] = (item.seq, _zone(key, item.value))
-                if cached[1] is not None:
-                    self._lowest_limit = min(
-                        self._lowest_limit, cached[1].max_speed * _ZONE_SPEED_FACTOR
-                    )
-            if cached[1] is not None:
-                found.append(cached[1])
+            if cached is not None and cached[0] == item.seq:
+                zone = cached[1]
+            else:
+                zone = _speed_zone(key, item.value)
+                self._zones[key] = (item.seq, zone)
+                if zone is not None and zone.max_speed is not None:
+                    limit = zone.max_speed * _ZONE_SPEED_FACTOR
+                    self._lowest_limit = min(self._lowest_limit, limit)
+            if zone is not None and zone.max_speed is not None:
+                found.append((zone.shape, zone.max_speed))
         return found
 
     def _obstacle_cap(
@@ -770,7 +736,7 @@ class Executor:
         view: CabinView,
         track: _Track,
         s: float,
-        pose: tuple[float, float, float],
+        pose: Pose,
         stopping: float,
         radius: float,
         brake: float,
@@ -787,7 +753,7 @@ class Executor:
         obstacles = [f for f in view.nearby_map if f.kind == "obstacle"]
         if not obstacles:
             return math.inf
-        x, y, theta = pose
+        x, y, theta = pose.x, pose.y, pose.theta
         end = min(track.length, s + stopping + radius + self.obstacle_margin + _OBSTACLE_GAP)
         arcs, points = track.samples(s, end, _SAMPLE_SPACING)
         arcs.insert(0, s)
@@ -846,72 +812,12 @@ def _require(name: str, value: object, ok: Any, what: str) -> None:
         raise SettingError(f"{name} must be {what}, got {value!r}")
 
 
-def _positive(value: Any, default: float) -> float:
-    if (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    ):
-        return float(value)
-    return default
-
-
-def _point(value: Any) -> Point2 | None:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) < 2:
-        return None
-    a, b = value[0], value[1]
-    if not all(
-        isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) for c in (a, b)
-    ):
-        return None
-    return float(a), float(b)
-
-
-def _pose(value: Any) -> tuple[float, float, float] | None:
-    xy = _point(value)
-    if xy is None or len(value) < 3:
-        return None
-    theta = value[2]
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta):
-        return None
-    return xy[0], xy[1], float(theta)
-
-
-def _route(value: Any) -> tuple[Point2, ...] | None:
-    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
-        return None
-    points = tuple(_point(p) for p in value)
-    if any(p is None for p in points):
-        return None
-    return tuple(p for p in points if p is not None)
-
-
-def _zone(key: str, value: Any) -> _Zone | None:
-    """A speed zone from a ``constraint:speed:*`` value (None, logged once, if malformed)."""
-    if not isinstance(value, Mapping):
+def _speed_zone(key: str, value: Any) -> Zone | None:
+    """The speed zone of a ``constraint:speed:*`` value (None, logged, if malformed)."""
+    zone = Zone.read(key, value)
+    if zone is None:
         _log.warning("executor.bad_speed_zone", key=key, value=repr(value))
-        return None
-    limit = value.get("max_speed")
-    polygon = value.get("polygon")
-    if (
-        isinstance(limit, bool)
-        or not isinstance(limit, (int, float))
-        or limit < 0
-        or not isinstance(polygon, Sequence)
-    ):
-        _log.warning("executor.bad_speed_zone", key=key, value=repr(value))
-        return None
-    try:
-        shape = Polygon(polygon)
-    except (TypeError, ValueError) as exc:
-        _log.warning("executor.bad_speed_zone", key=key, error=str(exc))
-        return None
-    if shape.is_empty or not shape.is_valid:
-        _log.warning("executor.bad_speed_zone", key=key, error="empty or invalid polygon")
-        return None
-    shapely.prepare(shape)
-    return _Zone(shape, float(limit))
+    return zone
 
 
 def _swept(feature: Feature) -> BaseGeometry:

@@ -35,14 +35,34 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from functools import partial
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import shapely
-from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from cabins.values import (
+    BATTERY,
+    BATTERY_LOW,
+    DEFAULT_LIMITS,
+    DEFAULT_LOW_BATTERY,
+    FORBIDDEN_PREFIX,
+    POSE,
+    ROBOT_LIMITS,
+    ROBOT_RADIUS,
+    SPEED_ZONE_PREFIX,
+    VELOCITY,
+    Pose,
+    Velocity,
+    Zone,
+    positive,
+    read_battery,
+    read_low_battery,
+    route_points,
+)
 from runtime.cabin import Outbox
 from runtime.errors import SettingError
 from runtime.pack import CabinView
@@ -65,8 +85,6 @@ SAFETY: Final = "safety:*"
 FAIL_SAFE: Final = "stop:fail_safe"
 READING_REACTION: Final = "alarm:missing_reading"
 STATUS_KEY: Final = "monitor:status"
-DEFAULT_RADIUS: Final = 0.35
-DEFAULT_LOW_BATTERY: Final = 0.25
 _SPEED_TOLERANCE: Final = 1e-6
 _HOLD_FACING: Final = 0.1  # heading within ~84 degrees of straight at the shape
 _AT_REST_TURN: Final = 0.05  # rad/s: slower turns count as at rest
@@ -169,25 +187,27 @@ class _Episodes:
         return tuple(self._last)
 
 
-class _ShapeCache:
-    """Prepared shapely geometries by id, rebuilt only when their source value changes."""
+_T = TypeVar("_T")
 
-    __slots__ = ("_limit", "_shapes")
+
+class _Parsed(Generic[_T]):
+    """What values parse to, by key, parsed again only when the key's value changes."""
+
+    __slots__ = ("_limit", "_parsed")
 
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
-        self._shapes: dict[str, tuple[Any, BaseGeometry]] = {}
+        self._parsed: dict[str, tuple[Any, _T]] = {}
 
-    def get(self, key: str, source: Any, build: Callable[[Any], BaseGeometry]) -> BaseGeometry:
-        hit = self._shapes.get(key)
+    def get(self, key: str, source: Any, parse: Callable[[Any], _T]) -> _T:
+        hit = self._parsed.get(key)
         if hit is not None and (hit[0] is source or _same(hit[0], source)):
             return hit[1]
-        shape = build(source)
-        shapely.prepare(shape)
-        if len(self._shapes) >= self._limit:
-            self._shapes.clear()
-        self._shapes[key] = (source, shape)
-        return shape
+        parsed = parse(source)
+        if len(self._parsed) >= self._limit:
+            self._parsed.clear()
+        self._parsed[key] = (source, parsed)
+        return parsed
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -203,54 +223,11 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _polygon(value: Any) -> BaseGeometry:
-    """A polygon from ((x, y), ...); raises ValueError saying what is wrong."""
-    try:
-        shape: BaseGeometry = Polygon(value)
-    except (TypeError, ValueError, shapely.errors.ShapelyError) as exc:
-        raise SettingError(f"not a polygon ((x, y), ...): {value!r} ({exc})") from None
-    if shape.is_empty:
-        raise SettingError(f"empty polygon: {value!r}")
-    if not shape.is_valid:
-        shape = shapely.make_valid(shape)
-    return shape
-
-
 def _copy(geometry: Any) -> BaseGeometry:
     # a private copy to prepare: a view's features are shared with other cabins
     copied: BaseGeometry = shapely.from_wkb(shapely.to_wkb(geometry))
+    shapely.prepare(copied)
     return copied
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _numbers(value: Any, count: int) -> tuple[float, ...] | None:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) < count:
-        return None
-    numbers: list[float] = []
-    for item in value[:count]:
-        number = _number(item)
-        if number is None:
-            return None
-        numbers.append(number)
-    return tuple(numbers)
-
-
-def _route(value: Any) -> tuple[tuple[float, float], ...] | None:
-    if not isinstance(value, Sequence) or isinstance(value, str):
-        return None
-    points: list[tuple[float, float]] = []
-    for point in value:
-        xy = _numbers(point, 2)
-        if xy is None:
-            return None
-        points.append((xy[0], xy[1]))
-    return tuple(points)
 
 
 def _data(event_data: Any) -> Mapping[str, Any]:
@@ -295,7 +272,8 @@ class Monitor:
         self._level: Level = "ok"
         self._deviation: float | None = None
         self._episodes = _Episodes(self.episode_gap)
-        self._shapes = _ShapeCache()
+        self._zone_values: _Parsed[Zone | None] = _Parsed()  # board zone values
+        self._features: _Parsed[BaseGeometry] = _Parsed()  # forbidden zones of the map
         self._route_value: Any = None
         self._route_line: BaseGeometry | None = None
         self._seen_events: dict[int, float] = {}
@@ -333,8 +311,8 @@ class Monitor:
         now = view.time
         self._episodes.close_old(now)
         radius = self._radius(view, out)
-        pose = self._reading(view, "pose", 3, out)
-        velocity = self._reading(view, "velocity", 2, out)
+        pose = self._reading(view, POSE, 3, Pose.read, out)
+        velocity = self._reading(view, VELOCITY, 2, Velocity.read, out)
         self._check_readings(view, out)
         self._track_deviation(view, pose, out)
 
@@ -343,11 +321,11 @@ class Monitor:
         zones = self._zones(view, out, stops)
         if pose is not None:
             robot = _Robot(
-                Point(pose[0], pose[1]),
-                math.cos(pose[2]),
-                math.sin(pose[2]),
-                None if velocity is None else velocity[0],
-                0.0 if velocity is None else velocity[1],
+                Point(pose.x, pose.y),
+                math.cos(pose.theta),
+                math.sin(pose.theta),
+                None if velocity is None else velocity.v,
+                0.0 if velocity is None else velocity.w,
                 radius,
             )
             self._guard_zones(view, zones, robot, out, stops)
@@ -372,29 +350,31 @@ class Monitor:
             )
 
     def _reading(
-        self, view: CabinView, key: str, count: int, out: Outbox
-    ) -> tuple[float, ...] | None:
+        self, view: CabinView, key: str, count: int, read: Callable[[Any], _T | None], out: Outbox
+    ) -> _T | None:
         if key not in view:
             return None
         value = view[key]
-        numbers = _numbers(value, count)
-        if numbers is None:
+        reading = read(value)
+        if reading is None:
             self._bad(view, out, key, f"{key} must hold {count} finite numbers, got {value!r}")
-        return numbers
+        return reading
 
     def _radius(self, view: CabinView, out: Outbox) -> float:
-        limits = view.get("robot:limits")
+        """The robot radius (``cabins.values.radius_in``), with an alarm for each unreadable
+        radius on the way to it."""
+        limits = view.get(ROBOT_LIMITS)
         if isinstance(limits, Mapping) and "radius" in limits:
-            radius = _number(limits["radius"])
-            if radius is not None and radius > 0:
+            radius = positive(limits["radius"])
+            if radius is not None:
                 return radius
-            self._bad(view, out, "robot:limits", f"radius must be > 0, got {limits['radius']!r}")
-        if "robot:radius" in view:
-            radius = _number(view["robot:radius"])
-            if radius is not None and radius > 0:
+            self._bad(view, out, ROBOT_LIMITS, f"radius must be > 0, got {limits['radius']!r}")
+        if ROBOT_RADIUS in view:
+            radius = positive(view[ROBOT_RADIUS])
+            if radius is not None:
                 return radius
-            self._bad(view, out, "robot:radius", f"must be > 0, got {view['robot:radius']!r}")
-        return DEFAULT_RADIUS
+            self._bad(view, out, ROBOT_RADIUS, f"must be > 0, got {view[ROBOT_RADIUS]!r}")
+        return DEFAULT_LIMITS.radius
 
     def _check_readings(self, view: CabinView, out: Outbox) -> None:
         """Alarm (and react) on the tick a required reading goes missing, or changes reason."""
@@ -421,7 +401,7 @@ class Monitor:
             self._route_value is not None and _same(value, self._route_value)
         ):
             return self._route_line
-        points = _route(value)
+        points = route_points(value)
         line: BaseGeometry | None = None
         if points is None:
             self._bad(
@@ -434,9 +414,7 @@ class Monitor:
         self._route_value, self._route_line = value, line
         return line
 
-    def _track_deviation(
-        self, view: CabinView, pose: tuple[float, ...] | None, out: Outbox
-    ) -> None:
+    def _track_deviation(self, view: CabinView, pose: Pose | None, out: Outbox) -> None:
         key = self.spec.route_key
         line = self._line(view, view[key], out) if key in view else None
         if line is None:
@@ -447,7 +425,7 @@ class Monitor:
         if pose is None:
             self._deviation = None
             return
-        error = float(line.distance(Point(pose[0], pose[1])))
+        error = float(line.distance(Point(pose.x, pose.y)))
         self._history.append((view.time, error))
         self._deviation = error
         level = self.bands.classify(error, self._level)
@@ -494,24 +472,26 @@ class Monitor:
         self, view: CabinView, out: Outbox, stops: list[str]
     ) -> list[tuple[str, BaseGeometry]]:
         zones: dict[str, BaseGeometry] = {}
-        for key in sorted(k for k in view if k.startswith("safety:forbidden:")):
+        for key in sorted(k for k in view if k.startswith(FORBIDDEN_PREFIX)):
             value = view[key]
-            try:
-                if not isinstance(value, Mapping):
-                    raise SettingError(f"expected a mapping with zone and polygon, got {value!r}")
-                zone = str(value.get("zone", key.removeprefix("safety:forbidden:")))
-                zones[zone] = self._shapes.get(key, value.get("polygon"), _polygon)
-            except ValueError as exc:
-                self._bad(view, out, key, str(exc))
-                self._stop(
-                    view, out, stops, "fail_safe", key, {"missing": "unreadable", "key": key}
-                )
+            zone = self._zone_values.get(key, value, partial(Zone.read, key))
+            if zone is not None:
+                zones[zone.id] = zone.shape
+                continue
+            self._bad(
+                view,
+                out,
+                key,
+                f"a forbidden zone must be {{zone, polygon: ((x, y), ...)}} outlining a "
+                f"valid polygon, got {value!r}",
+            )
+            self._stop(view, out, stops, "fail_safe", key, {"missing": "unreadable", "key": key})
         for feature in view.nearby_map:
             if feature.kind != "forbidden":
                 continue
-            zone = str(feature.props.get("id", feature.id))
-            if zone not in zones:
-                zones[zone] = self._shapes.get(f"map:{feature.id}", feature.geometry, _copy)
+            name = str(feature.props.get("id", feature.id))
+            if name not in zones:
+                zones[name] = self._features.get(feature.id, feature.geometry, _copy)
         return list(zones.items())
 
     def _must_stop(
@@ -606,38 +586,39 @@ class Monitor:
     # -- other alarms -----------------------------------------------------------
 
     def _check_speed(self, view: CabinView, here: Point, speed: float, out: Outbox) -> None:
-        for key in sorted(k for k in view if k.startswith("constraint:speed:")):
+        for key in sorted(k for k in view if k.startswith(SPEED_ZONE_PREFIX)):
             value = view[key]
-            try:
-                if not isinstance(value, Mapping):
-                    raise SettingError(
-                        f"expected a mapping with polygon and max_speed, got {value!r}"
-                    )
-                limit = _number(value.get("max_speed"))
-                if limit is None or limit <= 0:
-                    raise SettingError(f"max_speed must be > 0, got {value.get('max_speed')!r}")
-                shape = self._shapes.get(key, value.get("polygon"), _polygon)
-            except ValueError as exc:
-                self._bad(view, out, key, str(exc))
+            zone = self._zone_values.get(key, value, partial(Zone.read, key))
+            if zone is None or zone.max_speed is None:
+                self._bad(
+                    view,
+                    out,
+                    key,
+                    f"a speed zone must be {{zone, polygon: ((x, y), ...), max_speed > 0}} "
+                    f"outlining a valid polygon, got {value!r}",
+                )
                 continue
-            if speed > limit + _SPEED_TOLERANCE and shapely.contains(shape, here):
-                zone = str(value.get("zone", key.removeprefix("constraint:speed:")))
-                if self._episodes.hit(("speed", zone), view.time):
-                    out.emit(
-                        "alarm",
-                        {
-                            "kind": "speed",
-                            "level": "warn",
-                            "zone": zone,
-                            "speed": speed,
-                            "max_speed": limit,
-                        },
-                        tags=_ALARM_TAGS,
-                    )
+            limit = zone.max_speed
+            if (
+                speed > limit + _SPEED_TOLERANCE
+                and shapely.contains(zone.shape, here)
+                and self._episodes.hit(("speed", zone.id), view.time)
+            ):
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "speed",
+                        "level": "warn",
+                        "zone": zone.id,
+                        "speed": speed,
+                        "max_speed": limit,
+                    },
+                    tags=_ALARM_TAGS,
+                )
 
     def _check_battery(self, view: CabinView, out: Outbox) -> None:
-        battery = _number(view.get("battery"))
-        low = _number(view.get("battery:low"))
+        battery = read_battery(view.get(BATTERY))
+        low = read_low_battery(view.get(BATTERY_LOW))
         threshold = DEFAULT_LOW_BATTERY if low is None else low
         if (
             battery is not None

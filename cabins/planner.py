@@ -51,10 +51,36 @@ from typing import Any, Final
 
 import shapely
 import structlog
-from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
+from cabins.values import (
+    BATTERY,
+    BATTERY_LOW,
+    CARGO,
+    CHARGERS,
+    CONSTRAINT_PREFIX,
+    DEFAULT_LIMITS,
+    DEFAULT_LOW_BATTERY,
+    DOCKS,
+    FORBIDDEN_PREFIX,
+    GOAL_DELIVER_PREFIX,
+    GOAL_PREFIX,
+    PLAN,
+    POSE,
+    ROUTE,
+    WORLD_BOUNDS,
+    Bounds,
+    DeliverGoal,
+    Pose,
+    radius_in,
+    read_battery,
+    read_bounds,
+    read_low_battery,
+    read_places,
+    read_zone_polygon,
+)
 from runtime.agent.memory import Embedder, LongTermMemory, MemoryRecord
 from runtime.agent.plan import (
     Plan,
@@ -69,9 +95,10 @@ from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.errors import SettingError
 from runtime.pack import CabinView
+from runtime.position import finite, read_xy
 from runtime.spec import ContextSpec
 
-__all__ = ["REACTIONS", "BlockedSpot", "Goal", "Planner"]
+__all__ = ["REACTIONS", "BlockedSpot", "Planner"]
 
 _log = structlog.get_logger(__name__)
 
@@ -83,37 +110,8 @@ REACTIONS: Final[Mapping[str, str]] = {
 }
 """Required pattern -> the reaction the planner reports when it goes missing (not absent)."""
 
-DEFAULT_RADIUS: Final = 0.35
-DEFAULT_LOW_BATTERY: Final = 0.25
 _AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
 _EMPTY_ROUTE: Route = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    """One delivery goal as the dispatcher posted it."""
-
-    task: str
-    pickup: str
-    drop: str
-    pickup_xy: Point2
-    drop_xy: Point2
-    released: float
-
-    @classmethod
-    def parse(cls, value: Any, docks: Mapping[str, Any]) -> Goal | None:
-        """The goal in a ``goal:deliver:*`` value, or None if it is malformed."""
-        if not isinstance(value, Mapping):
-            return None
-        task, pickup, drop = value.get("task"), value.get("pickup"), value.get("drop")
-        if not (isinstance(task, str) and isinstance(pickup, str) and isinstance(drop, str)):
-            return None
-        pickup_xy = _xy(value.get("pickup_xy")) or _xy(docks.get(pickup))
-        drop_xy = _xy(value.get("drop_xy")) or _xy(docks.get(drop))
-        released = _number(value.get("released"))
-        if pickup_xy is None or drop_xy is None:
-            return None
-        return cls(task, pickup, drop, pickup_xy, drop_xy, 0.0 if released is None else released)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +139,8 @@ class BlockedSpot:
         meta = record.metadata
         if meta.get("fact") != "blocked":
             return None
-        x, y = _number(meta.get("x")), _number(meta.get("y"))
-        radius, time = _number(meta.get("radius")), _number(meta.get("time"))
+        x, y = finite(meta.get("x")), finite(meta.get("y"))
+        radius, time = finite(meta.get("radius")), finite(meta.get("time"))
         kind = meta.get("kind")
         if x is None or y is None or radius is None or radius <= 0 or not isinstance(kind, str):
             return None
@@ -283,7 +281,7 @@ class Planner:
             self._recall_spots(long_term.records(scope=self.memory_scope))
 
         # goals and the active task
-        self._goals: dict[str, Goal] = {}
+        self._goals: dict[str, DeliverGoal] = {}
         self._task: str | None = None
         self._plan: Plan | None = None
         self._burned: set[str] = set()  # step ids of this task that ever ran
@@ -300,10 +298,10 @@ class Planner:
         self._forbidden: dict[str, BaseGeometry] = {}
         self._constraints: dict[str, BaseGeometry] = {}
         self._sources: dict[str, Any] = {}  # item key -> the value its geometry came from
-        self._goal_items: dict[str, tuple[Any, Goal | None]] = {}  # key -> (value, parsed)
+        self._goal_items: dict[str, tuple[Any, DeliverGoal | None]] = {}  # key -> (value, parsed)
         self._layout_version = 0
-        self._bounds: tuple[float, float, float, float] | None = None
-        self._radius = DEFAULT_RADIUS
+        self._bounds: Bounds | None = None
+        self._radius = DEFAULT_LIMITS.radius
         self._router: RoutePlanner | None = None
         self._router_key: tuple[Any, ...] | None = None
         # what was written, and why
@@ -388,20 +386,21 @@ class Planner:
     # -- reading the view ---------------------------------------------------------------
 
     def _read(self, view: CabinView) -> _Seen:
-        pose = _xy(view.get("pose")) if "pose" not in view.missing else None
-        battery = _number(view.get("battery"))
+        pose = Pose.read(view.get(POSE)) if POSE not in view.missing else None
+        battery = read_battery(view.get(BATTERY))
         low = self.low_battery
         if low is None:
-            low = _number(view.get("battery:low"))
-            low = DEFAULT_LOW_BATTERY if low is None or not 0 <= low < 1 else low
+            low = read_low_battery(view.get(BATTERY_LOW))
+            # a threshold of 1 would have the robot charge for ever
+            low = DEFAULT_LOW_BATTERY if low is None or low >= 1 else low
         obstacles = tuple(f for f in view.nearby_map if f.kind == "obstacle")
         extra = tuple(f for f in view.corridor_map if f.kind == "obstacle" and f not in obstacles)
         missing = {p: str(r) for p, r in view.missing.items() if r != "absent"}
-        cargo = view.get("cargo")
+        cargo = view.get(CARGO)
         return _Seen(
-            pose=pose,
+            pose=None if pose is None else pose.xy,
             battery=battery,
-            cargo_known="cargo" in view,
+            cargo_known=CARGO in view,
             cargo=cargo if isinstance(cargo, str) else None,
             low_battery=low,
             obstacles=obstacles + extra,
@@ -445,27 +444,27 @@ class Planner:
             elif feature.kind == "speed_zone":
                 self._remember(self._constraints, f"map:{feature.id}", feature, feature.geometry)
         for key in view:
-            if key.startswith("safety:forbidden:"):
+            if key.startswith(FORBIDDEN_PREFIX):
                 value = view[key]
                 if self._sources.get(key) is not value:
-                    shape = _polygon(value)
+                    shape = read_zone_polygon(value)
                     if shape is not None:
                         changed |= self._remember(self._forbidden, key, value, shape)
-            elif key.startswith("constraint:"):
+            elif key.startswith(CONSTRAINT_PREFIX):
                 value = view[key]
                 if self._sources.get(key) is not value:
-                    shape = _polygon(value)
+                    shape = read_zone_polygon(value)
                     if shape is not None:
                         self._remember(self._constraints, key, value, shape)
-        bounds = view.get("world:bounds")
-        if bounds is not None and bounds is not self._sources.get("world:bounds"):
-            parsed = _bounds(bounds)
+        bounds = view.get(WORLD_BOUNDS)
+        if bounds is not None and bounds is not self._sources.get(WORLD_BOUNDS):
+            parsed = read_bounds(bounds)
             if parsed is not None:
-                self._sources["world:bounds"] = bounds
+                self._sources[WORLD_BOUNDS] = bounds
                 if parsed != self._bounds:
                     self._bounds = parsed
                     changed = True
-        radius = _radius(view)
+        radius = radius_in(view)
         if radius is not None and radius != self._radius:
             self._radius = radius
             changed = True
@@ -486,18 +485,17 @@ class Planner:
         return True
 
     def _update_goals(self, view: CabinView) -> None:
-        docks = view.get("docks")
-        docks = docks if isinstance(docks, Mapping) else {}
-        parsed: dict[str, tuple[Any, Goal | None]] = {}
+        docks = read_places(view.get(DOCKS))
+        parsed: dict[str, tuple[Any, DeliverGoal | None]] = {}
         for key in view:
-            if not key.startswith("goal:"):
+            if not key.startswith(GOAL_PREFIX):
                 continue
             value = view[key]
             known = self._goal_items.get(key)
             if known is not None and known[0] is value:
                 parsed[key] = known
                 continue
-            goal = Goal.parse(value, docks) if key.startswith("goal:deliver:") else None
+            goal = DeliverGoal.read(value, docks) if key.startswith(GOAL_DELIVER_PREFIX) else None
             if goal is None:
                 _log.warning("planner.goal_ignored", key=key, value=value)
             parsed[key] = (value, goal)
@@ -568,7 +566,7 @@ class Planner:
         self._done_since = None
         self._repeat.reset()
 
-    def _start_task(self, goal: Goal, view: CabinView, seen: _Seen, out: Outbox) -> None:
+    def _start_task(self, goal: DeliverGoal, view: CabinView, seen: _Seen, out: Outbox) -> None:
         self._task = goal.task
         self._busy = True
         self._burned = set()
@@ -583,7 +581,7 @@ class Planner:
         )
 
     def _needed_steps(
-        self, goal: Goal, view: CabinView, seen: _Seen, kept: tuple[PlanStep, ...]
+        self, goal: DeliverGoal, view: CabinView, seen: _Seen, kept: tuple[PlanStep, ...]
     ) -> list[PlanStep]:
         """The steps still to do for ``goal``, given the cargo, battery and ``kept`` steps."""
         if seen.cargo_known:
@@ -648,12 +646,7 @@ class Planner:
     def _charge_steps(
         self, task: str, view: CabinView, seen: _Seen, taken: set[str]
     ) -> list[PlanStep]:
-        chargers = view.get("chargers")
-        places = {
-            str(k): xy
-            for k, v in (chargers.items() if isinstance(chargers, Mapping) else ())
-            if (xy := _xy(v)) is not None
-        }
+        places = read_places(view.get(CHARGERS))
         if not places:
             _log.warning("planner.no_charger", battery=seen.battery)
             return []
@@ -818,8 +811,7 @@ class Planner:
 
     @staticmethod
     def _charger_ids(view: CabinView) -> frozenset[str]:
-        chargers = view.get("chargers")
-        return frozenset(map(str, chargers)) if isinstance(chargers, Mapping) else frozenset()
+        return frozenset(read_places(view.get(CHARGERS)))
 
     def _check_delivered(self, view: CabinView, seen: _Seen, out: Outbox) -> None:
         """A finished plan whose goal stays on the board did not deliver: plan it again."""
@@ -916,7 +908,7 @@ class Planner:
                 key = (self._task, current.id, plan.revision, self._router_key, blocking)
             else:
                 return self._route or _EMPTY_ROUTE
-        target = _xy(current.data.get("target_xy"))
+        target = read_xy(current.data.get("target_xy"))
         if target is None or router is None:
             return _EMPTY_ROUTE
         blocked = [_shrunk(f.geometry, (seen.pose, target), self._reach) for f in seen.obstacles]
@@ -1105,12 +1097,12 @@ class Planner:
         if route != self._route:
             self._route = route
             self._route_line = LineString(route) if len(route) >= 2 else None
-            out.write("route", route)
+            out.write(ROUTE, route)
         plan = self._plan
         if not self._plan_written or (
             plan is not self._written_plan and plan != self._written_plan
         ):
-            out.write("plan", self.board_plan())
+            out.write(PLAN, self.board_plan())
         self._written_plan = plan
         self._plan_written = True
 
@@ -1142,56 +1134,6 @@ class Planner:
             "current": current.id if current is not None else None,
             "steps": tuple(steps),
         }
-
-
-# -- value parsing -------------------------------------------------------------------------
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _xy(value: Any) -> Point2 | None:
-    """(x, y) from a pose-like sequence (x, y, ...), or None."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__getitem__"):
-        return None
-    try:
-        x, y = _number(value[0]), _number(value[1])
-    except (IndexError, KeyError, TypeError):
-        return None
-    return None if x is None or y is None else (x, y)
-
-
-def _polygon(value: Any) -> BaseGeometry | None:
-    points = value.get("polygon") if isinstance(value, Mapping) else None
-    if points is None:
-        return None
-    try:
-        shape = Polygon(points)
-    except (TypeError, ValueError, shapely.errors.GEOSException):
-        return None
-    return shape if shape.is_valid and not shape.is_empty else None
-
-
-def _bounds(value: Any) -> tuple[float, float, float, float] | None:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 4:
-        return None
-    numbers = [_number(v) for v in value]
-    if any(n is None for n in numbers):
-        return None
-    minx, miny, maxx, maxy = (float(n) for n in numbers if n is not None)
-    return (minx, miny, maxx, maxy) if minx < maxx and miny < maxy else None
-
-
-def _radius(view: CabinView) -> float | None:
-    limits = view.get("robot:limits")
-    radius = _number(limits.get("radius")) if isinstance(limits, Mapping) else None
-    if radius is None:
-        radius = _number(view.get("robot:radius"))
-    return radius if radius is not None and radius >= 0 else None
 
 
 def _obstacle_kind(feature: Feature) -> str:

@@ -5,90 +5,143 @@ assembler freezes one working set from them for every cabin's context spec;
 working memory forgets by value; the tick loop runs the cabins on their views.
 Agents add a task-scoped scratchpad (notes in the working set), function tools,
 and short-term, long-term and working-state memory tiers.
+
+Names are loaded when first used (``from runtime import StateBoard`` imports the board,
+not the whole package), so a light module such as ``runtime.errors`` costs nothing to
+import. No name here is also the name of a module of the package (the module would
+shadow it): ``freeze`` is ``runtime.freeze.freeze``.
 """
 
-from runtime.agent.memory import (
-    HashingEmbedder,
-    LongTermMemory,
-    MemoryRecord,
-    Message,
-    ShortTermMemory,
-    ToolCall,
-    WorkingState,
-)
-from runtime.agent.tools import Tool, ToolArgs, ToolDispatcher, ToolResult, scratchpad_tools
-from runtime.assembler import Assembler
-from runtime.board import Reading, StateBoard
-from runtime.cabin import Cabin, Command, NoteOp, Outbox, Reaction
-from runtime.cabin_map import CabinMap, Feature
-from runtime.clock import Clock, SimClock, WallClock
-from runtime.freeze import FreezeError, FrozenDict, freeze
-from runtime.log import Event, EventLog
-from runtime.logs import configure_logging
-from runtime.loop import CatchUp, SkipMissed, TickLoop, TickResult, TickStats
-from runtime.memory import (
-    Eviction,
-    EvictionPolicy,
-    FifoEviction,
-    ValueEviction,
-    WorkingMemory,
-    WorkItem,
-)
-from runtime.pack import CabinView, Occupancy, Versions, WorkingSet
-from runtime.scratchpad import Note, Scratchpad
-from runtime.spec import ContextSpec, SpecError, load_spec, load_specs
+from __future__ import annotations
 
-__all__ = [
-    "Assembler",
-    "Cabin",
-    "CabinMap",
-    "CabinView",
-    "CatchUp",
-    "Clock",
-    "Command",
-    "ContextSpec",
-    "Event",
-    "EventLog",
-    "Eviction",
-    "EvictionPolicy",
-    "Feature",
-    "FifoEviction",
-    "FreezeError",
-    "FrozenDict",
-    "HashingEmbedder",
-    "LongTermMemory",
-    "MemoryRecord",
-    "Message",
-    "Note",
-    "NoteOp",
-    "Occupancy",
-    "Outbox",
-    "Reaction",
-    "Reading",
-    "Scratchpad",
-    "ShortTermMemory",
-    "SimClock",
-    "SkipMissed",
-    "SpecError",
-    "StateBoard",
-    "TickLoop",
-    "TickResult",
-    "TickStats",
-    "Tool",
-    "ToolArgs",
-    "ToolCall",
-    "ToolDispatcher",
-    "ToolResult",
-    "ValueEviction",
-    "Versions",
-    "WallClock",
-    "WorkItem",
-    "WorkingMemory",
-    "WorkingSet",
-    "WorkingState",
-    "configure_logging",
-    "freeze",
-    "load_spec",
-    "load_specs",
-    "scratchpad_tools",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.agent.memory import HashingEmbedder as HashingEmbedder
+    from runtime.agent.memory import LongTermMemory as LongTermMemory
+    from runtime.agent.memory import MemoryRecord as MemoryRecord
+    from runtime.agent.memory import Message as Message
+    from runtime.agent.memory import ShortTermMemory as ShortTermMemory
+    from runtime.agent.memory import ToolCall as ToolCall
+    from runtime.agent.memory import WorkingState as WorkingState
+    from runtime.agent.tools import Tool as Tool
+    from runtime.agent.tools import ToolArgs as ToolArgs
+    from runtime.agent.tools import ToolDispatcher as ToolDispatcher
+    from runtime.agent.tools import ToolResult as ToolResult
+    from runtime.agent.tools import scratchpad_tools as scratchpad_tools
+    from runtime.assembler import Assembler as Assembler
+    from runtime.board import Reading as Reading
+    from runtime.board import StateBoard as StateBoard
+    from runtime.cabin import Cabin as Cabin
+    from runtime.cabin import Command as Command
+    from runtime.cabin import NoteOp as NoteOp
+    from runtime.cabin import Outbox as Outbox
+    from runtime.cabin import Reaction as Reaction
+    from runtime.cabin_map import CabinMap as CabinMap
+    from runtime.cabin_map import Feature as Feature
+    from runtime.clock import Clock as Clock
+    from runtime.clock import SimClock as SimClock
+    from runtime.clock import WallClock as WallClock
+    from runtime.errors import SettingError as SettingError
+    from runtime.errors import TickworkError as TickworkError
+    from runtime.freeze import FreezeError as FreezeError
+    from runtime.freeze import FrozenDict as FrozenDict
+    from runtime.log import Event as Event
+    from runtime.log import EventLog as EventLog
+    from runtime.logs import configure_logging as configure_logging
+    from runtime.longterm import LongTermStore as LongTermStore
+    from runtime.loop import CatchUp as CatchUp
+    from runtime.loop import SkipMissed as SkipMissed
+    from runtime.loop import TickLoop as TickLoop
+    from runtime.loop import TickResult as TickResult
+    from runtime.loop import TickStats as TickStats
+    from runtime.memory import Eviction as Eviction
+    from runtime.memory import EvictionPolicy as EvictionPolicy
+    from runtime.memory import FifoEviction as FifoEviction
+    from runtime.memory import ValueEviction as ValueEviction
+    from runtime.memory import WorkingMemory as WorkingMemory
+    from runtime.memory import WorkItem as WorkItem
+    from runtime.pack import CabinView as CabinView
+    from runtime.pack import Occupancy as Occupancy
+    from runtime.pack import Versions as Versions
+    from runtime.pack import WorkingSet as WorkingSet
+    from runtime.scratchpad import Note as Note
+    from runtime.scratchpad import Scratchpad as Scratchpad
+    from runtime.spec import ContextSpec as ContextSpec
+    from runtime.spec import SpecError as SpecError
+    from runtime.spec import load_spec as load_spec
+    from runtime.spec import load_specs as load_specs
+
+_WHERE: dict[str, str] = {
+    "Assembler": "runtime.assembler",
+    "Cabin": "runtime.cabin",
+    "CabinMap": "runtime.cabin_map",
+    "CabinView": "runtime.pack",
+    "CatchUp": "runtime.loop",
+    "Clock": "runtime.clock",
+    "Command": "runtime.cabin",
+    "ContextSpec": "runtime.spec",
+    "Event": "runtime.log",
+    "EventLog": "runtime.log",
+    "Eviction": "runtime.memory",
+    "EvictionPolicy": "runtime.memory",
+    "Feature": "runtime.cabin_map",
+    "FifoEviction": "runtime.memory",
+    "FreezeError": "runtime.freeze",
+    "FrozenDict": "runtime.freeze",
+    "HashingEmbedder": "runtime.agent.memory",
+    "LongTermMemory": "runtime.agent.memory",
+    "LongTermStore": "runtime.longterm",
+    "MemoryRecord": "runtime.agent.memory",
+    "Message": "runtime.agent.memory",
+    "Note": "runtime.scratchpad",
+    "NoteOp": "runtime.cabin",
+    "Occupancy": "runtime.pack",
+    "Outbox": "runtime.cabin",
+    "Reaction": "runtime.cabin",
+    "Reading": "runtime.board",
+    "Scratchpad": "runtime.scratchpad",
+    "SettingError": "runtime.errors",
+    "ShortTermMemory": "runtime.agent.memory",
+    "SimClock": "runtime.clock",
+    "SkipMissed": "runtime.loop",
+    "SpecError": "runtime.spec",
+    "StateBoard": "runtime.board",
+    "TickLoop": "runtime.loop",
+    "TickResult": "runtime.loop",
+    "TickStats": "runtime.loop",
+    "TickworkError": "runtime.errors",
+    "Tool": "runtime.agent.tools",
+    "ToolArgs": "runtime.agent.tools",
+    "ToolCall": "runtime.agent.memory",
+    "ToolDispatcher": "runtime.agent.tools",
+    "ToolResult": "runtime.agent.tools",
+    "ValueEviction": "runtime.memory",
+    "Versions": "runtime.pack",
+    "WallClock": "runtime.clock",
+    "WorkItem": "runtime.memory",
+    "WorkingMemory": "runtime.memory",
+    "WorkingSet": "runtime.pack",
+    "WorkingState": "runtime.agent.memory",
+    "configure_logging": "runtime.logs",
+    "load_spec": "runtime.spec",
+    "load_specs": "runtime.spec",
+    "scratchpad_tools": "runtime.agent.tools",
+}
+"""Each public name and the module that defines it."""
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

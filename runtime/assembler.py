@@ -36,7 +36,8 @@ from runtime.logs import debug_enabled
 from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
 from runtime.pack import MissingReason, Occupancy, Selection, Versions, WorkingSet
 from runtime.patterns import is_glob, literal_prefix
-from runtime.scratchpad import NOTE_PREFIX, Scratchpad
+from runtime.position import read_route, read_xy
+from runtime.scratchpad import NOTE_PREFIX, Scratchpad, memory_key
 
 if TYPE_CHECKING:
     from runtime.cabin_map import CabinMap, Feature
@@ -45,28 +46,6 @@ if TYPE_CHECKING:
 
 
 _log = structlog.get_logger("tickwork.assembler")
-
-
-def as_point(value: Any) -> tuple[float, float] | None:
-    """Read an (x, y) position from a pose-like value: a sequence or a mapping with x and y."""
-    try:
-        if isinstance(value, Mapping):
-            return float(value["x"]), float(value["y"])
-        if hasattr(value, "x") and hasattr(value, "y"):
-            return float(value.x), float(value.y)
-        return float(value[0]), float(value[1])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
-
-
-def as_route(value: Any) -> tuple[tuple[float, float], ...] | None:
-    """Read a polyline from a route-like value: a sequence of points, or a mapping with one."""
-    if isinstance(value, Mapping):
-        value = value.get("points", value.get("waypoints"))
-    if not isinstance(value, Sequence) or isinstance(value, str):
-        return None
-    points = tuple(p for p in (as_point(v) for v in value) if p is not None)
-    return points if points else None
 
 
 @dataclass(slots=True)
@@ -227,7 +206,7 @@ class Assembler:
             if pad is not None:
                 for note in pad.notes():
                     view_key = NOTE_PREFIX + note.key
-                    held_key = _note_key(name, note.key)
+                    held_key = memory_key(name, NOTE_PREFIX + note.key)
                     candidates[held_key] = _Candidate(
                         note, "note", None, note.seq, weight(view_key), "note:scratchpad"
                     )
@@ -414,7 +393,7 @@ class Assembler:
         corridor: tuple[Feature, ...] = ()
         if spec.map_center is not None and spec.map_radius > 0:
             reading = self.board.read(spec.map_center)
-            center = None if reading is None or reading.is_stale(now) else as_point(reading.value)
+            center = None if reading is None or reading.is_stale(now) else read_xy(reading.value)
             if center is not None:
                 shared = self._centers[spec.map_center]
                 query: tuple[Any, ...] = ("w", spec.map_center, center)
@@ -437,7 +416,7 @@ class Assembler:
                     )
         if spec.corridor_width > 0:
             reading = self.board.read(spec.route_key)
-            route = None if reading is None or reading.is_stale(now) else as_route(reading.value)
+            route = None if reading is None or reading.is_stale(now) else read_route(reading.value)
             if route is not None:
                 query = ("c", route, spec.corridor_width, kinds, tags)
                 found = cache.get(query)
@@ -528,11 +507,6 @@ def _any_from(ordered: Sequence[str], prefix: str, match: Callable[[str], Any]) 
         if match(key):
             return True
     return False
-
-
-def _note_key(cabin: str, key: str) -> str:
-    """The working-memory key of ``cabin``'s note ``key`` (its view shows ``note:<key>``)."""
-    return f"{NOTE_PREFIX}{cabin}/{key}"
 
 
 def _with_via(item: WorkItem, via: str, key: str | None = None) -> WorkItem:

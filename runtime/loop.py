@@ -23,12 +23,11 @@ memory, if it has one, and each gets a ``remembered`` event (``stored``, and
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import structlog
@@ -37,11 +36,9 @@ from runtime.assembler import Assembler
 from runtime.cabin import Cabin, Command, MemoryWrite, NoteOp, Outbox
 from runtime.clock import Clock
 from runtime.errors import SettingError
+from runtime.longterm import LongTermStore
 from runtime.pack import CabinView, WorkingSet
 from runtime.scratchpad import Scratchpad
-
-if TYPE_CHECKING:
-    from runtime.agent.memory import LongTermMemory
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
@@ -157,7 +154,7 @@ class TickLoop:
         hooks: Sequence[TickHook] = (),
         suppress: Suppressor | None = None,
         timer: Callable[[], float] = time.perf_counter,
-        long_term: LongTermMemory | None = None,
+        long_term: LongTermStore | None = None,
     ) -> None:
         if not rate_hz > 0 or not math.isfinite(rate_hz):
             raise SettingError(f"rate_hz must be a positive number, got {rate_hz!r}")
@@ -387,7 +384,7 @@ class TickLoop:
         )
 
 
-def remember(long_term: LongTermMemory | None, write: MemoryWrite) -> dict[str, Any]:
+def remember(long_term: LongTermStore | None, write: MemoryWrite) -> dict[str, Any]:
     """Keep ``write`` in ``long_term``; the ``remembered`` event's data: the fact's metadata,
     its content, whether it was ``stored`` and ``why`` (not)."""
     stored, why = False, "no_long_term_memory"
@@ -400,9 +397,14 @@ def remember(long_term: LongTermMemory | None, write: MemoryWrite) -> dict[str, 
                 stamp=write.stamp,
             )
             stored, why = result.stored, str(result.reason)
-        except (sqlite3.Error, ValueError, TypeError) as exc:
-            # a locked or broken file, or metadata it cannot store, must not stop the robot
-            _log.warning("remember_failed", error=str(exc), content=write.content)
+        except Exception as exc:
+            # a locked or broken store, or metadata it cannot keep, must not stop the robot
+            _log.warning(
+                "remember_failed",
+                error_type=type(exc).__name__,
+                error=str(exc),
+                content=write.content,
+            )
             why = "error"
     return {**write.metadata, "content": write.content, "stored": stored, "why": why}
 

@@ -43,9 +43,11 @@ __all__ = [
     "PadEntry",
     "Scratchpad",
     "check_note_key",
+    "memory_key",
     "notes_in",
     "render_notes",
     "to_json_text",
+    "view_key",
 ]
 
 NOTE_PREFIX = "note:"
@@ -55,6 +57,25 @@ _KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}")
 PadAction = Literal["write", "clear", "scope"]
 
 _log = structlog.get_logger(__name__)
+
+
+def memory_key(cabin: str, key: str) -> str:
+    """The working-memory key of the item ``cabin``'s view shows as ``key``.
+
+    A cabin's notes are ``note:<key>`` in its view but ``note:<cabin>/<key>`` in working
+    memory, in the working set and in eviction records, so two cabins' pads never
+    collide; every other key is the same in both.
+    """
+    if key.startswith(NOTE_PREFIX) and cabin:
+        return f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX) :]}"
+    return key
+
+
+def view_key(cabin: str, key: str) -> str:
+    """The key ``cabin``'s view shows for working-memory key ``key`` (``memory_key``
+    undone)."""
+    mine = f"{NOTE_PREFIX}{cabin}/"
+    return NOTE_PREFIX + key[len(mine) :] if key.startswith(mine) else key
 
 
 def check_note_key(key: Any) -> str:

@@ -158,7 +158,7 @@ def test_frozen_values_stay_frozen_through_pickle() -> None:
 
 
 def freeze_value(value: object) -> object:
-    from runtime import freeze
+    from runtime.freeze import freeze
 
     return freeze(value)
 

@@ -118,6 +118,7 @@ def test_auto_faults_cover_every_required_pattern_and_every_kind() -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_dying_worker_loses_only_its_own_run() -> None:
     import crashy_runs
 
@@ -141,6 +142,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_campaign_auto_faults_pass_on_the_default_scenario(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     done = cli(
@@ -165,6 +167,7 @@ def test_campaign_auto_faults_pass_on_the_default_scenario(tmp_path: Path) -> No
     assert "every declared reaction seen, no safety violation" in done.stdout
 
 
+@pytest.mark.slow
 def test_campaign_specs_option_checks_the_contract_the_given_specs_declare(tmp_path: Path) -> None:
     import shutil
 
@@ -202,6 +205,7 @@ def test_campaign_specs_option_checks_the_contract_the_given_specs_declare(tmp_p
     assert done.returncode == 2 and "no spec for the built-in cabin(s) monitor" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -219,6 +223,7 @@ def test_bad_campaign_input_exits_2(args: list[str], message: str) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_bad_run_fault_exits_2() -> None:
     done = cli("run", "--fault", "missing:executor@1-2")
     assert done.returncode == 2 and "missing:CABIN:PATTERN" in done.stderr
@@ -272,6 +277,7 @@ def test_a_run_uses_the_specs_its_request_carries() -> None:
     importlib.util.find_spec("ray") is None,
     reason="Ray is not installed (pip install 'tickwork[ray]')",
 )
+@pytest.mark.slow
 def test_local_and_ray_backends_give_identical_results() -> None:
     import ray
 

@@ -30,6 +30,7 @@ from runtime import (
     WorkingMemory,
     WorkItem,
 )
+from runtime.recording.format import CHANNELS, STATS, WORKING_SET
 from runtime.recording.reader import Recording
 from sim import cli
 from sim.faults.model import parse_fault
@@ -237,10 +238,13 @@ def _messages(path: Path) -> dict[str, list[Any]]:
     """Every message of a recording by topic, but /stats (its compute times are measured)."""
     recording = Recording.open(path)
     return {
-        topic: list(recording.messages(topic)) for topic in recording.topics if topic != "/stats"
+        topic: list(recording.messages(CHANNELS[topic]))
+        for topic in recording.topics
+        if topic != STATS.topic
     }
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(tmp_path: Path) -> None:
     common = ("run", "--ticks", "1200", "--json")
     straight = _sim_cli(*common, "--record", "straight.mcap", cwd=tmp_path)
@@ -269,7 +273,7 @@ def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(tmp_
 
     recording = Recording.open(tmp_path / "run.mcap")
     assert not recording.damaged
-    ticks = [m["tick"] for m in recording.messages("/working_set")]
+    ticks = [m["tick"] for m in recording.messages(WORKING_SET)]
     assert ticks == list(range(1200))  # every tick once, in order
     assert _messages(tmp_path / "run.mcap") == _messages(tmp_path / "straight.mcap")
     assert recording.metadata == Recording.open(tmp_path / "straight.mcap").metadata
@@ -293,7 +297,7 @@ def test_recording_continues_across_two_crashes(tmp_path: Path) -> None:
     expected = _summary(straight, 150)
     straight.close()
     assert deterministic_fields(last.sim.summary()) == expected
-    assert [m["tick"] for m in Recording.open(record).messages("/working_set")] == list(range(150))
+    assert [m["tick"] for m in Recording.open(record).messages(WORKING_SET)] == list(range(150))
     assert _messages(record) == _messages(tmp_path / "straight.mcap")
 
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime import ContextSpec, configure_logging, load_specs
-from runtime.recording.writer import PROFILE
+from runtime.recording.format import PROFILE
 from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
@@ -179,7 +179,14 @@ def write_recording(
         seq = 0
         for tick, entry in enumerate(ticks):
             views = {
-                cabin: {"items": items, "missing": {}, "suppressed": []}
+                cabin: {
+                    "items": items,
+                    "missing": {},
+                    "suppressed": [],
+                    "nearby_map": [],
+                    "corridor_map": [],
+                    "recent_events": [],
+                }
                 for cabin, items in entry["views"].items()
             }
             versions = {"board_seq": tick, "map_version": 0, "log_seq": seq}
@@ -298,6 +305,7 @@ def test_cli_doctor_json_ranks_suggestions(starved: Path) -> None:
     assert top["outcomes"] >= 1 and top["example_ticks"]
 
 
+@pytest.mark.slow
 def test_cli_doctor_names_the_injected_records(hidden: Path) -> None:
     done = sim_cli("doctor", str(hidden), "--window", "20")
     assert done.returncode == 0, done.stderr

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from shapely.geometry import Point
 
 from cabins.executor import REACTIONS, Executor
 from cabins.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
+from cabins.values import DEFAULT_LIMITS
 from runtime import ContextSpec, Feature, Outbox, load_spec
 from runtime.testing import Stale, make_view, run_step
 
@@ -211,6 +213,25 @@ def test_a_target_behind_is_turned_to_on_the_spot() -> None:
     assert v == 0 and abs(w) == LIMITS["max_turn_rate"]
 
 
+@pytest.mark.parametrize("bad", ["fast", 0.0, -2.0, math.nan, True])
+def test_a_limit_that_is_not_a_positive_number_falls_back_to_its_default_alone(bad: Any) -> None:
+    route = ((0.0, 0.0), (-5.0, 0.0))
+    plan = plan_of(step_of("go_to", (-5.0, 0.0)))
+    limits = {**LIMITS, "max_turn_rate": bad}
+    v, w = drive(tick(Executor(SPEC), board_with(route=route, plan=plan, robot__limits=limits)))
+    assert v == 0 and abs(w) == DEFAULT_LIMITS.max_turn_rate
+    limits = {**LIMITS, "max_speed": bad}
+    v, w = drive(tick(Executor(SPEC), board_with(route=route, plan=plan, robot__limits=limits)))
+    assert abs(w) == LIMITS["max_turn_rate"]  # the other limits are still the board's
+
+
+def test_the_pose_and_velocity_are_read_by_the_shared_rules() -> None:
+    numpy_pose = board_with(pose=np.array([0.0, 0.0, 0.0]), velocity=(np.int64(0), 0.0))
+    assert drive(tick(Executor(SPEC), numpy_pose))[0] > 0
+    for pose in [(0.0, 0.0), (True, 0.0, 0.0), (0.0, 0.0, math.nan)]:
+        assert drive(tick(Executor(SPEC), board_with(pose=pose))) == (0.0, 0.0)
+
+
 def test_a_target_behind_at_speed_is_braked_for_before_turning() -> None:
     route = ((0.0, 0.0), (-5.0, 0.0))
     board = board_with(
@@ -383,6 +404,16 @@ def outcome(ident: int, ok: bool, reason: str = "failed", action: str = "pick") 
         "reason": "ok" if ok else reason,
         "stamp": 10.0,
     }
+
+
+def test_an_outcome_that_is_not_well_formed_is_not_taken_for_the_answer() -> None:
+    cabin = Executor(SPEC)
+    assert actions(tick(cabin, at_dock(), tick=0)) == [("pick", {"task": "t1"})]
+    no_stamp = {k: v for k, v in outcome(1, True).items() if k != "stamp"}
+    for n, bad in enumerate([no_stamp, {**outcome(1, True), "ok": "yes"}], start=1):
+        assert tick(cabin, at_dock(action__last=bad), tick=n).events == []
+    out = tick(cabin, at_dock(action__last=outcome(1, True)), tick=3)
+    assert [e["step"] for e in emitted(out, "action_done")] == ["pick-1"]
 
 
 def test_a_failure_is_retried_after_the_back_off_and_is_final_when_attempts_run_out() -> None:

@@ -17,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sim.cli import main
 
 from cabins.planner import Planner
 from runtime import LongTermMemory
+from runtime.recording.format import DECISIONS
 from runtime.recording.reader import Recording
+from sim.cli import main
 from sim.run.campaign import RunRequest
 from sim.run.checkpoint import RunPlan, load, save
 from sim.run.harness import Simulation, deterministic_fields
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "blocked_aisle"
@@ -338,7 +341,7 @@ def test_a_run_with_memory_replays_without_drift(
     sim.close()
     asked = [
         d
-        for d in Recording.open(out).messages("/decisions")
+        for d in Recording.open(out).messages(DECISIONS)
         for c in d["cabins"].values()
         if c.get("memories")
     ]

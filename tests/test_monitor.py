@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -324,6 +325,25 @@ def test_uses_the_robot_radius_from_robot_limits() -> None:
     assert stop_reasons(step(Monitor(SPEC), board=values)) == []
 
 
+@pytest.mark.parametrize("bad", [0.0, -0.65, math.nan, True, "0.65"])
+def test_a_radius_that_is_not_a_positive_number_is_a_bad_reading(bad: Any) -> None:
+    values = board(pose=(1.3, 0.0, 0.0), velocity=(0.5, 0.0))
+    values["robot:limits"] = {"radius": bad, "max_speed": 1.2}
+    out = step(Monitor(SPEC), board=values)
+    assert [a["key"] for a in alarms(out, "bad_reading")] == ["robot:limits"]
+    assert stop_reasons(out) == []  # robot:radius (0.35) is used: the disc is clear
+    values["robot:radius"] = bad
+    out = step(Monitor(SPEC), board=values)
+    assert [a["key"] for a in alarms(out, "bad_reading")] == ["robot:limits", "robot:radius"]
+
+
+def test_a_numpy_pose_is_read_by_the_shared_rules() -> None:
+    out = step(Monitor(SPEC), board=board(pose=np.array([0.0, 0.0, 0.0]), velocity=(0, 0)))
+    assert alarms(out) == []
+    out = step(Monitor(SPEC), board=board(pose=(0.0, 0.0, True)))
+    assert [a["key"] for a in alarms(out, "bad_reading")] == ["pose"]
+
+
 def test_a_forbidden_zone_on_the_map_guards_when_its_safety_item_is_hidden() -> None:
     values = board(pose=(1.6, 0.0, 0.0), velocity=(0.5, 0.0))
     values["safety:forbidden:other"] = {
@@ -473,6 +493,25 @@ def test_an_unreadable_safety_item_stops_the_robot() -> None:
     assert [a["key"] for a in alarms(out, "bad_reading")] == ["safety:forbidden:hv"]
 
 
+def test_a_forbidden_zone_whose_polygon_is_not_valid_is_unreadable() -> None:
+    values = board()
+    bow_tie = ((2.0, -1.0), (3.0, 1.0), (3.0, -1.0), (2.0, 1.0))
+    values["safety:forbidden:hv"] = {"zone": "hv", "polygon": bow_tie}
+    out = step(Monitor(SPEC), board=values)
+    assert stop_reasons(out) == ["fail_safe"]
+    assert [a["key"] for a in alarms(out, "bad_reading")] == ["safety:forbidden:hv"]
+
+
+def test_an_unreadable_speed_zone_is_a_bad_reading_and_nothing_more() -> None:
+    values = board(pose=(5.0, 0.0, 0.0), velocity=(0.8, 0.0))
+    square = ((4, -1), (6, -1), (6, 1), (4, 1))
+    for bad in ({"zone": "slow", "polygon": square, "max_speed": 0}, {"zone": "slow"}):
+        values["constraint:speed:slow"] = bad
+        out = step(Monitor(SPEC), board=values)
+        assert [a["key"] for a in alarms(out)] == ["constraint:speed:slow"]
+        assert out.commands == []
+
+
 # -- obstacles -----------------------------------------------------------------------
 
 
@@ -565,7 +604,7 @@ def test_the_monitor_is_a_cabin_with_the_spec_name() -> None:
 def test_capacity_alarm_seen_in_the_view_raises_one_alarm_per_episode() -> None:
     spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "monitor.toml")
     monitor = Monitor(spec)
-    board = {
+    board: dict[str, Any] = {
         f"safety:forbidden:z{i}": {
             "zone": f"z{i}",
             "polygon": ((50 + i, 50), (51 + i, 50), (51 + i, 51)),

@@ -362,7 +362,44 @@ def test_a_robot_that_gets_no_further_along_its_route_replans() -> None:
     assert bench.route[0] == bench.board["pose"][:2]
 
 
+def test_a_goal_without_positions_is_placed_at_its_docks() -> None:
+    placed = {k: v for k, v in goal().items() if not k.endswith("_xy")}
+    bench = Bench(board=world(goal__deliver__t1=placed))
+    bench.step()
+    assert [s["target_xy"] for s in bench.plan["steps"]] == [DOCKS["a"]] * 2 + [DOCKS["b"]] * 2
+    assert bench.route[-1] == DOCKS["a"]
+
+
+def test_a_goal_it_cannot_place_is_ignored() -> None:
+    lost = {**{k: v for k, v in goal().items() if k != "drop_xy"}, "drop": "nowhere"}
+    bench = Bench(board=world(goal__deliver__t1=lost))
+    bench.step()
+    assert bench.planner.task is None and holding(bench)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("pose", (2.0, 2.0)),
+        ("pose", (2.0, True, 0.0)),
+        ("world:bounds", (0.0, 0.0, 20.0)),
+        ("world:bounds", (20.0, 0.0, 0.0, 10.0)),
+    ],
+)
+def test_an_unreadable_pose_or_floor_holds(key: str, value: Any) -> None:
+    bench = Bench(board=world(**{key.replace(":", "__"): value}))
+    bench.step()
+    assert bench.planner.task == "t1" and holding(bench)
+
+
 # -- charging ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("low", [1.0, 1.5, -0.1, True, "low"])
+def test_a_low_battery_threshold_it_cannot_use_is_the_default(low: Any) -> None:
+    bench = Bench(board=world(battery=0.5, battery__low=low))
+    bench.step()
+    assert [s["action"] for s in bench.plan["steps"]] == ["go_to", "pick", "go_to", "drop"]
 
 
 @pytest.mark.parametrize(("battery", "low"), [(0.1, None), (0.3, 0.35)])

@@ -32,3 +32,30 @@ def test_agent_example_runs_and_prints_what_it_says() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
     assert out.getvalue().strip().splitlines() == expected
+
+
+def test_recording_example_reads_a_fresh_recording(tmp_path: Path) -> None:
+    from sim.run.harness import Simulation
+
+    sim = Simulation(seed=0, record=tmp_path / "run.mcap")
+    sim.run(12)
+    sim.close()
+    block = next(b for b in python_blocks() if "recording.records(WORKING_SET)" in b)
+    import os
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        scope: dict[str, object] = {"__name__": "readme"}
+        exec(compile(block, "README.md", "exec"), scope)
+    finally:
+        os.chdir(here)
+    assert scope["tick"] == 11
+    assert "planner" in scope["ws"]["views"]  # type: ignore[index]
+
+
+def test_the_public_api_block_imports() -> None:
+    block = next(
+        b for b in python_blocks() if b.startswith("from runtime import (\n    StateBoard")
+    )
+    exec(compile(block, "README.md", "exec"), {"__name__": "readme"})

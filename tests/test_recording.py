@@ -16,11 +16,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mcap.writer import Writer
-from sim.cli import main
 
 from runtime import configure_logging
 from runtime.jsonable import from_json
 from runtime.loop import TickResult
+from runtime.recording import format as fmt
+from runtime.recording.format import BOARD, CHANNELS, EVENTS, PER_TICK
 from runtime.recording.inspect import (
     InspectError,
     brief,
@@ -33,7 +34,7 @@ from runtime.recording.inspect import (
     tick_report,
 )
 from runtime.recording.reader import Recording, RecordingError, repair, scan
-from runtime.recording.writer import CHANNELS
+from sim.cli import main
 from sim.faults.model import parse_fault
 from sim.run.harness import Simulation
 
@@ -104,13 +105,13 @@ def test_every_channel_is_present_with_the_expected_message_counts(
 ) -> None:
     assert set(recording.topics) == set(CHANNELS)
     assert recording.ticks() == list(range(TICKS))
-    for topic in ("/working_set", "/evictions", "/decisions", "/stats"):
-        assert recording.count(topic) == TICKS
-        assert all(len(recording.at(topic, t)) == 1 for t in range(TICKS)), topic
-    assert recording.count("/board") == run.board_changes
-    events = list(recording.messages("/events"))
+    for channel in PER_TICK:
+        assert recording.count(channel) == TICKS
+        assert all(len(recording.at(channel, t)) == 1 for t in range(TICKS)), channel.topic
+    assert recording.count(BOARD) == run.board_changes
+    events = list(recording.messages(EVENTS))
     assert [e["seq"] for e in events] == list(range(1, run.log_seq + 1))
-    faults = {(f["fault"], f["phase"], f["tick"]) for f in recording.messages("/faults")}
+    faults = {(f["fault"], f["phase"], f["tick"]) for f in recording.messages(fmt.FAULTS)}
     assert faults == {
         (FAULTS[0], "start", 50),
         (FAULTS[0], "end", 150),
@@ -247,7 +248,7 @@ def test_key_history_follows_the_working_set_views_and_board(
         assert rows[tick]["views"] == {
             v.cabin: v.provenance["pose"].via for v in result.views if "pose" in v.provenance
         }
-    writes = [m for m in recording.messages("/board") if m["key"] == "pose"]
+    writes = [m for m in recording.messages(BOARD) if m["key"] == "pose"]
     assert [(w["seq"], w["value"]) for w in history["board"]] == [
         (w["seq"], w["value"]) for w in writes
     ]
@@ -309,7 +310,7 @@ def test_diff_across_a_fault_names_the_changed_reason(run: Run, recording: Recor
 
 
 def _records(recording: Recording) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    return {topic: list(recording.records(topic)) for topic in recording.topics}
+    return {topic: list(recording.records(CHANNELS[topic])) for topic in recording.topics}
 
 
 @pytest.mark.parametrize("where", ["mid-file", "a few bytes before the end", "after 3/4"])
@@ -436,22 +437,37 @@ def test_garbage_is_a_recording_error_that_says_what_is_wrong(tmp_path: Path) ->
     nan = Recording.open(_mcap(tmp_path / "nan.mcap", profile="tickwork", data=b"NaN"))
     with pytest.raises(RecordingError, match="not JSON"):
         tick_report(nan, 0)
-    shape = json.dumps({"tick": 0, "time": 0.0, "versions": {}, "items": [], "views": {}})
+    versions = {"board_seq": 0, "map_version": 0, "log_seq": 0}
+    shape = json.dumps({"tick": 0, "time": 0.0, "versions": versions, "items": [], "views": {}})
     wrong = Recording.open(_mcap(tmp_path / "w.mcap", profile="tickwork", data=shape.encode()))
-    with pytest.raises(RecordingError, match=r"'items' should be object.*wrong schema"):
+    with pytest.raises(RecordingError, match=r"tick 0: field 'items': .*dictionary.*wrong schema"):
         tick_report(wrong, 0)
     views = json.dumps(
         {
             "tick": 0,
             "time": 0.0,
-            "versions": {},
+            "versions": versions,
             "items": {},
             "views": {"planner": {"items": ["pose"]}},
         }
     )
     bad_view = Recording.open(_mcap(tmp_path / "v.mcap", profile="tickwork", data=views.encode()))
-    with pytest.raises(RecordingError, match=r"views.planner.items of tick 0 is not a JSON"):
+    with pytest.raises(RecordingError, match=r"field 'views.planner.items': .*dictionary"):
         tick_report(bad_view, 0)
+    nested = json.dumps(
+        {
+            "tick": 0,
+            "time": 0.0,
+            "versions": {**versions, "log_seq": "7"},
+            "items": {},
+            "views": {},
+        }
+    )
+    bad_nested = Recording.open(
+        _mcap(tmp_path / "n.mcap", profile="tickwork", data=nested.encode())
+    )
+    with pytest.raises(RecordingError, match=r"field 'versions.log_seq': .*integer"):
+        tick_report(bad_nested, 0)
 
 
 @pytest.mark.parametrize(
@@ -492,6 +508,7 @@ def test_cli_inspect_tick_json_is_the_tick_report(run: Run, recording: Recording
     assert json.loads(done.stdout) == json.loads(json.dumps(tick_report(recording, 150)))
 
 
+@pytest.mark.slow
 def test_cli_inspect_key_and_diff_json(run: Run, recording: Recording) -> None:
     key = _sim("inspect", str(run.path), "--key", "cargo", "--json")
     assert key.returncode == 0, key.stderr
@@ -501,6 +518,7 @@ def test_cli_inspect_key_and_diff_json(run: Run, recording: Recording) -> None:
     assert json.loads(diff.stdout) == json.loads(json.dumps(diff_report(recording, 10, 200)))
 
 
+@pytest.mark.slow
 def test_cli_repairs_in_place_and_then_reads_without_a_notice(run: Run, tmp_path: Path) -> None:
     cut = _cut(run.path, run.path.stat().st_size // 2, tmp_path / "crashed.mcap")
     read = _sim("inspect", str(cut), "--tick", "0", "--cabin", "monitor", "--json")
@@ -561,6 +579,7 @@ def test_brief_and_tick_ranges() -> None:
     assert tick_ranges([]) == "none"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_run_stopped_by_a_signal_finishes_its_recording(tmp_path: Path, signum: int) -> None:
     import time

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from runtime import CabinView, ContextSpec, Outbox, configure_logging
 from runtime.jsonable import to_json
+from runtime.recording.format import DECISIONS, EVICTIONS, WORKING_SET
 from runtime.recording.reader import Recording
 from sim.analysis.replay import ReplayError, ViewBuilder, compare, replay
 from sim.faults.model import parse_fault
@@ -91,7 +92,7 @@ def test_a_faulted_run_replays_without_drift(faulted: Path) -> None:
     failed = {
         (t, c)
         for t in (150, 400)
-        for c, d in rec.at("/decisions", t)[0]["cabins"].items()
+        for c, d in rec.at(DECISIONS, t)[0]["cabins"].items()
         if d["failed"]
     }
     assert failed == {(150, "planner"), (400, "executor")}  # the crashes are in the recording
@@ -145,9 +146,9 @@ def test_an_unknown_cabin_is_refused(clean: Path) -> None:
 
 def test_rebuilt_views_are_what_the_cabins_saw(faulted: Path) -> None:
     rec = Recording.open(faulted)
-    message = rec.one("/working_set", 200)
+    message = rec.one(WORKING_SET, 200)
     assert message is not None
-    views = ViewBuilder().views(message, rec.one("/evictions", 200))
+    views = ViewBuilder().views(message, rec.one(EVICTIONS, 200))
     executor = views["executor"]
     recorded = message["views"]["executor"]
     assert dict(executor.missing) == recorded["missing"] == {"event:action_failed*": "fault"}
@@ -159,7 +160,7 @@ def test_rebuilt_views_are_what_the_cabins_saw(faulted: Path) -> None:
 
 
 def test_a_view_of_an_item_the_working_set_lacks_is_refused(clean: Path) -> None:
-    message = Recording.open(clean).one("/working_set", 10)
+    message = Recording.open(clean).one(WORKING_SET, 10)
     assert message is not None
     message["views"]["planner"]["items"]["ghost"] = "board:ghost"
     with pytest.raises(ReplayError, match="tick 10: cabin 'planner' saw 'ghost'"):
@@ -189,10 +190,13 @@ def test_a_note_is_rebuilt_under_its_view_key() -> None:
                 "items": {"note:route_hint": "note:scratchpad"},
                 "missing": {},
                 "suppressed": [],
+                "nearby_map": [],
+                "corridor_map": [],
+                "recent_events": [],
             }
         },
     }
-    view = ViewBuilder().views(message)["walker"]
+    view = ViewBuilder().views(WORKING_SET.parse(message))["walker"]
     assert view["note:route_hint"] == note
     assert view.provenance["note:route_hint"].via == "note:scratchpad"
 
@@ -291,6 +295,7 @@ def sim_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_replay_of_an_unchanged_run_exits_0(clean: Path) -> None:
     done = sim_cli("replay", str(clean), "--json")
     assert done.returncode == 0, done.stderr
@@ -314,6 +319,7 @@ class Wobbly:
 """
 
 
+@pytest.mark.slow
 def test_cli_replay_catches_a_nondeterministic_cabin(tmp_path: Path) -> None:
     (tmp_path / "wobbly.py").write_text(WOBBLY)
     (tmp_path / "wobbly.toml").write_text('name = "wobbly"\nboard_keys = ["pose"]\n')

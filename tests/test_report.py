@@ -20,25 +20,15 @@ from hypothesis import strategies as st
 from runtime import ContextSpec, configure_logging
 from runtime.cabin import Outbox
 from runtime.pack import CabinView
+from runtime.recording.format import BOARD
 from runtime.recording.reader import Recording
 from sim import cli
 from sim.faults.model import parse_fault
-from sim.report.pages import (
-    MAX_POINTS,
-    MAX_TICKS,
-    TEMPLATES,
-    ReportError,
-    _Axis,
-    _choose,
-    _collect,
-    _stride,
-    campaign_page,
-    check_output,
-    run_page,
-    temporary_recording,
-    write_campaign_report,
-    write_run_report,
-)
+from sim.report.campaign import campaign_page, write_campaign_report
+from sim.report.charts import Axis
+from sim.report.collect import Notable, RunData, collect, stride
+from sim.report.html import TEMPLATES, ReportError, check_output, temporary_recording
+from sim.report.pages import MAX_POINTS, MAX_TICKS, choose, run_page, write_run_report
 from sim.run import campaign as cp
 from sim.run.harness import ExtraCabin, Simulation
 from sim.world.scenario import load_scenario
@@ -290,7 +280,7 @@ def test_markers_sit_where_the_robot_was_when_a_fault_started(
     recording = Recording.open(recorded[0])
     poses = [
         (t, m["value"])
-        for t, m in recording.records("/board")
+        for t, m in recording.records(BOARD)
         if m["key"] == "pose" and not m["deleted"]
     ]
     to_px = _floor_mapping(doc)
@@ -339,7 +329,7 @@ def test_timelines_are_there_and_bounded(
     recording = Recording.open(recorded[0])
     done = {
         m["key"]
-        for _, m in recording.records("/board")
+        for _, m in recording.records(BOARD)
         if m["key"].startswith("goal:deliver:") and m["deleted"]
     }
     assert done and len(select(doc, "line", "k-delivery")) == len(done)
@@ -416,7 +406,7 @@ def test_nothing_inserted_can_inject_markup(evil_page: str) -> None:
 
 @given(st.lists(st.integers(), max_size=300), st.integers(min_value=2, max_value=50))
 def test_stride_keeps_ends_and_order(items: list[int], limit: int) -> None:
-    kept = _stride(items, limit)
+    kept = stride(items, limit)
     assert len(kept) <= max(limit, 0)
     if items:
         assert kept[0] == items[0] and kept[-1] == items[-1]
@@ -431,7 +421,7 @@ def test_stride_keeps_ends_and_order(items: list[int], limit: int) -> None:
 def test_buckets_keep_the_peak_and_the_total(values: list[float], bucket: int) -> None:
     import numpy as np
 
-    axis = _Axis(10, 10 + len(values) - 1, bucket)
+    axis = Axis(10, 10 + len(values) - 1, bucket)
     array = np.array(values)
     assert len(axis.centres()) == len(axis.reduce(array, "max")) <= len(values)
     assert axis.reduce(array, "max").max() == max(values)
@@ -441,17 +431,16 @@ def test_buckets_keep_the_peak_and_the_total(values: list[float], bucket: int) -
 
 @given(st.data())
 def test_chosen_ticks_are_recorded_bounded_and_serious_first(data: st.DataObject) -> None:
-    from sim.report.pages import _Notable, _Run
 
     ticks = sorted(data.draw(st.sets(st.integers(0, 2000), min_size=1, max_size=300)))
     kinds = st.sampled_from(["collision", "alarm", "delivery", "fault", "replan"])
     notable = data.draw(
-        st.lists(st.builds(_Notable, st.integers(0, 2100), kinds, st.just("x")), max_size=80)
+        st.lists(st.builds(Notable, st.integers(0, 2100), kinds, st.just("x")), max_size=80)
     )
     budget = data.draw(st.integers(0, 60))
-    run = _Run.__new__(_Run)
+    run = RunData.__new__(RunData)
     run.ticks, run.notable = ticks, notable
-    worth, sample = _choose(run, budget)
+    worth, sample = choose(run, budget)
     chosen = [t for t, _ in worth] + sample
     assert len(chosen) == len(set(chosen)) <= budget
     assert set(chosen) <= set(ticks)
@@ -541,7 +530,7 @@ def test_a_recording_without_ticks_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "empty.mcap"
     Simulation("warehouse", seed=0, record=path).close()
     with pytest.raises(ReportError, match="holds no ticks"):
-        _collect(Recording.open(path))
+        collect(Recording.open(path))
 
 
 # -- campaigns -------------------------------------------------------------------------------
@@ -663,7 +652,7 @@ def test_capacity_alarms_are_drawn_and_worth_a_look(tmp_path: Path) -> None:
 
 def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> None:
     from runtime.recording.reader import Recording
-    from sim.report.pages import recorded_summary
+    from sim.report.collect import recorded_summary
     from sim.run.harness import Simulation
 
     sim = Simulation("warehouse", seed=0, record=tmp_path / "run.mcap")

@@ -22,10 +22,13 @@ from runtime import ContextSpec, configure_logging
 from runtime.cabin import Outbox
 from runtime.pack import CabinView
 from sim.faults.model import parse_fault
-from sim.report.pages import write_campaign_report, write_run_report
+from sim.report.campaign import write_campaign_report
+from sim.report.pages import write_run_report
 from sim.run import campaign as cp
 from sim.run.harness import ExtraCabin, Simulation
 from sim.world.scenario import load_scenario
+
+pytestmark = pytest.mark.slow
 
 CHROMIUM = Path(os.environ.get("TICKWORK_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [

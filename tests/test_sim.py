@@ -9,7 +9,9 @@ import pytest
 from sim.run.harness import Simulation, deterministic_fields
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize(
+    "seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 10))]
+)
 def test_default_scenario_completes_every_delivery_safely(seed: int) -> None:
     sim = Simulation("warehouse", seed=seed)
     summary = sim.run()
@@ -20,6 +22,7 @@ def test_default_scenario_completes_every_delivery_safely(seed: int) -> None:
     assert summary["sim_time"] <= sim.scenario.duration
 
 
+@pytest.mark.slow
 def test_same_seed_same_run_tick_for_tick() -> None:
     first = Simulation("warehouse", seed=7).run(1200, until_done=False)
     second = Simulation("warehouse", seed=7).run(1200, until_done=False)
@@ -34,6 +37,7 @@ def test_another_seed_gives_another_run() -> None:
     assert a["board_digest"] != b["board_digest"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 5, 9])  # 5 and 9 once ended in a stand-off with a picker
 def test_second_scenario_completes_safely(seed: int) -> None:
     summary = Simulation("narrow_aisles", seed=seed).run()

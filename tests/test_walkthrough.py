@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SECTION = README.split("## Write your own cabin", 1)[1].split("\n## ", 1)[0]
 
 
+@pytest.mark.slow
 def test_walkthrough(tmp_path: Path) -> None:
     files = re.findall(r'```\w+ title="([^"]+)"\n(.*?)```', SECTION, re.S)
     assert [name for name, _ in files] == ["people_watch.toml", "people_watch.py"]

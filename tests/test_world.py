@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import math
 import pickle
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from shapely.geometry import Point
 
+from cabins import values
 from runtime.board import StateBoard
 from runtime.cabin import Command
 from runtime.cabin_map import CabinMap
@@ -667,6 +669,34 @@ def test_the_dispatcher_posts_goals_at_their_release_time() -> None:
         "released": 1.0,
     }
     assert rig.world.summary()["deliveries_assigned"] == 2
+
+
+def test_every_value_the_world_writes_reads_back_through_cabins_values() -> None:
+    rig = Rig(make_scenario(tasks=[{"id": "t", "pickup": "a", "drop": "b", "release": 0.0}]))
+    rig.step([act("pick", task="t")])
+    rig.sense()
+    models: dict[str, Callable[[Any], Any]] = {
+        values.POSE: values.Pose.read,
+        values.VELOCITY: values.Velocity.read,
+        values.ROBOT_LIMITS: values.RobotLimits.read,
+        values.ACCEPTANCE: values.Acceptance.read,
+        values.ACTION_LAST: values.ActionOutcome.read,
+        values.forbidden_key("hv"): partial(values.Zone.read, values.forbidden_key("hv")),
+        values.speed_zone_key("slow"): partial(values.Zone.read, values.speed_zone_key("slow")),
+        values.deliver_goal_key("t"): values.DeliverGoal.read,
+    }
+    for key, read in models.items():
+        value = rig.value(key)
+        parsed = read(value)
+        assert parsed is not None, key
+        assert parsed.as_value() == value, key
+    assert values.read_bounds(rig.value(values.WORLD_BOUNDS)) == (0.0, 0.0, 20.0, 10.0)
+    assert values.radius_in({values.ROBOT_RADIUS: rig.value(values.ROBOT_RADIUS)}) == 0.35
+    assert values.read_places(rig.value(values.DOCKS)) == {"a": (2.0, 2.0), "b": (2.0, 8.0)}
+    assert values.read_places(rig.value(values.CHARGERS)) == {"c": (5.0, 8.0)}
+    assert values.read_battery(rig.value(values.BATTERY)) == rig.value(values.BATTERY)
+    assert values.read_low_battery(rig.value(values.BATTERY_LOW)) == rig.scenario.robot.low_battery
+    assert rig.value(values.CARGO) == "t"
 
 
 # --- determinism and checkpoints ----------------------------------------------------------

@@ -24,11 +24,20 @@ from typing import Any
 
 from runtime.errors import TickworkError
 from runtime.patterns import matches, overlaps
+from runtime.recording.format import (
+    BOARD,
+    DECISIONS,
+    EVICTIONS,
+    STATS,
+    WORKING_SET,
+    EvictionRecord,
+    ItemRecord,
+    ViewRecord,
+    WorkingSetRecord,
+)
 from runtime.recording.reader import Recording, RecordingError, repair
-
-NOTE_PREFIX = "note:"
-"""A cabin's notes are ``note:<key>`` in its view but ``note:<cabin>/<key>`` in the working
-set and in eviction records (runtime.assembler), so two cabins' pads never collide."""
+from runtime.scratchpad import memory_key as _held
+from runtime.scratchpad import view_key as _shown
 
 Json = dict[str, Any]
 
@@ -113,8 +122,8 @@ def repair_report(path: str | Path, out: str | Path | None = None) -> Json:
         "bytes_recovered": result.good_bytes,
         "bytes_dropped": result.size - result.good_bytes,
         "cause": result.cause,
-        "last_tick_partial": last is not None and recording.one("/stats", last) is None,
-        "messages_by_channel": {t: recording.count(t) for t in recording.topics},
+        "last_tick_partial": last is not None and recording.one(STATS, last) is None,
+        "messages_by_channel": recording.counts(),
     }
     return report
 
@@ -133,27 +142,24 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
     cabin's spec selected this tick (only without ``cabin``).
     """
     ws = _working_set(recording, tick)
-    items = _obj(ws["items"], "items", recording, tick)
-    views = _views(recording, ws, tick)
+    items = ws["items"]
+    views = ws["views"]
     names = _cabins(recording, views, cabin, tick)
-    decisions = recording.one("/decisions", tick)
-    outboxes = _obj(decisions["cabins"], "cabins", recording, tick) if decisions else None
-    evictions = recording.one("/evictions", tick)
+    decisions = recording.one(DECISIONS, tick)
+    outboxes = decisions["cabins"] if decisions else None
+    evictions = recording.one(EVICTIONS, tick)
     cabins: Json = {}
     for name in names:
         view = views[name]
         cabins[name] = {
             "items": {
-                key: {"via": via, **_item(items, name, key)}
-                for key, via in _obj(view.get("items", {}), "items", recording, tick).items()
+                key: {"via": via, **_item(items, name, key)} for key, via in view["items"].items()
             },
             "missing": {
                 pattern: _missing(recording, tick, name, pattern, reason)
-                for pattern, reason in _obj(
-                    view.get("missing", {}), "missing", recording, tick
-                ).items()
+                for pattern, reason in view["missing"].items()
             },
-            "suppressed": list(view.get("suppressed", [])),
+            "suppressed": list(view["suppressed"]),
             "decision": None if outboxes is None else outboxes.get(name),
         }
     report: Json = {
@@ -162,19 +168,19 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
         "tick": tick,
         "time": ws["time"],
         "versions": ws["versions"],
-        "capacity_alarm": bool(ws.get("capacity_alarm", False)),
+        "capacity_alarm": ws.get("capacity_alarm", False),
         "working_set_size": len(items),
         "cabins": cabins,
         "evicted": None if evictions is None else evictions["evictions"],
         "decisions_recorded": decisions is not None,
     }
     if cabin is None:
-        seen = {_held(name, key) for name in views for key in views[name].get("items", {})}
+        seen = {_held(name, key) for name in views for key in views[name]["items"]}
         report["unviewed"] = {k: v for k, v in items.items() if k not in seen}
     return report
 
 
-def _missing(recording: Recording, tick: int, cabin: str, pattern: str, reason: Any) -> Json:
+def _missing(recording: Recording, tick: int, cabin: str, pattern: str, reason: str) -> Json:
     entry: Json = {"reason": reason}
     if reason == "evicted":
         entry["eviction"] = _last_eviction(recording, tick, cabin, pattern)
@@ -184,9 +190,9 @@ def _missing(recording: Recording, tick: int, cabin: str, pattern: str, reason: 
 def _last_eviction(recording: Recording, tick: int, cabin: str, pattern: str) -> Json | None:
     """The latest eviction, at or before ``tick``, of a key ``pattern`` matches."""
     for t in range(tick, -1, -1):
-        message = recording.one("/evictions", t)
+        message = recording.one(EVICTIONS, t)
         for e in reversed(message["evictions"] if message else []):
-            if isinstance(e, dict) and matches(_shown(cabin, str(e.get("key", ""))), pattern):
+            if matches(_shown(cabin, e["key"]), pattern):
                 return {"tick": t, **e}
     return None
 
@@ -199,19 +205,19 @@ def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> 
     or evicted (``history``), and every board write or delete of it (``board``)."""
     _require_ticks(recording)
     names = _check_cabin(recording, cabin)
-    evictions: dict[int, list[Json]] = {}
-    for t, message in recording.records("/evictions"):
+    evictions: dict[int, list[EvictionRecord]] = {}
+    for t, message in recording.records(EVICTIONS):
         for e in message["evictions"]:
-            if isinstance(e, dict) and any(_shown(n, str(e.get("key"))) == key for n in names):
+            if any(_shown(n, e["key"]) == key for n in names):
                 evictions.setdefault(t, []).append(e)
     history: list[Json] = []
-    for t, ws in recording.records("/working_set"):
-        row = _key_row(recording, t, ws, key, cabin, evictions.get(t))
+    for t, ws in recording.records(WORKING_SET):
+        row = _key_row(t, ws, key, cabin, evictions.get(t))
         if row is not None:
             history.append(row)
     board = [
         {"tick": t, **{k: m.get(k) for k in ("seq", "stamp", "deleted", "value", "ttl", "source")}}
-        for t, m in recording.records("/board")
+        for t, m in recording.records(BOARD)
         if m["key"] == key
     ]
     if not history and not board:
@@ -229,26 +235,26 @@ def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> 
 
 
 def _key_row(
-    recording: Recording,
     tick: int,
-    ws: Json,
+    ws: WorkingSetRecord,
     key: str,
     cabin: str | None,
-    evicted: list[Json] | None,
+    evicted: list[EvictionRecord] | None,
 ) -> Json | None:
-    items = _obj(ws["items"], "items", recording, tick)
-    views = _views(recording, ws, tick)
+    items, views = ws["items"], ws["views"]
     names = [cabin] if cabin is not None else list(views)
     in_view: Json = {}
     missing: Json = {}
-    held: Json | None = items.get(key)
+    held: ItemRecord | None = items.get(key)
     for name in names:
-        view = views.get(name, {})
-        via = view.get("items", {}).get(key)
+        view = views.get(name)
+        if view is None:
+            continue
+        via = view["items"].get(key)
         if via is not None:
             in_view[name] = via
             held = held or items.get(_held(name, key))
-        gaps = {p: r for p, r in view.get("missing", {}).items() if overlaps(key, p)}
+        gaps = {p: r for p, r in view["missing"].items() if overlaps(key, p)}
         if gaps:
             missing[name] = gaps
     if held is None and not in_view and not missing and not evicted:
@@ -262,13 +268,13 @@ def _key_row(
 
 def _unknown_key(recording: Recording, key: str) -> str:
     known: set[str] = set()
-    for t, ws in recording.records("/working_set"):
-        known.update(_obj(ws["items"], "items", recording, t))
-        for view in _views(recording, ws, t).values():
-            known.update(view.get("items", {}))
-            known.update(view.get("missing", {}))
-    for _, m in recording.records("/board"):
-        known.add(str(m["key"]))
+    for _, ws in recording.records(WORKING_SET):
+        known.update(ws["items"])
+        for view in ws["views"].values():
+            known.update(view["items"])
+            known.update(view["missing"])
+    for _, m in recording.records(BOARD):
+        known.add(m["key"])
     close = difflib.get_close_matches(key, sorted(known), n=5, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return (
@@ -292,13 +298,12 @@ def diff_report(recording: Recording, first: int, second: int, *, cabin: str | N
     cabin, and added/removed/changed only for the keys its view held at either tick.
     """
     wa, wb = _working_set(recording, first), _working_set(recording, second)
-    ia = _obj(wa["items"], "items", recording, first)
-    ib = _obj(wb["items"], "items", recording, second)
-    va, vb = _views(recording, wa, first), _views(recording, wb, second)
+    ia, ib = wa["items"], wb["items"]
+    va, vb = wa["views"], wb["views"]
     names = _cabins(recording, {**va, **vb}, cabin, second)
     scope: set[str] | None = None
     if cabin is not None:
-        scope = {_held(cabin, k) for v in (va, vb) for k in v.get(cabin, {}).get("items", {})}
+        scope = {_held(cabin, k) for v in (va, vb) if cabin in v for k in v[cabin]["items"]}
 
     def wanted(key: str) -> bool:
         return scope is None or key in scope
@@ -307,25 +312,25 @@ def diff_report(recording: Recording, first: int, second: int, *, cabin: str | N
     for key in ia.keys() & ib.keys():
         if not wanted(key):
             continue
-        delta = {
-            f: {"from": ia[key].get(f), "to": ib[key].get(f)}
-            for f in ("value", "importance")
-            if ia[key].get(f) != ib[key].get(f)
-        }
+        a, b = ia[key], ib[key]
+        delta: Json = {}
+        if a["value"] != b["value"]:
+            delta["value"] = {"from": a["value"], "to": b["value"]}
+        if a["importance"] != b["importance"]:
+            delta["importance"] = {"from": a["importance"], "to": b["importance"]}
         if delta:
             changed[key] = delta
     low, high = sorted((first, second))
     between = [
         {"tick": t, **e}
         for t in range(low + 1, high + 1)
-        for e in (_at(recording, "/evictions", t) or {}).get("evictions", [])
-        if isinstance(e, dict)
+        for message in recording.at(EVICTIONS, t)
+        for e in message["evictions"]
     ]
     cabins: Json = {}
     for name in names:
-        a, b = va.get(name, {}), vb.get(name, {})
-        ai, bi = a.get("items", {}), b.get("items", {})
-        am, bm = a.get("missing", {}), b.get("missing", {})
+        ai, am = _view_parts(va.get(name))
+        bi, bm = _view_parts(vb.get(name))
         cabins[name] = {
             "in": {k: bi[k] for k in bi if k not in ai},
             "out": {k: ai[k] for k in ai if k not in bi},
@@ -415,8 +420,8 @@ def _text(value: Any, digits: int) -> str:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _working_set(recording: Recording, tick: int) -> Json:
-    ws = _at(recording, "/working_set", tick)
+def _working_set(recording: Recording, tick: int) -> WorkingSetRecord:
+    ws = recording.one(WORKING_SET, tick)
     if ws is not None:
         return ws
     ticks = _require_ticks(recording)
@@ -438,25 +443,9 @@ def _require_ticks(recording: Recording) -> list[int]:
     return ticks
 
 
-def _at(recording: Recording, topic: str, tick: int) -> Json | None:
-    return recording.one(topic, tick)
-
-
-def _views(recording: Recording, ws: Json, tick: int) -> dict[str, Json]:
-    views = _obj(ws["views"], "views", recording, tick)
-    for name, view in views.items():
-        _obj(view, f"views.{name}", recording, tick)
-        for part in ("items", "missing"):
-            _obj(view.get(part, {}), f"views.{name}.{part}", recording, tick)
-    return views
-
-
-def _obj(value: Any, what: str, recording: Recording, tick: int) -> Json:
-    if not isinstance(value, dict):
-        raise RecordingError(
-            f"{recording.path}: the {what} of tick {tick} is not a JSON object (wrong schema)"
-        )
-    return value
+def _view_parts(view: ViewRecord | None) -> tuple[Mapping[str, str], Mapping[str, str]]:
+    """A view's items (key → via) and missing items (pattern → reason); none for no view."""
+    return ({}, {}) if view is None else (view["items"], view["missing"])
 
 
 def _known_cabins(recording: Recording, views: Mapping[str, Any]) -> list[str]:
@@ -484,7 +473,7 @@ def _cabins(
 def _check_cabin(recording: Recording, cabin: str | None) -> list[str]:
     """``[cabin]`` if the recording knows it, or all the cabins it knows for None."""
     first = recording.ticks()[:1]
-    views = _views(recording, _working_set(recording, first[0]), first[0]) if first else {}
+    views = _working_set(recording, first[0])["views"] if first else {}
     known = _known_cabins(recording, views)
     if cabin is None:
         return known
@@ -495,24 +484,11 @@ def _check_cabin(recording: Recording, cabin: str | None) -> list[str]:
     return [cabin]
 
 
-def _held(cabin: str, key: str) -> str:
-    """The working-set key of an item ``cabin``'s view shows as ``key``."""
-    if key.startswith(NOTE_PREFIX) and cabin:
-        return f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX) :]}"
-    return key
-
-
-def _shown(cabin: str, key: str) -> str:
-    """The view key of working-set key ``key`` in ``cabin``'s view."""
-    mine = f"{NOTE_PREFIX}{cabin}/"
-    return NOTE_PREFIX + key[len(mine) :] if key.startswith(mine) else key
-
-
-def _item(items: Mapping[str, Any], cabin: str, key: str) -> Json:
+def _item(items: Mapping[str, ItemRecord], cabin: str, key: str) -> Json:
     item = items.get(key)
     if item is None:
         item = items.get(_held(cabin, key))
-    return dict(item) if isinstance(item, dict) else {}
+    return dict(item) if item is not None else {}
 
 
 __all__ = [

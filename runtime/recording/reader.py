@@ -10,33 +10,32 @@ Input that is not a tickwork recording gets a ``RecordingError`` that says so.
 from __future__ import annotations
 
 import json
-import os
 import struct
-import tempfile
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
-from mcap.records import Channel, Header, Message, Metadata, Schema
+from mcap.records import Channel as McapChannel
+from mcap.records import Header, Message, Metadata, Schema
 from mcap.stream_reader import CRCValidationError, StreamReader
 
 from runtime.errors import TickworkError
-from runtime.files import open_binary
-from runtime.recording.writer import CHANNELS, PROFILE, SCHEMA_VERSION
+from runtime.files import atomic_output, open_binary
+from runtime.recording.format import (
+    CHANNELS,
+    ENCODING,
+    PROFILE,
+    SCHEMA_VERSION,
+    WORKING_SET,
+    Channel,
+    FormatError,
+)
 
 MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "integer": (int,),
-    "number": (int, float),
-    "string": (str,),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
+R = TypeVar("R")
 
 
 class RecordingError(TickworkError):
@@ -76,7 +75,7 @@ class Scan:
     size: int
     header: Header | None = None
     schemas: dict[int, Schema] = field(default_factory=dict)
-    channels: dict[int, Channel] = field(default_factory=dict)
+    channels: dict[int, McapChannel] = field(default_factory=dict)
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)
     messages: list[Message] = field(default_factory=list)
     complete: bool = False
@@ -150,7 +149,7 @@ def scan(path: str | Path) -> Scan:
                     result.header = record
                 elif isinstance(record, Schema):
                     result.schemas[record.id] = record
-                elif isinstance(record, Channel):
+                elif isinstance(record, McapChannel):
                     result.channels[record.id] = record
                 elif isinstance(record, Metadata):
                     result.metadata[record.name] = dict(record.metadata)
@@ -190,47 +189,36 @@ def write_recording(result: Scan, path: str | Path, *, upto_tick: int | None = N
     """
     from mcap.writer import CompressionType, Writer
 
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(
-        prefix=target.name + ".", suffix=".tmp", dir=target.parent or Path(".")
-    )
     written = 0
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer = Writer(fh, compression=CompressionType.ZSTD)
-            header = result.header
-            writer.start(
-                profile=header.profile if header else PROFILE,
-                library=header.library if header else "tickwork repair",
+    with atomic_output(path) as fh:
+        writer = Writer(fh, compression=CompressionType.ZSTD)
+        header = result.header
+        writer.start(
+            profile=header.profile if header else PROFILE,
+            library=header.library if header else "tickwork repair",
+        )
+        schema_ids = {
+            sid: writer.register_schema(s.name, s.encoding, s.data)
+            for sid, s in result.schemas.items()
+        }
+        channel_ids = {
+            cid: writer.register_channel(
+                c.topic, c.message_encoding, schema_ids.get(c.schema_id, 0), dict(c.metadata)
             )
-            schema_ids = {
-                sid: writer.register_schema(s.name, s.encoding, s.data)
-                for sid, s in result.schemas.items()
-            }
-            channel_ids = {
-                cid: writer.register_channel(
-                    c.topic, c.message_encoding, schema_ids.get(c.schema_id, 0), dict(c.metadata)
-                )
-                for cid, c in result.channels.items()
-            }
-            for name, data in result.metadata.items():
-                writer.add_metadata(name, data)
-            for m in result.messages:
-                if m.channel_id not in channel_ids:
-                    continue
-                if upto_tick is not None and m.sequence > upto_tick:
-                    continue
-                writer.add_message(
-                    channel_ids[m.channel_id], m.log_time, m.data, m.publish_time, m.sequence
-                )
-                written += 1
-            writer.finish()  # type: ignore[no-untyped-call]
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            for cid, c in result.channels.items()
+        }
+        for name, data in result.metadata.items():
+            writer.add_metadata(name, data)
+        for m in result.messages:
+            if m.channel_id not in channel_ids:
+                continue
+            if upto_tick is not None and m.sequence > upto_tick:
+                continue
+            writer.add_message(
+                channel_ids[m.channel_id], m.log_time, m.data, m.publish_time, m.sequence
+            )
+            written += 1
+        writer.finish()  # type: ignore[no-untyped-call]
     return written
 
 
@@ -263,10 +251,10 @@ class Recording:
         self._by_topic: dict[str, list[Message]] = defaultdict(list)
         topics: dict[int, str] = {}
         for cid, c in result.channels.items():
-            if c.topic in CHANNELS and c.message_encoding != "json":
+            if c.topic in CHANNELS and c.message_encoding != ENCODING:
                 raise RecordingError(
                     f"{self.path}: channel {c.topic} holds "
-                    f"{c.message_encoding!r} messages, expected 'json'"
+                    f"{c.message_encoding!r} messages, expected {ENCODING!r}"
                 )
             topics[cid] = c.topic
         for m in result.messages:
@@ -287,29 +275,33 @@ class Recording:
     def topics(self) -> list[str]:
         return sorted(self._by_topic)
 
-    def count(self, topic: str) -> int:
-        return len(self._by_topic.get(topic, ()))
+    def count(self, channel: Channel[Any]) -> int:
+        return len(self._by_topic.get(channel.topic, ()))
 
-    def messages(self, topic: str) -> Iterator[dict[str, Any]]:
-        """The decoded messages of ``topic``, in recorded order."""
-        for m in self._by_topic.get(topic, ()):
-            yield self._decode(topic, m)
+    def counts(self) -> dict[str, int]:
+        """Messages held per topic."""
+        return {topic: len(self._by_topic[topic]) for topic in self.topics}
 
-    def records(self, topic: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(tick, decoded message) of ``topic``, in recorded order."""
-        for m in self._by_topic.get(topic, ()):
-            yield m.sequence, self._decode(topic, m)
+    def messages(self, channel: Channel[R]) -> Iterator[R]:
+        """The messages of ``channel``, decoded and validated, in recorded order."""
+        for m in self._by_topic.get(channel.topic, ()):
+            yield self._decode(channel, m)
+
+    def records(self, channel: Channel[R]) -> Iterator[tuple[int, R]]:
+        """(tick, decoded message) of ``channel``, in recorded order."""
+        for m in self._by_topic.get(channel.topic, ()):
+            yield m.sequence, self._decode(channel, m)
 
     def ticks(self) -> list[int]:
         """The ticks that have a recorded working set."""
-        return sorted(self._index("/working_set"))
+        return sorted(self._index(WORKING_SET.topic))
 
-    def at(self, topic: str, tick: int) -> list[dict[str, Any]]:
-        """The decoded messages of ``topic`` recorded during ``tick``."""
-        return [self._decode(topic, m) for m in self._index(topic).get(tick, ())]
+    def at(self, channel: Channel[R], tick: int) -> list[R]:
+        """The decoded messages of ``channel`` recorded during ``tick``."""
+        return [self._decode(channel, m) for m in self._index(channel.topic).get(tick, ())]
 
-    def one(self, topic: str, tick: int) -> dict[str, Any] | None:
-        found = self.at(topic, tick)
+    def one(self, channel: Channel[R], tick: int) -> R | None:
+        found = self.at(channel, tick)
         return found[0] if found else None
 
     def spec_json(self) -> dict[str, Any]:
@@ -333,43 +325,19 @@ class Recording:
             self._ticks[topic] = index
         return index
 
-    def _decode(self, topic: str, message: Message) -> dict[str, Any]:
-        where = f"{self.path}: a {topic} message of tick {message.sequence}"
+    def _decode(self, channel: Channel[R], message: Message) -> R:
+        where = f"{self.path}: a {channel.topic} message of tick {message.sequence}"
         try:
             value = json.loads(message.data, parse_constant=_no_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RecordingError(f"{where} is not JSON ({exc})") from None
         if not isinstance(value, dict):
             raise RecordingError(f"{where} is not a JSON object (wrong schema)")
-        _check_fields(value, CHANNELS.get(topic, {}), where)
-        return value
+        try:
+            return channel.parse(value)
+        except FormatError as exc:
+            raise RecordingError(f"{where}: {exc} (wrong schema)") from None
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
-
-
-def _check_fields(value: Mapping[str, Any], schema: Mapping[str, Any], where: str) -> None:
-    """Check the required fields of a message and the JSON types its schema declares."""
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    for name in schema.get("required", ()):
-        if name not in value:
-            raise RecordingError(f"{where} has no {name!r} field (wrong schema)")
-    for name, spec in properties.items():
-        declared = spec.get("type")
-        if name not in value or declared is None:
-            continue
-        names = declared if isinstance(declared, list) else [declared]
-        got = value[name]
-        ok = any(
-            (got is None)
-            if t == "null"
-            else isinstance(got, _JSON_TYPES.get(t, object))
-            and not (t in ("integer", "number") and isinstance(got, bool))
-            for t in names
-        )
-        if not ok:
-            raise RecordingError(
-                f"{where}: field {name!r} should be {' or '.join(names)}, "
-                f"got {json.dumps(got)[:60]} (wrong schema)"
-            )

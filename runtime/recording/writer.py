@@ -1,25 +1,12 @@
 """The flight recorder: every board write, event and frozen pack of a run, in MCAP.
 
-A ``Recorder`` writes JSON messages on JSON-Schema channels of an MCAP file
-(which Foxglove and the ``mcap`` tools open):
-
-=============== ==============================================================
-``/board``        every board write and delete
-``/events``       every event appended to the log
-``/working_set``  per tick: tick, time, source versions, the items with their
-                  provenance, and each cabin's view (items and the filter that
-                  let each in, missing items with reasons, suppressed patterns)
-``/evictions``    per tick: what working memory let go, and why
-``/decisions``    per tick: each cabin's outbox (writes, events, commands,
-                  reactions) or its failure
-``/faults``       every ``fault`` event (what was done to the run)
-``/stats``        per tick: compute time, overrun, working-set size
-=============== ==============================================================
-
-plus a ``run`` metadata record given by the caller. Message log times are the
-run's clock in nanoseconds; the tick is the message sequence number. The file is
-flushed (a complete chunk) at least once per ``flush_every`` seconds of run time
-and finished by ``close()``, which the caller runs in a ``finally`` block.
+A ``Recorder`` writes the channels of ``runtime.recording.format`` (JSON messages on
+JSON-Schema channels, which Foxglove and the ``mcap`` tools open), each message built
+as its channel's typed record, plus a ``run`` metadata record given by the caller.
+Message log times are the run's clock in nanoseconds; the tick is the message
+sequence number. The file is flushed (a complete chunk) at least once per
+``flush_every`` seconds of run time and finished by ``close()``, which the caller runs
+in a ``finally`` block.
 
 An MCAP file cannot be appended to, so a run resumed from a checkpoint records
 into a new file that starts with the old file's messages: ``copy_messages``
@@ -43,72 +30,25 @@ from runtime.errors import SettingError
 from runtime.jsonable import to_json
 from runtime.log import Event, EventLog
 from runtime.loop import TickResult
-
-PROFILE = "tickwork"
-SCHEMA_VERSION = 1
-
-CHANNELS: dict[str, dict[str, Any]] = {
-    "/board": {
-        "required": ["seq", "key", "stamp", "source", "deleted"],
-        "properties": {
-            "seq": {"type": "integer"},
-            "key": {"type": "string"},
-            "value": {},
-            "stamp": {"type": "number"},
-            "ttl": {"type": ["number", "null"]},
-            "source": {"type": "string"},
-            "deleted": {"type": "boolean"},
-        },
-    },
-    "/events": {
-        "required": ["seq", "stamp", "kind", "tags", "data"],
-        "properties": {
-            "seq": {"type": "integer"},
-            "stamp": {"type": "number"},
-            "kind": {"type": "string"},
-            "tags": {"type": "array", "items": {"type": "string"}},
-            "data": {},
-        },
-    },
-    "/working_set": {
-        "required": ["tick", "time", "versions", "items", "views"],
-        "properties": {
-            "tick": {"type": "integer"},
-            "time": {"type": "number"},
-            "versions": {"type": "object"},
-            "items": {"type": "object"},
-            "views": {"type": "object"},
-            "capacity_alarm": {"type": "boolean"},
-            "occupancy": {"type": "object"},
-        },
-    },
-    "/evictions": {
-        "required": ["tick", "evictions"],
-        "properties": {"tick": {"type": "integer"}, "evictions": {"type": "array"}},
-    },
-    "/decisions": {
-        "required": ["tick", "cabins"],
-        "properties": {"tick": {"type": "integer"}, "cabins": {"type": "object"}},
-    },
-    "/faults": {
-        "required": ["tick", "fault", "phase"],
-        "properties": {
-            "tick": {"type": "integer"},
-            "fault": {"type": "string"},
-            "phase": {"type": "string"},
-        },
-    },
-    "/stats": {
-        "required": ["tick", "compute_s", "overrun", "items"],
-        "properties": {
-            "tick": {"type": "integer"},
-            "compute_s": {"type": "number"},
-            "overrun": {"type": "boolean"},
-            "items": {"type": "integer"},
-            "evictions": {"type": "integer"},
-        },
-    },
-}
+from runtime.recording.format import (
+    BOARD,
+    CHANNELS,
+    DECISIONS,
+    ENCODING,
+    EVENTS,
+    EVICTIONS,
+    FAULTS,
+    PROFILE,
+    SCHEMA_VERSION,
+    STATS,
+    WORKING_SET,
+    Channel,
+    DecisionRecord,
+    FailureRecord,
+    FaultRecord,
+    ItemRecord,
+    ViewRecord,
+)
 
 
 class RawMessage(NamedTuple):
@@ -151,21 +91,13 @@ class Recorder:
         self._writer = Writer(self._stream, chunk_size=chunk_size, compression=CompressionType.ZSTD)
         self._writer.start(profile=PROFILE, library="tickwork recorder")
         self._channels: dict[str, int] = {}
-        for topic, schema in CHANNELS.items():
-            document = {
-                "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "title": topic,
-                "type": "object",
-                **schema,
-            }
+        for channel in CHANNELS.values():
             schema_id = self._writer.register_schema(
-                name=f"tickwork{topic.replace('/', '.')}",
-                encoding="jsonschema",
-                data=json.dumps(document).encode(),
+                name=channel.schema_name, encoding="jsonschema", data=channel.schema_bytes()
             )
-            self._channels[topic] = self._writer.register_channel(
-                topic=topic,
-                message_encoding="json",
+            self._channels[channel.topic] = self._writer.register_channel(
+                topic=channel.topic,
+                message_encoding=ENCODING,
                 schema_id=schema_id,
                 metadata={"tickwork_schema_version": str(SCHEMA_VERSION)},
             )
@@ -194,7 +126,7 @@ class Recorder:
         if reading is None:
             now = board.clock.now()
             self._put(
-                "/board",
+                BOARD,
                 {
                     "seq": board.seq,
                     "key": key,
@@ -208,7 +140,7 @@ class Recorder:
             )
             return
         self._put(
-            "/board",
+            BOARD,
             {
                 "seq": reading.seq,
                 "key": key,
@@ -224,7 +156,7 @@ class Recorder:
     def on_event(self, event: Event) -> None:
         data = to_json(event.data)
         self._put(
-            "/events",
+            EVENTS,
             {
                 "seq": event.seq,
                 "stamp": event.stamp,
@@ -235,7 +167,9 @@ class Recorder:
             event.stamp,
         )
         if event.kind == "fault" and isinstance(data, dict):
-            self._put("/faults", {"tick": data.get("tick", self._tick), **data}, event.stamp)
+            fault = _fault_record(data, self._tick)
+            if fault is not None:
+                self._put(FAULTS, fault, event.stamp)
 
     # -- ticks -----------------------------------------------------------------------------
 
@@ -249,7 +183,7 @@ class Recorder:
         """Record the working set, evictions, decisions and stats of one tick."""
         ws, tick, now = result.working_set, result.tick, result.time
         self._tick, self._now = tick, now
-        items = {
+        items: dict[str, ItemRecord] = {
             key: {
                 "value": self._value_json(item.value),
                 "importance": item.importance,
@@ -261,7 +195,7 @@ class Recorder:
             }
             for key, item in ws.items.items()
         }
-        views = {}
+        views: dict[str, ViewRecord] = {}
         for view in result.views:
             views[view.cabin] = {
                 "items": {key: item.via for key, item in view.provenance.items()},
@@ -271,17 +205,16 @@ class Recorder:
                 "corridor_map": [f.id for f in view.corridor_map],
                 "recent_events": [e.seq for e in view.recent_events],
             }
-        versions = {
-            "board_seq": ws.versions.board_seq,
-            "map_version": ws.versions.map_version,
-            "log_seq": ws.versions.log_seq,
-        }
         self._put(
-            "/working_set",
+            WORKING_SET,
             {
                 "tick": tick,
                 "time": now,
-                "versions": versions,
+                "versions": {
+                    "board_seq": ws.versions.board_seq,
+                    "map_version": ws.versions.map_version,
+                    "log_seq": ws.versions.log_seq,
+                },
                 "items": items,
                 "views": views,
                 "capacity_alarm": ws.capacity_alarm,
@@ -294,7 +227,7 @@ class Recorder:
             now,
         )
         self._put(
-            "/evictions",
+            EVICTIONS,
             {
                 "tick": tick,
                 "evictions": [
@@ -309,14 +242,14 @@ class Recorder:
             },
             now,
         )
-        cabins: dict[str, Any] = {out.cabin: decision_json(out) for out in result.outboxes}
+        cabins = {out.cabin: decision_json(out) for out in result.outboxes}
         for failure in result.failures:
-            cabins[failure.cabin] = decision_json(
-                None, {"error_type": failure.error_type, "message": failure.message}
+            cabins[failure.cabin] = failed_decision(
+                {"error_type": failure.error_type, "message": failure.message}
             )
-        self._put("/decisions", {"tick": tick, "cabins": cabins}, now)
+        self._put(DECISIONS, {"tick": tick, "cabins": cabins}, now)
         self._put(
-            "/stats",
+            STATS,
             {
                 "tick": tick,
                 "compute_s": result.compute_seconds,
@@ -342,11 +275,11 @@ class Recorder:
 
     # -- file ------------------------------------------------------------------------------
 
-    def _put(self, topic: str, message: Mapping[str, Any], stamp: float) -> None:
+    def _put(self, channel: Channel[Any], message: Mapping[str, Any], stamp: float) -> None:
         if self.closed:
             return
         self._writer.add_message(
-            self._channels[topic],
+            self._channels[channel.topic],
             log_time=_ns(stamp),
             data=_dumps(message),
             publish_time=_ns(stamp),
@@ -423,18 +356,20 @@ class Recorder:
         self.close()
 
 
-def decision_json(out: Outbox | None, failed: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """An outbox in the form ``/decisions`` records; a failed cabin's outbox is dropped and
-    only ``failed`` (error type and message) is kept."""
-    if out is None or failed is not None:
-        return {
-            "writes": [],
-            "events": [],
-            "commands": [],
-            "reactions": [],
-            "memories": [],
-            "failed": dict(failed or {}),
-        }
+def failed_decision(failed: FailureRecord) -> DecisionRecord:
+    """The ``/decisions`` entry of a cabin whose outbox was dropped: only why it failed."""
+    return {
+        "writes": [],
+        "events": [],
+        "commands": [],
+        "reactions": [],
+        "memories": [],
+        "failed": failed,
+    }
+
+
+def decision_json(out: Outbox) -> DecisionRecord:
+    """An outbox in the form ``/decisions`` records."""
     return {
         "writes": [
             {"key": w.key, "value": to_json(w.value), "ttl": w.ttl, "delete": w.delete}
@@ -459,3 +394,23 @@ def decision_json(out: Outbox | None, failed: Mapping[str, str] | None = None) -
         ],
         "failed": None,
     }
+
+
+def _fault_record(data: Mapping[str, Any], tick: int) -> FaultRecord | None:
+    """The ``/faults`` message of a ``fault`` event's data (None if it names no fault)."""
+    fault, phase = data.get("fault"), data.get("phase")
+    if not isinstance(fault, str) or not isinstance(phase, str):
+        return None
+    at = data.get("tick", tick)
+    record: FaultRecord = {
+        "tick": at if isinstance(at, int) else tick,
+        "fault": fault,
+        "phase": phase,
+    }
+    if isinstance(data.get("kind"), str):
+        record["kind"] = data["kind"]
+    if isinstance(data.get("start"), int):
+        record["start"] = data["start"]
+    if "end" in data and (data["end"] is None or isinstance(data["end"], int)):
+        record["end"] = data["end"]
+    return record

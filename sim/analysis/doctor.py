@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
+from runtime.recording.format import EVENTS, EVICTIONS, WORKING_SET, EvictionRecord
 from runtime.recording.reader import Recording
 from runtime.spec import ContextSpec
 from sim.analysis.replay import recorded_faults, recorded_specs
@@ -258,7 +259,7 @@ class _Tick:
     time: float = 0.0
     missing: dict[str, dict[str, str]] = field(default_factory=dict)
     kinds: dict[str, frozenset[str]] = field(default_factory=dict)
-    evictions: list[dict[str, Any]] = field(default_factory=list)
+    evictions: list[EvictionRecord] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -302,31 +303,23 @@ def _read(rec: Recording) -> _Timeline:
     successes: dict[str, list[Outcome]] = defaultdict(list)
     cabins: list[str] = []
     for tick in rec.ticks():
-        message = rec.one("/working_set", tick) or {}
-        entry = _Tick(time=float(message.get("time", 0.0)))
-        for cabin, view in message.get("views", {}).items():
+        message = rec.one(WORKING_SET, tick)
+        if message is None:
+            continue
+        entry = _Tick(time=message["time"])
+        for cabin, view in message["views"].items():
             if cabin not in cabins:
                 cabins.append(cabin)
-            entry.missing[cabin] = dict(view.get("missing", {}))
-            entry.kinds[cabin] = frozenset(
-                item_kind(k, via) for k, via in view.get("items", {}).items()
-            )
-        evicted = rec.one("/evictions", tick)
+            entry.missing[cabin] = dict(view["missing"])
+            entry.kinds[cabin] = frozenset(item_kind(k, via) for k, via in view["items"].items())
+        evicted = rec.one(EVICTIONS, tick)
         if evicted is not None:
-            entry.evictions = list(evicted.get("evictions", ()))
+            entry.evictions = list(evicted["evictions"])
         ticks[tick] = entry
-        for e in rec.at("/events", tick):
-            kind = str(e.get("kind", ""))
-            tags = tuple(str(t) for t in e.get("tags", ()))
-            event = Outcome(
-                tick,
-                int(e.get("seq", 0)),
-                kind,
-                _cabin_of(tags),
-                float(e.get("stamp", 0.0)),
-                e.get("data"),
-                tags,
-            )
+        for e in rec.at(EVENTS, tick):
+            kind = e["kind"]
+            tags = tuple(e["tags"])
+            event = Outcome(tick, e["seq"], kind, _cabin_of(tags), e["stamp"], e["data"], tags)
             events.append(event)
             if kind in BAD_KINDS:
                 outcomes.append(event)
@@ -374,11 +367,11 @@ def _could_select(spec: ContextSpec, key: str) -> bool:
     return any(matches(key, p) for p in spec.board_keys)
 
 
-def _offered(eviction: Mapping[str, Any], now: float, weight: float) -> bool:
+def _offered(eviction: EvictionRecord, now: float, weight: float) -> bool:
     """Whether a cabin that weights an item ``weight`` may have asked for it at the freeze
     that evicted it: it was offered at that freeze (``last_used`` is now) with an importance
     (the highest weight any spec gave it) no lower than ``weight``."""
-    return eviction.get("last_used") == now and float(eviction.get("importance", 0.0)) >= weight
+    return eviction["last_used"] == now and eviction["importance"] >= weight
 
 
 def _toml_key(pattern: str) -> str:
@@ -474,10 +467,10 @@ class _Doctor:
         for t in span:
             at = self.line.ticks[t]
             for e in at.evictions:
-                reason = str(e.get("reason"))
+                reason = e["reason"]
                 if reason == "retracted":
                     continue  # the source no longer holds it: nothing was lost
-                key = _view_key(cabin, str(e.get("key")))
+                key = _view_key(cabin, e["key"])
                 pattern = self._relevant(spec, key)
                 if key is None or pattern is None:
                     continue

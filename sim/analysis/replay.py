@@ -34,9 +34,18 @@ from runtime.freeze import FrozenDict
 from runtime.jsonable import from_json
 from runtime.memory import Eviction, WorkItem
 from runtime.pack import CabinView, Occupancy, Selection, Versions, WorkingSet
+from runtime.recording.format import (
+    DECISIONS,
+    EVICTIONS,
+    WORKING_SET,
+    DecisionRecord,
+    EvictionsRecord,
+    ViewRecord,
+    WorkingSetRecord,
+)
 from runtime.recording.reader import Recording
-from runtime.recording.writer import decision_json
-from runtime.scratchpad import NOTE_PREFIX
+from runtime.recording.writer import decision_json, failed_decision
+from runtime.scratchpad import memory_key
 from runtime.spec import ContextSpec
 
 FIELDS = ("writes", "events", "commands", "reactions", "memories", "failed")
@@ -172,13 +181,13 @@ class ViewBuilder:
         return value
 
     def working_set(
-        self, message: Mapping[str, Any], evictions: Mapping[str, Any] | None = None
+        self, message: WorkingSetRecord, evictions: EvictionsRecord | None = None
     ) -> WorkingSet:
         """The ``WorkingSet`` of one ``/working_set`` message (and its ``/evictions``)."""
-        tick = int(message["tick"])
+        tick = message["tick"]
         try:
             v = message["versions"]
-            versions = Versions(int(v["board_seq"]), int(v["map_version"]), int(v["log_seq"]))
+            versions = Versions(v["board_seq"], v["map_version"], v["log_seq"])
             held: dict[str, WorkItem] = {}
             for key, it in message["items"].items():
                 held[key] = WorkItem(
@@ -193,14 +202,14 @@ class ViewBuilder:
                 )
             gone = tuple(
                 Eviction(tick, e["key"], e["importance"], e["last_used"], e["reason"])
-                for e in (evictions or {}).get("evictions", ())
+                for e in (evictions["evictions"] if evictions is not None else ())
             )
             selections = {
                 cabin: self._selection(tick, cabin, view, held)
                 for cabin, view in message["views"].items()
             }
             load = message.get("occupancy") or {"held": 0, "pinned": 0, "capacity": 0}
-            occupancy = Occupancy(int(load["held"]), int(load["pinned"]), int(load["capacity"]))
+            occupancy = Occupancy(load["held"], load["pinned"], load["capacity"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ReplayError(
                 f"tick {tick}: the recorded working set cannot be rebuilt "
@@ -212,32 +221,29 @@ class ViewBuilder:
             versions=versions,
             items=FrozenDict(held),
             evictions=gone,
-            capacity_alarm=bool(message.get("capacity_alarm", False)),
+            capacity_alarm=message.get("capacity_alarm", False),
             selections=FrozenDict(selections),
             occupancy=occupancy,
         )
 
     def views(
-        self, message: Mapping[str, Any], evictions: Mapping[str, Any] | None = None
+        self, message: WorkingSetRecord, evictions: EvictionsRecord | None = None
     ) -> dict[str, CabinView]:
         """Cabin → its view at the tick of ``message``, checked against the recording."""
         ws = self.working_set(message, evictions)
         out: dict[str, CabinView] = {}
         for cabin, recorded in message["views"].items():
-            view = ws.view(cabin, suppress=tuple(recorded.get("suppressed", ())))
+            view = ws.view(cabin, suppress=tuple(recorded["suppressed"]))
             _check_view(view, recorded)
             out[cabin] = view
         return out
 
     def _selection(
-        self, tick: int, cabin: str, recorded: Mapping[str, Any], held: Mapping[str, WorkItem]
+        self, tick: int, cabin: str, recorded: ViewRecord, held: Mapping[str, WorkItem]
     ) -> Selection:
         items: dict[str, WorkItem] = {}
         for key, via in recorded["items"].items():
-            memory_key = key
-            if via == _NOTE_VIA and key.startswith(NOTE_PREFIX):
-                memory_key = f"{NOTE_PREFIX}{cabin}/{key[len(NOTE_PREFIX) :]}"
-            base = held.get(memory_key)
+            base = held.get(memory_key(cabin, key) if via == _NOTE_VIA else key)
             if base is None:
                 raise ReplayError(
                     f"tick {tick}: cabin {cabin!r} saw {key!r}, but the "
@@ -254,7 +260,7 @@ class ViewBuilder:
                 base.seq,
                 via,
             )
-        missing = dict(recorded.get("missing", {}))
+        missing = dict(recorded["missing"])
         spec = self.specs.get(cabin)
         required = tuple(spec.required) if spec is not None else tuple(missing)
         events = {
@@ -266,15 +272,9 @@ class ViewBuilder:
             required=required,
             items=FrozenDict(items),
             missing=FrozenDict(missing),
-            nearby_map=tuple(
-                _feature(tick, cabin, items, i) for i in recorded.get("nearby_map", ())
-            ),
-            corridor_map=tuple(
-                _feature(tick, cabin, items, i) for i in recorded.get("corridor_map", ())
-            ),
-            recent_events=tuple(
-                _event(tick, cabin, events, s) for s in recorded.get("recent_events", ())
-            ),
+            nearby_map=tuple(_feature(tick, cabin, items, i) for i in recorded["nearby_map"]),
+            corridor_map=tuple(_feature(tick, cabin, items, i) for i in recorded["corridor_map"]),
+            recent_events=tuple(_event(tick, cabin, events, s) for s in recorded["recent_events"]),
         )
 
 
@@ -297,17 +297,14 @@ def _event(tick: int, cabin: str, events: Mapping[int, Any], seq: int) -> Any:
     return events[seq]
 
 
-def _check_view(view: CabinView, recorded: Mapping[str, Any]) -> None:
+def _check_view(view: CabinView, recorded: ViewRecord) -> None:
     """Raise ``ReplayError`` unless ``view`` is what the recording says the cabin saw."""
-    checks = {
+    checks: dict[str, tuple[Any, Any]] = {
         "items": (list(view), list(recorded["items"])),
-        "missing": (dict(view.missing), dict(recorded.get("missing", {}))),
-        "nearby_map": ([f.id for f in view.nearby_map], list(recorded.get("nearby_map", ()))),
-        "corridor_map": ([f.id for f in view.corridor_map], list(recorded.get("corridor_map", ()))),
-        "recent_events": (
-            [e.seq for e in view.recent_events],
-            list(recorded.get("recent_events", ())),
-        ),
+        "missing": (dict(view.missing), recorded["missing"]),
+        "nearby_map": ([f.id for f in view.nearby_map], recorded["nearby_map"]),
+        "corridor_map": ([f.id for f in view.corridor_map], recorded["corridor_map"]),
+        "recent_events": ([e.seq for e in view.recent_events], recorded["recent_events"]),
     }
     for name, (rebuilt, wanted) in checks.items():
         if rebuilt != wanted:
@@ -385,7 +382,7 @@ def recorded_faults(recording: Recording) -> list[Any]:
 
 def _cabin_order(recording: Recording, first_tick: int | None) -> list[str]:
     if first_tick is not None:
-        message = recording.one("/working_set", first_tick)
+        message = recording.one(WORKING_SET, first_tick)
         if message is not None:
             return list(message["views"])
     return list(json.loads(recording.metadata.get("cabins", "[]")))
@@ -498,13 +495,13 @@ def replay(
     drifts: list[Drift] = []
     done: list[int] = []
     for tick in ticks:
-        message = rec.one("/working_set", tick)
-        decisions = rec.one("/decisions", tick)
+        message = rec.one(WORKING_SET, tick)
+        decisions = rec.one(DECISIONS, tick)
         if message is None or decisions is None:
             notes.append(f"tick {tick} has no recorded decisions: the replay stops there")
             break
-        views = builder.views(message, rec.one("/evictions", tick))
-        recorded_cabins = decisions.get("cabins", {})
+        views = builder.views(message, rec.one(EVICTIONS, tick))
+        recorded_cabins = decisions["cabins"]
         for cabin in run:
             view = views.get(cabin.name)
             if view is None:
@@ -539,14 +536,13 @@ def replay(
     )
 
 
-def _decide(cabin: Cabin, view: CabinView, recorded: Mapping[str, Any] | None) -> dict[str, Any]:
+def _decide(cabin: Cabin, view: CabinView, recorded: DecisionRecord | None) -> DecisionRecord:
     out = Outbox(cabin.name)
     try:
         cabin.step(view, out)
     except Exception as exc:  # the loop isolates a raising cabin; so does the replay
-        return decision_json(out, {"error_type": type(exc).__name__, "message": str(exc)})
-    failed = (recorded or {}).get("failed")
-    dropped = isinstance(failed, Mapping) and failed.get("error_type") == "NoScratchpad"
-    if dropped and out.notes:
-        return decision_json(out, failed)  # the loop dropped this outbox: no scratchpad
+        return failed_decision({"error_type": type(exc).__name__, "message": str(exc)})
+    failed = recorded["failed"] if recorded is not None else None
+    if failed is not None and failed["error_type"] == "NoScratchpad" and out.notes:
+        return failed_decision(failed)  # the loop dropped this outbox: no scratchpad
     return decision_json(out)

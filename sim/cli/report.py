@@ -96,7 +96,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def check_report_target(path: str) -> None:
     """Refuse a ``--report`` target that cannot be written, before any work is done."""
-    from sim.report.pages import ReportError, check_output
+    from sim.report.html import ReportError, check_output
 
     try:
         check_output(path)
@@ -109,7 +109,7 @@ def run_report_recording(args: argparse.Namespace) -> Path | None:
     records nowhere else (no ``--record``, no ``--resume``), else None. The caller deletes it."""
     if getattr(args, "report", None) is None:
         return None
-    from sim.report.pages import temporary_recording
+    from sim.report.html import temporary_recording
 
     check_report_target(args.report)
     if args.record is not None or args.resume is not None:
@@ -122,7 +122,8 @@ def write_run_page(
 ) -> None:
     """After ``run --report``: the page of the run's recording, with the run's own summary."""
     from runtime.recording.reader import RecordingError
-    from sim.report.pages import ReportError, write_run_report
+    from sim.report.html import ReportError
+    from sim.report.pages import write_run_report
 
     try:
         info = write_run_report(recording, out, summary=summary, warn=notice)
@@ -136,7 +137,8 @@ def write_run_page(
 
 def write_campaign_page(out: str, report: Mapping[str, Any], *, quiet: bool = False) -> None:
     """After ``campaign --report``: the fault matrix as a page."""
-    from sim.report.pages import ReportError, write_campaign_report
+    from sim.report.campaign import write_campaign_report
+    from sim.report.html import ReportError
 
     try:
         info = write_campaign_report(report, out)

@@ -32,7 +32,6 @@ import json
 import os
 import pickle
 import sys
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -41,14 +40,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runtime.errors import SettingError, TickworkError
-from runtime.files import open_binary
+from runtime.files import atomic_output, fsync_folder, open_binary
 
 if TYPE_CHECKING:
     from runtime.recording.writer import Recorder
     from sim.run.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 3  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions
+FORMAT = 4  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
+# 4: the layout of issue 11 (modules moved, board values typed in cabins.values)
 PROTOCOL = 5  # protocol 5 keeps read-only (frozen) numpy arrays read-only
 _HEADER_LIMIT = 1 << 20
 _LOCK_TYPES: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
@@ -239,42 +239,12 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
     }
     head = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
     try:
-        write_atomically(target, head, payload)
+        with atomic_output(target, mode=0o600) as fh:
+            fh.write(head)
+            fh.write(payload)
     except OSError as exc:
         raise CheckpointError(f"cannot write checkpoint {target}: {exc.strerror or exc}") from exc
     return _info(str(target), header, len(head))
-
-
-def write_atomically(target: Path, *parts: bytes | memoryview) -> None:
-    """Write ``parts`` to a temporary file beside ``target``, fsync it, rename it over
-    ``target`` and fsync the folder. On failure ``target`` is untouched."""
-    folder = target.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for part in parts:
-                fh.write(part)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_folder(folder)
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (where the platform allows it)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class Checkpointer:
@@ -432,6 +402,7 @@ def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Rec
     """A recorder at ``record`` that starts with the messages of ticks ``0..tick-1`` of the
     recording already there (complete or cut short by a crash), ready to record ``tick``
     on. The old file is replaced atomically, once the new one holds those messages."""
+    from runtime.recording.format import WORKING_SET
     from runtime.recording.reader import RecordingError, scan
     from runtime.recording.writer import RawMessage, Recorder
 
@@ -446,7 +417,7 @@ def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Rec
         for m in old.messages
         if m.sequence < tick and m.channel_id in topics
     ]
-    recorded = {m.sequence for m in kept if m.topic == "/working_set"}
+    recorded = {m.sequence for m in kept if m.topic == WORKING_SET.topic}
     lost = [t for t in range(tick) if t not in recorded]
     if lost:
         raise CheckpointError(

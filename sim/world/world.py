@@ -30,13 +30,34 @@ import numpy.typing as npt
 import shapely
 from shapely.geometry import Point
 
+from cabins.values import (
+    ACCEPTANCE,
+    ACTION_LAST,
+    BATTERY,
+    BATTERY_LOW,
+    CARGO,
+    CHARGERS,
+    DOCKS,
+    POSE,
+    ROBOT_LIMITS,
+    ROBOT_RADIUS,
+    VELOCITY,
+    WORLD_BOUNDS,
+    Acceptance,
+    ActionOutcome,
+    DeliverGoal,
+    Pose,
+    RobotLimits,
+    Velocity,
+    Zone,
+    deliver_goal_key,
+)
 from runtime.cabin import Command
 from runtime.cabin_map import Feature
 from runtime.errors import SettingError
 from sim.world.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
 
 __all__ = [
-    "ActionOutcome",
     "BoardSink",
     "CommandLike",
     "Incident",
@@ -112,32 +133,6 @@ class TaskState:
     goal_removed: bool = False
     picked_at: float | None = None
     delivered_at: float | None = None
-
-
-@dataclass(frozen=True)
-class ActionOutcome:
-    """The result of one pick, drop or charge command, reported at the next ``sense``."""
-
-    id: int
-    action: str
-    task: str | None
-    ok: bool
-    reason: str
-    stamp: float
-    charger: str | None = None
-
-    def as_value(self) -> dict[str, Any]:
-        value: dict[str, Any] = {
-            "id": self.id,
-            "action": self.action,
-            "task": self.task,
-            "ok": self.ok,
-            "reason": self.reason,
-            "stamp": self.stamp,
-        }
-        if self.charger is not None:
-            value["charger"] = self.charger
-        return value
 
 
 @dataclass(frozen=True)
@@ -302,15 +297,8 @@ class World:
                     {"id": zone.id, "description": zone.description},
                 )
             )
-            board.write(
-                f"safety:forbidden:{zone.id}",
-                {
-                    "zone": zone.id,
-                    "polygon": zone.polygon,
-                    "description": zone.description,
-                },
-                source=DISPATCHER,
-            )
+            forbidden = Zone.of(zone.id, zone.polygon, description=zone.description)
+            board.write(forbidden.key, forbidden.as_value(), source=DISPATCHER)
         for speed in sc.speed_zones:
             cabin_map.add(
                 Feature(
@@ -321,38 +309,18 @@ class World:
                     {"id": speed.id, "max_speed": speed.max_speed},
                 )
             )
-            board.write(
-                f"constraint:speed:{speed.id}",
-                {
-                    "zone": speed.id,
-                    "polygon": speed.polygon,
-                    "max_speed": speed.max_speed,
-                },
-                source=DISPATCHER,
-            )
-        board.write("world:bounds", sc.floor.bounds, source=WORLD)
-        board.write("robot:radius", sc.robot.radius, source=WORLD)
-        board.write(
-            "robot:limits",
-            {
-                "radius": sc.robot.radius,
-                "max_speed": sc.robot.max_speed,
-                "max_turn_rate": sc.robot.max_turn_rate,
-                "max_accel": sc.robot.max_accel,
-            },
-            source=WORLD,
-        )
-        board.write(
-            "acceptance",
-            {
-                "dock_tolerance": sc.acceptance.dock_tolerance,
-                "max_speed": sc.acceptance.max_speed,
-            },
-            source=WORLD,
-        )
-        board.write("battery:low", sc.robot.low_battery, source=WORLD)
-        board.write("docks", {d.id: (d.x, d.y) for d in sc.docks}, source=DISPATCHER)
-        board.write("chargers", {c.id: (c.x, c.y) for c in sc.chargers}, source=DISPATCHER)
+            limited = Zone.of(speed.id, speed.polygon, max_speed=speed.max_speed)
+            board.write(limited.key, limited.as_value(), source=DISPATCHER)
+        robot = sc.robot
+        limits = RobotLimits(robot.radius, robot.max_speed, robot.max_turn_rate, robot.max_accel)
+        acceptance = Acceptance(sc.acceptance.dock_tolerance, sc.acceptance.max_speed)
+        board.write(WORLD_BOUNDS, sc.floor.bounds, source=WORLD)
+        board.write(ROBOT_RADIUS, robot.radius, source=WORLD)
+        board.write(ROBOT_LIMITS, limits.as_value(), source=WORLD)
+        board.write(ACCEPTANCE, acceptance.as_value(), source=WORLD)
+        board.write(BATTERY_LOW, robot.low_battery, source=WORLD)
+        board.write(DOCKS, {d.id: (d.x, d.y) for d in sc.docks}, source=DISPATCHER)
+        board.write(CHARGERS, {c.id: (c.x, c.y) for c in sc.chargers}, source=DISPATCHER)
 
     # -- sense ----------------------------------------------------------------
 
@@ -361,7 +329,7 @@ class World:
         st, sc = self.state, self.scenario
         robot, sensors = st.robot, sc.sensors
         for outcome in st.pending:
-            board.write("action:last", outcome.as_value(), source=WORLD)
+            board.write(ACTION_LAST, outcome.as_value(), source=WORLD)
         st.pending = []
         dropout = sc.failures.sensor_dropout_p > 0 and self.rng.random() < (
             sc.failures.sensor_dropout_p
@@ -370,17 +338,18 @@ class World:
             st.stats.pose_dropouts += 1
         else:
             nx, ny, nt = self.rng.normal(0.0, 1.0, size=3)
-            pose = (
+            pose = Pose(
                 robot.x + float(nx) * sensors.pose_noise,
                 robot.y + float(ny) * sensors.pose_noise,
                 _wrap(robot.theta + float(nt) * sensors.heading_noise),
             )
-            board.write("pose", pose, ttl=sensors.pose_ttl, source=WORLD)
-        board.write("velocity", (robot.v, robot.w), ttl=sensors.velocity_ttl, source=WORLD)
+            board.write(POSE, pose.as_value(), ttl=sensors.pose_ttl, source=WORLD)
+        velocity = Velocity(robot.v, robot.w)
+        board.write(VELOCITY, velocity.as_value(), ttl=sensors.velocity_ttl, source=WORLD)
         board.write(
-            "battery", robot.battery_wh / sc.robot.battery_wh, ttl=sensors.battery_ttl, source=WORLD
+            BATTERY, robot.battery_wh / sc.robot.battery_wh, ttl=sensors.battery_ttl, source=WORLD
         )
-        board.write("cargo", robot.cargo, source=WORLD)
+        board.write(CARGO, robot.cargo, source=WORLD)
         self._sense_obstacles(cabin_map, now)
         self._dispatch(board, now)
 
@@ -416,25 +385,22 @@ class World:
 
     def _dispatch(self, board: BoardSink, now: float) -> None:
         for task, ts in zip(self.scenario.tasks, self.state.tasks, strict=True):
-            key = f"goal:deliver:{task.id}"
+            key = deliver_goal_key(task.id)
             if ts.delivered_at is not None:
                 if ts.goal_posted and not ts.goal_removed:
                     board.delete(key)
                     ts.goal_removed = True
             elif not ts.goal_posted and now + _EPS >= task.release:
                 pickup, drop = self.scenario.dock(task.pickup), self.scenario.dock(task.drop)
-                board.write(
-                    key,
-                    {
-                        "task": task.id,
-                        "pickup": task.pickup,
-                        "drop": task.drop,
-                        "pickup_xy": (pickup.x, pickup.y),
-                        "drop_xy": (drop.x, drop.y),
-                        "released": task.release,
-                    },
-                    source=DISPATCHER,
+                goal = DeliverGoal(
+                    task=task.id,
+                    pickup=task.pickup,
+                    drop=task.drop,
+                    pickup_xy=(pickup.x, pickup.y),
+                    drop_xy=(drop.x, drop.y),
+                    released=task.release,
                 )
+                board.write(key, goal.as_value(), source=DISPATCHER)
                 ts.goal_posted = True
 
     # -- apply ----------------------------------------------------------------

@@ -1,0 +1,203 @@
+"""The layout's rules, read from the source: imports run one way and form no cycle.
+
+Every import counts, at the top of a module or inside a function: a lazy import is a
+dependency too. ``runtime`` imports nothing of ``cabins`` or ``sim``, ``cabins`` nothing
+of ``sim``, and inside ``sim`` the layers go cli → analysis/report → run → world/faults.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("runtime", "cabins", "sim")
+
+SIM_LAYERS = {
+    "sim.cli": 3,
+    "sim.analysis": 2,
+    "sim.report": 2,
+    "sim.run": 1,
+    "sim.world": 0,
+    "sim.faults": 0,
+}
+"""A sim sub-package may import only sub-packages of a lower layer (or its own)."""
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Iterator[str]:
+    """The project modules ``name`` imports (``from a import b`` counts as ``a.b`` when that
+    is a module, else as ``a``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                yield target
+
+
+GRAPH = {name: set(_imports(name, path)) for name, path in MODULES.items()}
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _layer(name: str) -> str | None:
+    for prefix in SIM_LAYERS:
+        if name == prefix or name.startswith(prefix + "."):
+            return prefix
+    return None
+
+
+def test_the_graph_sees_the_packages() -> None:
+    assert {"runtime.loop", "runtime.recording.format", "cabins.values", "sim.cli.app"} <= set(
+        MODULES
+    )
+    assert "runtime.recording.format" in GRAPH["runtime.recording.writer"]
+    assert "sim.run.harness" in GRAPH["sim.cli.inputs"]  # a lazy import, inside a function
+
+
+def test_runtime_knows_nothing_of_cabins_or_sim() -> None:
+    wrong = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if _top(m) == "runtime" and _top(t) in ("cabins", "sim")
+    }
+    assert not wrong
+
+
+def test_cabins_know_nothing_of_sim() -> None:
+    wrong = {
+        (m, t) for m, ts in GRAPH.items() for t in ts if _top(m) == "cabins" and _top(t) == "sim"
+    }
+    assert not wrong
+
+
+def test_sim_layers_import_downwards() -> None:
+    wrong = set()
+    for module, targets in GRAPH.items():
+        mine = _layer(module)
+        if mine is None:
+            continue
+        for target in targets:
+            theirs = _layer(target)
+            if theirs is not None and theirs != mine and SIM_LAYERS[theirs] >= SIM_LAYERS[mine]:
+                wrong.add((module, target))
+    assert not wrong
+
+
+def test_no_import_cycles() -> None:
+    cycles = _cycles(GRAPH)
+    assert not cycles, cycles
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_public_api_names_resolve_and_are_declared_once() -> None:
+    import runtime
+
+    tree = ast.parse((ROOT / "runtime" / "__init__.py").read_text(encoding="utf-8"))
+    checked = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if node.module and node.module.startswith("runtime")
+    }
+    assert checked == set(runtime.__all__)  # what type checkers see is what users get
+    for name in runtime.__all__:
+        value = getattr(runtime, name)
+        assert getattr(value, "__name__", name) == name
+
+
+def test_help_and_the_error_base_import_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from sim.cli.app import build_parser; build_parser(); "
+        "import runtime.errors; "
+        "print(sorted(m for m in ('numpy', 'shapely', 'pydantic', 'runtime.board') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_no_public_name_is_shadowed_by_a_module_of_the_package() -> None:
+    import pkgutil
+
+    import runtime
+
+    modules = {m.name for m in pkgutil.iter_modules(runtime.__path__)}
+    assert not modules & set(runtime.__all__)
