@@ -19,6 +19,7 @@ from runtime.clock import SimClock
 from runtime.log import EventLog
 from runtime.memory import WorkingMemory
 from runtime.pack import CabinView
+from runtime.scratchpad import Scratchpad
 from runtime.spec import ContextSpec
 
 
@@ -43,12 +44,15 @@ def make_view(
     tick: int = 0,
     suppress: Iterable[str] = (),
     capacity: int = 64,
+    notes: Mapping[str, Any] | None = None,
 ) -> CabinView:
     """The view ``spec``'s cabin would get at ``now`` from these sources.
 
     ``board`` maps keys to values (wrap a value in ``Stale`` to make it stale);
     ``events`` are ``(kind, data)``, ``(kind, data, stamp)`` or ``(kind, data, stamp, tags)``,
-    stamped ``now`` when no stamp is given, in non-decreasing stamp order.
+    stamped ``now`` when no stamp is given, in non-decreasing stamp order; ``notes`` maps
+    note keys to values in the cabin's scratchpad (they show as ``note:<key>`` items, as a
+    spec that weights them selects them).
     """
     clock = SimClock(start=0.0)
     state = StateBoard(clock=clock)
@@ -66,8 +70,18 @@ def make_view(
         stamp = float(event[2]) if len(event) > 2 else now
         tags: Iterable[str] = event[3] if len(event) > 3 else ()
         log.append(kind, data, stamp=stamp, tags=tags)
+    pad = Scratchpad()
+    for key, value in (notes or {}).items():
+        pad.write(key, value)
     clock.sleep_until(now)
-    assembler = Assembler(state, cabin_map, log, WorkingMemory(capacity=capacity), [spec])
+    assembler = Assembler(
+        state,
+        cabin_map,
+        log,
+        WorkingMemory(capacity=capacity),
+        [spec],
+        scratchpads={spec.name: pad},
+    )
     return assembler.assemble(tick, now).view(spec.name, suppress=suppress)
 
 

@@ -392,3 +392,13 @@ def test_outbox_note_values_are_frozen() -> None:
     out.note("k", value)
     value.append(3)
     assert out.notes[0].value == (1, 2) and out
+
+
+def test_make_view_puts_notes_in_the_cabins_view() -> None:
+    from runtime import ContextSpec
+    from runtime.testing import make_view
+
+    spec = ContextSpec(name="agent", board_keys=("pose",), weights={"note:*": 0.6})
+    view = make_view(spec, board={"pose": (0.0, 0.0, 0.0)}, notes={"next_dock": "A"})
+    assert view["note:next_dock"].value == "A"
+    assert view.provenance["note:next_dock"].importance == 0.6

@@ -6,7 +6,9 @@ import io
 
 import pytest
 
-from sim.run.harness import Simulation, deterministic_fields
+from runtime import CabinView, ContextSpec, Outbox
+from sim.faults.model import parse_fault
+from sim.run.harness import ExtraCabin, Simulation, deterministic_fields
 
 
 @pytest.mark.parametrize(
@@ -75,3 +77,33 @@ def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_ru
     _Pickler(buffer).dump(sim)
     restored = _Unpickler(io.BytesIO(buffer.getvalue())).load()
     assert restored.run(3, until_done=False)["ticks"] == 8
+
+
+class _NoteTaker:
+    """A user cabin that keeps a counter in its scratchpad and reads it back next tick."""
+
+    uses_notes = True
+
+    def __init__(self, spec: ContextSpec) -> None:
+        self.spec, self.name = spec, spec.name
+        self.seen: list[object] = []
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        note = view.get("note:count")
+        self.seen.append(None if note is None else note.value)
+        out.note("count", view.tick, "the tick this cabin last ran at")
+
+
+@pytest.mark.parametrize("faults", [(), ("crash:planner@5",)])
+def test_a_user_cabin_that_keeps_notes_gets_its_own_scratchpad(faults: tuple[str, ...]) -> None:
+    spec = ContextSpec(name="notetaker", weights={"note:*": 0.6})
+    sim = Simulation(
+        seed=0,
+        extra=[ExtraCabin(spec=spec, factory=_NoteTaker)],
+        faults=[parse_fault(f) for f in faults],
+    )
+    sim.run(12)
+    taker = next(c for c in sim.loop.cabins if c.name == "notetaker")
+    seen = getattr(taker, "inner", taker).seen
+    assert seen == [None, *range(11)]  # each tick sees the note the last one wrote
+    assert sim.summary()["cabin_failures"] == len(faults)

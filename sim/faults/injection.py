@@ -80,6 +80,11 @@ class FaultyCabin:
     def spec(self) -> ContextSpec:
         return self.inner.spec
 
+    @property
+    def uses_notes(self) -> bool:
+        """Whether the wrapped cabin keeps scratchpad notes (the loop checks it has a pad)."""
+        return getattr(self.inner, "uses_notes", False) is True
+
     def step(self, view: CabinView, out: Outbox) -> None:
         if self.plan.crashes(view.tick, self.name):
             raise InjectedCrash(f"injected crash of {self.name} at tick {view.tick}")

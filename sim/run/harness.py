@@ -41,6 +41,7 @@ from runtime import (
     Event,
     EventLog,
     Reading,
+    Scratchpad,
     SimClock,
     StateBoard,
     TickLoop,
@@ -281,7 +282,11 @@ class Simulation:
             self.faults, board=self.board, cabin_map=self.cabin_map, log=self.log
         )
         used = [specs[c.name] for c in cabins]
-        self.assembler = Assembler(self.board, self.cabin_map, self.log, self.memory, used)
+        # every cabin a user brings gets a scratchpad of its own (an LLM cabin keeps notes)
+        pads = {c.spec.name: Scratchpad(lock=lock) for c in extra}
+        self.assembler = Assembler(
+            self.board, self.cabin_map, self.log, self.memory, used, scratchpads=pads
+        )
         self.loop = TickLoop(
             self.assembler,
             self.injector.wrap(cabins),
