@@ -69,11 +69,18 @@ def damage_notice(recording: Recording) -> str | None:
     )
     if "run" not in result.metadata:
         return f"{where}; nothing before it can be read or recovered"
-    read = (
-        f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} ({tick_ranges(ticks)}) up to there"
-        if ticks
-        else "no tick was recorded before it"
-    )
+    if not ticks:
+        read = "no tick was recorded before it"
+    elif result.skipped:
+        stretches = len(result.skipped)
+        read = (
+            f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} ({tick_ranges(ticks)}), "
+            f"passing over {stretches} damaged stretch{'es' if stretches != 1 else ''} "
+            f"({result.dropped_bytes} bytes)"
+        )
+    else:
+        plural = "s" if len(ticks) != 1 else ""
+        read = f"read {len(ticks)} tick{plural} ({tick_ranges(ticks)}) up to there"
     return (
         f"{where}; {read} (python -m sim repair {shlex.quote(result.path)} writes a complete copy)"
     )
@@ -119,8 +126,9 @@ def repair_report(path: str | Path, out: str | Path | None = None) -> Json:
         "first_tick": ticks[0] if ticks else None,
         "last_tick": last,
         "break_at": None if result.complete else result.good_bytes,
-        "bytes_recovered": result.good_bytes,
-        "bytes_dropped": result.size - result.good_bytes,
+        "bytes_recovered": result.size - result.dropped_bytes,
+        "bytes_dropped": result.dropped_bytes,
+        "skipped": [{"start": s.start, "end": s.end, "cause": s.cause} for s in result.skipped],
         "cause": result.cause,
         "last_tick_partial": last is not None and recording.one(STATS, last) is None,
         "messages_by_channel": recording.counts(),
