@@ -322,3 +322,16 @@ def test_cli_doctor_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     done = sim_cli("doctor", str(tmp_path / "nope.mcap"))
     assert done.returncode == 2 and "no such file" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_evicted_events_are_attributed_under_capacity_pressure(tmp_path: Path) -> None:
+    # An event keeps its stamp as last_used, so it never looked "offered" at the freeze that
+    # evicted it: the planner's event:action_done items went unnamed under capacity 24.
+    path = tmp_path / "tight.mcap"
+    sim = Simulation("warehouse", seed=0, capacity=24, record=path)
+    sim.run()
+    sim.close()
+    report = diagnose(path)
+    changes = {(s.cabin, s.change) for s in report.suggestions}
+    assert any(cabin == "planner" and "event:" in change for cabin, change in changes), changes

@@ -367,11 +367,17 @@ def _could_select(spec: ContextSpec, key: str) -> bool:
     return any(matches(key, p) for p in spec.board_keys)
 
 
-def _offered(eviction: EvictionRecord, now: float, weight: float) -> bool:
-    """Whether a cabin that weights an item ``weight`` may have asked for it at the freeze
-    that evicted it: it was offered at that freeze (``last_used`` is now) with an importance
-    (the highest weight any spec gave it) no lower than ``weight``."""
-    return eviction["last_used"] == now and eviction["importance"] >= weight
+def _offered(eviction: EvictionRecord, now: float, spec: ContextSpec, key: str) -> bool:
+    """Whether a cabin whose spec weights an item may have asked for it at the freeze that
+    evicted it, with an importance (the highest weight any spec gave it) no lower than its
+    own weight. A board item or a map feature was offered if the freeze refreshed it
+    (``last_used`` is now); an event keeps its stamp as ``last_used``, so it was offered
+    if it was still within the cabin's event window."""
+    if eviction["importance"] < spec.weight_for(key):
+        return False
+    if key.startswith("event:"):
+        return now - eviction["last_used"] <= spec.event_window
+    return eviction["last_used"] == now
 
 
 def _toml_key(pattern: str) -> str:
@@ -474,7 +480,7 @@ class _Doctor:
                 pattern = self._relevant(spec, key)
                 if key is None or pattern is None:
                     continue
-                if reason == "capacity" and not _offered(e, at.time, spec.weight_for(key)):
+                if reason == "capacity" and not _offered(e, at.time, spec, key):
                     continue
                 entry = seen.setdefault((key, reason), ([], pattern))
                 entry[0].append(t)
