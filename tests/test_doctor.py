@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from runtime import ContextSpec, configure_logging, load_specs
 from runtime.recording.format import PROFILE
+from sim import cli
 from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
@@ -335,3 +336,20 @@ def test_evicted_events_are_attributed_under_capacity_pressure(tmp_path: Path) -
     report = diagnose(path)
     changes = {(s.cabin, s.change) for s in report.suggestions}
     assert any(cabin == "planner" and "event:" in change for cabin, change in changes), changes
+
+
+def test_a_recording_without_ticks_is_bad_input_and_a_huge_window_is_the_whole_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.recording.writer import Recorder
+
+    empty = tmp_path / "empty.mcap"
+    Recorder(empty, metadata={"specs": "{}", "cabins": "[]", "faults": "[]"}).close()
+    assert cli.main(["doctor", str(empty)]) == 2
+    assert "holds no ticks" in capsys.readouterr().err
+    path = tmp_path / "short.mcap"
+    sim = Simulation("warehouse", seed=0, record=path)
+    sim.run(30)
+    sim.close()
+    huge = diagnose(path, window=10**12)  # bounded by the recording, not by the number
+    assert huge.findings == diagnose(path, window=30).findings

@@ -211,7 +211,7 @@ def _last_eviction(recording: Recording, tick: int, cabin: str, pattern: str) ->
 def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> Json:
     """The history of ``key``: every tick it was in the working set, in a view, missing
     or evicted (``history``), and every board write or delete of it (``board``)."""
-    _require_ticks(recording)
+    require_ticks(recording)
     names = _check_cabin(recording, cabin)
     evictions: dict[int, list[EvictionRecord]] = {}
     for t, message in recording.records(EVICTIONS):
@@ -432,13 +432,15 @@ def _working_set(recording: Recording, tick: int) -> WorkingSetRecord:
     ws = recording.one(WORKING_SET, tick)
     if ws is not None:
         return ws
-    ticks = _require_ticks(recording)
+    ticks = require_ticks(recording)
     raise InspectError(
         f"tick {tick} is not in {recording.path}: it holds ticks {tick_ranges(ticks)}"
     )
 
 
-def _require_ticks(recording: Recording) -> list[int]:
+def require_ticks(recording: Recording) -> list[int]:
+    """The recording's ticks; ``InspectError`` for a recording that holds none (there is
+    nothing to inspect, diagnose, replay or report)."""
     ticks = recording.ticks()
     if not ticks:
         broke = (
@@ -509,6 +511,7 @@ __all__ = [
     "key_history",
     "open_recording",
     "repair_report",
+    "require_ticks",
     "tick_ranges",
     "tick_report",
 ]

@@ -50,6 +50,7 @@ from typing import Any, Literal
 from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
 from runtime.recording.format import EVENTS, EVICTIONS, WORKING_SET, EvictionRecord
+from runtime.recording.inspect import require_ticks
 from runtime.recording.reader import Recording
 from runtime.spec import ContextSpec
 from sim.analysis.replay import recorded_faults, recorded_specs
@@ -397,10 +398,12 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
         raise SettingError(f"window must be a whole number of ticks >= 0, got {window!r}")
     rec = recording if isinstance(recording, Recording) else Recording.open(recording)
+    ticks = require_ticks(rec)  # a recording without ticks has no outcome to diagnose
     specs = recorded_specs(rec)
     faults = recorded_faults(rec)
     line = _read(rec)
-    doctor = _Doctor(line, specs, faults, window)
+    # a window longer than the recording looks at what the recording holds, no further
+    doctor = _Doctor(line, specs, faults, min(window, ticks[-1] - ticks[0] + 1))
     findings = tuple(doctor.finding(o) for o in line.outcomes)
     suggestions = doctor.suggestions(findings)
     crowded = sum(
