@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from sim.cli.args import positive_float, positive_int
+from sim.cli.args import duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
 from sim.cli.tables import counts_text
 
@@ -52,11 +52,11 @@ def register(sub: Any) -> None:
         help="run at most N ticks (default: the scenario's duration)",
     )
     length.add_argument(
-        "--duration", type=positive_float, metavar="S", help="run at most S simulated seconds"
+        "--duration", type=duration, metavar="S", help="run at most S simulated seconds"
     )
     run.add_argument(
         "--rate",
-        type=positive_float,
+        type=rate,
         metavar="HZ",
         help="tick rate (default: the scenario's, usually 20)",
     )
@@ -245,29 +245,45 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
 
 
 def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]:
-    """The simulation and the run plan of a run started from scratch."""
+    """The simulation and the run plan of a run started from scratch. Every input is read
+    and every output path checked before the recording is opened."""
     import os
     import sqlite3
 
     from sim.cli.inputs import load_cabin, load_faults
+    from sim.cli.outputs import check_outputs
     from sim.run.checkpoint import RunPlan
     from sim.run.harness import Simulation
+    from sim.world.scenario import load_scenario
 
     if args.checkpoint is not None and args.checkpoint_every is None:
         raise InputError(
             f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N (how often to write it)"
         )
     seed = 0 if args.seed is None else args.seed
-    try:
-        extra = [load_cabin(text) for text in args.cabin]
-        specs = None
-        if args.specs:
-            from runtime import load_specs
+    scenario = load_scenario(args.scenario or "warehouse")
+    extra = [load_cabin(text) for text in args.cabin]
+    specs = None
+    if args.specs:
+        from runtime import load_specs
 
-            specs = load_specs(args.specs)
-        faults = load_faults(args.fault, args.faults)
+        specs = load_specs(args.specs)
+    faults = load_faults(args.fault, args.faults)
+    checkpoint = _checkpoint_path(args, scenario.name, seed)
+    scenario_file = args.scenario if args.scenario and os.path.isfile(args.scenario) else None
+    check_outputs(
+        [
+            ("--record", args.record),
+            ("--checkpoint", checkpoint),
+            ("--report", args.report),
+            ("--memory", args.memory),
+        ],
+        inputs=[("--scenario", scenario_file), ("--faults", args.faults)]
+        + [(f"--cabin {text}", text.partition("@")[2]) for text in args.cabin],
+    )
+    try:
         sim = Simulation(
-            args.scenario or "warehouse",
+            scenario,
             seed=seed,
             rate_hz=args.rate,
             capacity=64 if args.capacity is None else args.capacity,
@@ -290,18 +306,6 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         ticks = max(1, round(args.duration * sim.rate_hz))
     else:
         ticks = sim.max_ticks
-    checkpoint = None
-    if args.checkpoint_every is not None:
-        if args.checkpoint is not None:
-            checkpoint = args.checkpoint
-        elif args.record is not None:
-            checkpoint = os.path.splitext(args.record)[0] + ".ckpt"
-        else:
-            checkpoint = f"{sim.scenario.name}-seed{seed}.ckpt"
-        checkpoint = os.path.abspath(checkpoint)
-        if not os.path.isdir(os.path.dirname(checkpoint)):
-            sim.close()
-            raise InputError(f"--checkpoint {checkpoint!r}: its folder does not exist")
     plan = RunPlan(
         ticks=ticks,
         until_done=not args.full,
@@ -311,6 +315,20 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         cabins=tuple(args.cabin),
     )
     return sim, plan
+
+
+def _checkpoint_path(args: argparse.Namespace, scenario: str, seed: int) -> str | None:
+    """Where a new run writes its checkpoints: ``--checkpoint``, else beside ``--record``,
+    else ``SCENARIO-seedN.ckpt`` here; None without ``--checkpoint-every``."""
+    import os
+
+    if args.checkpoint_every is None:
+        return None
+    if args.checkpoint is not None:
+        return os.path.abspath(str(args.checkpoint))
+    if args.record is not None:
+        return os.path.abspath(os.path.splitext(str(args.record))[0] + ".ckpt")
+    return os.path.abspath(f"{scenario}-seed{seed}.ckpt")
 
 
 def _resumed_run(args: argparse.Namespace) -> Any:
@@ -351,6 +369,18 @@ def _resumed_run(args: argparse.Namespace) -> Any:
                 f"--checkpoint {checkpoint!r} needs --checkpoint-every N "
                 "(the resumed run wrote no checkpoints of its own)"
             )
+        from sim.cli.outputs import check_outputs
+
+        every = args.checkpoint_every if args.checkpoint_every is not None else info.plan.every
+        target = None if every is None else (checkpoint or args.resume)
+        check_outputs(
+            [
+                ("the resumed run's recording", info.plan.record),
+                ("--report", args.report),
+                ("--checkpoint", target),
+            ]
+        )
+        check_outputs([("--report", args.report)], inputs=[("--resume", args.resume)])
         return resume(
             args.resume,
             ticks=ticks,
