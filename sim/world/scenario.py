@@ -67,7 +67,14 @@ SCENARIOS_DIR = Path(__file__).with_name("scenarios")
 YIELD_MARGIN = 0.3
 """Metres of free space a moving obstacle keeps from the robot's disc plus its own."""
 
-Num = Annotated[float, Strict(), Field(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]
+
+def _within_magnitude(value: float) -> float:
+    if abs(value) > MAX_MAGNITUDE:
+        raise ValueError(f"must be at most {MAX_MAGNITUDE:g} in size")
+    return value
+
+
+Num = Annotated[float, Strict(), AfterValidator(_within_magnitude)]
 XY = tuple[Num, Num]
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)]
 Fraction = Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
