@@ -296,6 +296,8 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     except sqlite3.Error as exc:
         raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
     except OSError as exc:
+        if args.record is None:
+            raise InputError(f"cannot start the run: {exc.strerror or exc}") from None
         raise InputError(
             f"--record {args.record!r}: cannot write it ({exc.strerror or exc})"
         ) from None
