@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from runtime import Cabin, CabinMap, CabinView, ContextSpec, EventLog, Feature, Outbox, StateBoard
+from runtime.asynchronous import recheck, timing_of
 from runtime.errors import TickworkError
 from runtime.patterns import matches
+from runtime.timing import Timing
 from sim.faults.model import Fault, FaultPlan
 
 
@@ -84,6 +86,15 @@ class FaultyCabin:
     def uses_notes(self) -> bool:
         """Whether the wrapped cabin keeps scratchpad notes (the loop checks it has a pad)."""
         return getattr(self.inner, "uses_notes", False) is True
+
+    @property
+    def timing(self) -> Timing:
+        """The wrapped cabin's timing (an asynchronous cabin stays asynchronous)."""
+        return timing_of(self.inner)
+
+    def recheck(self, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+        """The wrapped cabin's re-check of a late decision."""
+        return recheck(self.inner, decided, current, out)
 
     def step(self, view: CabinView, out: Outbox) -> None:
         if self.plan.crashes(view.tick, self.name):
