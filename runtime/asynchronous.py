@@ -124,18 +124,21 @@ def late_policy(cabin: Cabin) -> LatePolicy:
 
 def recheck(cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
     """Whether a late decision still holds: the cabin's own ``recheck(decided, current, out)``
-    if it has one, else whether ``current`` shows the same items and missing items."""
+    if it has one, else whether ``current`` shows the same items and missing items (its own
+    ``late:<cabin>`` item aside: that it is late is why it is asked)."""
     own = getattr(cabin, "recheck", None)
     if callable(own):
         return bool(own(decided, current, out))
-    return same_view(decided, current)
+    return same_view(decided, current, ignore=(LATE_PREFIX + cabin.name,))
 
 
-def same_view(a: CabinView, b: CabinView) -> bool:
-    """Whether two views hold the same keys with equal values and the same missing items."""
-    if a.keys() != b.keys() or dict(a.missing) != dict(b.missing):
+def same_view(a: CabinView, b: CabinView, *, ignore: tuple[str, ...] = ()) -> bool:
+    """Whether two views hold the same keys with equal values and the same missing items
+    (the keys in ``ignore`` aside)."""
+    keys = a.keys() - set(ignore)
+    if keys != b.keys() - set(ignore) or dict(a.missing) != dict(b.missing):
         return False
-    return all(_same(a[key], b[key]) for key in a)
+    return all(_same(a[key], b[key]) for key in keys)
 
 
 def _same(x: Any, y: Any) -> bool:

@@ -36,6 +36,7 @@ import structlog
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.errors import SettingError
+from runtime.logs import debug_enabled
 from runtime.scratchpad import Scratchpad, check_note_key, to_json_text
 
 __all__ = [
@@ -182,7 +183,8 @@ class ToolDispatcher:
             data = tool.run(args)
         except Exception as exc:  # a tool's failure is an answer to the model, not a crash
             return self._fail(shown, f"tool {tool.name} failed: {type(exc).__name__}: {exc}")
-        _log.debug("tool_call", tool=tool.name, ok=True)
+        if debug_enabled(_log):
+            _log.debug("tool_call", tool=tool.name, ok=True)
         return ToolResult(tool.name, True, data)
 
     @staticmethod

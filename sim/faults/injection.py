@@ -5,7 +5,9 @@ views (through the loop's suppression hook), drops the world's writes to frozen
 board keys and hidden map features (through ``GatedBoard`` and ``GatedMap``, which
 the world's sensors write through), takes lost map features off the map and puts
 them back when the fault ends, drops lost events from cabins' outboxes, and makes
-cabins raise. Every fault that starts or ends is logged as a ``fault`` event.
+cabins raise (an asynchronous cabin, which gets no view while it decides, raises in
+the first decision it starts at or after the crash tick). Every fault that starts or
+ends is logged as a ``fault`` event.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class FaultyCabin:
         self.inner = inner
         self.plan = plan
         self.lost_events = 0
+        self._last_tick: int | None = None
 
     @property
     def name(self) -> str:
@@ -97,8 +100,16 @@ class FaultyCabin:
         return recheck(self.inner, decided, current, out)
 
     def step(self, view: CabinView, out: Outbox) -> None:
-        if self.plan.crashes(view.tick, self.name):
-            raise InjectedCrash(f"injected crash of {self.name} at tick {view.tick}")
+        # an asynchronous cabin skips the ticks it is deciding on: a crash due at one of
+        # them hits its next decision
+        since = view.tick if self._last_tick is None else min(self._last_tick + 1, view.tick)
+        self._last_tick = view.tick
+        due = next(
+            (t for t in range(since, view.tick + 1) if self.plan.crashes(t, self.name)), None
+        )
+        if due is not None:
+            at = f"tick {view.tick}" if due == view.tick else f"tick {view.tick} (due at {due})"
+            raise InjectedCrash(f"injected crash of {self.name} at {at}")
         self.inner.step(view, out)
         lost = self.plan.lost_events(view.tick)
         if lost:
