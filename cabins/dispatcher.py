@@ -101,6 +101,7 @@ class LLMDispatcher(LLMCabin):
     def step(self, view: CabinView, out: Outbox) -> None:
         reason = view.missing.get(GOALS)
         if reason is not None and reason != "absent":
+            self._asked = False  # no model: this decision takes no time
             reaction = self.spec.reaction_for(GOALS)
             if reaction is not None and not self._reacted:
                 out.react(GOALS, reaction, reason=reason)

@@ -607,6 +607,7 @@ class LLMCabin:
         self.on_error: ErrorPolicy = on_error if on_error is not None else KeepQueued()
         self.strict_tools = bool(strict_tools)
         self.last_call: LastCall | None = None
+        self._asked = False
         self.skipped = 0
         """Views it did not call the model on (its call policy said no)."""
 
@@ -623,7 +624,13 @@ class LLMCabin:
         """Whether there is anything to decide on ``view`` at all (by default: yes)."""
         return True
 
+    def latency_share(self) -> float:
+        """The share of the declared latency its last decision takes on a simulated clock:
+        all of it if it asked the model, none if it did not."""
+        return 1.0 if self._asked else 0.0
+
     def step(self, view: CabinView, out: Outbox) -> None:
+        self._asked = False
         task = self._task(view)
         draft = Scratchpad.from_view(view, task=task)
         fingerprint = self._fingerprint(view, draft, task)
@@ -647,6 +654,7 @@ class LLMCabin:
         d = _Decision()
         for d.rounds in range(1, self.max_steps + 1):
             trace.set_system(self.render_prompt(view, draft))
+            self._asked = True
             try:
                 reply = self.client.complete(trace.to_openai(), schemas)
             except Exception as exc:  # the model failed: the decision ends, nothing is hidden

@@ -59,6 +59,7 @@ __all__ = [
     "Task",
     "ThreadExecutor",
     "late_policy",
+    "latency_share",
     "recheck",
     "same_view",
     "timing_of",
@@ -112,6 +113,17 @@ class RecheckLate:
 
     def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
         return recheck(cabin, decided, current, out)
+
+
+def latency_share(cabin: Cabin) -> float:
+    """The share of its declared latency the decision ``cabin`` just made takes on a
+    simulated clock: its own ``latency_share()`` if it has one (an LLM cabin that asked its
+    model nothing says 0), else 1."""
+    own = getattr(cabin, "latency_share", None)
+    if not callable(own):
+        return 1.0
+    share = float(own())
+    return min(1.0, share) if share > 0 else 0.0
 
 
 def late_policy(cabin: Cabin) -> LatePolicy:
@@ -187,6 +199,9 @@ class Asynchronous:
     def recheck(self, decided: CabinView, current: CabinView, out: Outbox) -> bool:
         return recheck(self.inner, decided, current, out)
 
+    def latency_share(self) -> float:
+        return latency_share(self.inner)
+
 
 # -- where decisions run ---------------------------------------------------------------------
 
@@ -232,8 +247,11 @@ class SimulatedExecutor:
     """Decides at once, and hands the result back after the simulated latency (in ticks).
 
     The latency is the timing's ``latency``, or drawn uniformly from ``[latency,
-    latency_max]`` with ``rng``; a latency of ``L`` seconds at a period ``p`` comes back at
-    the apply phase ``ceil(L / p)`` ticks later (0: the same tick, as a synchronous cabin).
+    latency_max]`` with ``rng`` (drawn for every decision, so the draws do not depend on
+    what the cabin decided), times the cabin's ``latency_share`` for the decision (an LLM
+    cabin that asked its model nothing takes no time); a latency of ``L`` seconds at a
+    period ``p`` comes back at the apply phase ``ceil(L / p)`` ticks later (0: the same
+    tick, as a synchronous cabin).
     """
 
     name = "simulated"
@@ -248,8 +266,10 @@ class SimulatedExecutor:
 
     def start(self, task: Task, *, tick: int, period: float) -> _Simulated:
         seconds = self.latency(task.timing)
+        result = task.run()
+        seconds *= latency_share(task.cabin)
         ticks = max(0, math.ceil(seconds / period - _TOLERANCE))
-        return _Simulated(task.run(), tick + ticks)
+        return _Simulated(result, tick + ticks)
 
     def poll(self, handle: _Simulated, *, tick: int) -> Outbox | CabinFailure | None:
         return handle.result if tick >= handle.ready_tick else None

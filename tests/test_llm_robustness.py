@@ -275,3 +275,55 @@ def test_an_endpoint_comes_from_the_flags_or_the_environment(server_factory: Any
     again = pickle.loads(pickle.dumps(client))  # pickles as its endpoint, connects again
     reply = again.complete([{"role": "user", "content": "hi"}], [])
     assert reply.content == "from the endpoint" and server.requests[0]["model"] == "fake"
+
+
+class Fast:
+    """A cabin that counts the ticks it ran on."""
+
+    def __init__(self) -> None:
+        self.spec, self.name = ContextSpec(name="fast", board_keys=("pose",)), "fast"
+        self.ticks: list[int] = []
+
+    def step(self, view: Any, out: Outbox) -> None:
+        self.ticks.append(view.tick)
+
+
+@pytest.mark.slow
+def test_with_a_one_second_model_the_other_cabins_hold_20_hz_on_a_wall_clock(
+    server_factory: Any,
+) -> None:
+    from runtime import (
+        Assembler,
+        CabinMap,
+        EventLog,
+        Scratchpad,
+        StateBoard,
+        TickLoop,
+        WallClock,
+        WorkingMemory,
+    )
+
+    server = server_factory(FakeReply(content="thought about it", delay=1.0))
+    llm = LLMCabin(SPEC, client=real_client(server), call_when=EveryTick())
+    fast = Fast()
+    clock = WallClock()
+    board, log = StateBoard(clock=clock), EventLog(clock=clock)
+    board.write("goal:deliver:t1", {"pickup": "A", "drop": "B"})
+    assembler = Assembler(
+        board,
+        CabinMap(),
+        log,
+        WorkingMemory(),
+        [SPEC, fast.spec],
+        scratchpads={"llm": Scratchpad()},
+    )
+    loop = TickLoop(assembler, [llm, fast], 20.0, clock)
+    try:
+        stats = loop.run(60)  # 60 ticks: 3 s at 20 Hz, while the model takes 1 s a call
+    finally:
+        loop.close()
+    # the other cabin ran on every tick, and the loop missed at most 3 of the 60 slots
+    assert fast.ticks == list(range(60)) and stats.skipped_ticks <= 3
+    outcomes = [e.data for e in log.query(0, 1e9, kinds=["llm_outcome"], limit=None)]
+    assert 1 <= len(outcomes) <= 3 and outcomes[0]["answer"] == "thought about it"
+    assert 1 <= len(server.requests) <= 3

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime import Cabin, CabinMap, CabinView, ContextSpec, EventLog, Feature, Outbox, StateBoard
-from runtime.asynchronous import recheck, timing_of
+from runtime.asynchronous import latency_share, recheck, timing_of
 from runtime.errors import TickworkError
 from runtime.patterns import matches
 from runtime.timing import Timing
@@ -76,6 +76,7 @@ class FaultyCabin:
         self.plan = plan
         self.lost_events = 0
         self._last_tick: int | None = None
+        self._crashed = False
 
     @property
     def name(self) -> str:
@@ -99,7 +100,12 @@ class FaultyCabin:
         """The wrapped cabin's re-check of a late decision."""
         return recheck(self.inner, decided, current, out)
 
+    def latency_share(self) -> float:
+        """The wrapped cabin's, for a decision it made (a crash takes no time)."""
+        return 0.0 if self._crashed else latency_share(self.inner)
+
     def step(self, view: CabinView, out: Outbox) -> None:
+        self._crashed = False
         # an asynchronous cabin skips the ticks it is deciding on: a crash due at one of
         # them hits its next decision
         since = view.tick if self._last_tick is None else min(self._last_tick + 1, view.tick)
@@ -108,6 +114,7 @@ class FaultyCabin:
             (t for t in range(since, view.tick + 1) if self.plan.crashes(t, self.name)), None
         )
         if due is not None:
+            self._crashed = True
             at = f"tick {view.tick}" if due == view.tick else f"tick {view.tick} (due at {due})"
             raise InjectedCrash(f"injected crash of {self.name} at {at}")
         self.inner.step(view, out)
