@@ -34,7 +34,7 @@ import concurrent.futures as cf
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 import structlog
@@ -206,8 +206,7 @@ class Asynchronous:
 # -- where decisions run ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(NamedTuple):
     """One decision to make: ``cabin`` on ``view``."""
 
     cabin: Cabin
@@ -237,8 +236,7 @@ class DecisionExecutor(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Simulated:
+class _Simulated(NamedTuple):
     result: Outbox | CabinFailure
     ready_tick: int
 
@@ -267,8 +265,9 @@ class SimulatedExecutor:
     def start(self, task: Task, *, tick: int, period: float) -> _Simulated:
         seconds = self.latency(task.timing)
         result = task.run()
-        seconds *= latency_share(task.cabin)
-        ticks = max(0, math.ceil(seconds / period - _TOLERANCE))
+        if seconds > 0:
+            seconds *= latency_share(task.cabin)
+        ticks = max(0, math.ceil(seconds / period - _TOLERANCE)) if seconds > 0 else 0
         return _Simulated(result, tick + ticks)
 
     def poll(self, handle: _Simulated, *, tick: int) -> Outbox | CabinFailure | None:
@@ -317,8 +316,7 @@ class ThreadExecutor:
 # -- the loop's bookkeeping ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Returned:
+class Returned(NamedTuple):
     """An asynchronous decision that came back at an apply phase, and what became of it:
     applied on time, applied after a re-check, dropped as late, or failed."""
 
@@ -408,50 +406,50 @@ class AsyncDecisions:
         *,
         tick: int,
         now: float,
-        current: Callable[[], CabinView],
+        current: Callable[[str], CabinView],
         notices: Notices,
     ) -> Returned | None:
         """The decision of ``cabin`` that came back by this apply phase, if one did; late
-        decisions are judged by the cabin's late policy (``current()`` gives its view of
-        this tick for a re-check)."""
+        decisions are judged by the cabin's late policy (``current(name)`` gives its view
+        of this tick for a re-check)."""
         name = cabin.name
         slot = self._slots[name]
         job = slot.job
         if job is None:
             return None
         result = self.executor.poll(job.handle, tick=tick)
-        age_ticks, age_s = tick - job.decided_tick, now - job.started
-        limit = _limit(slot.timing, age_ticks, age_s)
-        detail = {
-            "cabin": name,
-            "decided_tick": job.decided_tick,
-            "tick": tick,
-            "age_ticks": age_ticks,
-            "age_s": age_s,
-            "limit": limit,
-        }
+        age_s = now - job.started
+        timing = slot.timing
+        limit = (
+            None
+            if timing.max_age is None and timing.deadline is None
+            else _limit(timing, tick - job.decided_tick, age_s)
+        )
         if result is None:
             if limit is not None and not job.overdue:
                 job.overdue = True
                 self.late_decisions += 1
-                notices.events.append(("decision_late", {**detail, "phase": "overdue"}))
+                event = _detail(name, job, tick, age_s, limit)
+                notices.events.append(("decision_late", {**event, "phase": "overdue"}))
                 self._mark_late(slot, name, job, tick, limit, notices)
             return None
         slot.job = None
         if isinstance(result, CabinFailure):
             return Returned(name, job.decided_tick, tick, age_s, "failed", None, result, limit)
         if limit is None:
-            self._clear_late(slot, name, notices)
+            if slot.late_since is not None:
+                self._clear_late(slot, name, notices)
             return Returned(name, job.decided_tick, tick, age_s, "on_time", result)
         if not job.overdue:
             self.late_decisions += 1
         policy = late_policy(cabin)
         try:
-            kept = policy.keep(cabin, job.view(name), current(), result)
+            kept = policy.keep(cabin, job.view(name), current(name), result)
         except Exception as exc:  # a re-check that raises keeps nothing
             _log.error("recheck_failed", cabin=name, error_type=type(exc).__name__, error=str(exc))
             kept = False
-        event = {**detail, "policy": policy.name, "phase": "applied" if kept else "dropped"}
+        event = _detail(name, job, tick, age_s, limit)
+        event |= {"policy": policy.name, "phase": "applied" if kept else "dropped"}
         notices.events.append(("decision_late", event))
         if kept:
             self._clear_late(slot, name, notices)
@@ -487,6 +485,18 @@ class AsyncDecisions:
 
     def close(self) -> None:
         self.executor.close()
+
+
+def _detail(name: str, job: _Job, tick: int, age_s: float, limit: str) -> dict[str, Any]:
+    """What a ``decision_late`` event says of the decision."""
+    return {
+        "cabin": name,
+        "decided_tick": job.decided_tick,
+        "tick": tick,
+        "age_ticks": tick - job.decided_tick,
+        "age_s": age_s,
+        "limit": limit,
+    }
 
 
 def _limit(timing: Timing, age_ticks: int, age_s: float) -> str | None:

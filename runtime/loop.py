@@ -213,6 +213,7 @@ class TickLoop:
                     SimulatedExecutor(rng) if isinstance(clock, SimClock) else ThreadExecutor()
                 )
             self.asynchronous = AsyncDecisions(asynchronous, executor)
+        self._is_async = tuple(c.name in asynchronous for c in self.cabins)
         self.tick = 0
         self._start: float | None = None
         self._slot = 0
@@ -255,9 +256,10 @@ class TickLoop:
         pending = self.asynchronous
         views: list[CabinView] = []
         decided: list[Outbox | CabinFailure | None] = []
-        for cabin in self.cabins:
+        for cabin, is_async in zip(self.cabins, self._is_async, strict=True):
             name = cabin.name
-            if pending is not None and name in pending:
+            if is_async:
+                assert pending is not None
                 if pending.idle(name):
                     view = ws.view(name, suppress=self._hidden(tick, name))
                     views.append(view)
@@ -279,15 +281,15 @@ class TickLoop:
         outboxes: list[Outbox] = []
         failures: list[CabinFailure] = []
         returned: list[Returned] = []
-        notices = Notices()
+        notices: Notices | None = None
+        if pending is not None:
+            notices = Notices()
+            view_of = partial(self._view, ws)
         for cabin, got in zip(self.cabins, decided, strict=True):
             if got is None and pending is not None:
+                assert notices is not None
                 back = pending.collect(
-                    cabin,
-                    tick=tick,
-                    now=clock.now(),
-                    current=partial(self._view, ws, cabin.name),
-                    notices=notices,
+                    cabin, tick=tick, now=clock.now(), current=view_of, notices=notices
                 )
                 if back is None:
                     continue
@@ -367,7 +369,7 @@ class TickLoop:
         ws: WorkingSet,
         outboxes: list[Outbox],
         failures: list[CabinFailure],
-        notices: Notices,
+        notices: Notices | None,
     ) -> tuple[Command, ...]:
         board, log = self.assembler.board, self.assembler.log
         commands: list[Command] = []
@@ -401,13 +403,14 @@ class TickLoop:
                     },
                     tags=(f"cabin:{f.cabin}", "failure"),
                 )
-            for kind, data in notices.events:
-                log.append(kind, data, tags=(f"cabin:{data['cabin']}", "late"))
-            for key, value in notices.board:
-                if value is None:
-                    board.delete(key)
-                else:
-                    board.write(key, value, source="loop")
+            if notices is not None:
+                for kind, data in notices.events:
+                    log.append(kind, data, tags=(f"cabin:{data['cabin']}", "late"))
+                for key, value in notices.board:
+                    if value is None:
+                        board.delete(key)
+                    else:
+                        board.write(key, value, source="loop")
             if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
                 self._capacity_alarm = ws.capacity_alarm
                 memory = self.assembler.memory
