@@ -239,7 +239,7 @@ class Picky:
 
 def test_a_cabin_may_recheck_its_late_decisions_itself() -> None:
     executor = ManualExecutor()
-    picky = Picky(spec("picky", max_age=0, on_late="recheck"))
+    picky = Picky(spec("picky", max_age=1, on_late="recheck"))
     rig = Rig([picky], executor=executor)
     rig.board.write("x", 5)
     rig.run(2)
@@ -248,10 +248,10 @@ def test_a_cabin_may_recheck_its_late_decisions_itself() -> None:
     rig.run(1)
     assert rig.returned() == [("picky", 0, 2, "rechecked")]
     rig.board.write("x", 11)
-    rig.run(1)
+    rig.run(2)
     executor.finish("picky")
     rig.run(1)
-    assert rig.returned()[-1] == ("picky", 3, 4, "dropped")
+    assert rig.returned()[-1] == ("picky", 3, 5, "dropped")
     assert isinstance(late_policy(picky), RecheckLate)
     assert isinstance(late_policy(Counter(spec("c", max_age=1))), DropLate)
 
@@ -309,6 +309,10 @@ def test_timing_is_validated_with_the_key_named(tmp_path: Any) -> None:
         ("deadline = 0.0", "timing.deadline: Input should be greater than 0"),
         ("deadline = 7200.0", "timing.deadline: Input should be less than or equal to 3600"),
         ("max_age = -1", "timing.max_age"),
+        ("max_age = 0", "timing.max_age: Input should be greater than or equal to 1"),
+        ("max_age = 1000001", "timing.max_age: Input should be less than or equal to 1000000"),
+        ("latency = nan", "timing.latency"),
+        ("deadline = inf", "timing.deadline"),
         ("latency = 2.0\nlatency_max = 1.0", "latency_max"),
     ]:
         path.write_text(f"[timing]\n{body}\n")
@@ -318,11 +322,58 @@ def test_timing_is_validated_with_the_key_named(tmp_path: Any) -> None:
     assert Timing(mode="async", deadline=2.0).unused() == []
 
 
+def _schema_accepts(prop: dict[str, Any], value: float | int | None) -> bool:
+    """Whether a property of the generated JSON Schema accepts ``value`` (numbers only)."""
+    branches = prop.get("anyOf", [prop])
+    for b in branches:
+        if b.get("type") == "null" and value is None:
+            return True
+        if value is None or b.get("type") not in ("number", "integer"):
+            continue
+        if b["type"] == "integer" and not isinstance(value, int):
+            continue  # TOML gives an int only for an integer literal
+        if value != value or value in (float("inf"), float("-inf")):
+            continue  # JSON has no NaN or infinity
+        if "minimum" in b and value < b["minimum"]:
+            continue
+        if "exclusiveMinimum" in b and value <= b["exclusiveMinimum"]:
+            continue
+        if "maximum" in b and value > b["maximum"]:
+            continue
+        return True
+    return False
+
+
+NUMBERS = (
+    st.integers(-3, 3)
+    | st.integers(999_990, 1_000_010)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from([0.0, -0.0, 3600.0, 3600.0001, 1e-300])
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    field_name=st.sampled_from(["deadline", "max_age", "latency", "latency_max"]),
+    value=NUMBERS,
+)
+def test_the_json_schema_bounds_timing_as_the_loader_does(field_name: str, value: float) -> None:
+    from runtime.spec import json_schema
+
+    prop = json_schema()["$defs"]["Timing"]["properties"][field_name]
+    try:
+        Timing.model_validate({"mode": "async", field_name: value})
+        loaded = True
+    except ValueError:
+        loaded = False
+    assert loaded == _schema_accepts(prop, value)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     latency=st.floats(0.0, 1.5),
     spread=st.floats(0.0, 1.5),
-    max_age=st.none() | st.integers(0, 30),
+    max_age=st.none() | st.integers(1, 30),
     deadline=st.none() | st.floats(0.05, 2.0),
     seed=st.integers(0, 2**32 - 1),
     ticks=st.integers(1, 120),
