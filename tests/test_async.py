@@ -34,6 +34,8 @@ from runtime.asynchronous import (
     Asynchronous,
     DropLate,
     RecheckLate,
+    SimulatedExecutor,
+    Task,
     ThreadExecutor,
     late_policy,
     same_view,
@@ -129,6 +131,55 @@ def test_a_slow_cabin_never_delays_a_fast_one_on_the_sim_clock() -> None:
     assert written is not None and written.value == 21 and written.stamp == pytest.approx(41 / RATE)
     assert [len(r.views) for r in rig.results[:3]] == [2, 1, 1]  # no view while deciding
     assert rig.loop.stats().overruns == 0
+
+
+class AtOnce:
+    """An executor that decides when started and hands the result back at that apply phase:
+    the general path, which a zero-latency cabin on a SimulatedExecutor skips."""
+
+    name = "at-once"
+
+    def start(self, task: Task, *, tick: int, period: float) -> Any:
+        return task.run()
+
+    def poll(self, handle: Any, *, tick: int) -> Any:
+        return handle
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_zero_latency_decision_is_back_at_once_as_through_an_executor() -> None:
+    class Flaky(Counter):
+        def step(self, view: CabinView, out: Outbox) -> None:
+            super().step(view, out)
+            if view.tick % 3 == 2:
+                raise RuntimeError("no model this time")
+
+    def run(executor: Any) -> tuple[Rig, list[Any]]:
+        cabins = [Counter(spec("fast")), Flaky(spec("flaky", latency=0.0)), Counter(spec("b"))]
+        rig = Rig(cabins, executor=executor)
+        in_flight = []
+        for _ in range(9):
+            rig.run(1)
+            assert rig.loop.asynchronous is not None
+            in_flight.append(rig.loop.asynchronous.in_flight())
+        return rig, in_flight
+
+    quick, in_flight = run(None)  # a SimulatedExecutor: decide_now, nothing ever in flight
+    assert quick.loop.asynchronous is not None
+    assert isinstance(quick.loop.asynchronous.executor, SimulatedExecutor)
+    assert quick.loop.asynchronous.at_once("flaky") and in_flight == [{}] * 9
+    general, _ = run(AtOnce())
+    assert general.loop.asynchronous is not None
+    assert not general.loop.asynchronous.at_once("flaky")
+    assert quick.returned() == general.returned()
+    statuses = [r[3] for r in quick.returned() if r[0] == "flaky"]
+    assert statuses == ["on_time", "on_time", "failed"] * 3
+    assert quick.events("cabin_failed") == general.events("cabin_failed")
+    assert quick.board.read("flaky:n") == general.board.read("flaky:n")
+    drawn = Rig([Counter(spec("s", latency=0.0, latency_max=0.5))]).loop.asynchronous
+    assert drawn is not None and not drawn.at_once("s")  # a drawn latency may not be zero
 
 
 def test_on_a_fake_wall_clock_the_loop_never_waits_for_an_asynchronous_decision() -> None:
