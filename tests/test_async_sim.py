@@ -119,12 +119,24 @@ def test_an_asynchronous_run_replays_with_zero_drift_and_records_both_ticks(
     assert min(d.tick for d in drifted.drifts) > 150  # at the tick it decided on
 
 
+def slow_monitor_sim(**kwargs: Any) -> Simulation:
+    """The built-in monitor made slow (a checkpoint holds only tickwork's own classes),
+    beside the LLM dispatcher (a cabin with a scratchpad) on its scripted client."""
+    specs = load_specs(SPECS_DIR)
+    timing = SLOW.timing.model_dump()
+    specs["monitor"] = ContextSpec.model_validate(
+        {**specs["monitor"].model_dump(), "timing": timing}
+    )
+    extra = [ExtraCabin(dispatcher_spec(), ScriptedDispatcher)]
+    return Simulation(seed=0, specs=specs, extra=extra, **kwargs)
+
+
 def test_decisions_in_flight_survive_a_checkpoint_exactly(tmp_path: Path) -> None:
-    whole = slow_sim(faults=[parse_fault("crash:slow@150")])
+    whole = slow_monitor_sim(faults=[parse_fault("crash:monitor@150")])
     whole.run(300, until_done=False)
-    half = slow_sim(faults=[parse_fault("crash:slow@150")])
+    half = slow_monitor_sim(faults=[parse_fault("crash:monitor@150")])
     half.run(123, until_done=False)
-    assert half.loop.asynchronous is not None and half.loop.asynchronous.in_flight()
+    assert half.loop.asynchronous is not None and "monitor" in half.loop.asynchronous.in_flight()
     save(half, RunPlan(ticks=300), tmp_path / "run.ckpt")
     resumed = load(tmp_path / "run.ckpt").sim
     resumed.run(300 - 123, until_done=False)
