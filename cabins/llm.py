@@ -1,36 +1,57 @@
 """The LLM cabin: a cabin whose decisions come from a chat-completions model with tools.
 
-Each tick, ``LLMCabin.step`` runs a bounded tool loop on its frozen view:
+When it decides, ``LLMCabin.step`` runs a bounded tool loop on its frozen view:
 
 1. It takes a private *draft* of its scratchpad notes (the view's ``note:*`` items,
-   of its current task only) so that tool rounds within the tick can read what
+   of its current task only) so that tool rounds within the decision can read what
    earlier rounds wrote; the live pad is never touched.
 2. Every round it rebuilds the system prompt from the view (a compact,
    deterministic rendering of its items and missing items) and the draft notes
    (the seed's "re-inject the latest state before every call"), and asks the client
-   for the next message, offering the scratchpad tools and its action tools.
+   for the next message, offering the scratchpad tools and its action tools (in
+   OpenAI's strict mode with ``strict_tools=True``).
 3. Tool calls are executed by a ``ToolDispatcher``: bad calls (unknown tool,
-   malformed JSON, wrong arguments) come back to the model as error results.
-   Action tools put commands or events in the outbox (applied after the tick).
-4. It stops when the model answers without tool calls, or after ``max_steps``
-   rounds (then it emits an ``llm_max_steps`` event). The changed notes go to the
-   outbox (``out.note``), and the outcome is an ``llm_outcome`` event (and, with
-   ``answer_key``, a board write of the answer).
+   malformed JSON, wrong arguments) come back to the model as error results. Action
+   tools put commands, events or board writes in the outbox (applied after the
+   decision). The same action with the same arguments twice in one decision is not
+   queued again: the model is told to re-plan, and a ``replan`` event (reason
+   ``same_action_twice``) says so.
+4. It stops when the model answers without tool calls, or after ``max_steps`` rounds
+   (then it emits an ``llm_max_steps`` event). A reply cut off at the length limit
+   (``finish_reason = "length"``) is not an answer: it is not used, and the model is
+   asked again. The changed notes go to the outbox (``out.note``), and the outcome is
+   an ``llm_outcome`` event (and, with ``answer_key``, a board write of the answer).
+
+It is asynchronous by default (``DEFAULT_TIMING``, unless its spec has a ``[timing]``
+table): the loop hands it a view and goes on while the model thinks. It calls the model
+only when it should (``call_when``, a ``CallPolicy``: by default ``OnChange``, when the
+prompt it would send differs from the last one it sent, or at a declared interval).
+
+A client that fails mid-decision (a transport error, HTTP 429 or 5xx, a timeout, any
+exception) ends the decision: the ``llm_outcome`` event (``stopped = "error"``) says what
+kind of failure it was and lists what was queued (writes, commands, events, notes) and
+what was lost (the rest of the decision: its answer, and whatever the ``on_error`` policy
+dropped: ``KeepQueued``, the default, applies what earlier rounds queued; ``DropQueued``
+drops it and lists every dropped board write). Nothing is dropped without being listed.
 
 The client is an interface (``ChatClient``): anything with
 ``complete(messages, tools)`` returning a message shaped like OpenAI's
 (``content``, ``tool_calls`` with ``id``/``function.name``/``function.arguments``,
 ``finish_reason``). ``ScriptedClient`` replays canned replies (for tests);
 ``OpenAIChatClient`` adapts any OpenAI-compatible client object
-(``client.chat.completions.create``), e.g. from the ``openai`` package.
-An exception from the client propagates: the loop isolates the cabin for that tick.
+(``client.chat.completions.create``), e.g. from the ``openai`` package, with a request
+timeout of ``DEFAULT_TIMEOUT`` seconds and no retries inside a decision by default;
+``LLMEndpoint`` says where a model is (base URL, model, key) and makes one.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import structlog
@@ -44,28 +65,50 @@ from runtime.pack import CabinView
 from runtime.patterns import matches
 from runtime.scratchpad import NOTE_PREFIX, Note, Scratchpad, to_json_text
 from runtime.spec import ContextSpec
+from runtime.timing import Timing
 
 __all__ = [
+    "DEFAULT_MODEL",
     "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_TASK_PROMPT",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_TIMING",
     "MAX_STEPS",
     "ActionTool",
+    "CallPolicy",
     "ChatClient",
     "ChatReply",
     "ChatReplyLike",
+    "DropQueued",
+    "EveryTick",
     "FunctionCall",
+    "KeepQueued",
     "LLMCabin",
+    "LLMEndpoint",
+    "OnChange",
     "OpenAIChatClient",
     "ReplyToolCall",
     "ScriptExhausted",
     "ScriptedClient",
+    "classify_error",
     "command_tool",
     "event_tool",
     "render_view",
 ]
 
 MAX_STEPS = 8
-"""Default hard cap on client calls (tool-call rounds) per tick."""
+"""Default hard cap on client calls (tool-call rounds) per decision."""
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_MODEL = "gpt-4o-mini"
+"""The model an ``LLMEndpoint`` names when nothing else does."""
+"""Seconds an ``OpenAIChatClient`` request may take by default (the SDK's own is 600)."""
+DEFAULT_TIMING = Timing(mode="async", deadline=30.0)
+"""An LLM cabin's timing when its spec has no ``[timing]`` table: asynchronous, and a
+decision that takes more than 30 s is late (dropped)."""
+LENGTH_NUDGE = (
+    "Your last reply was cut off at the length limit (finish_reason=length) and was not "
+    "used. Reply again, shorter."
+)
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a decision component (a cabin) of a robot runtime. Each tick you see a "
@@ -220,20 +263,43 @@ class OpenAIChatClient:
 
     ``client`` is e.g. ``openai.OpenAI(base_url=..., api_key=...)`` (``pip install
     'tickwork[llm]'``); ``options`` (temperature, seed, ...) are passed to every request.
+    A client with ``with_options`` (as the ``openai`` SDK's) gets ``timeout`` seconds per
+    request and ``max_retries`` retries (default: ``DEFAULT_TIMEOUT``, none: a decision that
+    fails fails now, and the cabin decides again later on a fresh view).
+
+    Made by ``LLMEndpoint.client()`` it pickles as its endpoint and connects again when it
+    is unpickled (a checkpoint of a run with an LLM cabin holds no connection).
     """
 
     def __init__(
-        self, client: Any, *, model: str, tool_choice: str = "auto", **options: Any
+        self,
+        client: Any,
+        *,
+        model: str,
+        tool_choice: str = "auto",
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 0,
+        **options: Any,
     ) -> None:
         if not hasattr(client, "chat"):
             raise TypeError(
                 f"expected an OpenAI-compatible client with .chat.completions, "
                 f"got {type(client).__name__}"
             )
+        if not timeout > 0:
+            raise SettingError(f"timeout must be positive seconds, got {timeout!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise SettingError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        with_options = getattr(client, "with_options", None)
+        if callable(with_options):
+            client = with_options(timeout=timeout, max_retries=max_retries)
         self.client = client
         self.model = model
         self.tool_choice = tool_choice
+        self.timeout = timeout
+        self.max_retries = max_retries
         self.options = options
+        self.endpoint: LLMEndpoint | None = None
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
@@ -254,6 +320,161 @@ class OpenAIChatClient:
         return ChatReply(
             getattr(message, "content", None), calls, getattr(choice, "finish_reason", None)
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self.endpoint is None:
+            raise TypeError(
+                "an OpenAIChatClient around a client object does not pickle; one made by "
+                "LLMEndpoint.client() does"
+            )
+        return {"endpoint": self.endpoint, "options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        made = state["endpoint"].client(**state["options"])
+        self.__dict__.update(made.__dict__)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMEndpoint:
+    """Where a model is: an OpenAI-compatible base URL, the model's name, and the name of the
+    environment variable holding the API key (read when connecting, never stored)."""
+
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = 0
+
+    BASE_URL_ENV: ClassVar[str] = "TICKWORK_LLM_BASE_URL"
+    MODEL_ENV: ClassVar[str] = "TICKWORK_LLM_MODEL"
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str], *, base_url: str | None = None, model: str | None = None
+    ) -> LLMEndpoint | None:
+        """The endpoint ``base_url``/``model`` name, else ``TICKWORK_LLM_BASE_URL`` (or
+        ``OPENAI_BASE_URL``) and ``TICKWORK_LLM_MODEL`` in ``environ``; None when nothing
+        names one (no base URL and no ``OPENAI_API_KEY``)."""
+        url = base_url or environ.get(cls.BASE_URL_ENV) or environ.get("OPENAI_BASE_URL")
+        if url is None and not environ.get("OPENAI_API_KEY"):
+            return None
+        return cls(base_url=url, model=model or environ.get(cls.MODEL_ENV) or DEFAULT_MODEL)
+
+    def client(self, **options: Any) -> OpenAIChatClient:
+        """An ``OpenAIChatClient`` for this endpoint (needs the ``openai`` package)."""
+        try:
+            import openai
+        except ImportError as exc:
+            raise SettingError(
+                "an LLM endpoint needs the openai package: pip install 'tickwork[llm]'"
+            ) from exc
+        # a local OpenAI-compatible server needs no key, but the SDK wants one
+        key = os.environ.get(self.api_key_env) or "unused"
+        made = OpenAIChatClient(
+            openai.OpenAI(base_url=self.base_url, api_key=key),
+            model=self.model,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            **options,
+        )
+        made.endpoint = self
+        return made
+
+
+def classify_error(exc: BaseException) -> dict[str, Any]:
+    """What kind of failure a client raised: ``kind`` (``timeout``, ``rate_limited``,
+    ``server_error``, ``rejected`` for another HTTP status, ``transport`` or ``error``), the
+    HTTP ``status`` if any, the exception's ``type`` and ``message``. Works on the
+    ``openai`` SDK's exceptions and on anything shaped like them."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+        status = status if isinstance(status, int) else None
+    names = [k.__name__ for k in type(exc).__mro__]
+    if isinstance(exc, TimeoutError) or any("Timeout" in n for n in names):
+        kind = "timeout"
+    elif status == 429:
+        kind = "rate_limited"
+    elif status is not None and status >= 500:
+        kind = "server_error"
+    elif status is not None:
+        kind = "rejected"
+    elif isinstance(exc, ConnectionError | OSError) or any(
+        "Connection" in n or "Transport" in n for n in names
+    ):
+        kind = "transport"
+    else:
+        kind = "error"
+    return {"kind": kind, "status": status, "type": type(exc).__name__, "message": str(exc)[:300]}
+
+
+# -- when to call the model, and what a failure keeps ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LastCall:
+    """The cabin's last call of the model: when, on what prompt, and whether it worked."""
+
+    time: float
+    fingerprint: str
+    ok: bool
+
+
+class CallPolicy(Protocol):
+    """Whether the cabin calls the model on a view (most views repeat the last one)."""
+
+    def should_call(self, *, time: float, fingerprint: str, last: LastCall | None) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OnChange:
+    """Call when the prompt differs from the last one sent (the view or the notes changed),
+    or ``every`` seconds anyway (the cabin's declared rate; None: never just for time);
+    after a failed call, not again for ``retry_after`` seconds."""
+
+    every: float | None = None
+    retry_after: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.every is not None and not self.every > 0:
+            raise SettingError(f"every must be positive seconds or None, got {self.every!r}")
+        if not self.retry_after >= 0:
+            raise SettingError(f"retry_after must be seconds >= 0, got {self.retry_after!r}")
+
+    def should_call(self, *, time: float, fingerprint: str, last: LastCall | None) -> bool:
+        if last is None:
+            return True
+        if not last.ok:
+            return time - last.time >= self.retry_after
+        if fingerprint != last.fingerprint:
+            return True
+        return self.every is not None and time - last.time >= self.every
+
+
+@dataclass(frozen=True, slots=True)
+class EveryTick:
+    """Call on every view (every decision)."""
+
+    def should_call(self, *, time: float, fingerprint: str, last: LastCall | None) -> bool:
+        return True
+
+
+class KeepQueued:
+    """After a failed call, apply what the decision's earlier rounds queued."""
+
+    name = "keep"
+    keep = True
+
+
+class DropQueued:
+    """After a failed call, drop everything the decision queued (listed as lost)."""
+
+    name = "drop"
+    keep = False
+
+
+ErrorPolicy = KeepQueued | DropQueued
 
 
 # -- action tools -------------------------------------------------------------------------
@@ -311,6 +532,23 @@ def event_tool(
 # -- the cabin ----------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Decision:
+    """The tallies of one decision (one call of ``step`` that asks the model)."""
+
+    rounds: int = 0
+    calls_made: int = 0
+    errors: int = 0
+    truncated: int = 0
+    repeats: int = 0
+    answer: str | None = None
+    finish: str | None = None
+    stopped: str = "max_steps"
+    error: dict[str, Any] | None = None
+    last_tools: list[str] = field(default_factory=list)
+    acted: set[tuple[str, str]] = field(default_factory=set)
+
+
 class LLMCabin:
     """A cabin deciding with a chat-completions client; see the module docstring."""
 
@@ -330,6 +568,10 @@ class LLMCabin:
         history: int = 40,
         summarize: Summarizer | None = None,
         value_chars: int = 240,
+        timing: Timing | None = None,
+        call_when: CallPolicy | None = None,
+        on_error: ErrorPolicy | None = None,
+        strict_tools: bool = False,
     ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise SettingError(f"max_steps must be an int >= 1, got {max_steps!r}")
@@ -358,52 +600,93 @@ class LLMCabin:
         self.history = history
         self.summarize = summarize
         self.value_chars = value_chars
+        if timing is None:
+            timing = spec.timing if "timing" in spec.model_fields_set else DEFAULT_TIMING
+        self.timing = timing
+        self.call_when: CallPolicy = call_when if call_when is not None else OnChange()
+        self.on_error: ErrorPolicy = on_error if on_error is not None else KeepQueued()
+        self.strict_tools = bool(strict_tools)
+        self.last_call: LastCall | None = None
+        self._asked = False
+        self.skipped = 0
+        """Views it did not call the model on (its call policy said no)."""
 
     @property
     def name(self) -> str:
         return self.spec.name
 
+    def tools_for(self, view: CabinView) -> Sequence[ActionTool[Any]]:
+        """The action tools offered on ``view`` (by default ``action_tools``); a subclass
+        may bind them to what the view holds."""
+        return self.action_tools
+
+    def should_decide(self, view: CabinView) -> bool:
+        """Whether there is anything to decide on ``view`` at all (by default: yes)."""
+        return True
+
+    def latency_share(self) -> float:
+        """The share of the declared latency its last decision takes on a simulated clock:
+        all of it if it asked the model, none if it did not."""
+        return 1.0 if self._asked else 0.0
+
     def step(self, view: CabinView, out: Outbox) -> None:
+        self._asked = False
         task = self._task(view)
+        draft = Scratchpad.from_view(view, task=task)
+        fingerprint = self._fingerprint(view, draft, task)
+        if not self.should_decide(view) or not self.call_when.should_call(
+            time=view.time, fingerprint=fingerprint, last=self.last_call
+        ):
+            self.skipped += 1
+            return
         if task is not None:
             out.scope_notes(task)
-        draft = Scratchpad.from_view(view, task=task)
         before = {n.key: n for n in draft.notes()}
+        tools = self.tools_for(view)
+        actions = {t.name for t in tools}
         dispatcher = ToolDispatcher(
-            [*scratchpad_tools(draft, tick=view.tick), *(t.bind(out) for t in self.action_tools)]
+            [*scratchpad_tools(draft, tick=view.tick), *(t.bind(out) for t in tools)]
         )
-        schemas = dispatcher.schemas()
+        schemas = dispatcher.schemas(strict=self.strict_tools)
         trace = ShortTermMemory(max_messages=self.history, summarize=self.summarize)
         trace.set_goal(self._goal_text(view, task))
-
-        answer: str | None = None
-        finish: str | None = None
-        stopped = "max_steps"
-        calls_made = errors = rounds = 0
-        last_tools: list[str] = []
-        for rounds in range(1, self.max_steps + 1):
+        mark = _Mark.of(out)
+        d = _Decision()
+        for d.rounds in range(1, self.max_steps + 1):
             trace.set_system(self.render_prompt(view, draft))
-            reply = self.client.complete(trace.to_openai(), schemas)
-            content, calls, finish = _read_reply(reply, view.tick, rounds)
+            self._asked = True
+            try:
+                reply = self.client.complete(trace.to_openai(), schemas)
+            except Exception as exc:  # the model failed: the decision ends, nothing is hidden
+                d.error, d.stopped = classify_error(exc), "error"
+                _log.warning("llm_call_failed", cabin=self.name, tick=view.tick, **d.error)
+                break
+            content, calls, d.finish = _read_reply(reply, view.tick, d.rounds)
+            if d.finish == "length":  # cut off: neither an answer nor whole tool calls
+                d.truncated += 1
+                trace.add_user(LENGTH_NUDGE)
+                continue
+            if d.finish == "content_filter":
+                d.stopped = "content_filter"
+                break
             trace.add_assistant(content, calls)
             if not calls:
-                answer, stopped = content, "answer"
+                d.answer, d.stopped = content, "answer"
                 break
-            last_tools = [c.name for c in calls]
+            d.last_tools = [c.name for c in calls]
             for call in calls:
-                result = dispatcher.call(call.name, call.arguments)
-                calls_made += 1
-                errors += not result.ok
-                trace.add_tool_result(call.id, result.content, name=call.name)
-
-        if stopped == "max_steps":
+                trace.add_tool_result(
+                    call.id, self._call(dispatcher, call, actions, d, view, out), name=call.name
+                )
+        self.last_call = LastCall(view.time, fingerprint, d.error is None)
+        if d.stopped == "max_steps":
             out.emit(
                 "llm_max_steps",
                 {
                     "cabin": self.name,
                     "max_steps": self.max_steps,
-                    "tool_calls": calls_made,
-                    "last_tools": last_tools,
+                    "tool_calls": d.calls_made,
+                    "last_tools": d.last_tools,
                 },
                 tags=("llm",),
             )
@@ -412,26 +695,82 @@ class LLMCabin:
                 cabin=self.name,
                 tick=view.tick,
                 max_steps=self.max_steps,
-                last_tools=last_tools,
+                last_tools=d.last_tools,
             )
-        written = self._flush_notes(draft, before, out)
+        kept = d.error is None or self.on_error.keep
+        lost: dict[str, Any] = {}
+        if kept:
+            written = self._flush_notes(draft, before, out)
+        else:
+            written = []
+            lost = mark.drop(out)
+            lost["notes"] = sorted(
+                k for k, n in {n.key: n for n in draft.notes()}.items() if before.get(k) != n
+            )
+        if d.error is not None:
+            lost["answer"] = True
+            lost["rounds_left"] = self.max_steps - d.rounds
         out.emit(
             "llm_outcome",
             {
                 "cabin": self.name,
-                "stopped": stopped,
-                "answer": answer,
-                "rounds": rounds,
-                "tool_calls": calls_made,
-                "tool_errors": errors,
-                "finish_reason": finish,
+                "stopped": d.stopped,
+                "answer": d.answer,
+                "rounds": d.rounds,
+                "tool_calls": d.calls_made,
+                "tool_errors": d.errors,
+                "finish_reason": d.finish,
                 "notes_written": written,
                 "task": task,
+                "truncated": d.truncated,
+                "repeated_actions": d.repeats,
+                "error": d.error,
+                "queued": mark.queued(out, written),
+                "lost": lost,
             },
             tags=("llm",),
         )
-        if self.answer_key is not None and answer is not None:
-            out.write(self.answer_key, answer)
+        if self.answer_key is not None and d.answer is not None:
+            out.write(self.answer_key, d.answer)
+
+    def _call(
+        self,
+        dispatcher: ToolDispatcher,
+        call: ToolCall,
+        actions: set[str],
+        d: _Decision,
+        view: CabinView,
+        out: Outbox,
+    ) -> str:
+        """Run one tool call; the text its result carries back to the model."""
+        d.calls_made += 1
+        same = (call.name, _canonical(call.arguments)) if call.name in actions else None
+        if same is not None and same in d.acted:
+            d.repeats += 1
+            d.errors += 1
+            out.emit(
+                "replan",
+                {
+                    "cabin": self.name,
+                    "reason": "same_action_twice",
+                    "tool": call.name,
+                    "arguments": same[1],
+                    "tick": view.tick,
+                },
+                tags=("llm", "plan"),
+            )
+            return to_json_text(
+                {
+                    "error": f"same action twice: {call.name} with these arguments was already "
+                    "queued in this decision and was not queued again; re-plan: choose "
+                    "another action, or answer without tool calls if you are done"
+                }
+            )
+        result = dispatcher.call(call.name, call.arguments)
+        d.errors += not result.ok
+        if result.ok and same is not None:
+            d.acted.add(same)
+        return result.content
 
     # -- prompts ------------------------------------------------------------------------
 
@@ -444,6 +783,13 @@ class LLMCabin:
                 draft.to_prompt_text(),
             )
         )
+
+    def _fingerprint(self, view: CabinView, draft: Scratchpad, task: str | None) -> str:
+        """What the model would be told, without the tick and the time: equal fingerprints,
+        equal prompts."""
+        body = render_view(view, value_chars=self.value_chars).partition("\n")[2]
+        text = "\n".join((body, draft.to_prompt_text(), self._goal_text(view, task)))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def _task(self, view: CabinView) -> str | None:
         if self.scope_to is None:
@@ -472,6 +818,49 @@ class LLMCabin:
                 out.note(key, note.value, note.description)
                 written.append(key)
         return written
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """How full an outbox was when a decision began, to tell what the decision queued."""
+
+    writes: int
+    events: int
+    commands: int
+    reactions: int
+
+    @classmethod
+    def of(cls, out: Outbox) -> _Mark:
+        return cls(len(out.writes), len(out.events), len(out.commands), len(out.reactions))
+
+    def queued(self, out: Outbox, notes: Sequence[str]) -> dict[str, list[str]]:
+        return {
+            "writes": [w.key for w in out.writes[self.writes :]],
+            "commands": [c.name for c in out.commands[self.commands :]],
+            "events": [e.kind for e in out.events[self.events :] if e.kind != "replan"],
+            "notes": list(notes),
+        }
+
+    def drop(self, out: Outbox) -> dict[str, Any]:
+        """Take out what the decision queued (its ``replan`` events stay); what was taken."""
+        lost = {
+            "writes": [w.key for w in out.writes[self.writes :]],
+            "commands": [c.name for c in out.commands[self.commands :]],
+            "events": [e.kind for e in out.events[self.events :] if e.kind != "replan"],
+        }
+        del out.writes[self.writes :]
+        del out.commands[self.commands :]
+        del out.reactions[self.reactions :]
+        out.events[self.events :] = [e for e in out.events[self.events :] if e.kind == "replan"]
+        return lost
+
+
+def _canonical(arguments: str) -> str:
+    """Tool-call arguments in one form (sorted keys), so equal arguments compare equal."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError):
+        return arguments
 
 
 def render_view(view: CabinView, *, value_chars: int = 240) -> str:

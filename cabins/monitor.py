@@ -19,7 +19,9 @@ Each tick it reads only its view and, through its outbox:
   and reports the reaction ``stop:fail_safe`` ("absent" means the scenario has no
   forbidden zones, so there is nothing to stop for);
 - raises alarms on ``cabin_failed`` and ``tick_overrun`` events (one per event), on
-  capacity alarms, on speeding inside a speed zone and on a low battery;
+  capacity alarms, on speeding inside a speed zone and on a low battery, and an
+  ``alarm`` {"kind": "cabin_late"} while an asynchronous cabin is late (a ``late:<cabin>``
+  item in view, see ``runtime.asynchronous``);
 - writes ``monitor:status`` = {"deviation", "level", "estop"} when it changes.
 
 Missing readings and the fail-safe are reported on the tick they start (or their reason
@@ -63,6 +65,7 @@ from cabins.values import (
     read_low_battery,
     route_points,
 )
+from runtime.asynchronous import LATE_PREFIX
 from runtime.cabin import Outbox
 from runtime.errors import SettingError
 from runtime.pack import CabinView
@@ -336,6 +339,7 @@ class Monitor:
         if stops:
             out.command("stop", reason=stops[0])
         self._check_battery(view, out)
+        self._check_late(view, out)
         self._read_events(view, out)
         self._write_status(out)
 
@@ -630,6 +634,25 @@ class Monitor:
                 {"kind": "battery", "level": "warn", "battery": battery, "threshold": threshold},
                 tags=_ALARM_TAGS,
             )
+
+    def _check_late(self, view: CabinView, out: Outbox) -> None:
+        for key in view:
+            if not key.startswith(LATE_PREFIX):
+                continue
+            data = _data(view[key])
+            cabin = data.get("cabin", key[len(LATE_PREFIX) :])
+            if self._episodes.hit(("late", str(cabin)), view.time):
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "cabin_late",
+                        "level": "warn",
+                        "cabin": cabin,
+                        "since_tick": data.get("since_tick"),
+                        "limit": data.get("limit"),
+                    },
+                    tags=_ALARM_TAGS,
+                )
 
     def _read_events(self, view: CabinView, out: Outbox) -> None:
         for event in view.recent_events:

@@ -2,8 +2,9 @@
 
 Each tick the planner reads its view and, through its outbox only:
 
-- keeps a stack of the ``goal:deliver:*`` goals (oldest released first) and works on
-  one at a time; a goal that leaves the board was delivered;
+- keeps a stack of the ``goal:deliver:*`` goals (oldest released first, unless a
+  dispatcher's ``dispatch:order`` ranks them) and works on one at a time; a goal that
+  leaves the board was delivered;
 - plans the active task as a chain of steps (go to the pick-up dock, pick, go to the
   drop dock, drop), with go-to-charger and charge first when the battery is low;
 - follows the executor's ``action_done``/``action_failed`` reports to mark steps done
@@ -63,6 +64,7 @@ from cabins.values import (
     CONSTRAINT_PREFIX,
     DEFAULT_LIMITS,
     DEFAULT_LOW_BATTERY,
+    DISPATCH_ORDER,
     DOCKS,
     FORBIDDEN_PREFIX,
     GOAL_DELIVER_PREFIX,
@@ -78,6 +80,7 @@ from cabins.values import (
     read_battery,
     read_bounds,
     read_low_battery,
+    read_order,
     read_places,
     read_zone_polygon,
 )
@@ -551,7 +554,12 @@ class Planner:
         if self._task is not None and self._task not in self._goals:
             self._finish_task()
         if self._task is None and self._goals:
-            goal = min(self._goals.values(), key=lambda g: (g.released, g.task))
+            order = read_order(view.get(DISPATCH_ORDER))
+            rank = {task: i for i, task in enumerate(order)}
+            goal = min(
+                self._goals.values(),
+                key=lambda g: (rank.get(g.task, len(order)), g.released, g.task),
+            )
             self._start_task(goal, view, seen, out)
         elif self._task is None and self._busy:
             self._busy = False

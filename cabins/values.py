@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_ACCEPTANCE",
     "DEFAULT_LIMITS",
     "DEFAULT_LOW_BATTERY",
+    "DISPATCH_ORDER",
     "DOCKS",
     "FORBIDDEN_PREFIX",
     "GOAL_DELIVER_PREFIX",
@@ -70,6 +71,7 @@ __all__ = [
     "read_battery",
     "read_bounds",
     "read_low_battery",
+    "read_order",
     "read_places",
     "read_zone_polygon",
     "route_points",
@@ -106,6 +108,9 @@ PLAN: Final = "plan"
 """The planner's plan of the active task (written and read by cabins, not the world)."""
 ROUTE: Final = "route"
 """The planner's route: ((x, y), ...), empty while it holds (``route_points``)."""
+DISPATCH_ORDER: Final = "dispatch:order"
+"""(task, ...): the order in which a dispatcher cabin wants the pending deliveries made
+(``read_order``); the planner takes its next task from it (written by cabins)."""
 
 GOAL_PREFIX: Final = "goal:"
 """Every goal item's key starts so; the dispatcher's deliveries are ``GOAL_DELIVER_PREFIX``."""
@@ -155,6 +160,19 @@ def read_low_battery(value: Any) -> float | None:
     """The ``battery:low`` threshold: a finite number in [0, 1], else None."""
     number = finite(value)
     return number if number is not None and 0.0 <= number <= 1.0 else None
+
+
+def read_order(value: Any) -> tuple[str, ...]:
+    """The ``dispatch:order`` value: task ids in order (non-empty strings, each once; an
+    id seen again is skipped); anything else reads as no order, ``()``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return ()
+    seen: dict[str, None] = {}
+    for task in value:
+        if not isinstance(task, str) or not task:
+            return ()
+        seen.setdefault(task, None)
+    return tuple(seen)
 
 
 def _integer(value: Any) -> int | None:

@@ -31,9 +31,16 @@ if TYPE_CHECKING:
     from runtime.agent.tools import ToolResult as ToolResult
     from runtime.agent.tools import scratchpad_tools as scratchpad_tools
     from runtime.assembler import Assembler as Assembler
+    from runtime.asynchronous import Asynchronous as Asynchronous
+    from runtime.asynchronous import DropLate as DropLate
+    from runtime.asynchronous import RecheckLate as RecheckLate
+    from runtime.asynchronous import Returned as Returned
+    from runtime.asynchronous import SimulatedExecutor as SimulatedExecutor
+    from runtime.asynchronous import ThreadExecutor as ThreadExecutor
     from runtime.board import Reading as Reading
     from runtime.board import StateBoard as StateBoard
     from runtime.cabin import Cabin as Cabin
+    from runtime.cabin import CabinFailure as CabinFailure
     from runtime.cabin import Command as Command
     from runtime.cabin import NoteOp as NoteOp
     from runtime.cabin import Outbox as Outbox
@@ -72,15 +79,19 @@ if TYPE_CHECKING:
     from runtime.spec import SpecError as SpecError
     from runtime.spec import load_spec as load_spec
     from runtime.spec import load_specs as load_specs
+    from runtime.timing import Timing as Timing
 
 _WHERE: dict[str, str] = {
     "Assembler": "runtime.assembler",
+    "Asynchronous": "runtime.asynchronous",
     "Cabin": "runtime.cabin",
+    "CabinFailure": "runtime.cabin",
     "CabinMap": "runtime.cabin_map",
     "CabinView": "runtime.pack",
     "CatchUp": "runtime.loop",
     "Clock": "runtime.clock",
     "Command": "runtime.cabin",
+    "DropLate": "runtime.asynchronous",
     "ContextSpec": "runtime.spec",
     "Event": "runtime.log",
     "EventLog": "runtime.log",
@@ -101,21 +112,26 @@ _WHERE: dict[str, str] = {
     "Outbox": "runtime.cabin",
     "Reaction": "runtime.cabin",
     "Reading": "runtime.board",
+    "RecheckLate": "runtime.asynchronous",
+    "Returned": "runtime.asynchronous",
     "Scratchpad": "runtime.scratchpad",
     "SettingError": "runtime.errors",
     "ShortTermMemory": "runtime.agent.memory",
     "SimClock": "runtime.clock",
+    "SimulatedExecutor": "runtime.asynchronous",
     "SkipMissed": "runtime.loop",
     "SpecError": "runtime.spec",
     "StateBoard": "runtime.board",
     "TickLoop": "runtime.loop",
     "TickResult": "runtime.loop",
+    "ThreadExecutor": "runtime.asynchronous",
     "TickStats": "runtime.loop",
     "TickworkError": "runtime.errors",
     "Tool": "runtime.agent.tools",
     "ToolArgs": "runtime.agent.tools",
     "ToolCall": "runtime.agent.memory",
     "ToolDispatcher": "runtime.agent.tools",
+    "Timing": "runtime.timing",
     "ToolResult": "runtime.agent.tools",
     "ValueEviction": "runtime.memory",
     "Versions": "runtime.pack",

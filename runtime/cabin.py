@@ -7,6 +7,10 @@ reactions to missing items, changes to its own scratchpad notes and facts for
 long-term memory. The loop
 applies every outbox after all cabins of the tick have run, so no cabin sees
 another's writes in the same tick.
+
+``decide`` runs one step isolated: a cabin that raises, or that writes notes without a
+scratchpad, gives a ``CabinFailure`` instead of an outbox (the loop drops that outbox and
+logs why), whether it decided inside the tick or off it.
 """
 
 from __future__ import annotations
@@ -91,6 +95,15 @@ class MemoryWrite:
     scope: FrozenDict[str, str]
     metadata: FrozenDict[str, Any]
     stamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CabinFailure:
+    """Why a cabin's outbox was dropped: the exception it raised (its type and message)."""
+
+    cabin: str
+    error_type: str
+    message: str
 
 
 class Outbox:
@@ -195,3 +208,21 @@ class Outbox:
             or self.notes
             or self.memories
         )
+
+
+def decide(cabin: Cabin, view: CabinView, *, has_pad: bool) -> Outbox | CabinFailure:
+    """Run ``cabin`` once on ``view``: its outbox, or the failure that drops it (it raised,
+    or it wrote notes and ``has_pad`` is false)."""
+    out = Outbox(cabin.name)
+    try:
+        cabin.step(view, out)
+    except Exception as exc:  # a cabin's failure must not stop the loop
+        return CabinFailure(cabin.name, type(exc).__name__, str(exc))
+    if out.notes and not has_pad:
+        return CabinFailure(
+            cabin.name,
+            "NoScratchpad",
+            f"cabin {cabin.name!r} wrote {len(out.notes)} note change(s) but "
+            "has no scratchpad (Assembler(..., scratchpads=...)); its outbox was dropped",
+        )
+    return out

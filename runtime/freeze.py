@@ -60,7 +60,17 @@ class FrozenDict(Mapping[K, V]):
         return f"FrozenDict({self._data!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (freeze, (self._data,))  # unpickled arrays come back writable: freeze again
+        return (rebuild_frozen, (self._data,))
+
+
+def rebuild_frozen(data: dict[Any, Any]) -> FrozenDict[Any, Any]:
+    """A pickled ``FrozenDict`` again: frozen again (unpickled arrays come back writable),
+    unless it maps to live objects that have no frozen form (the assembler's scratchpads)."""
+    try:
+        frozen: FrozenDict[Any, Any] = freeze(data)
+    except FreezeError:
+        return FrozenDict(data)
+    return frozen
 
 
 def freeze(value: Any, *, key: str = "") -> Any:

@@ -18,6 +18,11 @@ Facts a cabin asks to remember (``out.remember``) go to the loop's ``long_term``
 memory, if it has one, and each gets a ``remembered`` event (``stored``, and
 ``why``: ``stored``, ``duplicate``, ``recalled``, ``error`` or
 ``no_long_term_memory``), so that the cabin's step has no side effect of its own.
+
+An asynchronous cabin (``runtime.asynchronous``) gets a view only on the ticks it is idle
+at, decides off the tick thread, and its outbox is applied, in cabin order among the
+others, at the apply phase its decision came back by; ``TickResult.returned`` tags it
+with both ticks. The loop never waits for it.
 """
 
 from __future__ import annotations
@@ -27,14 +32,24 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
 import structlog
 
 from runtime.assembler import Assembler
-from runtime.cabin import Cabin, Command, MemoryWrite, NoteOp, Outbox
-from runtime.clock import Clock
+from runtime.asynchronous import (
+    AsyncDecisions,
+    DecisionExecutor,
+    Notices,
+    Returned,
+    SimulatedExecutor,
+    ThreadExecutor,
+    timing_of,
+)
+from runtime.cabin import Cabin, CabinFailure, Command, MemoryWrite, NoteOp, Outbox, decide
+from runtime.clock import Clock, SimClock
 from runtime.errors import SettingError
 from runtime.longterm import LongTermStore
 from runtime.pack import CabinView, WorkingSet
@@ -78,13 +93,6 @@ class CatchUp:
 
 
 @dataclass(frozen=True, slots=True)
-class CabinFailure:
-    cabin: str
-    error_type: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class TickResult:
     """What one tick did."""
 
@@ -97,6 +105,9 @@ class TickResult:
     failures: tuple[CabinFailure, ...]
     compute_seconds: float
     overrun: bool
+    returned: tuple[Returned, ...] = ()
+    """The asynchronous decisions that came back at this tick (applied, or dropped as late),
+    each with the tick it decided on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +123,10 @@ class TickStats:
     evictions: int
     capacity_alarms: int
     cabin_failures: int
+    late_decisions: int = 0
+    """Asynchronous decisions that passed their ``max_age`` or ``deadline``."""
+    dropped_decisions: int = 0
+    """Of them, those dropped (not applied)."""
 
     def as_dict(self) -> dict[str, float | int]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -155,6 +170,8 @@ class TickLoop:
         suppress: Suppressor | None = None,
         timer: Callable[[], float] = time.perf_counter,
         long_term: LongTermStore | None = None,
+        executor: DecisionExecutor | None = None,
+        rng: np.random.Generator | None = None,
     ) -> None:
         if not rate_hz > 0 or not math.isfinite(rate_hz):
             raise SettingError(f"rate_hz must be a positive number, got {rate_hz!r}")
@@ -187,6 +204,21 @@ class TickLoop:
         self.suppress = suppress
         self.timer = timer
         self.long_term = long_term
+        timings = {c.name: timing_of(c) for c in self.cabins}
+        asynchronous = {name: t for name, t in timings.items() if t.is_async}
+        self.asynchronous: AsyncDecisions | None = None
+        if asynchronous:
+            if executor is None:
+                executor = (
+                    SimulatedExecutor(rng) if isinstance(clock, SimClock) else ThreadExecutor()
+                )
+            self.asynchronous = AsyncDecisions(asynchronous, executor)
+        self._is_async = tuple(c.name in asynchronous for c in self.cabins)
+        pending = self.asynchronous
+        self._at_once = tuple(
+            pending is not None and c.name in pending and pending.at_once(c.name)
+            for c in self.cabins
+        )
         self.tick = 0
         self._start: float | None = None
         self._slot = 0
@@ -209,6 +241,11 @@ class TickLoop:
             self.step()
         return self.stats()
 
+    def close(self) -> None:
+        """Stop the executor of asynchronous decisions (worker threads); safe to call twice."""
+        if self.asynchronous is not None:
+            self.asynchronous.close()
+
     def step(self) -> TickResult:
         """Run one tick: freeze, decide, apply, then wait for the next deadline."""
         clock = self.clock
@@ -220,43 +257,77 @@ class TickLoop:
             hook.before_freeze(tick, now)
         started = self.timer()
         ws = self.assembler.assemble(tick, now)
-        outboxes: list[Outbox] = []
+        pads = self.assembler.scratchpads
+        pending = self.asynchronous
         views: list[CabinView] = []
-        failures: list[CabinFailure] = []
-        for cabin in self.cabins:
-            hidden = tuple(self.suppress(tick, cabin.name)) if self.suppress else ()
-            out = Outbox(cabin.name)
-            view = ws.view(cabin.name, suppress=hidden)
+        decided: list[Outbox | CabinFailure | Returned | None] = []
+        for cabin, is_async, at_once in zip(
+            self.cabins, self._is_async, self._at_once, strict=True
+        ):
+            name = cabin.name
+            if at_once:  # asynchronous, but its decisions take no time: back at once
+                assert pending is not None
+                view = ws.view(name, suppress=self._hidden(tick, name))
+                views.append(view)
+                decided.append(pending.decide_now(cabin, view, tick=tick, has_pad=name in pads))
+                continue
+            if is_async:
+                assert pending is not None
+                if pending.idle(name):
+                    view = ws.view(name, suppress=self._hidden(tick, name))
+                    views.append(view)
+                    pending.start(
+                        cabin,
+                        view,
+                        ws,
+                        tick=tick,
+                        now=now,
+                        period=self.period,
+                        has_pad=name in pads,
+                    )
+                decided.append(None)
+                continue
+            view = ws.view(name, suppress=self._hidden(tick, name))
             views.append(view)
-            try:
-                cabin.step(view, out)
-            except Exception as exc:  # a cabin's failure must not stop the loop
-                failures.append(CabinFailure(cabin.name, type(exc).__name__, str(exc)))
+            decided.append(decide(cabin, view, has_pad=name in pads))
+        # apply phase: what was decided this tick and what came back, in cabin order
+        outboxes: list[Outbox] = []
+        failures: list[CabinFailure] = []
+        returned: list[Returned] = []
+        notices: Notices | None = None
+        if pending is not None:
+            notices = Notices()
+            view_of = partial(self._view, ws)
+        for cabin, got in zip(self.cabins, decided, strict=True):
+            decision: Outbox | CabinFailure | None
+            if isinstance(got, Returned) or (got is None and pending is not None):
+                if isinstance(got, Returned):
+                    back: Returned | None = got
+                else:
+                    assert pending is not None and notices is not None
+                    back = pending.collect(
+                        cabin, tick=tick, now=clock.now(), current=view_of, notices=notices
+                    )
+                if back is None:
+                    continue
+                returned.append(back)
+                if not back.applied and back.failure is None:
+                    continue  # dropped as late: recorded, not applied
+                decision = back.failure if back.failure is not None else back.outbox
+            else:
+                decision = got
+            if isinstance(decision, CabinFailure):
+                failures.append(decision)
                 self._log.error(
                     "cabin_failed",
                     tick=tick,
-                    cabin=cabin.name,
-                    error_type=type(exc).__name__,
-                    message=str(exc),
+                    cabin=decision.cabin,
+                    error_type=decision.error_type,
+                    message=decision.message,
                 )
-                continue
-            if out.notes and cabin.name not in self.assembler.scratchpads:
-                message = (
-                    f"cabin {cabin.name!r} wrote {len(out.notes)} note change(s) but "
-                    "has no scratchpad (Assembler(..., scratchpads=...)); its outbox "
-                    "was dropped"
-                )
-                failures.append(CabinFailure(cabin.name, "NoScratchpad", message))
-                self._log.error(
-                    "cabin_failed",
-                    tick=tick,
-                    cabin=cabin.name,
-                    error_type="NoScratchpad",
-                    message=message,
-                )
-                continue
-            outboxes.append(out)
-        commands = self._apply(tick, ws, outboxes, failures)
+            elif decision is not None:
+                outboxes.append(decision)
+        commands = self._apply(tick, ws, outboxes, failures, notices)
         compute = self.timer() - started
 
         self.tick += 1
@@ -289,15 +360,35 @@ class TickLoop:
         c.capacity_alarms += int(ws.capacity_alarm)
         c.failures += len(failures)
         result = TickResult(
-            tick, now, ws, tuple(views), tuple(outboxes), commands, tuple(failures), compute, late
+            tick,
+            now,
+            ws,
+            tuple(views),
+            tuple(outboxes),
+            commands,
+            tuple(failures),
+            compute,
+            late,
+            tuple(returned),
         )
         for hook in self.hooks:
             hook.after_apply(result)
         clock.sleep_until(deadline)
         return result
 
+    def _hidden(self, tick: int, cabin: str) -> tuple[str, ...]:
+        return tuple(self.suppress(tick, cabin)) if self.suppress else ()
+
+    def _view(self, ws: WorkingSet, cabin: str) -> CabinView:
+        return ws.view(cabin, suppress=self._hidden(ws.tick, cabin))
+
     def _apply(
-        self, tick: int, ws: WorkingSet, outboxes: list[Outbox], failures: list[CabinFailure]
+        self,
+        tick: int,
+        ws: WorkingSet,
+        outboxes: list[Outbox],
+        failures: list[CabinFailure],
+        notices: Notices | None,
     ) -> tuple[Command, ...]:
         board, log = self.assembler.board, self.assembler.log
         commands: list[Command] = []
@@ -331,6 +422,14 @@ class TickLoop:
                     },
                     tags=(f"cabin:{f.cabin}", "failure"),
                 )
+            if notices is not None:
+                for kind, data in notices.events:
+                    log.append(kind, data, tags=(f"cabin:{data['cabin']}", "late"))
+                for key, value in notices.board:
+                    if value is None:
+                        board.delete(key)
+                    else:
+                        board.write(key, value, source="loop")
             if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
                 self._capacity_alarm = ws.capacity_alarm
                 memory = self.assembler.memory
@@ -381,6 +480,10 @@ class TickLoop:
             evictions=c.evictions,
             capacity_alarms=c.capacity_alarms,
             cabin_failures=c.failures,
+            late_decisions=0 if self.asynchronous is None else self.asynchronous.late_decisions,
+            dropped_decisions=0
+            if self.asynchronous is None
+            else self.asynchronous.dropped_decisions,
         )
 
 

@@ -2,8 +2,9 @@
 
 A ``ContextSpec`` (the seed's assembly list) names the board keys a cabin reads
 and how much each matters, the map window and route corridor around it, the
-event window, which items are required (their absence is flagged in the view)
-and the reaction the cabin declares for each missing one. Specs live as one TOML
+event window, which items are required (their absence is flagged in the view),
+the reaction the cabin declares for each missing one, and its timing (``[timing]``:
+inside the tick or asynchronously, see ``runtime.timing``). Specs live as one TOML
 file per cabin; ``load_spec`` and ``load_specs`` read them and raise a
 ``SpecError`` naming the file, the key path and the problem.
 
@@ -39,6 +40,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from runtime.freeze import FrozenDict
 from runtime.patterns import is_glob, matches, specificity, validate_pattern
+from runtime.timing import Timing
 from runtime.tomlfile import FileError, did_you_mean, key_path, read_toml
 
 __all__ = [
@@ -294,6 +296,12 @@ class ContextSpec(BaseModel):
         ],
     )
 
+    timing: Timing = Field(
+        default_factory=Timing,
+        description="When the cabin decides: inside the tick (sync, the default) or off the "
+        "tick thread (async), and how long its asynchronous decisions stay good.",
+    )
+
     _lookup: _WeightLookup = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
@@ -375,7 +383,8 @@ def _describe(error: Mapping[str, Any]) -> str:
     where = key_path(error["loc"])
     if error["type"] == "extra_forbidden":
         name = str(error["loc"][-1])
-        return f"{where}: unknown key{did_you_mean(name, ContextSpec.model_fields)}"
+        known = Timing.model_fields if error["loc"][0] == "timing" else ContextSpec.model_fields
+        return f"{where}: unknown key{did_you_mean(name, known)}"
     message = str(error["msg"])
     value = error.get("input")
     if isinstance(value, (str, int, float)) and repr(value) not in message:

@@ -4,6 +4,10 @@
 assembles one working set for the given spec and returns the cabin's view, so
 a test sees exactly what the cabin would see at that tick, missing items and
 all. ``run_step`` also runs the cabin on it and returns its outbox.
+
+``ManualExecutor`` is a ``runtime.asynchronous.DecisionExecutor`` for tests of
+asynchronous cabins: a decision is made when the test calls ``finish(cabin)``, so a test
+decides exactly which apply phase it comes back by, without threads or sleeps.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runtime.assembler import Assembler
+from runtime.asynchronous import Task
 from runtime.board import StateBoard
-from runtime.cabin import Cabin, Outbox
+from runtime.cabin import Cabin, CabinFailure, Outbox
 from runtime.cabin_map import CabinMap, Feature
 from runtime.clock import SimClock
+from runtime.errors import SettingError
 from runtime.log import EventLog
 from runtime.memory import WorkingMemory
 from runtime.pack import CabinView
@@ -90,3 +96,53 @@ def run_step(cabin: Cabin, view: CabinView) -> Outbox:
     out = Outbox(cabin.name)
     cabin.step(view, out)
     return out
+
+
+class _Held:
+    __slots__ = ("result", "task", "tick")
+
+    def __init__(self, task: Task, tick: int) -> None:
+        self.task = task
+        self.tick = tick
+        self.result: Outbox | CabinFailure | None = None
+
+
+class ManualExecutor:
+    """Holds asynchronous decisions until the test finishes them.
+
+    ``started`` lists ``(cabin, tick)`` of every decision started; ``pending`` the cabins
+    with one in flight; ``finish(cabin)`` makes that cabin's decision now (its step runs on
+    the view it was given), and the loop applies it at its next apply phase.
+    """
+
+    name = "manual"
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, int]] = []
+        self._held: dict[str, _Held] = {}
+        self.closed = False
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        return tuple(n for n, h in self._held.items() if h.result is None)
+
+    def start(self, task: Task, *, tick: int, period: float) -> _Held:
+        held = _Held(task, tick)
+        self._held[task.cabin.name] = held
+        self.started.append((task.cabin.name, tick))
+        return held
+
+    def finish(self, cabin: str) -> Outbox | CabinFailure:
+        held = self._held.get(cabin)
+        if held is None or held.result is not None:
+            raise SettingError(f"cabin {cabin!r} has no decision in flight")
+        held.result = held.task.run()
+        return held.result
+
+    def poll(self, handle: _Held, *, tick: int) -> Outbox | CabinFailure | None:
+        if handle.result is not None and self._held.get(handle.task.cabin.name) is handle:
+            del self._held[handle.task.cabin.name]
+        return handle.result
+
+    def close(self) -> None:
+        self.closed = True

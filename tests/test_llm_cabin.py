@@ -235,11 +235,14 @@ def test_missing_items_are_rendered_with_their_reason() -> None:
     assert "- pose: [0,1,2,3,4,5,6,7,8,9,10,11,...\n" in long
 
 
-def test_a_failing_client_is_isolated_by_the_loop() -> None:
+def test_a_failing_client_ends_the_decision_with_an_outcome_not_a_cabin_failure() -> None:
     rig = Rig(ScriptedClient([]))
     result = rig.step()
-    assert [(f.cabin, f.error_type) for f in result.failures] == [("llm", "ScriptExhausted")]
-    assert rig.events("cabin_failed")[0]["error_type"] == "ScriptExhausted"
+    assert result.failures == () and rig.events("cabin_failed") == []
+    (outcome,) = rig.events("llm_outcome")
+    assert outcome["stopped"] == "error" and outcome["answer"] is None
+    assert outcome["error"]["kind"] == "error" and outcome["error"]["type"] == "ScriptExhausted"
+    assert outcome["lost"]["answer"] is True
     with pytest.raises(ScriptExhausted, match="0 replies"):
         ScriptedClient([]).complete([], [])
 

@@ -45,6 +45,7 @@ def test_the_wheel_holds_the_shipped_specs_and_the_package_data(wheel: Path) -> 
     for spec in (ROOT / "specs").glob("*.toml"):
         assert f"tickwork_specs/{spec.name}" in names
     assert "tickwork_specs/context-spec.schema.json" in names
+    assert "tickwork_specs/examples/dispatcher.toml" in names
     assert "sim/world/scenarios/warehouse.toml" in names
     assert "runtime/py.typed" in names
     assert any(n.startswith("sim/report/templates/") for n in names)

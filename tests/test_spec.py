@@ -377,3 +377,9 @@ def test_check_spec_warns_about_settings_that_do_nothing() -> None:
         event_kinds=("action_failed",),
     )
     assert lint(working) == []
+    sync = ContextSpec(name="s", timing={"deadline": 2.0, "latency": 1.0})
+    assert lint(sync) == [
+        'timing.deadline, timing.latency set but timing.mode is "sync": only asynchronous '
+        "cabins use it"
+    ]
+    assert lint(ContextSpec(name="a", timing={"mode": "async", "deadline": 2.0})) == []

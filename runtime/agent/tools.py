@@ -14,6 +14,15 @@ Nothing a model sends can raise out of ``call``.
 
 ``scratchpad_tools(pad)`` are the seed's three scratchpad tools (save, read, list)
 over a ``Scratchpad``; action tools (commands, events) are added the same way.
+
+``schema(strict=True)`` gives a schema usable in OpenAI's strict mode (structured outputs
+for function calling), by the rules the ``openai`` SDK applies in ``pydantic_function_tool``:
+``"strict": true``, every object closed (``additionalProperties: false``) with every
+property required, a ``$ref`` with siblings inlined, null defaults dropped; and, since
+strict mode wants a type everywhere, an argument of any JSON value is offered as a
+string, number, boolean, null or an array of those. Arguments are still validated by
+the model of the tool, so strict mode changes what the model is offered, never what is
+accepted.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import structlog
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.errors import SettingError
+from runtime.logs import debug_enabled
 from runtime.scratchpad import Scratchpad, check_note_key, to_json_text
 
 __all__ = [
@@ -41,6 +51,7 @@ __all__ = [
     "ToolDispatcher",
     "ToolResult",
     "scratchpad_tools",
+    "strict_schema",
 ]
 
 SAVE_TO_SCRATCHPAD = "save_to_scratchpad"
@@ -82,18 +93,16 @@ class Tool(Generic[A]):
                 f"tool {self.name!r}: args must be a pydantic model class, got {self.args!r}"
             )
 
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI-style function-tool schema of this tool."""
+    def schema(self, *, strict: bool = False) -> dict[str, Any]:
+        """The OpenAI-style function-tool schema of this tool (``strict``: for strict mode)."""
         parameters = _strip_titles(self.args.model_json_schema())
         parameters.setdefault("properties", {})
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": parameters,
-            },
-        }
+        function: dict[str, Any] = {"name": self.name, "description": self.description}
+        if strict:
+            parameters = strict_schema(parameters)
+            function["strict"] = True
+        function["parameters"] = parameters
+        return {"type": "function", "function": function}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +140,9 @@ class ToolDispatcher:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self, *, strict: bool = False) -> list[dict[str, Any]]:
         """The schemas of every tool, in the order given (the ``tools`` of a request)."""
-        return [tool.schema() for tool in self._tools.values()]
+        return [tool.schema(strict=strict) for tool in self._tools.values()]
 
     def with_tools(self, *tools: Tool[Any]) -> ToolDispatcher:
         """A dispatcher with these tools added (e.g. action tools beside the scratchpad's)."""
@@ -174,7 +183,8 @@ class ToolDispatcher:
             data = tool.run(args)
         except Exception as exc:  # a tool's failure is an answer to the model, not a crash
             return self._fail(shown, f"tool {tool.name} failed: {type(exc).__name__}: {exc}")
-        _log.debug("tool_call", tool=tool.name, ok=True)
+        if debug_enabled(_log):
+            _log.debug("tool_call", tool=tool.name, ok=True)
         return ToolResult(tool.name, True, data)
 
     @staticmethod
@@ -315,3 +325,54 @@ def _strip_titles(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(key), list):
             out[key] = [_strip_titles(v) if isinstance(v, dict) else v for v in out[key]]
     return out
+
+
+_TYPED = ("type", "anyOf", "allOf", "oneOf", "$ref", "enum", "const")
+_ANY_SCALAR: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
+ANY_JSON_STRICT: dict[str, Any] = {
+    "anyOf": [_ANY_SCALAR, {"type": "array", "items": _ANY_SCALAR}],
+}
+"""What strict mode offers for an argument of any JSON value."""
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (a JSON Schema of tool arguments) made usable in OpenAI's strict mode."""
+    root = json.loads(json.dumps(schema))  # a deep copy the rules may change
+    return _strict(root, root, top=True)
+
+
+def _strict(node: dict[str, Any], root: dict[str, Any], *, top: bool = False) -> dict[str, Any]:
+    defs = node.get("$defs")
+    if isinstance(defs, dict):
+        node["$defs"] = {k: _strict(v, root) for k, v in defs.items() if isinstance(v, dict)}
+    if node.get("type") == "object" and "additionalProperties" not in node:
+        node["additionalProperties"] = False
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        node["required"] = list(properties)
+        node["properties"] = {k: _strict(v, root) for k, v in properties.items()}
+    if isinstance(node.get("items"), dict):
+        node["items"] = _strict(node["items"], root)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(node.get(key), list):
+            node[key] = [_strict(v, root) if isinstance(v, dict) else v for v in node[key]]
+    all_of = node.get("allOf")
+    if isinstance(all_of, list):
+        if len(all_of) == 1 and isinstance(all_of[0], dict):
+            node.pop("allOf")
+            node.update(_strict(all_of[0], root))
+        else:
+            node["allOf"] = [_strict(v, root) if isinstance(v, dict) else v for v in all_of]
+    if "default" in node and node["default"] is None:
+        node.pop("default")
+    ref = node.get("$ref")
+    if isinstance(ref, str) and len(node) > 1:
+        target: Any = root
+        for part in ref.removeprefix("#/").split("/"):
+            target = target[part]
+        merged = {**json.loads(json.dumps(target)), **node}
+        merged.pop("$ref")
+        return _strict(merged, root)
+    if not top and not any(k in node for k in _TYPED):  # any JSON value
+        node.update(json.loads(json.dumps(ANY_JSON_STRICT)))
+    return node

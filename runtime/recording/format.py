@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NotRequired, TypeVar
+from typing import Any, Generic, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
@@ -209,9 +209,20 @@ class FailureRecord(TypedDict):
     message: str
 
 
+AsyncStatus = Literal["on_time", "rechecked", "dropped", "failed"]
+"""What became of an asynchronous decision: applied on time, applied after a re-check
+(late), dropped as late (recorded, not applied), or failed."""
+
+
 @with_config(_STRICT)
 class DecisionRecord(TypedDict):
-    """One cabin's outbox at one tick; a failed cabin's is empty, with ``failed`` set."""
+    """One cabin's outbox at one tick; a failed cabin's is empty, with ``failed`` set.
+
+    An asynchronous cabin's decision is recorded at the tick it came back at
+    (``applied_tick``, the message's tick), with the tick whose view it was decided on
+    (``decided_tick``) and what became of it (``status``); a dropped one holds the outbox
+    that was not applied. A synchronous decision has none of the three.
+    """
 
     writes: list[WriteRecord]
     events: list[EmittedRecord]
@@ -219,6 +230,9 @@ class DecisionRecord(TypedDict):
     reactions: list[ReactionRecord]
     memories: NotRequired[list[MemoryRecord]]
     failed: FailureRecord | None
+    decided_tick: NotRequired[int]
+    applied_tick: NotRequired[int]
+    status: NotRequired[AsyncStatus]
 
 
 @with_config(_STRICT)
@@ -358,6 +372,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "STATS",
     "WORKING_SET",
+    "AsyncStatus",
     "BoardRecord",
     "Channel",
     "CommandRecord",

@@ -145,9 +145,13 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
     ``cabins[name]``: ``items`` (key → provenance, the filter that let it in and the
     value), ``missing`` (pattern → reason, plus the eviction behind an ``evicted``
     reason), ``suppressed`` (patterns hidden by a fault) and ``decision`` (its outbox,
-    or its failure; None if the file breaks before it). ``evicted``: what working
-    memory let go at this tick's freeze. ``unviewed``: working-set items that no
-    cabin's spec selected this tick (only without ``cabin``).
+    or its failure; None if the file breaks before it; for an asynchronous cabin, the
+    decision it made on this tick's view, recorded at the tick it came back at, with
+    ``decided_tick``, ``applied_tick`` and ``status``). ``returned``: the asynchronous
+    decisions that came back at this tick, by cabin (an asynchronous cabin that was
+    deciding at this tick has no view here). ``evicted``: what working memory let go at
+    this tick's freeze. ``unviewed``: working-set items that no cabin's spec selected
+    this tick (only without ``cabin``).
     """
     ws = _working_set(recording, tick)
     items = ws["items"]
@@ -168,7 +172,7 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
                 for pattern, reason in view["missing"].items()
             },
             "suppressed": list(view["suppressed"]),
-            "decision": None if outboxes is None else outboxes.get(name),
+            "decision": _decided_on(recording, name, tick, outboxes),
         }
     report: Json = {
         "recording": recording.path,
@@ -181,6 +185,11 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
         "cabins": cabins,
         "evicted": None if evictions is None else evictions["evictions"],
         "decisions_recorded": decisions is not None,
+        "returned": {
+            n: d
+            for n, d in (outboxes or {}).items()
+            if "decided_tick" in d and (cabin is None or n == cabin)
+        },
     }
     if cabin is None:
         seen = {_held(name, key) for name in views for key in views[name]["items"]}
@@ -467,15 +476,35 @@ def _known_cabins(recording: Recording, views: Mapping[str, Any]) -> list[str]:
     return names + [n for n in views if n not in names]
 
 
+def _decided_on(
+    recording: Recording, cabin: str, tick: int, outboxes: Mapping[str, Any] | None
+) -> Any:
+    """The decision ``cabin`` made on its view of ``tick``: recorded at ``tick`` for a
+    synchronous cabin, at the tick it came back at for an asynchronous one."""
+    if outboxes is None:
+        return None
+    here = outboxes.get(cabin)
+    if here is not None and "decided_tick" not in here:
+        return here
+    for _, message in recording.records(DECISIONS):
+        found = message["cabins"].get(cabin)
+        if found is not None and found.get("decided_tick") == tick:
+            return found
+    return None
+
+
 def _cabins(
     recording: Recording, views: Mapping[str, Any], cabin: str | None, tick: int
 ) -> list[str]:
     if cabin is None:
         return list(views)
     if cabin not in views:
-        known = ", ".join(_known_cabins(recording, views)) or "none"
+        known = _known_cabins(recording, views)
+        if cabin in known:
+            return []  # an asynchronous cabin deciding at this tick took no view
         raise InspectError(
-            f"no cabin {cabin!r} at tick {tick} of {recording.path} (cabins: {known})"
+            f"no cabin {cabin!r} at tick {tick} of {recording.path} "
+            f"(cabins: {', '.join(known) or 'none'})"
         )
     return [cabin]
 

@@ -24,6 +24,7 @@ from typing import IO, Any, NamedTuple
 
 from mcap.writer import CompressionType, Writer
 
+from runtime.asynchronous import Returned
 from runtime.board import Reading, StateBoard
 from runtime.cabin import Outbox
 from runtime.errors import SettingError
@@ -252,6 +253,8 @@ class Recorder:
             cabins[failure.cabin] = failed_decision(
                 {"error_type": failure.error_type, "message": failure.message}
             )
+        for back in result.returned:  # asynchronous: tagged with both ticks
+            cabins[back.cabin] = returned_decision(back)
         self._put(DECISIONS, {"tick": tick, "cabins": cabins}, now)
         self._put(
             STATS,
@@ -371,6 +374,23 @@ def failed_decision(failed: FailureRecord) -> DecisionRecord:
         "memories": [],
         "failed": failed,
     }
+
+
+def returned_decision(back: Returned) -> DecisionRecord:
+    """The ``/decisions`` entry of an asynchronous decision that came back: its outbox (or
+    failure), the tick it was decided on, the tick it came back at, and what became of it."""
+    if back.failure is not None:
+        record = failed_decision(
+            {"error_type": back.failure.error_type, "message": back.failure.message}
+        )
+    elif back.outbox is not None:
+        record = decision_json(back.outbox)
+    else:
+        record = failed_decision({"error_type": "NoOutbox", "message": "nothing came back"})
+    record["decided_tick"] = back.decided_tick
+    record["applied_tick"] = back.applied_tick
+    record["status"] = back.status
+    return record
 
 
 def decision_json(out: Outbox) -> DecisionRecord:

@@ -12,6 +12,12 @@ of a cabin that raised. Any difference is decision drift: a cabin that reads
 something other than its view (a clock, global random, a shared counter), or
 code that changed since the recording.
 
+An asynchronous cabin (``runtime.asynchronous``) is replayed on the views it was given,
+at the ticks it took them, and each replayed outbox is compared with the recorded
+decision tagged with that tick as its ``decided_tick`` (recorded at the tick it came back
+at, applied or dropped as late). A decision still in flight when the recording ends has
+nothing to be compared with, and is noted.
+
 Faults recorded in the run's metadata are applied again where they act on the
 cabins themselves (crashes, and events lost from outboxes); the others
 (missing items, stale keys, drop-outs, map loss) are already in the recorded
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.agent.memory import LongTermMemory
+from runtime.asynchronous import timing_of
 from runtime.cabin import Cabin, Outbox
 from runtime.errors import TickworkError
 from runtime.freeze import FrozenDict
@@ -495,6 +502,8 @@ def replay(
     builder = ViewBuilder(specs=specs)
     drifts: list[Drift] = []
     done: list[int] = []
+    came_back = _async_decisions(rec)
+    asynchronous = {c.name for c in run if timing_of(c).is_async} | {n for n, _ in came_back}
     for tick in ticks:
         message = rec.one(WORKING_SET, tick)
         decisions = rec.one(DECISIONS, tick)
@@ -505,11 +514,23 @@ def replay(
         recorded_cabins = decisions["cabins"]
         for cabin in run:
             view = views.get(cabin.name)
+            is_async = cabin.name in asynchronous
             if view is None:
-                notes.append(f"tick {tick}: no view of {cabin.name!r} was recorded")
+                if not is_async:  # an asynchronous cabin gets views only when it is idle
+                    notes.append(f"tick {tick}: no view of {cabin.name!r} was recorded")
                 continue
-            recorded = recorded_cabins.get(cabin.name)
-            replayed = _decide(cabin, view, recorded)
+            if is_async:
+                recorded = came_back.get((cabin.name, tick))
+                replayed = _decide(cabin, view, recorded)
+                if recorded is None and tick >= _last_decided(came_back, cabin.name):
+                    notes.append(
+                        f"the decision {cabin.name!r} took at tick {tick} had not come back "
+                        "when the recording ended: not compared"
+                    )
+                    continue
+            else:
+                recorded = recorded_cabins.get(cabin.name)
+                replayed = _decide(cabin, view, recorded)
             if recorded is None:
                 drifts.append(
                     Drift(
@@ -535,6 +556,22 @@ def replay(
         skipped=tuple(skipped),
         notes=tuple(notes),
     )
+
+
+def _async_decisions(recording: Recording) -> dict[tuple[str, int], DecisionRecord]:
+    """(cabin, decided tick) → the recorded asynchronous decision taken at that tick."""
+    found: dict[tuple[str, int], DecisionRecord] = {}
+    for _, message in recording.records(DECISIONS):
+        for cabin, decision in message["cabins"].items():
+            decided = decision.get("decided_tick")
+            if decided is not None:
+                found[(cabin, decided)] = decision
+    return found
+
+
+def _last_decided(came_back: Mapping[tuple[str, int], DecisionRecord], cabin: str) -> int:
+    """The last tick a recorded decision of ``cabin`` was decided on (-1: none)."""
+    return max((t for n, t in came_back if n == cabin), default=-1)
 
 
 def _decide(cabin: Cabin, view: CabinView, recorded: DecisionRecord | None) -> DecisionRecord:

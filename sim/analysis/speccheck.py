@@ -49,6 +49,10 @@ def lint(spec: ContextSpec) -> list[str]:
         )
     if (spec.event_kinds or spec.event_tags) and spec.event_window <= 0:
         warnings.append("event_kinds/event_tags are set but event_window is 0: no events")
+    unused = spec.timing.unused()
+    if unused:
+        names = ", ".join(f"timing.{name}" for name in unused)
+        warnings.append(f'{names} set but timing.mode is "sync": only asynchronous cabins use it')
     return warnings
 
 

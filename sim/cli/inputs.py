@@ -13,17 +13,22 @@ from typing import TYPE_CHECKING
 from sim.cli.exits import InputError
 
 if TYPE_CHECKING:
+    from cabins.llm import LLMEndpoint
     from runtime import Cabin
     from sim.faults.model import Fault
     from sim.run.harness import ExtraCabin
 
 
-def load_cabin(text: str) -> ExtraCabin:
+def load_cabin(text: str, *, llm: LLMEndpoint | None = None) -> ExtraCabin:
     """``MODULE:CLASS@SPEC`` → the cabin's spec and the class that builds it.
 
-    ``MODULE`` is imported from the current folder; ``SPEC`` is a spec file.
+    ``MODULE`` is imported from the current folder; ``SPEC`` is a spec file. A class whose
+    constructor takes an ``llm`` keyword (an LLM cabin) is built with ``llm`` (the model
+    endpoint ``--llm-base-url`` or the environment names, or None).
     """
+    import functools
     import importlib
+    import inspect
     import os
 
     from runtime import load_spec
@@ -44,6 +49,12 @@ def load_cabin(text: str) -> ExtraCabin:
     factory = getattr(module, class_name, None)
     if factory is None or not callable(factory):
         raise InputError(f"--cabin {text!r}: module {module_name!r} has no class {class_name!r}")
+    try:
+        takes_llm = "llm" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a callable without a signature
+        takes_llm = False
+    if takes_llm:
+        factory = functools.partial(factory, llm=llm)
     return ExtraCabin(spec=load_spec(spec_path), factory=factory)
 
 

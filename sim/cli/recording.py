@@ -243,7 +243,19 @@ def _print_tick(r: dict[str, Any]) -> None:
         if c["suppressed"]:
             console.print(_t(f"  hidden by a fault: {', '.join(c['suppressed'])}"), style="yellow")
         console.print(_t(f"  decided: {_decision(c['decision'], r['decisions_recorded'])}"))
+        d = c["decision"]
+        if d is not None and "decided_tick" in d:
+            console.print(
+                _t(f"  asynchronously: came back at tick {d['applied_tick']} ({d.get('status')})")
+            )
         console.print()
+    for name, d in r.get("returned", {}).items():
+        console.print(
+            _t(
+                f"{name}: the decision it made at tick {d['decided_tick']} came back "
+                f"({d.get('status')}): {_decision(d, True)}"
+            )
+        )
     if r["evicted"] is None:
         console.print("evicted at this tick: not recorded (the file breaks in this tick)")
     elif r["evicted"]:

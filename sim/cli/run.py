@@ -15,6 +15,9 @@ from sim.cli.args import duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
 from sim.cli.tables import counts_text
 
+OVERRUN_POLICIES = {"skip": "SkipMissed", "catch-up": "CatchUp"}
+"""``--overrun`` choices and the ``runtime`` policy class each names."""
+
 RUN_EPILOG = """\
 examples:
   python -m sim run                              the default warehouse, seed 0
@@ -23,6 +26,9 @@ examples:
   python -m sim run --record run.mcap --checkpoint-every 200   checkpoints to run.ckpt
   python -m sim run --resume run.ckpt            go on from the last checkpoint
   python -m sim run --memory warehouse.sqlite    remember blocked aisles for the next run
+  python -m sim run --realtime                   paced on the wall clock, to watch it live
+  python -m sim run --cabin cabins.dispatcher:LLMDispatcher@specs/examples/dispatcher.toml \
+      --llm-base-url http://127.0.0.1:8000/v1     an LLM dispatcher on any OpenAI-compatible server
 exit status: 0 ok, 1 a safety violation or a collision happened, 2 bad input
 """
 
@@ -134,6 +140,30 @@ def register(sub: Any) -> None:
         "this scenario found the way blocked, and remembers where this run "
         "does (created if absent; the run then depends on what the file "
         "holds)",
+    )
+    run.add_argument(
+        "--realtime",
+        action="store_true",
+        help="pace the run on the wall clock at its rate (asynchronous cabins decide on "
+        "threads and meet real latency; overruns are counted)",
+    )
+    run.add_argument(
+        "--overrun",
+        choices=sorted(OVERRUN_POLICIES),
+        help="with --realtime: after a tick that overran, skip the missed ticks (skip, the "
+        "default) or run them back to back (catch-up)",
+    )
+    run.add_argument(
+        "--llm-base-url",
+        metavar="URL",
+        help="the OpenAI-compatible endpoint of --cabin cabins that take a model (an `llm` "
+        "argument); default: $TICKWORK_LLM_BASE_URL, else $OPENAI_BASE_URL; the key is "
+        "$OPENAI_API_KEY (a local server needs none)",
+    )
+    run.add_argument(
+        "--llm-model",
+        metavar="NAME",
+        help="the model those cabins ask (default: $TICKWORK_LLM_MODEL, else gpt-4o-mini)",
     )
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     run.add_argument(
@@ -260,9 +290,24 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         raise InputError(
             f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N (how often to write it)"
         )
+    if args.overrun is not None and not args.realtime:
+        raise InputError(
+            f"--overrun {args.overrun}: only a --realtime run can overrun (a simulated "
+            "clock waits for every tick)"
+        )
+    if args.realtime and args.checkpoint_every is not None:
+        raise InputError(
+            "--realtime runs cannot be checkpointed (their decisions run on threads); "
+            "checkpoint a run on the simulated clock"
+        )
     seed = 0 if args.seed is None else args.seed
+    overrun = None
+    if args.overrun is not None:
+        import runtime
+
+        overrun = getattr(runtime, OVERRUN_POLICIES[args.overrun])()
     scenario = load_scenario(args.scenario or "warehouse")
-    extra = [load_cabin(text) for text in args.cabin]
+    extra = [load_cabin(text, llm=_llm_endpoint(args)) for text in args.cabin]
     specs = None
     if args.specs:
         from runtime import load_specs
@@ -292,6 +337,8 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
             faults=faults,
             record=args.record if args.record is not None else record,
             long_term=args.memory,
+            realtime=args.realtime,
+            overrun=overrun,
         )
     except sqlite3.Error as exc:
         raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
@@ -333,6 +380,17 @@ def _checkpoint_path(args: argparse.Namespace, scenario: str, seed: int) -> str 
     return os.path.abspath(f"{scenario}-seed{seed}.ckpt")
 
 
+def _llm_endpoint(args: argparse.Namespace) -> Any:
+    """The model endpoint ``--llm-base-url``/``--llm-model`` or the environment names."""
+    import os
+
+    from cabins.llm import LLMEndpoint
+
+    return LLMEndpoint.from_environment(
+        os.environ, base_url=args.llm_base_url, model=args.llm_model
+    )
+
+
 def _resumed_run(args: argparse.Namespace) -> Any:
     """The checkpoint named by ``--resume``, loaded and ready to go on."""
     import os
@@ -351,6 +409,10 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         "--cabin": args.cabin or None,
         "--fault": args.fault or None,
         "--memory": args.memory,
+        "--realtime": args.realtime or None,
+        "--overrun": args.overrun,
+        "--llm-base-url": args.llm_base_url,
+        "--llm-model": args.llm_model,
     }
     given = [name for name, value in fixed.items() if value is not None]
     if given:
@@ -448,6 +510,10 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_row("alarms", counts_text(s["alarms"]))
     table.add_row("emergency stops", counts_text(s["emergency_stops"]))
     table.add_row("cabin failures", str(s["cabin_failures"]))
+    if s.get("late_decisions") or s.get("dropped_decisions"):
+        table.add_row("late decisions", f"{s['late_decisions']} ({s['dropped_decisions']} dropped)")
+    if s.get("realtime"):
+        table.add_row("overruns", f"{s['overruns']} ({s['skipped_ticks']} ticks skipped)")
     table.add_row("evictions", str(s["evictions"]))
     table.add_row("capacity alarms", str(s["capacity_alarms"]))
     for cabin, reasons in s["missing"].items():

@@ -5,7 +5,9 @@ views (through the loop's suppression hook), drops the world's writes to frozen
 board keys and hidden map features (through ``GatedBoard`` and ``GatedMap``, which
 the world's sensors write through), takes lost map features off the map and puts
 them back when the fault ends, drops lost events from cabins' outboxes, and makes
-cabins raise. Every fault that starts or ends is logged as a ``fault`` event.
+cabins raise (an asynchronous cabin, which gets no view while it decides, raises in
+the first decision it starts at or after the crash tick). Every fault that starts or
+ends is logged as a ``fault`` event.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from runtime import Cabin, CabinMap, CabinView, ContextSpec, EventLog, Feature, Outbox, StateBoard
+from runtime.asynchronous import latency_share, recheck, timing_of
 from runtime.errors import TickworkError
 from runtime.patterns import matches
+from runtime.timing import Timing
 from sim.faults.model import Fault, FaultPlan
 
 
@@ -71,6 +75,8 @@ class FaultyCabin:
         self.inner = inner
         self.plan = plan
         self.lost_events = 0
+        self._last_tick: int | None = None
+        self._crashed = False
 
     @property
     def name(self) -> str:
@@ -85,9 +91,32 @@ class FaultyCabin:
         """Whether the wrapped cabin keeps scratchpad notes (the loop checks it has a pad)."""
         return getattr(self.inner, "uses_notes", False) is True
 
+    @property
+    def timing(self) -> Timing:
+        """The wrapped cabin's timing (an asynchronous cabin stays asynchronous)."""
+        return timing_of(self.inner)
+
+    def recheck(self, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+        """The wrapped cabin's re-check of a late decision."""
+        return recheck(self.inner, decided, current, out)
+
+    def latency_share(self) -> float:
+        """The wrapped cabin's, for a decision it made (a crash takes no time)."""
+        return 0.0 if self._crashed else latency_share(self.inner)
+
     def step(self, view: CabinView, out: Outbox) -> None:
-        if self.plan.crashes(view.tick, self.name):
-            raise InjectedCrash(f"injected crash of {self.name} at tick {view.tick}")
+        self._crashed = False
+        # an asynchronous cabin skips the ticks it is deciding on: a crash due at one of
+        # them hits its next decision
+        since = view.tick if self._last_tick is None else min(self._last_tick + 1, view.tick)
+        self._last_tick = view.tick
+        due = next(
+            (t for t in range(since, view.tick + 1) if self.plan.crashes(t, self.name)), None
+        )
+        if due is not None:
+            self._crashed = True
+            at = f"tick {view.tick}" if due == view.tick else f"tick {view.tick} (due at {due})"
+            raise InjectedCrash(f"injected crash of {self.name} at {at}")
         self.inner.step(view, out)
         lost = self.plan.lost_events(view.tick)
         if lost:

@@ -32,6 +32,7 @@ from sim.faults.model import (
 )
 
 if TYPE_CHECKING:
+    from sim.run.harness import ExtraCabin
     from sim.world.scenario import Scenario
 
 DEFAULT_WITHIN = 40
@@ -62,6 +63,9 @@ class RunRequest:
     """The built-in cabins' specs (default: the shipped ones, read by the worker)."""
     world: Scenario | None = None
     """``scenario`` already loaded, so that a worker on another machine needs no file."""
+    extra: tuple[ExtraCabin, ...] = ()
+    """Cabins to run beside the built-in ones (an LLM cabin, say); their factories must
+    pickle to reach a worker process."""
 
     @property
     def label(self) -> str:
@@ -161,6 +165,7 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         faults=faults,
         specs=request.specs,
         long_term=request.memory,
+        extra=request.extra,
     )
     observer = _Observer(sim.rate_hz)
     sim.log.add_listener(observer)

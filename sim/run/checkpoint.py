@@ -2,7 +2,8 @@
 
 A checkpoint holds the ``Simulation`` pickled whole (board, map, log, working
 memory, the world with its random generator, the clock, the loop's counters, the
-cabins' private state, the fault plan and injector, the summary's tallies and the
+cabins' private state, the asynchronous decisions in flight with the generator of their
+simulated latencies, the fault plan and injector, the summary's tallies and the
 board-write digest), pickled as one graph so that objects shared between them
 (the generator of the world, the clock, the lock of the sources) stay shared,
 and the ``RunPlan``: how far the run goes, whether it stops once the deliveries
@@ -44,8 +45,9 @@ if TYPE_CHECKING:
     from sim.run.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 4  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
-# 4: the layout of issue 11 (modules moved, board values typed in cabins.values)
+FORMAT = 5  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
+# 4: the layout of issue 11 (modules moved, board values typed in cabins.values);
+# 5: asynchronous decisions in flight (the loop's executor and its jobs)
 _HEADER_LIMIT = 1 << 20
 
 

@@ -11,6 +11,13 @@ summary also carries digests of the final world, working memory and event log.
 With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
 its way was blocked, scoped to the scenario's name, and recalls it in later runs.
 
+A simulation runs on a ``SimClock`` by default, as fast as it can, exactly. With
+``realtime=True`` it runs on a ``WallClock``, paced to its rate (overruns counted and
+handled by ``overrun``, an ``OverrunPolicy``), and asynchronous cabins decide on worker
+threads and meet real latency. On the simulated clock their latency is simulated, drawn
+from a generator seeded by the run's seed (apart from the world's), so a run with
+asynchronous cabins stays the same run tick for tick.
+
 A ``Simulation`` pickles whole with ``sim.run.checkpoint``'s pickler (which carries the
 locks the assembler holds) except its recorder and its tick listeners: unpickled,
 it shares one lock between its sources again and listens to its board and log
@@ -47,12 +54,16 @@ from runtime import (
     StateBoard,
     TickLoop,
     TickResult,
+    WallClock,
     WorkingMemory,
     load_specs,
 )
 from runtime.agent.memory import LongTermMemory
+from runtime.asynchronous import timing_of
+from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json
+from runtime.loop import OverrunPolicy
 from runtime.recording.writer import Recorder
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
@@ -254,6 +265,8 @@ class Simulation:
         faults: Sequence[Fault] = (),
         record: str | Path | None = None,
         long_term: str | Path | LongTermMemory | None = None,
+        realtime: bool = False,
+        overrun: OverrunPolicy | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
@@ -301,7 +314,9 @@ class Simulation:
             cabins.append(built)
         self.specs = specs
         self.cabin_names = [c.name for c in cabins]  # the loop's order
-        self.clock = SimClock()
+        self.timings = {c.name: timing_of(c) for c in cabins if timing_of(c).is_async}
+        self.realtime = bool(realtime)
+        self.clock: Clock = WallClock() if self.realtime else SimClock()
         lock = self._lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)
         self.cabin_map = CabinMap(lock=lock)
@@ -309,6 +324,8 @@ class Simulation:
         self.memory = WorkingMemory(capacity=capacity)
         self.rng = np.random.default_rng(seed)
         self.world = World(self.scenario, rng=self.rng)
+        # simulated decision latencies: seeded by the run's seed, apart from the world's draws
+        self.decision_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         self.digest = _Digest()
         self.tally = _EventTally()
         self.board.add_listener(self.digest)
@@ -336,6 +353,8 @@ class Simulation:
             hooks=(self,),
             suppress=self.injector.suppress if self.faults else None,
             long_term=memory,
+            overrun=overrun,
+            rng=self.decision_rng,
         )
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
@@ -387,6 +406,8 @@ class Simulation:
             "specs": json.dumps({n: s.model_dump(mode="json") for n, s in self.specs.items()}),
             "cabins": json.dumps(self.cabin_names),
             "faults": json.dumps([f.label for f in faults]),
+            "timing": json.dumps({n: t.model_dump(mode="json") for n, t in self.timings.items()}),
+            "clock": "wall" if self.realtime else "sim",
             "tickwork_version": tickwork,
             **(
                 {}
@@ -397,7 +418,8 @@ class Simulation:
 
     def close(self) -> None:
         """Finish the recording, if there is one, and close a long-term memory opened from
-        a path. Safe to call twice."""
+        a path, and stop the threads of asynchronous decisions. Safe to call twice."""
+        self.loop.close()
         if self.recorder is not None:
             if not self.recorder.closed:  # the last tick's outcome is only in the summary
                 self.recorder.add_metadata("summary", {"json": json.dumps(self.summary())})
@@ -513,6 +535,11 @@ class Simulation:
             "reactions": dict(sorted(self.tally.reactions.items())),
             "actions_failed": self.tally.kinds["action_failed"],
             "cabin_failures": stats.cabin_failures,
+            "late_decisions": stats.late_decisions,
+            "dropped_decisions": stats.dropped_decisions,
+            "overruns": stats.overruns,
+            "skipped_ticks": stats.skipped_ticks,
+            "realtime": self.realtime,
             "faults": [f.label for f in self.faults.faults],
             "stopped_by": self.stopped_by,
             "evictions": stats.evictions,

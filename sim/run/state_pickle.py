@@ -10,8 +10,8 @@ need. A pickle names the callables that rebuild its objects, so an unrestricted
 unpickler runs whatever a crafted file names. This one resolves a name only if it is:
 
 - a class defined in tickwork's own packages (``runtime``, ``cabins``, ``sim``), or one of
-  the two functions a checkpoint uses to rebuild values (``runtime.freeze.freeze`` and
-  ``rebuild_geometries``);
+  the functions a checkpoint uses to rebuild values (``runtime.freeze.freeze``,
+  ``runtime.freeze.rebuild_frozen`` and ``rebuild_geometries``);
 - one of the few numpy, shapely and standard-library names a simulation's state is made
   of (``ALLOWED``): array and random-generator reconstruction, the STRtree, counters and
   deques, compiled patterns;
@@ -77,6 +77,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("structlog._config", "BoundLoggerLazyProxy"),
         ("time", "perf_counter"),
         ("runtime.freeze", "freeze"),
+        ("runtime.freeze", "rebuild_frozen"),  # a FrozenDict, frozen again or of live objects
         ("sim.run.state_pickle", "rebuild_geometries"),
     }
 )
