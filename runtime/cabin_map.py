@@ -168,14 +168,25 @@ def _finite_xy(value: Any, *, what: str) -> tuple[float, float]:
     return x, y
 
 
-def _as_point(center: CenterLike) -> Point:
+def _center_xy(center: CenterLike) -> tuple[float, float]:
     if isinstance(center, Point):
         if center.is_empty:
             raise SettingError("center is an empty Point")
-        return Point(_finite_xy((center.x, center.y), what="center"))
+        return _finite_xy((center.x, center.y), what="center")
     if isinstance(center, BaseGeometry):
         raise TypeError(f"center must be a Point or an (x, y) sequence, got a {center.geom_type}")
-    return Point(_finite_xy(center, what="center"))
+    return _finite_xy(center, what="center")
+
+
+def _as_point(center: CenterLike) -> Point:
+    return Point(_center_xy(center))
+
+
+def _point_at(x: float, y: float) -> Point:
+    """A shapely point, made by the vectorised constructor (the scalar ``Point()`` costs
+    more per call)."""
+    point: Point = shapely.points(np.array((x, y)))
+    return point
 
 
 def _as_route(route: RouteLike) -> LineString | Point:
@@ -265,6 +276,39 @@ class _Filter:
         return self.tags is None or not self.tags.isdisjoint(feature.tags)
 
 
+class _Window:
+    """A moving window's candidates: the tree's features within the wider disc around
+    (``x``, ``y``) that pass the filter (``positions`` in the tree), and, after them, the
+    overflow's features that pass it, as of ``overflow_version``."""
+
+    __slots__ = (
+        "base_features",
+        "base_geoms",
+        "features",
+        "geoms",
+        "overflow_version",
+        "positions",
+        "x",
+        "y",
+    )
+
+    def __init__(
+        self,
+        x: float,
+        y: float,
+        positions: npt.NDArray[np.intp],
+        features: list[Feature],
+        geoms: npt.NDArray[np.object_],
+    ) -> None:
+        self.x, self.y = x, y
+        self.positions = positions
+        self.base_features = features
+        self.base_geoms = geoms
+        self.features = features
+        self.geoms = geoms
+        self.overflow_version = -1
+
+
 class CabinMap:
     """The live spatial features, indexed for exact window and corridor queries.
 
@@ -290,7 +334,9 @@ class CabinMap:
         self._overflow: dict[str, Feature] = {}
         self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
         self._corridors: dict[tuple[Any, ...], list[tuple[float, str, int, Feature]]] = {}
-        self._windows: dict[tuple[Any, ...], tuple[float, float, npt.NDArray[np.intp]]] = {}
+        self._windows: dict[tuple[Any, ...], _Window] = {}
+        self._filters: dict[tuple[Any, Any], _Filter] = {}
+        self._overflow_version = 0  # changes whenever the overflow does
         self._lines: dict[Any, LineString | Point] = {}
         self._rebuilds = 0
 
@@ -312,6 +358,8 @@ class CabinMap:
         self._rebuilds = state["rebuilds"]
         self._tree = None
         self._overflow_arrays = None
+        self._filters = {}
+        self._overflow_version = 0
         self._build_index()
 
     # -- changes ---------------------------------------------------------------
@@ -330,6 +378,7 @@ class CabinMap:
             self._features[feature.id] = feature
             self._overflow[feature.id] = feature
             self._overflow_arrays = None
+            self._overflow_version += 1
             self._version += 1
 
     def remove(self, feature_id: str) -> Feature:
@@ -349,6 +398,7 @@ class CabinMap:
             self._mask(feature_id)
             if self._overflow.pop(feature_id, None) is not None:
                 self._overflow_arrays = None
+                self._overflow_version += 1
             self._version += 1
             return removed
 
@@ -396,7 +446,7 @@ class CabinMap:
         ``center`` is a Point or an (x, y, ...) sequence; elements after y are ignored.
         ``kinds`` keeps only those kinds; ``tags`` keeps features with any of those tags.
         """
-        return tuple(f for f, _ in self.nearby(center, radius, kinds=kinds, tags=tags))
+        return self.nearest(center, radius, kinds=kinds, tags=tags)[0]
 
     def nearby(
         self,
@@ -411,41 +461,96 @@ class CabinMap:
         One query at the largest radius, filtered by distance, answers every smaller
         window around the same centre in the same order.
         """
-        point = _as_point(center)
+        features, distances = self.nearest(center, radius, kinds=kinds, tags=tags)
+        return tuple(zip(features, distances, strict=True))
+
+    def nearest(
+        self,
+        center: CenterLike,
+        radius: float,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+    ) -> tuple[tuple[Feature, ...], tuple[float, ...]]:
+        """``window``'s features and, beside them, their exact distances: nearest first.
+
+        The distances are sorted, so a smaller radius around the same centre is a prefix
+        (``bisect_right(distances, r)`` features long).
+        """
+        x, y = _center_xy(center)
         radius = _check_distance(radius, what="radius")
-        wanted = _Filter(kinds, tags)
+        wanted = self._filter(kinds, tags)
         with self.lock:
             if math.isfinite(radius) and self._tree is not None:
                 self._refresh_index()
-                found, distances = self._moving_window(point, radius, wanted)
-            else:
-                found, distances = self._within(point, radius, wanted)
+                return self._moving_window(x, y, radius, wanted)
+            found, distances = self._within(_point_at(x, y), radius, wanted)
         pairs = sorted(zip(distances, [f.id for f in found], found, strict=True))
-        return tuple((f, d) for d, _, f in pairs)
+        return tuple(f for _, _, f in pairs), tuple(d for d, _, _ in pairs)
+
+    def _filter(
+        self, kinds: Iterable[str] | str | None, tags: Iterable[str] | str | None
+    ) -> _Filter:
+        """The ``_Filter`` of ``kinds`` and ``tags``, made once for hashable ones."""
+        try:
+            known = self._filters.get((kinds, tags))
+        except TypeError:  # a list: not kept
+            return _Filter(kinds, tags)
+        if known is None:
+            known = _Filter(kinds, tags)
+            if len(self._filters) >= _CORRIDOR_CACHE:
+                self._filters.clear()
+            self._filters[(kinds, tags)] = known
+        return known
 
     def _moving_window(
-        self, point: Point, radius: float, wanted: _Filter
-    ) -> tuple[list[Feature], list[float]]:
+        self, x: float, y: float, radius: float, wanted: _Filter
+    ) -> tuple[tuple[Feature, ...], tuple[float, ...]]:
         """``_within`` for a window that moves a little from one call to the next (a
         robot's pose): the tree is asked once for a wider disc, and while the centre stays
-        within the margin, every feature within ``radius`` of it is among those."""
+        within the margin, every feature within ``radius`` of it is among those and the
+        overflow's. One distance call measures them all."""
         query = (radius, wanted.kinds, wanted.tags)
         margin = _WINDOW_MARGIN * radius
         known = self._windows.get(query)
-        x, y = point.x, point.y
-        if known is None or math.hypot(x - known[0], y - known[1]) > 0.999 * margin:
-            wider, _, _ = self._base_within(point, radius + margin, wanted)
+        if known is None or math.hypot(x - known.x, y - known.y) > 0.999 * margin:
+            wider, _, _ = self._base_within(_point_at(x, y), radius + margin, wanted)
             if len(self._windows) >= _CORRIDOR_CACHE:
                 self._windows.clear()
-            known = self._windows[query] = (x, y, np.asarray(wider, dtype=np.intp))
-        positions = known[2]
-        gaps = shapely.distance(self._base_geoms[positions], point)
-        keep = np.flatnonzero((gaps <= radius) & self._base_alive[positions])
-        base = self._base
-        found = [base[n] for n in positions[keep].tolist()]
-        distances: list[float] = gaps[keep].tolist()
-        extra, extra_distances = self._overflow_within(point, radius, wanted)
-        return found + extra, distances + extra_distances
+            positions = np.asarray(wider, dtype=np.intp)
+            base = self._base
+            known = self._windows[query] = _Window(
+                x,
+                y,
+                positions,
+                [base[n] for n in wider],
+                self._base_geoms[positions],
+            )
+        if known.overflow_version != self._overflow_version:
+            extra = [f for f in self._overflow.values() if wanted.keeps(f)]
+            known.features = known.base_features + extra
+            known.geoms = (
+                np.concatenate(
+                    (known.base_geoms, np.array([f.geometry for f in extra], dtype=object))
+                )
+                if extra
+                else known.base_geoms
+            )
+            known.overflow_version = self._overflow_version
+        features = known.features
+        if not features:
+            return (), ()
+        gaps = shapely.distance(known.geoms, _point_at(x, y))
+        inside = gaps <= radius
+        inside[: len(known.positions)] &= self._base_alive[known.positions]
+        keep: list[int] = np.flatnonzero(inside).tolist()
+        distances: list[float] = gaps.tolist()
+        keep.sort(key=distances.__getitem__)
+        nearest = [distances[i] for i in keep]
+        if len(set(nearest)) < len(nearest):  # equal distances go by id
+            keep.sort(key=lambda i: (distances[i], features[i].id))
+            nearest = [distances[i] for i in keep]
+        return tuple([features[i] for i in keep]), tuple(nearest)
 
     def corridor(
         self,
@@ -464,7 +569,7 @@ class CabinMap:
         width = _check_distance(width, what="width")
         if isinstance(line, Point):
             return self.window(line, width, kinds=kinds, tags=tags)
-        wanted = _Filter(kinds, tags)
+        wanted = self._filter(kinds, tags)
         with self.lock:
             self._refresh_index()
             # The tree's part of a corridor lasts as long as the tree: a route that did not
@@ -589,6 +694,7 @@ class CabinMap:
         self._masked = set()
         self._overflow = {}
         self._overflow_arrays = None
+        self._overflow_version += 1
         self._corridors = {}
         self._windows = {}
         self._lines = {}
