@@ -830,7 +830,7 @@ class _Delta:
         """``item`` as ``name``'s view holds it (its spec's ``via``, its view key), made
         once per item."""
         known = self._copies.get((name, item.key))
-        if known is not None and known[0] is item:
+        if known is not None and known[0] is item and known[1].via == via and known[1].key == key:
             return known[1]
         mine = new_item(
             key,
