@@ -34,14 +34,16 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from math import isfinite
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from runtime.board import Reading, StateBoard
-from runtime.candidates import CandidateTable, Offer
+from runtime.candidates import CandidateTable, Group
 from runtime.errors import SettingError
-from runtime.freeze import FrozenDict
+from runtime.freeze import FrozenDict, adopt
 from runtime.logs import debug_enabled
 from runtime.memory import (
     Eviction,
@@ -63,6 +65,11 @@ if TYPE_CHECKING:
 
 
 _log = structlog.get_logger("tickwork.assembler")
+
+STAGES = ("board", "log", "map", "eviction", "freeze")
+"""The stages of a freeze on the delta path, in order: the board's changes and readings,
+the event windows and notes, the map windows and corridors, letting go and eviction, and
+the views' selections with the frozen pack."""
 
 
 @dataclass(slots=True)
@@ -134,6 +141,9 @@ class Assembler:
         self._keys_version = -1  # the board's key set is unchanged
         self._windows: dict[tuple[Any, ...], tuple[float, int, int, tuple[Event, ...]]] = {}
         self._delta: _Delta | None = None  # what the delta path carries between ticks
+        self.laps: Callable[[str], None] | None = None
+        """For profiling: called with each stage's name as the stage ends (the delta path's
+        stages, in order: ``STAGES``), so that a caller can time them inside the real tick."""
         self._names = tuple(self.specs)
         self._weighers = {name: spec.weigher for name, spec in self.specs.items()}
         self._map_vias = {name: (v.window, v.corridor) for name, v in self._vias.items()}
@@ -367,47 +377,63 @@ class Assembler:
             if now - readings[k].stamp > readings[k].ttl  # type: ignore[operator]
         )
 
-        # the stable offers: combined again when their shape changed
-        windows = tuple(
-            self._recent_events(spec, now) if spec.event_window > 0 else ()
-            for spec in self.specs.values()
-        )
-        pads = tuple((name, pad.version, pad.task) for name, pad in self.scratchpads.items())
-        shape = (d.key_set_version, stale, pads)
-        seen = d.windows_seen  # compared by identity: an event's data may hold arrays
-        if (
-            shape != d.shape
-            or len(seen) != len(windows)
-            or any(a is not b for a, b in zip(seen, windows, strict=True))
-        ):
-            d.shape = shape
-            d.windows_seen = windows
-            self._offer_stable(d, windows, stale)
+        # the stable offers, each group combined again when its shape changed
+        offered: list[Group] = []
+        if (d.key_set_version, stale) != d.board_shape:
+            d.board_shape = (d.key_set_version, stale)
+            self._offer_board(d, stale)
+            offered.append("board")
         elif changed:
             for key in changed:
                 reading = readings[key]
                 table.refresh(key, reading.value, reading.stamp, reading.seq)
+        laps = self.laps
+        if laps is not None:
+            laps("board")
+        windows = tuple(
+            self._recent_events(spec, now) if spec.event_window > 0 else ()
+            for spec in self.specs.values()
+        )
+        seen = d.windows_seen  # compared by identity: an event's data may hold arrays
+        if len(seen) != len(windows) or any(a is not b for a, b in zip(seen, windows, strict=True)):
+            d.windows_seen = windows
+            self._offer_events(d, windows)
+            offered.append("log")
+        if self.scratchpads:
+            pads = tuple((pad.version, pad.task) for pad in self.scratchpads.values())
+            if pads != d.pads_shape:
+                d.pads_shape = pads
+                self._offer_notes(d)
+                offered.append("note")
+        if offered:
+            self._requirements(d, offered)
+        if laps is not None:
+            laps("log")
 
         # the map: one query per centre key, each spec's window a prefix of it
         near, along = self._offer_map(d, now)
         table.offer_map(near, along, self._weighers, self._map_vias, versions.map_version)
+        if laps is not None:
+            laps("map")
 
         evictions = table.let_go(tick, lambda item: self._retraction(item, now))
         capacity, victims = table.settle(tick)
         evictions.extend(capacity)
-        if evictions and debug_enabled(_log):
+        if evictions and d.debug():
             _log.debug(
                 "evicted",
                 tick=tick,
                 count=len(evictions),
                 keys=[(e.key, e.reason) for e in evictions],
             )
+        if laps is not None:
+            laps("eviction")
         held = memory.contents()
         selections = {
             name: self._select(d, name, held, near[name], along[name], victims, stale)
             for name in self._names
         }
-        return WorkingSet(
+        ws = WorkingSet(
             tick=tick,
             time=now,
             versions=versions,
@@ -417,54 +443,73 @@ class Assembler:
             selections=FrozenDict(selections),
             occupancy=Occupancy(len(held), memory.pinned_count, memory.capacity),
         )
+        if laps is not None:
+            laps("freeze")
+        return ws
 
-    def _offer_stable(
-        self, d: _Delta, windows: tuple[tuple[Event, ...], ...], stale: frozenset[str]
-    ) -> None:
-        """Offer every spec's board readings, events and notes to the table anew."""
+    def _offer_board(self, d: _Delta, stale: frozenset[str]) -> None:
+        """Offer every spec's fresh board readings to the table anew."""
         readings = d.readings
-        offers: dict[str, Offer] = {}
-        for name, found in zip(self._names, windows, strict=True):
+        offers: dict[str, list[tuple[Any, ...]]] = {}
+        for name in self._names:
             weight = self._weighers[name]
-            board_offers = [
+            offers[name] = [
                 (key, via, weight(key), r.value, r.stamp, r.seq)
                 for key, via in d.board_pairs[name]
-                if key not in stale and (r := readings[key]) is not None
+                if key not in stale and (r := readings.get(key)) is not None
             ]
+        d.table.offer("board", offers)
+
+    def _offer_events(self, d: _Delta, windows: tuple[tuple[Event, ...], ...]) -> None:
+        """Offer every spec's event window to the table anew."""
+        offers: dict[str, list[tuple[Any, ...]]] = {}
+        for name, found in zip(self._names, windows, strict=True):
+            weight = self._weighers[name]
             keys = [e.key for e in found]
             d.windows[name] = (found, keys)
-            log_via = self._vias[name].log
-            event_offers = [
-                (key, log_via, weight(key), e, e.stamp, e.seq)
+            via = self._vias[name].log
+            offers[name] = [
+                (key, via, weight(key), e, e.stamp, e.seq)
                 for key, e in zip(keys, found, strict=True)
             ]
+        d.table.offer("log", offers)
+
+    def _offer_notes(self, d: _Delta) -> None:
+        """Offer every spec's notes to the table anew."""
+        offers: dict[str, list[tuple[Any, ...]]] = {}
+        for name in self._names:
+            weight = self._weighers[name]
             pad = self.scratchpads.get(name)
-            note_offers = []
+            mine: list[tuple[Any, ...]] = []
             if pad is not None:
                 for note in pad.notes():
                     view = NOTE_PREFIX + note.key
-                    note_offers.append((memory_key(name, view), view, weight(view), note, note.seq))
-            offers[name] = Offer(board_offers, event_offers, note_offers)
-        d.table.offer_stable(offers)
-        d.requirements = {name: self._requirements(d, name) for name in self._names}
+                    mine.append((memory_key(name, view), view, weight(view), note, note.seq))
+            offers[name] = mine
+        d.table.offer("note", offers)
 
-    def _requirements(
-        self, d: _Delta, name: str
-    ) -> tuple[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool], ...]:
-        """Each required pattern of ``name``'s spec: its glob matcher (None for an exact
-        key), the stable view keys it matches, and whether it could match a map key."""
+    def _requirements(self, d: _Delta, groups: Sequence[Group]) -> None:
+        """Each required pattern of each spec: its glob matcher (None for an exact key), the
+        stable view keys it matches, and whether it could match a map key; the matches are
+        found again only in the groups offered anew."""
         table = d.table
-        fixes = table.stable_fixes[name]
-        view_keys = [*table.heads[name], *(fixes.get(k, (k, k))[1] for k in table.tails[name])]
-        out: list[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool]] = []
-        for pattern, rx, prefix in self._required[name]:
-            if rx is None:
-                out.append((pattern, None, (), False))
-            else:
-                known = tuple(k for k in view_keys if rx(k))
-                maps = "map:".startswith(prefix) or prefix.startswith("map:")
+        for group in groups:
+            part: dict[str, list[tuple[str, ...]]] = {}
+            for name in self._names:
+                keys = table.view_keys(group, name)
+                part[name] = [
+                    () if rx is None else tuple(k for k in keys if rx(k))
+                    for _, rx, _ in self._required[name]
+                ]
+            d.matches[group] = part
+        board, log, notes = d.matches["board"], d.matches["log"], d.matches["note"]
+        for name in self._names:
+            out: list[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool]] = []
+            for i, (pattern, rx, prefix) in enumerate(self._required[name]):
+                known = board[name][i] + log[name][i] + (notes[name][i] if name in notes else ())
+                maps = rx is not None and ("map:".startswith(prefix) or prefix.startswith("map:"))
                 out.append((pattern, rx, known, maps))
-        return tuple(out)
+            d.requirements[name] = tuple(out)
 
     def _offer_map(
         self, d: _Delta, now: float
@@ -487,16 +532,15 @@ class Assembler:
                 if answer is None:
                     reading = board.read(center_key)
                     center = (
-                        None if reading is None or reading.is_stale(now) else read_xy(reading.value)
+                        None if reading is None or reading.is_stale(now) else _xy(reading.value)
                     )
                     if center is None:
                         answer = ((), (), [])
                     else:
                         shared = self._centers[center_key]
-                        found, gaps = cabin_map.nearest(
+                        answer = cabin_map.nearest_keyed(
                             center, shared.radius, kinds=shared.kinds, tags=shared.tags
                         )
-                        answer = (found, gaps, ["map:" + f.id for f in found])
                     shared_now[center_key] = answer
                 found, gaps, found_keys = answer
                 cut = bisect_right(gaps, spec.map_radius)
@@ -547,17 +591,20 @@ class Assembler:
         each item with the spec's own ``via``; what it required and cannot have."""
         table = d.table
         order = (*table.heads[name], *table.near[name], *table.along[name], *table.tails[name])
-        items = {k: held[k] for k in order if k in held}
+        get = held.get
+        items = {k: v for k in order if (v := get(k)) is not None}
         renamed = False
         for fixes in (table.stable_fixes[name], table.map_fixes[name]):
-            for key, (via, view) in fixes.items():
-                item = items.get(key)
-                if item is not None:
-                    items[key] = d.copy(name, item, via, view)
-                    renamed = renamed or view != key
+            if fixes:
+                for key, (via, view) in fixes.items():
+                    item = items.get(key)
+                    if item is not None:
+                        items[key] = d.copy(name, item, via, view)
+                        renamed = renamed or view != key
         if renamed:
             items = {item.key: item for item in items.values()}
         missing: dict[str, MissingReason] = {}
+        keys = items.keys()
         for pattern, rx, known, maps in d.requirements[name]:
             match: Callable[[str], Any]
             if rx is None:
@@ -565,15 +612,15 @@ class Assembler:
                     continue
                 match = pattern.__eq__
             else:
-                if any(k in items for k in known) or (
+                if not keys.isdisjoint(known) or (
                     maps
-                    and any(rx(k) for k in (*table.near[name], *table.along[name]) if k in items)
+                    and any(rx(k) for k in (*table.near[name], *table.along[name]) if k in keys)
                 ):
                     continue
                 match = rx
-            mine = set(order)
+            lost = victims.intersection(order)
             fixes = table.stable_fixes[name]
-            if any(match(fixes.get(k, (k, k))[1]) for k in victims if k in mine):
+            if any(match(fixes[k][1] if k in fixes else k) for k in lost):
                 missing[pattern] = "evicted"
             elif any(match(k) for k in stale):
                 missing[pattern] = "stale"
@@ -581,18 +628,18 @@ class Assembler:
                 missing[pattern] = "absent"
         near_keys, near_features = near
         along_keys, along_features = along
-        events = d.windows[name]
-        return Selection(
-            required=self._requires[name],
-            items=FrozenDict(items),
-            missing=FrozenDict(missing) if missing else _NONE_MISSING,
-            nearby_map=tuple(
-                f for f, k in zip(near_features, near_keys, strict=True) if k in items
-            ),
-            corridor_map=tuple(
-                f for f, k in zip(along_features, along_keys, strict=True) if k in items
-            ),
-            recent_events=tuple(e for e, k in zip(events[0], events[1], strict=True) if k in items),
+        found, found_keys = d.windows[name]
+        return _selection(
+            self._requires[name],
+            adopt(items),
+            adopt(missing) if missing else _NONE_MISSING,
+            tuple([f for f, k in zip(near_features, near_keys, strict=True) if k in keys]),
+            tuple([f for f, k in zip(along_features, along_keys, strict=True) if k in keys])
+            if along_keys
+            else (),
+            tuple([e for e, k in zip(found, found_keys, strict=True) if k in keys])
+            if found
+            else (),
         )
 
     def _board_keys(self, pattern: str) -> tuple[str, ...]:
@@ -610,11 +657,13 @@ class Assembler:
         state["_windows"] = {}  # and from the log
         state["_delta"] = None  # the delta path starts afresh
         state["_weighers"] = None  # bound methods of the specs: made again
+        state["laps"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._delta = None
+        self.laps = None
         self._names = tuple(self.specs)
         self._weighers = {name: spec.weigher for name, spec in self.specs.items()}
         self._map_vias = {name: (v.window, v.corridor) for name, v in self._vias.items()}
@@ -761,14 +810,22 @@ class _Delta:
         self.board_pairs: dict[str, list[tuple[str, str]]] = {}  # per spec: (key, via)
         self.relevant: dict[str, frozenset[str] | None] = {}
         self.map_filters: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
-        self.shape: tuple[Any, ...] | None = None
+        self.board_shape: tuple[Any, ...] | None = None
+        self.pads_shape: tuple[Any, ...] | None = None
         self.windows_seen: tuple[tuple[Event, ...], ...] = ()
         self.windows: dict[str, tuple[tuple[Event, ...], list[str]]] = {}
         self.requirements: dict[
             str, tuple[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool], ...]
         ] = {}
+        self.matches: dict[Group, dict[str, list[tuple[str, ...]]]] = {
+            "board": {},
+            "log": {},
+            "note": {},
+        }
         self._routes: dict[str, tuple[Reading, tuple[tuple[float, float], ...] | None]] = {}
         self._copies: dict[tuple[str, str], tuple[WorkItem, WorkItem]] = {}
+        self._debug_wrapper: Any = None
+        self._debug: bool | None = None
 
     def expand(self, assembler: Assembler, board: StateBoard) -> bool:
         """Read the board's key set again: each spec's keys, their readings, the active
@@ -810,8 +867,17 @@ class _Delta:
                 tags = None if tags == shared.tags else tags
             self.map_filters[name] = (kinds, tags)
         self.key_set_version = board.key_set_version
-        self.shape = None
+        self.board_shape = None
         return True
+
+    def debug(self) -> bool:
+        """``debug_enabled`` for the assembler's logger, asked again only when structlog's
+        configuration (its wrapper class) changed."""
+        wrapper = structlog.get_config()["wrapper_class"] if structlog.is_configured() else None
+        if wrapper is not self._debug_wrapper or self._debug is None:
+            self._debug_wrapper = wrapper
+            self._debug = debug_enabled(_log)
+        return self._debug
 
     def route(
         self, name: str, reading: Reading | None, now: float
@@ -849,16 +915,49 @@ class _Delta:
         return mine
 
 
+def _xy(value: Any) -> tuple[float, float] | None:
+    """``read_xy``, with a shortcut for the usual pose: a tuple of finite floats."""
+    if type(value) is tuple and len(value) >= 2:
+        x, y = value[0], value[1]
+        if type(x) is float and type(y) is float and isfinite(x) and isfinite(y):
+            return (x, y)
+    return read_xy(value)
+
+
 def _keep_relevant(
     offered: tuple[list[str], tuple[Feature, ...]], keep: frozenset[str]
 ) -> tuple[list[str], tuple[Feature, ...]]:
     keys, features = offered
-    pairs = [
-        (k, f)
-        for k, f in zip(keys, features, strict=True)
-        if f.kind in keep or not keep.isdisjoint(f.tags)
-    ]
-    return [k for k, _ in pairs], tuple(f for _, f in pairs)
+    if not features:
+        return offered
+    mask = [f.kind in keep or not keep.isdisjoint(f.tags) for f in features]
+    return list(compress(keys, mask)), tuple(compress(features, mask))
+
+
+_new_selection = object.__new__
+_SELECTION_SLOTS = tuple(
+    Selection.__dict__[name].__set__
+    for name in ("required", "items", "missing", "nearby_map", "corridor_map", "recent_events")
+)
+
+
+def _selection(
+    required: tuple[str, ...],
+    items: FrozenDict[str, WorkItem],
+    missing: FrozenDict[str, MissingReason],
+    nearby_map: tuple[Feature, ...],
+    corridor_map: tuple[Feature, ...],
+    recent_events: tuple[Event, ...],
+) -> Selection:
+    """A ``Selection``, without its constructor's per-field ``object.__setattr__``."""
+    selection: Selection = _new_selection(Selection)
+    for put, value in zip(
+        _SELECTION_SLOTS,
+        (required, items, missing, nearby_map, corridor_map, recent_events),
+        strict=True,
+    ):
+        put(selection, value)
+    return selection
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,11 +31,12 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
 
 Rank = tuple[float, int, float, str]
+Group = Literal["board", "log", "note"]
 Row = tuple[str, Any, float, float, Source, "float | None", int, str]
 
 
@@ -61,22 +62,6 @@ class Entry:
         self.via = via
 
 
-class Offer:
-    """What one spec offers of the stable sources, in its order."""
-
-    __slots__ = ("board", "events", "notes")
-
-    def __init__(
-        self,
-        board: Sequence[tuple[str, str, float, Any, float, int]],
-        events: Sequence[tuple[str, str, float, Any, float, int]],
-        notes: Sequence[tuple[str, str, float, Any, int]],
-    ) -> None:
-        self.board = board  # (key, via, importance, value, stamp, seq)
-        self.events = events  # (key, via, importance, event, stamp, seq)
-        self.notes = notes  # (memory key, view key, importance, note, seq)
-
-
 NOTE_VIA = "note:scratchpad"
 
 
@@ -89,7 +74,14 @@ class CandidateTable:
         self.memory = memory
         self.pinned_patterns = memory.pinned
         self._pinned: dict[str, bool] = {}
-        # stable candidates and each spec's part of them
+        # stable candidates (board readings, events, notes) and each spec's part of them
+        self._groups: dict[Group, dict[str, Entry]] = {"board": {}, "log": {}, "note": {}}
+        self._keys: dict[Group, dict[str, list[str]]] = {"board": {}, "log": {}, "note": {}}
+        self._fixes: dict[Group, dict[str, dict[str, tuple[str, str]]]] = {
+            "board": {},
+            "log": {},
+            "note": {},
+        }
         self.stable: dict[str, Entry] = {}
         self.heads: dict[str, list[str]] = {n: [] for n in self.names}  # board keys
         self.tails: dict[str, list[str]] = {n: [] for n in self.names}  # events, notes
@@ -160,19 +152,22 @@ class CandidateTable:
             self._set_rank(key, self._stable_rank(key, stable[key]))
             self._dirty.add(key)  # its last_used is its stamp now, no longer the freeze time
 
-    def offer_stable(self, offers: Mapping[str, Offer]) -> None:
-        """Combine the stable offers of every spec anew (their shape changed)."""
+    def offer(self, group: Group, offers: Mapping[str, Sequence[tuple[Any, ...]]]) -> None:
+        """Combine one group of stable offers anew (its shape changed): per spec, in its
+        order, ``(key, via, importance, value, stamp, seq)`` of its board readings or its
+        events, or ``(memory key, view key, importance, note, seq)`` of its notes."""
         entries: dict[str, Entry] = {}
+        keys: dict[str, list[str]] = {}
         vias: dict[str, dict[str, tuple[str, str]]] = {}
-        notes: list[str] = []
+        source: Source = group
         for name in self.names:
-            offer = offers[name]
             mine: dict[str, tuple[str, str]] = {}
-            head: list[str] = []
-            tail: list[str] = []
-            for part, into in ((offer.board, head), (offer.events, tail)):
-                source: Source = "board" if into is head else "log"
-                for key, via, importance, value, stamp, seq in part:
+            if group == "note":
+                for held, view, importance, note, seq in offers[name]:
+                    entries[held] = Entry(note, "note", None, seq, importance, NOTE_VIA)
+                    mine[held] = (NOTE_VIA, view)
+            else:
+                for key, via, importance, value, stamp, seq in offers[name]:
                     have = entries.get(key)
                     if have is None:
                         entries[key] = Entry(value, source, stamp, seq, importance, via)
@@ -180,31 +175,44 @@ class CandidateTable:
                         have.importance = importance
                     if key not in mine:
                         mine[key] = (via, key)
-                        into.append(key)
-            for held, view, importance, note, seq in offer.notes:
-                entries[held] = Entry(note, "note", None, seq, importance, NOTE_VIA)
-                if held not in mine:
-                    tail.append(held)
-                mine[held] = (NOTE_VIA, view)
-                notes.append(held)
-            self.heads[name] = head
-            self.tails[name] = tail
+            keys[name] = list(mine)
             vias[name] = mine
-        for name, mine in vias.items():
-            self.stable_fixes[name] = {
+        self._fixes[group] = {
+            name: {
                 k: (via, view)
                 for k, (via, view) in mine.items()
                 if via != entries[k].via or view != k
             }
-        gone = [k for k in self.stable if k not in entries]
-        for key in gone:
-            self._set_rank(key, None)
-            self._awake.discard(key)
-        self.stable = entries
-        self._notes = notes
+            for name, mine in vias.items()
+        }
+        for key in self._groups[group]:
+            if key not in entries:
+                self._set_rank(key, None)
+                self._awake.discard(key)
+        self._groups[group] = entries
+        self._keys[group] = keys
         for key, entry in entries.items():
             self._set_rank(key, self._stable_rank(key, entry))
         self._dirty.update(entries)
+        board, log, notes = self._groups["board"], self._groups["log"], self._groups["note"]
+        self.stable = {**board, **log, **notes}
+        self._notes = list(notes)
+        for name in self.names:
+            self.heads[name] = self._keys["board"].get(name, [])
+            self.tails[name] = self._keys["log"].get(name, []) + self._keys["note"].get(name, [])
+            self.stable_fixes[name] = {
+                **self._fixes["board"].get(name, {}),
+                **self._fixes["log"].get(name, {}),
+                **self._fixes["note"].get(name, {}),
+            }
+
+    def view_keys(self, group: Group, name: str) -> list[str]:
+        """The keys ``name``'s view shows for its offers of ``group``, in its order."""
+        keys = self._keys[group].get(name, [])
+        if group != "note":
+            return keys
+        fixes = self._fixes[group].get(name, {})
+        return [fixes[k][1] if k in fixes else k for k in keys]
 
     def refresh(self, key: str, value: Any, stamp: float, seq: int) -> None:
         """A stable candidate's source changed (a board key was written again)."""
@@ -334,7 +342,8 @@ class CandidateTable:
             touched: Iterable[str] = list(stable)
         else:
             touched = {*self._dirty, *self._awake, *self._notes, *self._victims} - victims
-        held = memory.get
+        held = memory.holding().get
+        staying: Iterable[str]
         old_rows: list[Row] = []
         new_keys: list[str] = []
         for key in touched:
@@ -361,13 +370,14 @@ class CandidateTable:
                     )
                 )
         values, seq, vias = self.map_values, self.map_seq, self.map_via
-        for key, importance in map_importance.items():
-            if key in victims:
-                continue
-            if held(key) is None:
-                new_keys.append(key)
-            else:
-                old_rows.append((key, values[key], importance, now, "map", None, seq, vias[key]))
+        holding = memory.holding()
+        staying = [k for k in map_importance if k not in victims] if victims else map_importance
+        old_rows += [
+            (k, values[k], map_importance[k], now, "map", None, seq, vias[k])
+            for k in staying
+            if k in holding
+        ]
+        new_keys += [k for k in staying if k not in holding]
         if len(new_keys) > 1:
             wanted = set(new_keys)
             new_keys = [k for k in self.order() if k in wanted]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -283,6 +283,11 @@ class WorkingMemory:
         """A copy of what is held, key → item, oldest insertion first."""
         return dict(self._items)
 
+    def holding(self) -> Mapping[str, WorkItem]:
+        """What is held, key → item, live (not a copy): read it, change it only through
+        memory's methods."""
+        return self._items
+
     def is_pinned(self, key: str) -> bool:
         return self.pinned.match(key)
 
@@ -380,21 +385,32 @@ class WorkingMemory:
             pinned = self._pinned_keys
             self._policy_behind = [k for k in self._items if k not in pinned]
         items = self._items
+        pinned = self._pinned_keys
         out: list[Eviction] = []
-        record = self._record
+        new = _new
+        e_tick, e_key, e_importance, e_used, e_reason = _EVICTION_SLOTS
         for key, importance, last_used in victims:
             if items.pop(key, None) is not None:
-                self._pinned_keys.discard(key)
-            out.append(record(tick, key, importance, last_used, "capacity"))
+                pinned.discard(key)
+            eviction = new(Eviction)
+            e_tick(eviction, tick)
+            e_key(eviction, key)
+            e_importance(eviction, importance)
+            e_used(eviction, last_used)
+            e_reason(eviction, "capacity")
+            out.append(eviction)
+        self.evictions.extend(out)
+        self.evicted_total += len(out)
+        s_key, s_value, s_importance, s_used, s_first, s_source, s_stamp, s_seq, s_via = _ITEM_SLOTS
         for key, value, importance, last_used, source, stamp, seq, via in writes:
             old = items.get(key)
             if old is None:
                 if self.pinned.match(key):
-                    self._pinned_keys.add(key)
+                    pinned.add(key)
                 first = now
             elif (
-                old.value is value
-                and old.last_used == last_used
+                old.last_used == last_used
+                and old.value is value
                 and old.seq == seq
                 and old.importance == importance
                 and old.via == via
@@ -402,7 +418,17 @@ class WorkingMemory:
                 continue  # held as it would be written
             else:
                 first = old.first_seen
-            items[key] = new_item(key, value, importance, last_used, first, source, stamp, seq, via)
+            item = new(WorkItem)
+            s_key(item, key)
+            s_value(item, value)
+            s_importance(item, importance)
+            s_used(item, last_used)
+            s_first(item, first)
+            s_source(item, source)
+            s_stamp(item, stamp)
+            s_seq(item, seq)
+            s_via(item, via)
+            items[key] = item
         self._version += 1
         self._check_alarm(tick)
         return out
@@ -449,7 +475,13 @@ class WorkingMemory:
     def _record(
         self, tick: int, key: str, importance: float, last_used: float, reason: EvictionReason
     ) -> Eviction:
-        eviction = new_eviction(tick, key, importance, last_used, reason)
+        eviction = _new(Eviction)
+        s_tick, s_key, s_importance, s_used, s_reason = _EVICTION_SLOTS
+        s_tick(eviction, tick)
+        s_key(eviction, key)
+        s_importance(eviction, importance)
+        s_used(eviction, last_used)
+        s_reason(eviction, reason)
         self.evictions.append(eviction)
         self.evicted_total += 1
         return eviction

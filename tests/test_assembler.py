@@ -301,9 +301,9 @@ def test_shared_map_and_log_queries_run_once_per_tick() -> None:
     calls = {"nearest": 0, "query": 0}
 
     class CountingMap(CabinMap):
-        def nearest(self, *args: Any, **kwargs: Any) -> Any:
+        def nearest_keyed(self, *args: Any, **kwargs: Any) -> Any:
             calls["nearest"] += 1
-            return super().nearest(*args, **kwargs)
+            return super().nearest_keyed(*args, **kwargs)
 
     class CountingLog(EventLog):
         def query(self, *args: Any, **kwargs: Any) -> Any:
