@@ -46,25 +46,39 @@ QUICK_WORLDS = (
     WorldSize(10_000, 1_000, 1_000_000),
     LARGEST,
 )
-QUICK = Plan(ticks=1000, warmup=100, seed_ticks=40, seed_budget_s=1.0, stage_ticks=150)
+QUICK = Plan(
+    ticks=1000, warmup=100, seed_ticks=40, seed_budget_s=1.0, stage_ticks=500, parity_ticks=1000
+)
 QUICK_LARGEST = Plan(
     ticks=2000,
     warmup=200,
     seed_ticks=8,
     seed_budget_s=1.5,
-    stage_ticks=200,
+    stage_ticks=1000,
     profile_ticks=200,
     slack_ticks=1000,
+    parity_ticks=1000,
+    anchor_ticks=2000,
 )
-FULL = Plan(ticks=10_000, warmup=500, seed_ticks=200, seed_budget_s=15.0, stage_ticks=2000)
+FULL = Plan(
+    ticks=10_000,
+    warmup=500,
+    seed_ticks=200,
+    seed_budget_s=15.0,
+    stage_ticks=2000,
+    parity_ticks=1000,
+    anchor_ticks=2000,
+)
 FULL_LARGEST = Plan(
     ticks=30_000,
     warmup=1000,
     seed_ticks=100,
     seed_budget_s=30.0,
-    stage_ticks=3000,
+    stage_ticks=5000,
     profile_ticks=3000,
     slack_ticks=30_000,
+    parity_ticks=2000,
+    anchor_ticks=20_000,
 )
 
 
@@ -139,10 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "seconds": round(time.perf_counter() - t0, 1),
             }
         )
+        anchor = world.anchor.get("runtime_over_py_trees_p50")
         _say(
             f"  runtime p50 {world.runtime.p50_us:.0f} µs, p99 {world.runtime.p99_us:.0f} µs; "
             f"seed p50 {world.seed.p50_us / 1e3:.2f} ms ({world.ratio:.0f}x); "
-            f"{time.perf_counter() - t0:.0f} s"
+            + (f"{anchor}x py_trees; " if anchor is not None else "")
+            + f"parity {world.parity['ticks_compared'] - world.parity['mismatches']}/"
+            f"{world.parity['ticks_compared']}; {time.perf_counter() - t0:.0f} s"
         )
     if peer.available():
         _say("py_trees anchor")
