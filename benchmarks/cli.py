@@ -3,8 +3,9 @@
 The full run measures every combination of board (100, 10,000 keys), map (1,000,
 10,000, 100,000 features) and log (1,000, 100,000, 1,000,000 events); ``--quick``
 measures the four worlds the targets need (the smallest, the largest, and the
-largest with the log or the map at its smallest) with fewer ticks, in under a
-minute. Progress goes to stderr; the results to ``benchmarks/results/``.
+largest with the log or the map at its smallest) with fewer ticks (not
+enough for the growth along the board). Progress goes to stderr; the results to
+``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -92,9 +93,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Measure tickwork's tick cost against the seed's design and py_trees, "
         "its scaling, and the simulator's speed.",
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="four worlds and fewer ticks: under a minute"
-    )
+    parser.add_argument("--quick", action="store_true", help="four worlds and fewer ticks")
     parser.add_argument("--seed", type=int, default=0, help="seed of the world generator")
     parser.add_argument(
         "--out",
