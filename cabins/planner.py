@@ -54,7 +54,14 @@ import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
+from cabins.routing import (
+    DEFAULT_CLEARANCE,
+    DEFAULT_RESOLUTION,
+    Point2,
+    Route,
+    RoutePlanner,
+    RoutingProblem,
+)
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -204,8 +211,8 @@ class Planner:
         charge_timeout_ticks: int = 6000,
         low_battery: float | None = None,
         charge_until: float = 0.9,
-        resolution: float = 0.25,
-        clearance: float = 0.25,
+        resolution: float = DEFAULT_RESOLUTION,
+        clearance: float = DEFAULT_CLEARANCE,
         obstacle_replan_interval: float = 1.0,
         obstacle_moved: float = 0.5,
         route_retry_interval: float = 1.0,

@@ -460,6 +460,7 @@ class Simulation:
             "deliveries_done": world["deliveries_done"],
             "deliveries_assigned": world["deliveries_assigned"],
             "tasks_total": world["tasks_total"],
+            "tasks_undeliverable": world["tasks_undeliverable"],
             "mean_delivery_time": world["mean_delivery_time"],
             "delivery_times": world["delivery_times"],
             "safety_violations": world["safety_violations"],

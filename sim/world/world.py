@@ -257,7 +257,9 @@ class World:
 
     @property
     def all_delivered(self) -> bool:
-        return all(t.delivered_at is not None for t in self.state.tasks)
+        """Every task that can be delivered is (an undeliverable one is never posted)."""
+        skip = self.scenario.undeliverable
+        return all(t.delivered_at is not None or t.id in skip for t in self.state.tasks)
 
     @property
     def incidents(self) -> tuple[Incident, ...]:
@@ -384,7 +386,10 @@ class World:
         st.obstacles_on_map = seen
 
     def _dispatch(self, board: BoardSink, now: float) -> None:
+        undeliverable = self.scenario.undeliverable
         for task, ts in zip(self.scenario.tasks, self.state.tasks, strict=True):
+            if task.id in undeliverable:
+                continue  # its dock cannot be reached: never posted (allow_unreachable)
             key = deliver_goal_key(task.id)
             if ts.delivered_at is not None:
                 if ts.goal_posted and not ts.goal_removed:
@@ -672,6 +677,7 @@ class World:
             "deliveries_done": len(times),
             "deliveries_assigned": sum(ts.goal_posted for ts in st.tasks),
             "tasks_total": len(sc.tasks),
+            "tasks_undeliverable": list(sc.undeliverable),
             "delivery_times": times,
             "mean_delivery_time": sum(times.values()) / len(times) if times else None,
             **stats,
