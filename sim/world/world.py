@@ -414,13 +414,15 @@ class World:
         """Carry out the commands of the tick at ``now`` and advance the world by ``dt``.
 
         Actions are judged on the state the cabins saw (before this tick's motion).
-        ``stop`` overrides any ``drive``; with no drive the robot brakes to a halt.
+        ``stop`` overrides any ``drive``; with no drive the robot brakes to a halt;
+        ``slow(v=...)`` caps the speed a ``drive`` asks for (the lowest cap wins).
         """
         if not (math.isfinite(dt) and dt > 0):
             raise SettingError(f"dt must be a positive number of seconds, got {dt!r}")
         st = self.state
         drive: tuple[float, float] | None = None
         stop = False
+        cap = math.inf
         st.charging = None
         for command in commands:
             parsed = self._parse(command, now)
@@ -431,8 +433,12 @@ class World:
                 drive = (float(args["v"]), float(args["w"]))
             elif name == "stop":
                 stop = True
+            elif name == "slow":
+                cap = min(cap, float(args["v"]))
             else:
                 self._act(name, args, now, dt)
+        if drive is not None and cap < math.inf:
+            drive = (max(-cap, min(cap, drive[0])), drive[1])
         self._move(drive, stop, dt)
         self._walk_obstacles(dt)
         self._check(now + dt)
@@ -460,9 +466,15 @@ class World:
                         now, f"{cabin}: drive {arg} must be a finite number, got {value!r}"
                     )
                     return None
+        elif name == "slow":
+            value = args.get("v")
+            if not _is_number(value) or float(value or 0.0) < 0:
+                self._reject(now, f"{cabin}: slow v must be a finite number >= 0, got {value!r}")
+                return None
         elif name not in ("stop", "pick", "drop", "charge"):
             self._reject(
-                now, f"{cabin}: unknown command {name!r} (known: drive, stop, pick, drop, charge)"
+                now,
+                f"{cabin}: unknown command {name!r} (known: drive, stop, slow, pick, drop, charge)",
             )
             return None
         return name, args
