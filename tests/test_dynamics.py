@@ -72,6 +72,7 @@ def test_a_person_stepping_into_the_route_at_speed_no_longer_ends_on_a_shelf_cor
         "warehouse", seed=25, after=315, ahead=2.15, lateral=0.3
     )
     assert speed > 1.2
+    assert "obstacle_in_corridor" in [r["reason"] for r in replans]  # re-routed at speed
     assert sim.world.state.stats.collisions == 0, sim.world.incidents
     assert sim.world.state.stats.safety_violations == 0
 

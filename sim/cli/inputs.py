@@ -6,7 +6,6 @@ bad input with one ``InputError`` (or the library's own ``TickworkError``) that 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -15,19 +14,16 @@ from sim.cli.exits import InputError
 if TYPE_CHECKING:
     from runtime import Cabin
     from sim.faults.model import Fault
-    from sim.run.harness import ExtraCabin
+    from sim.run.harness import CabinRef, ExtraCabin
 
 
-def load_cabin(text: str) -> ExtraCabin:
-    """``MODULE:CLASS@SPEC`` → the cabin's spec and the class that builds it.
-
-    ``MODULE`` is imported from the current folder; ``SPEC`` is a spec file.
-    """
-    import importlib
+def cabin_ref(text: str) -> CabinRef:
+    """``MODULE:CLASS@SPEC`` → a reference to the cabin: its module and class, imported from
+    the current folder, and its spec file, loaded."""
     import os
 
     from runtime import load_spec
-    from sim.run.harness import ExtraCabin
+    from sim.run.harness import CabinRef
 
     target, sep, spec_path = text.partition("@")
     module_name, colon, class_name = target.partition(":")
@@ -35,16 +31,20 @@ def load_cabin(text: str) -> ExtraCabin:
         raise InputError(
             f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
         )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    return CabinRef(module_name, class_name, load_spec(spec_path), os.getcwd())
+
+
+def load_cabin(text: str) -> ExtraCabin:
+    """``MODULE:CLASS@SPEC`` → the cabin's spec and the class that builds it.
+
+    ``MODULE`` is imported from the current folder; ``SPEC`` is a spec file.
+    """
+    from runtime.errors import SettingError
+
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InputError(f"--cabin {text!r}: cannot import module {module_name!r}: {exc}") from None
-    factory = getattr(module, class_name, None)
-    if factory is None or not callable(factory):
-        raise InputError(f"--cabin {text!r}: module {module_name!r} has no class {class_name!r}")
-    return ExtraCabin(spec=load_spec(spec_path), factory=factory)
+        return cabin_ref(text).load()
+    except SettingError as exc:
+        raise InputError(f"--cabin {text!r}: {exc}") from None
 
 
 def build_cabin(text: str, cabin: ExtraCabin) -> Cabin:
@@ -81,4 +81,4 @@ def memory_file(path: str) -> str:
     return absolute
 
 
-__all__ = ["build_cabin", "load_cabin", "load_faults", "memory_file"]
+__all__ = ["build_cabin", "cabin_ref", "load_cabin", "load_faults", "memory_file"]

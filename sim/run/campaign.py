@@ -32,6 +32,7 @@ from sim.faults.model import (
 )
 
 if TYPE_CHECKING:
+    from sim.run.harness import CabinRef
     from sim.world.scenario import Scenario
 
 DEFAULT_WITHIN = 40
@@ -62,6 +63,8 @@ class RunRequest:
     """The built-in cabins' specs (default: the shipped ones, read by the worker)."""
     world: Scenario | None = None
     """``scenario`` already loaded, so that a worker on another machine needs no file."""
+    cabins: tuple[CabinRef, ...] = ()
+    """User cabins to run beside the built-in ones, by reference (the worker imports them)."""
 
     @property
     def label(self) -> str:
@@ -160,6 +163,7 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         seed=request.seed,
         faults=faults,
         specs=request.specs,
+        extra=[cabin.load() for cabin in request.cabins],
         long_term=request.memory,
     )
     observer = _Observer(sim.rate_hz)
@@ -197,6 +201,9 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     safe = summary["safety_violations"] == 0 and summary["collisions"] == 0
     return {
         "scenario": request.scenario,
+        "cabins": [c.label for c in request.cabins],
+        "collision_details": summary.get("collision_details", []),
+        "tasks_undeliverable": len(summary.get("tasks_undeliverable", [])),
         "seed": request.seed,
         "fault": request.label,
         "fault_kind": fault.kind if fault is not None else None,
@@ -217,6 +224,9 @@ def run_one(request: RunRequest) -> dict[str, Any]:
 def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
     return {
         "scenario": request.scenario,
+        "cabins": [c.label for c in request.cabins],
+        "collision_details": [],
+        "tasks_undeliverable": 0,
         "seed": request.seed,
         "fault": request.label,
         "fault_kind": request.fault.kind if request.fault is not None else None,
@@ -304,7 +314,8 @@ def local_executor(workers: int) -> cf.Executor:
 class RayExecutor(cf.Executor):
     """Ray tasks behind the ``concurrent.futures.Executor`` interface."""
 
-    def __init__(self, *, address: str | None = None) -> None:
+    def __init__(self, *, address: str | None = None, working_dir: str | None = None) -> None:
+        """``working_dir``: a folder every worker imports from (the user cabins' modules)."""
         import ray
 
         import cabins
@@ -323,6 +334,7 @@ class RayExecutor(cf.Executor):
                 runtime_env={
                     "worker_process_setup_hook": quiet_worker,
                     "py_modules": [runtime, cabins, sim],
+                    **({} if working_dir is None else {"working_dir": working_dir}),
                 },
             )
         self._remote: dict[Callable[..., Any], Any] = {}

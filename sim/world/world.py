@@ -60,6 +60,7 @@ from sim.world.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
 __all__ = [
     "BoardSink",
     "CommandLike",
+    "Contact",
     "Incident",
     "MapSink",
     "ObstacleState",
@@ -144,6 +145,19 @@ class Incident:
     detail: str
 
 
+@dataclass(frozen=True)
+class Contact:
+    """One collision: what the robot's disc touched, where the robot was, how it moved."""
+
+    time: float
+    hit: str  # shelf:<id>, obstacle:<id> or wall
+    x: float
+    y: float
+    speed: float
+    heading: float
+    turn_rate: float
+
+
 @dataclass
 class Stats:
     """Counters of a run. Violations count entries; ``*_ticks`` count ticks spent in them."""
@@ -181,6 +195,7 @@ class WorldState:
     pending: list[ActionOutcome] = field(default_factory=list)
     action_seq: int = 0
     incidents: list[Incident] = field(default_factory=list)
+    collision_log: list[Contact] = field(default_factory=list)
 
 
 class _Geometry:
@@ -264,6 +279,11 @@ class World:
     @property
     def incidents(self) -> tuple[Incident, ...]:
         return tuple(self.state.incidents)
+
+    @property
+    def collisions(self) -> tuple[Contact, ...]:
+        """Every collision so far, oldest first."""
+        return tuple(getattr(self.state, "collision_log", ()))
 
     # -- install --------------------------------------------------------------
 
@@ -649,6 +669,9 @@ class World:
         for new in sorted(contacts.difference(st.contacts)):
             st.stats.collisions += 1
             st.incidents.append(Incident(at, "collision", f"{new} at {_at(robot)}"))
+            st.collision_log.append(
+                Contact(at, new, robot.x, robot.y, robot.v, robot.theta, robot.w)
+            )
         st.stats.collision_ticks += bool(contacts)
         st.contacts = sorted(contacts)
 
