@@ -65,9 +65,10 @@ def register(sub: Any) -> None:
     )
     campaign.add_argument(
         "--faults",
-        metavar="auto|FILE",
+        metavar="auto|none|FILE",
         help="'auto': one missing-item fault per required pattern of every "
-        "spec plus one of each other kind; or a TOML fault file",
+        "spec plus one of each other kind; 'none': the fault-free control runs "
+        "only; or a TOML fault file",
     )
     campaign.add_argument(
         "--ticks",
@@ -160,12 +161,15 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         from sim.cli.report import check_report_target
 
         check_report_target(args.report)
-    faults = load_faults(args.fault, None if args.faults in (None, "auto") else args.faults)
+    faults = load_faults(args.fault, None if args.faults in (None, "auto", "none") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))
     FaultPlan(faults).check_cabins(specs)
-    if not faults:
-        raise InputError("no faults: give --fault FAULT (repeatable) or --faults auto|FILE")
+    if not faults and args.faults != "none":
+        raise InputError(
+            "no faults: give --fault FAULT (repeatable), --faults auto|FILE, or --faults none "
+            "for the control runs alone"
+        )
     shared: dict[str, Any] = {}
     if args.memory is not None:
         shared["memory"] = memory_file(args.memory)

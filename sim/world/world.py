@@ -93,6 +93,8 @@ CommandLike: TypeAlias = Command | tuple[str, str, Mapping[str, Any]]
 
 WORLD = "world"
 DISPATCHER = "dispatcher"
+SQUEEZE_MARGIN = 0.01
+"""Metres a person keeps from the robot's disc when squeezing past it after a stand-off."""
 _EPS = 1e-9
 
 
@@ -123,6 +125,7 @@ class ObstacleState:
     yielding: bool = False
     waited: float = 0.0
     direction: int = 1
+    standoff: float = 0.0  # s spent yielding since it last moved, turn-backs included
 
 
 @dataclass
@@ -640,12 +643,16 @@ class World:
         robot = self.state.robot
         for spec, ob in zip(self.scenario.moving_obstacles, self.state.obstacles, strict=True):
             x, y, target = _walk(spec, ob.x, ob.y, ob.target, spec.speed * dt, ob.direction)
-            clearance = self.scenario.robot.radius + spec.radius + YIELD_MARGIN
+            # Kept waiting even after turning back (the robot stands where its loop goes
+            # on either way): it squeezes past, keeping SQUEEZE_MARGIN from the robot.
+            margin = SQUEEZE_MARGIN if ob.standoff >= 2 * spec.patience else YIELD_MARGIN
+            clearance = self.scenario.robot.radius + spec.radius + margin
             gap_next = math.hypot(x - robot.x, y - robot.y)
             if gap_next < clearance and gap_next < math.hypot(ob.x - robot.x, ob.y - robot.y):
                 ob.vx = ob.vy = 0.0
                 ob.yielding = True
                 ob.waited += dt
+                ob.standoff += dt
                 if ob.waited >= spec.patience:  # a stand-off: turn back the way it came
                     ob.target = (ob.target - ob.direction) % len(spec.waypoints)
                     ob.direction = -ob.direction
@@ -655,6 +662,8 @@ class World:
             ob.x, ob.y, ob.target = x, y, target
             ob.yielding = False
             ob.waited = 0.0
+            if gap_next >= self.scenario.robot.radius + spec.radius + YIELD_MARGIN:
+                ob.standoff = 0.0  # clear of the robot: a stand-off is over
 
     def _check(self, at: float) -> None:
         st, sc, geo = self.state, self.scenario, self._geo
