@@ -147,3 +147,17 @@ def test_a_cabin_that_cannot_be_imported_is_refused_before_any_run(tmp_path: Pat
     )
     assert done.returncode == 2
     assert "cannot import module 'nope'" in done.stderr
+
+
+def test_campaign_scenarios_take_generated_worlds_by_seed() -> None:
+    from runtime.errors import SettingError
+    from sim.cli.campaign import scenario_worlds
+    from sim.world.generate import generate, parse_generated
+
+    worlds = scenario_worlds(["gen:3-4", "warehouse"])
+    assert list(worlds) == ["gen:3", "gen:4", "warehouse"]
+    assert worlds["gen:4"] == generate(4)
+    assert parse_generated("narrow_aisles") is None
+    for bad in ("gen:x", "gen:5-2", "gen:-1"):
+        with pytest.raises(SettingError):
+            parse_generated(bad)
