@@ -383,6 +383,8 @@ class Executor:
         self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
         self._cut_off = False
         self._off_route: tuple[tuple[Point2, ...], int] | None = None
+        self._here_gap = 0.0
+        self._here_xy: Point2 = (0.0, 0.0)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # an executor pickled before it saw solids (an older checkpoint) sees none yet
@@ -391,6 +393,8 @@ class Executor:
         self._walls = ()
         self._cut_off = False
         self._off_route = None
+        self._here_gap = 0.0
+        self._here_xy = (0.0, 0.0)
         for slot, value in state.items():
             setattr(self, slot, value)
 
@@ -752,7 +756,13 @@ class Executor:
             return track.point_at(s + look), math.inf
         radius = self._limits.radius
         now = solids.gap(shapely.Point(here)) - radius
+        self._here_gap = now
+        self._here_xy = here
         need = min(_CHORD_CLEARANCE, now - 0.01)
+        target = track.point_at(s + look)
+        reach = math.dist(here, target)
+        if now - reach >= need:  # no solid near enough to come within need of the way there
+            return target, now - reach
         best, best_gap = track.point_at(s), -math.inf
         for fraction in (1.0, 0.5, 0.25, 0.1):
             target = track.point_at(s + look * fraction)
@@ -792,7 +802,10 @@ class Executor:
                 continue
             corner = _corner_speed(_turn_angle(pts[i - 1], pts[i], pts[i + 1]), limits)
             cap = min(cap, math.sqrt(corner * corner + 2.0 * brake * max(0.0, cum[i] - s - 0.1)))
-        if self._solids and end > s:
+        # every sample is within ``end - s`` (plus the robot's offset from the route) of
+        # the robot: when the robot is far enough from every solid, none is near one
+        offset = math.dist(track.point_at(s), self._here_xy)
+        if self._solids and end > s and self._here_gap - (end - s) - offset < _FULL_CLEARANCE:
             arcs, points = track.samples(s, end, _PATH_SPACING)
             gaps = self._solids.gaps(points) - limits.radius
             for arc, gap in zip(arcs, gaps.tolist(), strict=True):
