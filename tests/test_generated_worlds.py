@@ -82,3 +82,28 @@ def test_every_generated_world_loads_round_trips_and_repeats(seed: int) -> None:
     assert to_toml(generate(seed)) == text  # same seed, same file
     assert scenario.unreachable == ()
     assert {s.polygon for s in scenario.shelves}  # it has shelves
+
+
+def test_the_generate_command_writes_the_same_file_for_the_same_seed(tmp_path: Any) -> None:
+    from sim.cli.app import main
+    from sim.world.scenario import load_scenario
+
+    first, second = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["generate", "--seed", "7", "--orientation", "y", "-o", str(first)]) == 0
+    assert main(["generate", "--seed", "7", "--orientation", "y", "-o", str(second)]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    scenario = load_scenario(first)
+    assert scenario == generate(7, GeneratorSettings(orientation="y"))
+    big = tmp_path / "big.toml"
+    assert (
+        main(["generate", "--seed", "1", "--size", "60x40", "--people", "3", "-o", str(big)]) == 0
+    )
+    assert load_scenario(big).floor.bounds == (0.0, 0.0, 60.0, 40.0)
+
+
+def test_the_generate_command_refuses_an_aisle_below_the_robots_minimum(tmp_path: Any) -> None:
+    from sim.cli.app import main
+
+    out = tmp_path / "x.toml"
+    assert main(["generate", "--seed", "1", "--aisle-width", "1.3", "-o", str(out)]) == 2
+    assert not out.exists()
