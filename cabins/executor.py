@@ -42,6 +42,7 @@ import shapely.affinity
 import structlog
 from shapely.geometry.base import BaseGeometry
 
+from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
 from cabins.values import (
     ACTION_LAST,
@@ -54,6 +55,7 @@ from cabins.values import (
     ROUTE,
     SPEED_ZONE_PREFIX,
     VELOCITY,
+    WORLD_BOUNDS,
     Acceptance,
     ActionOutcome,
     Point2,
@@ -62,6 +64,7 @@ from cabins.values import (
     Velocity,
     Zone,
     read_battery,
+    read_bounds,
     route_points,
 )
 from runtime.cabin import Outbox
@@ -125,6 +128,15 @@ _CONTACT_MARGIN: Final = 0.03  # m: a route passing closer than this to an obsta
 _PASS_SPEED: Final = 0.3  # m/s when the route passes within obstacle_margin of an obstacle
 _PREDICT_S: Final = 1.0  # s: a moving obstacle is taken to cover where it goes meanwhile
 _REACTION_DT: Final = 0.1  # s: a command's delay, added to stopping distances
+_MIN_LOOKAHEAD: Final = 0.4  # m: the pursuit's lookahead at a crawl (it grows with speed)
+_CHORD_CLEARANCE: Final = 0.12  # m the disc keeps from solids on the way to its pursuit point
+_CORNER_CUT: Final = 0.1  # m an arc through a route corner may cut inside it
+_CORNER_SPEED: Final = 0.2  # m/s at a corner too sharp to take on an arc
+_FULL_CLEARANCE: Final = 0.2  # m of clearance beyond which the route is driven at full speed
+_CLEAR_SPEED: Final = 0.3  # m/s: the least speed a narrow stretch is driven at
+_PATH_SPACING: Final = 0.2  # m between route samples checked for clearance
+_DT: Final = 0.05  # s: the tick the braking prediction steps by (20 Hz)
+_TOUCH_GAP: Final = 0.02  # m: a straight way back to the route closer than this is cut off
 
 
 Limits = RobotLimits
@@ -223,7 +235,7 @@ class _Track:
             (ax, ay), (bx, by) = pts[i], pts[i + 1]
             seg = cum[i + 1] - cum[i]
             t = 0.0
-            if seg > 0:
+            if seg * seg > 0:  # a segment too short to square is a point
                 t = ((x - ax) * (bx - ax) + (y - ay) * (by - ay)) / (seg * seg)
                 t = min(1.0, max(0.0, t))
             px, py = ax + t * (bx - ax), ay + t * (by - ay)
@@ -366,6 +378,25 @@ class Executor:
         self._limits = DEFAULT_LIMITS
         self._accept = DEFAULT_ACCEPTANCE
         self._lowest_limit = math.inf
+        self._solids = Solids.of(())
+        self._bounds_value: Any = None
+        self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
+        self._cut_off = False
+        self._off_route: tuple[tuple[Point2, ...], int] | None = None
+        self._here_gap = 0.0
+        self._here_xy: Point2 = (0.0, 0.0)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # an executor pickled before it saw solids (an older checkpoint) sees none yet
+        self._solids = Solids.of(())
+        self._bounds_value = None
+        self._walls = ()
+        self._cut_off = False
+        self._off_route = None
+        self._here_gap = 0.0
+        self._here_xy = (0.0, 0.0)
+        for slot, value in state.items():
+            setattr(self, slot, value)
 
     @property
     def name(self) -> str:
@@ -411,6 +442,7 @@ class Executor:
     def _decide(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
         self._limits = RobotLimits.in_view(view)
         self._accept = Acceptance.in_view(view)
+        self._solids = Solids.of(view.nearby_map, self._walls_in(view))
         plan = self._read_plan(view.get(PLAN))
         if plan is not None:
             self._follow_plan(plan)
@@ -555,7 +587,15 @@ class Executor:
         cap = math.inf
         if track.length - s < self.approach_distance and policy.approach_speed_factor < 1:
             cap = policy.approach_speed_factor * self._limits.max_speed
-        return self._pursue(view, track, s, pose, speed, target, tolerance, cap)
+        self._cut_off = False
+        command = self._pursue(view, track, s, pose, speed, target, tolerance, cap)
+        if self._cut_off and self._off_route != (route, self._revision):
+            # No straight way back to the route is clear: the planner must route again
+            # from here. Reported once per route.
+            self._off_route = (route, self._revision)
+            record = self._attempts.setdefault(step.key, _Attempts(count=1))
+            self._fail(view, out, policy, step.key, record, "off_route")
+        return command
 
     def _act(
         self,
@@ -630,6 +670,12 @@ class Executor:
 
     # -- driving ------------------------------------------------------------------------
 
+    def _walls_in(self, view: CabinView) -> tuple[tuple[str, BaseGeometry], ...]:
+        value = view.get(WORLD_BOUNDS)
+        if value is not self._bounds_value:
+            self._bounds_value, self._walls = value, walls_of(read_bounds(value))
+        return self._walls
+
     def _read_plan(self, value: Any) -> _Plan | None:
         if value is not self._plan_value:  # values are frozen: the same object, the same plan
             self._plan_value, self._plan = value, _read_plan(value)
@@ -661,14 +707,20 @@ class Executor:
         """Pure pursuit along ``track`` from arc length ``s``: the (v, w) to command."""
         limits = self._limits
         x, y, theta = pose.x, pose.y, pose.theta
-        gx, gy = track.point_at(s + self.lookahead)
+        (gx, gy), chord_gap = self._pursuit_point(track, s, pose, speed)
+        if chord_gap < _TOUCH_GAP:
+            self._cut_off = True
+            dx, dy = gx - x, gy - y
+            heading = math.atan2(dy, dx)
+            alpha = (heading - theta + math.pi) % (2 * math.pi) - math.pi
+            return self._brake(pose, speed, alpha) if abs(speed) > _SPIN_SPEED else _HOLD
         dx, dy = gx - x, gy - y
         cos_t, sin_t = math.cos(theta), math.sin(theta)
         lx, ly = cos_t * dx + sin_t * dy, -sin_t * dx + cos_t * dy
         alpha = math.atan2(ly, lx)
         if abs(alpha) > _ROTATE_THRESHOLD:
             if abs(speed) > _SPIN_SPEED:
-                return _HOLD  # brake straight along the way it came: an arc would leave it
+                return self._brake(pose, speed, alpha)
             return 0.0, _clamp(_TURN_GAIN * alpha, limits.max_turn_rate)
         d2 = lx * lx + ly * ly
         kappa = 2.0 * ly / d2 if d2 > 1e-12 else 0.0
@@ -686,8 +738,81 @@ class Executor:
         stopping = moving * moving / (2.0 * brake) + moving * _REACTION_DT
         v = min(v, self._zone_cap(view, track, s, (x, y), stopping))
         v = min(v, self._obstacle_cap(view, track, s, pose, stopping, limits.radius, brake))
+        v = min(v, self._path_cap(track, s, brake))
         v = max(0.0, v)
         return v, _clamp(v * kappa, limits.max_turn_rate)
+
+    def _pursuit_point(
+        self, track: _Track, s: float, pose: Pose, speed: float
+    ) -> tuple[Point2, float]:
+        """The point of ``track`` to steer for, and the clearance of the straight way to it:
+        ``lookahead`` ahead at speed, less at a crawl, and nearer still while the straight
+        way to it would bring the disc closer than ``_CHORD_CLEARANCE`` to a solid (so that
+        a corner is never cut)."""
+        look = max(_MIN_LOOKAHEAD, min(self.lookahead, 0.3 + 0.4 * abs(speed)))
+        solids = self._solids
+        here = pose.xy
+        if not solids:
+            return track.point_at(s + look), math.inf
+        radius = self._limits.radius
+        now = solids.gap(shapely.Point(here)) - radius
+        self._here_gap = now
+        self._here_xy = here
+        need = min(_CHORD_CLEARANCE, now - 0.01)
+        target = track.point_at(s + look)
+        reach = math.dist(here, target)
+        if now - reach >= need:  # no solid near enough to come within need of the way there
+            return target, now - reach
+        best, best_gap = track.point_at(s), -math.inf
+        for fraction in (1.0, 0.5, 0.25, 0.1):
+            target = track.point_at(s + look * fraction)
+            gap = solids.gap(path_geometry([here, target])) - radius
+            if gap >= need:
+                return target, gap
+            if gap > best_gap:
+                best, best_gap = target, gap
+        return best, best_gap
+
+    def _brake(self, pose: Pose, speed: float, alpha: float) -> tuple[float, float]:
+        """Brake for a target far off the heading: turning towards it on the way when that
+        path keeps clear of solids at least as well as braking straight, else straight."""
+        limits = self._limits
+        turn = _clamp(_TURN_GAIN * alpha, limits.max_turn_rate)
+        if not self._solids:
+            return 0.0, turn
+        gaps = []
+        for w in (turn, 0.0):
+            path = braking_path(
+                pose.x, pose.y, pose.theta, speed, w, accel=limits.max_accel, dt=_DT, extra_ticks=0
+            )
+            gaps.append(self._solids.gap(path_geometry(path)) - limits.radius)
+        turning, straight = gaps
+        return (0.0, turn) if turning >= min(_CHORD_CLEARANCE, straight) else _HOLD
+
+    def _path_cap(self, track: _Track, s: float, brake: float) -> float:
+        """The speed from which the robot can still slow down in time for each sharp
+        corner of the route ahead and for each stretch that passes close to a solid."""
+        limits = self._limits
+        horizon = limits.max_speed**2 / (2.0 * brake) + 0.5
+        end = min(track.length, s + horizon)
+        cap = math.inf
+        pts, cum = track.points, track.cum
+        for i in range(1, len(pts) - 1):
+            if cum[i] <= s or cum[i] > end:
+                continue
+            corner = _corner_speed(_turn_angle(pts[i - 1], pts[i], pts[i + 1]), limits)
+            cap = min(cap, math.sqrt(corner * corner + 2.0 * brake * max(0.0, cum[i] - s - 0.1)))
+        # every sample is within ``end - s`` (plus the robot's offset from the route) of
+        # the robot: when the robot is far enough from every solid, none is near one
+        offset = math.dist(track.point_at(s), self._here_xy)
+        if self._solids and end > s and self._here_gap - (end - s) - offset < _FULL_CLEARANCE:
+            arcs, points = track.samples(s, end, _PATH_SPACING)
+            gaps = self._solids.gaps(points) - limits.radius
+            for arc, gap in zip(arcs, gaps.tolist(), strict=True):
+                allowed = max(_CLEAR_SPEED, limits.max_speed * min(1.0, gap / _FULL_CLEARANCE))
+                if allowed < limits.max_speed:
+                    cap = min(cap, math.sqrt(allowed * allowed + 2.0 * brake * (arc - s)))
+        return cap
 
     def _zone_cap(
         self, view: CabinView, track: _Track, s: float, here: Point2, stopping: float
@@ -835,3 +960,22 @@ def _swept(feature: Feature) -> BaseGeometry:
 
 def _clamp(value: float, limit: float) -> float:
     return max(-limit, min(limit, value))
+
+
+def _turn_angle(a: Point2, b: Point2, c: Point2) -> float:
+    """How sharply a route turns at ``b`` (0: straight on, pi: straight back)."""
+    h1 = math.atan2(b[1] - a[1], b[0] - a[0])
+    h2 = math.atan2(c[1] - b[1], c[0] - b[0])
+    return abs((h2 - h1 + math.pi) % (2 * math.pi) - math.pi)
+
+
+def _corner_speed(angle: float, limits: RobotLimits) -> float:
+    """The speed a corner of ``angle`` can be taken at: on an arc that cuts it by at most
+    ``_CORNER_CUT``, turning at 80% of the turn rate; slowly enough to turn on the spot
+    when it is sharper than the pursuit turns on an arc."""
+    if angle >= _ROTATE_THRESHOLD:
+        return _CORNER_SPEED
+    if angle < 1e-3:
+        return limits.max_speed
+    radius = _CORNER_CUT / (1.0 / math.cos(angle / 2.0) - 1.0)
+    return max(_CORNER_SPEED, min(limits.max_speed, 0.8 * limits.max_turn_rate * radius))

@@ -22,7 +22,19 @@ Each tick it reads only its view and, through its outbox:
   capacity alarms, on speeding inside a speed zone and on a low battery, and an
   ``alarm`` {"kind": "cabin_late"} while an asynchronous cabin is late (a ``late:<cabin>``
   item in view, see ``runtime.asynchronous``);
-- writes ``monitor:status`` = {"deviation", "level", "estop"} when it changes.
+- acts on two conditions, with the reaction its spec's ``[on_condition]`` declares
+  (``CONDITIONS`` lists what it can do for each; the first is the default):
+  ``deviation_growing``, the cross-track error in the warn or alarm band and still
+  growing (by ``growth`` metres within ``growth_window`` seconds), slows the robot down
+  (``slow:deviation``: a ``slow`` command capping the speed at ``slow_speed``) or stops it;
+  ``contact_predicted``, the robot's braking path (where it goes if it brakes now at its
+  ``max_accel``, keeping its turn rate) bringing its disc within ``contact_margin`` of a
+  shelf, a forbidden zone, a wall or a person, commands a protective stop
+  (``stop:protective``) or a slow-down. The reaction is reported (a ``reaction`` event)
+  when the condition starts and a ``reaction_lifted`` event when it has stayed clear for
+  ``clear_after`` seconds; a stop is commanded on the ticks the condition holds, a
+  slow-down until it is lifted;
+- writes ``monitor:status`` = {"deviation", "level", "estop", "reacting"} when it changes.
 
 Missing readings and the fail-safe are reported on the tick they start (or their reason
 changes). Other alarms and emergency stops are reported once per *episode*: an episode
@@ -46,6 +58,7 @@ import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -57,11 +70,14 @@ from cabins.values import (
     ROBOT_RADIUS,
     SPEED_ZONE_PREFIX,
     VELOCITY,
+    WORLD_BOUNDS,
     Pose,
+    RobotLimits,
     Velocity,
     Zone,
     positive,
     read_battery,
+    read_bounds,
     read_low_battery,
     route_points,
 )
@@ -72,6 +88,7 @@ from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
 __all__ = [
+    "CONDITIONS",
     "FAIL_SAFE",
     "READING_REACTION",
     "SAFETY",
@@ -88,6 +105,14 @@ SAFETY: Final = "safety:*"
 FAIL_SAFE: Final = "stop:fail_safe"
 READING_REACTION: Final = "alarm:missing_reading"
 STATUS_KEY: Final = "monitor:status"
+PROTECTIVE: Final = "stop:protective"
+CONDITIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "deviation_growing": ("slow:deviation", PROTECTIVE),
+    "contact_predicted": (PROTECTIVE, "slow:contact"),
+}
+"""Condition -> what the monitor can do while it holds: the first unless the spec's
+``[on_condition]`` picks another."""
+_PREDICT_DT: Final = 0.05  # s: the tick the braking prediction steps by
 _SPEED_TOLERANCE: Final = 1e-6
 _HOLD_FACING: Final = 0.1  # heading within ~84 degrees of straight at the shape
 _AT_REST_TURN: Final = 0.05  # rad/s: slower turns count as at rest
@@ -255,9 +280,15 @@ class Monitor:
         hold_release: float = 1.0,
         episode_gap: float = 1.0,
         status_step: float = 0.05,
+        slow_speed: float = 0.5,
+        growth: float = 0.05,
+        growth_window: float = 0.5,
+        contact_margin: float = 0.05,
+        clear_after: float = 0.5,
     ) -> None:
         if not isinstance(spec, ContextSpec):
             raise TypeError(f"spec must be a ContextSpec, got {type(spec).__name__}")
+        _check_conditions(spec)
         if isinstance(history, bool) or not isinstance(history, int) or history < 1:
             raise SettingError(f"history must be an integer >= 1, got {history!r}")
         self.spec = spec
@@ -271,6 +302,19 @@ class Monitor:
         self.hold_release = _finite(hold_release, "hold_release", strict=True)
         self.episode_gap = _finite(episode_gap, "episode_gap")
         self.status_step = _finite(status_step, "status_step", strict=True)
+        self.slow_speed = _finite(slow_speed, "slow_speed", strict=True)
+        self.growth = _finite(growth, "growth", strict=True)
+        self.growth_window = _finite(growth_window, "growth_window", strict=True)
+        self.contact_margin = _finite(contact_margin, "contact_margin")
+        self.clear_after = _finite(clear_after, "clear_after")
+        self.reactions: Mapping[str, str] = {
+            condition: spec.on_condition.get(condition, allowed[0])
+            for condition, allowed in CONDITIONS.items()
+        }
+        """Condition -> the reaction in force: the spec's choice, else the default."""
+        self._reacting: dict[str, tuple[float, float]] = {}  # condition -> (since, last held)
+        self._walls_value: Any = None
+        self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
         self._history: deque[tuple[float, float]] = deque(maxlen=history)
         self._level: Level = "ok"
         self._deviation: float | None = None
@@ -285,10 +329,33 @@ class Monitor:
         self._held: dict[Hashable, _Hold] = {}  # last tick's holds, by shape
         self._holding: dict[Hashable, _Hold] = {}  # this tick's
         self._status: tuple[float | None, Level, bool] | None = None
+        self._status_reacting: tuple[str, ...] = ()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # a monitor pickled before it acted on conditions starts with none in force
+        self.__dict__.update(
+            {
+                "slow_speed": 0.5,
+                "growth": 0.05,
+                "growth_window": 0.5,
+                "contact_margin": 0.05,
+                "clear_after": 0.5,
+                "reactions": {c: allowed[0] for c, allowed in CONDITIONS.items()},
+                "_reacting": {},
+                "_walls_value": None,
+                "_walls": (),
+            }
+        )
+        self.__dict__.update(state)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def reacting(self) -> tuple[str, ...]:
+        """The conditions whose reaction is in force now."""
+        return tuple(sorted(self._reacting))
 
     @property
     def level(self) -> Level:
@@ -335,9 +402,16 @@ class Monitor:
             self._guard_obstacles(view, robot, out, stops)
             if robot.speed is not None:
                 self._check_speed(view, robot.here, abs(robot.speed), out)
+        held = {
+            "deviation_growing": self._deviation_growing(view.time),
+            "contact_predicted": self._contact(view, pose, velocity, radius),
+        }
+        slow = self._react(view, out, held, stops)
         self._held, self._holding = self._holding, {}
         if stops:
             out.command("stop", reason=stops[0])
+        elif slow is not None:
+            out.command("slow", v=slow[0], reason=slow[1])
         self._check_battery(view, out)
         self._check_late(view, out)
         self._read_events(view, out)
@@ -587,6 +661,108 @@ class Monitor:
                     {"obstacle": feature.id, "distance": gap},
                 )
 
+    # -- conditions it acts on -------------------------------------------------
+
+    def _deviation_growing(self, now: float) -> dict[str, Any] | None:
+        """The deviation's growth, while it is in a band and still growing."""
+        if self._level == "ok" or self._deviation is None or not self._history:
+            return None
+        since = now - self.growth_window
+        recent = [error for t, error in self._history if t >= since]
+        grown = self._deviation - min(recent, default=self._deviation)
+        if grown < self.growth:
+            return None
+        return {"deviation": round(self._deviation, 3), "grown": round(grown, 3)}
+
+    def _contact(
+        self, view: CabinView, pose: Pose | None, velocity: Velocity | None, radius: float
+    ) -> dict[str, Any] | None:
+        """What the braking path would bring the disc within ``contact_margin`` of, if the
+        robot closes in on it."""
+        if pose is None or velocity is None or abs(velocity.v) < 1e-3:
+            return None
+        limits = RobotLimits.in_view(view)
+        bounds_value = view.get(WORLD_BOUNDS)
+        if bounds_value is not self._walls_value:
+            self._walls_value, self._walls = bounds_value, walls_of(read_bounds(bounds_value))
+        solids = Solids.of(
+            view.nearby_map, self._walls, kinds=frozenset({"shelf", "forbidden", "obstacle"})
+        )
+        if not solids:
+            return None
+        now_gap = solids.gap(Point(pose.x, pose.y)) - radius
+        speed = abs(velocity.v)
+        reach = speed * _PREDICT_DT + speed * speed / (2.0 * limits.max_accel)
+        if now_gap >= reach + self.contact_margin:
+            return None  # nothing within the braking distance
+        path = braking_path(
+            pose.x,
+            pose.y,
+            pose.theta,
+            velocity.v,
+            velocity.w,
+            accel=limits.max_accel,
+            dt=_PREDICT_DT,
+        )
+        nearest = solids.nearest(path_geometry(path))
+        assert nearest is not None
+        what, distance = nearest
+        gap = distance - radius
+        if gap >= self.contact_margin:
+            return None
+        if gap >= now_gap - 1e-6:
+            return None  # moving alongside or away: braking brings it no nearer
+        return {
+            "with": what,
+            "gap": round(gap, 3),
+            "speed": round(velocity.v, 3),
+            "stopping": round(float(LineString(path).length) if len(path) > 1 else 0.0, 3),
+        }
+
+    def _react(
+        self,
+        view: CabinView,
+        out: Outbox,
+        held: Mapping[str, dict[str, Any] | None],
+        stops: list[str],
+    ) -> tuple[float, str] | None:
+        """Start, keep or lift each condition's reaction; the slow-down in force, if any."""
+        now = view.time
+        slow: tuple[float, str] | None = None
+        for condition, detail in held.items():
+            reaction = self.reactions[condition]
+            active = self._reacting.get(condition)
+            if detail is not None:
+                if active is None:
+                    out.react(condition, reaction, condition=condition, **detail)
+                    active = (now, now)
+                self._reacting[condition] = (active[0], now)
+            elif active is not None and now - active[1] >= self.clear_after:
+                del self._reacting[condition]
+                out.emit(
+                    "reaction_lifted",
+                    {
+                        "condition": condition,
+                        "reaction": reaction,
+                        "since": active[0],
+                        "lasted": round(now - active[0], 3),
+                    },
+                    tags=_STOP_TAGS,
+                )
+                continue
+            if condition not in self._reacting:
+                continue
+            if reaction == PROTECTIVE:
+                if detail is not None:
+                    stops.append("protective")
+            else:
+                cap = self.slow_speed
+                if condition == "contact_predicted" and detail is not None:
+                    cap = min(cap, max(0.0, float(detail["gap"])))
+                if slow is None or cap < slow[0]:
+                    slow = (cap, reaction.partition(":")[2])
+        return slow
+
     # -- other alarms -----------------------------------------------------------
 
     def _check_speed(self, view: CabinView, here: Point, speed: float, out: Outbox) -> None:
@@ -724,6 +900,7 @@ class Monitor:
     def _write_status(self, out: Outbox) -> None:
         deviation = None if self._deviation is None else round(self._deviation, 3)
         estop = self.estop
+        reacting = self.reacting
         last = self._status
         if last is not None:
             last_dev, last_level, last_estop = last
@@ -732,7 +909,36 @@ class Monitor:
                 or last_dev is None
                 or abs(deviation - last_dev) < self.status_step
             )
-            if same_dev and last_level == self._level and last_estop == estop:
+            if (
+                same_dev
+                and last_level == self._level
+                and last_estop == estop
+                and reacting == self._status_reacting
+            ):
                 return
         self._status = (deviation, self._level, estop)
-        out.write(STATUS_KEY, {"deviation": deviation, "level": self._level, "estop": estop})
+        self._status_reacting = reacting
+        out.write(
+            STATUS_KEY,
+            {"deviation": deviation, "level": self._level, "estop": estop, "reacting": reacting},
+        )
+
+
+def _check_conditions(spec: ContextSpec) -> None:
+    """Refuse a spec that declares a condition or a reaction this cabin does not have."""
+    wrong = []
+    for condition, reaction in spec.on_condition.items():
+        allowed = CONDITIONS.get(condition)
+        if allowed is None:
+            wrong.append(
+                f"{condition!r} (the monitor watches for {', '.join(map(repr, CONDITIONS))})"
+            )
+        elif reaction not in allowed:
+            wrong.append(
+                f"{condition!r} = {reaction!r} (for {condition!r} it can do "
+                f"{' or '.join(map(repr, allowed))})"
+            )
+    if wrong:
+        raise SettingError(
+            f"spec {spec.name!r} declares conditions the monitor cannot act on: " + "; ".join(wrong)
+        )

@@ -45,17 +45,26 @@ memory changed. Without long-term memory the planner behaves exactly as before.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import shapely
+import shapely.ops
 import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
+from cabins.routing import (
+    DEFAULT_CLEARANCE,
+    DEFAULT_RESOLUTION,
+    Point2,
+    Route,
+    RoutePlanner,
+    RoutingProblem,
+)
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -72,10 +81,13 @@ from cabins.values import (
     PLAN,
     POSE,
     ROUTE,
+    VELOCITY,
     WORLD_BOUNDS,
     Bounds,
     DeliverGoal,
     Pose,
+    RobotLimits,
+    Velocity,
     radius_in,
     read_battery,
     read_bounds,
@@ -114,6 +126,11 @@ REACTIONS: Final[Mapping[str, str]] = {
 """Required pattern -> the reaction the planner reports when it goes missing (not absent)."""
 
 _AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
+_DEPART_SPEED: Final = 0.3  # m/s: slower than this, a new route starts where the robot is
+_BRAKE_FRACTION: Final = 0.8  # the executor brakes with this share of max_accel
+_REACTION_S: Final = 0.1  # s before a new route is acted on
+_DEPART_MARGIN: Final = 0.2  # m added to the braking distance
+_ON_ROUTE: Final = 0.3  # m: nearer the route than this, the robot is following it
 _EMPTY_ROUTE: Route = ()
 
 
@@ -194,6 +211,9 @@ class _Seen:
     low_battery: float
     obstacles: tuple[Feature, ...]
     missing: dict[str, str]  # required pattern -> reason, only reasons other than "absent"
+    heading: float = 0.0
+    speed: float | None = None  # forward speed, when velocity is in view
+    limits: RobotLimits = DEFAULT_LIMITS
 
 
 class Planner:
@@ -207,8 +227,8 @@ class Planner:
         charge_timeout_ticks: int = 6000,
         low_battery: float | None = None,
         charge_until: float = 0.9,
-        resolution: float = 0.25,
-        clearance: float = 0.25,
+        resolution: float = DEFAULT_RESOLUTION,
+        clearance: float = DEFAULT_CLEARANCE,
         obstacle_replan_interval: float = 1.0,
         obstacle_moved: float = 0.5,
         route_retry_interval: float = 1.0,
@@ -400,7 +420,11 @@ class Planner:
         extra = tuple(f for f in view.corridor_map if f.kind == "obstacle" and f not in obstacles)
         missing = {p: str(r) for p, r in view.missing.items() if r != "absent"}
         cargo = view.get(CARGO)
+        velocity = Velocity.read(view.get(VELOCITY))
         return _Seen(
+            heading=0.0 if pose is None else pose.theta,
+            speed=None if velocity is None else velocity.v,
+            limits=RobotLimits.in_view(view),
             pose=None if pose is None else pose.xy,
             battery=battery,
             cargo_known=CARGO in view,
@@ -922,9 +946,13 @@ class Planner:
         blocked = [_shrunk(f.geometry, (seen.pose, target), self._reach) for f in seen.obstacles]
         if blocking:
             blocked.extend(self._constraints.values())
-        route = self._plan_route(
-            router, seen.pose, target, [g for g in blocked if g is not None], current.id, out
-        )
+        clear = [g for g in blocked if g is not None]
+        start, prefix = self._departure(router, seen, clear)
+        route = self._plan_route(router, start, target, clear, current.id, out)
+        if route is not None and prefix:
+            route = (*prefix, *route[1:])
+        elif route is None and prefix:
+            route = self._plan_route(router, seen.pose, target, clear, current.id, out)
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
         self._route_key = key
         if route is None:
@@ -988,6 +1016,40 @@ class Planner:
             tags=("memory",),
         )
         return detour
+
+    def _departure(
+        self, router: RoutePlanner, seen: _Seen, blocked: list[BaseGeometry]
+    ) -> tuple[Point2, Route]:
+        """Where a new route may start, and the way there: a robot at speed cannot turn or
+        stop at once, so its route begins with the ground it covers while it brakes (the
+        current route's continuation while it is on it, else straight along its heading),
+        when that ground is clear; at a crawl, or with no clear way, where it is."""
+        pose, speed = seen.pose, seen.speed
+        assert pose is not None
+        if speed is None or abs(speed) < _DEPART_SPEED:
+            return pose, _EMPTY_ROUTE
+        brake = _BRAKE_FRACTION * seen.limits.max_accel
+        reach = speed * speed / (2.0 * brake) + abs(speed) * _REACTION_S + _DEPART_MARGIN
+        line = self._route_line
+        if line is not None and float(line.distance(Point(pose))) <= _ON_ROUTE:
+            along = float(line.project(Point(pose)))
+            end = min(float(line.length), along + reach)
+            if end - along >= reach * 0.5:
+                ahead = shapely.ops.substring(line, along, end)
+                coords = [(float(c[0]), float(c[1])) for c in ahead.coords]
+                points = [pose, *coords[1:]]
+                if all(
+                    router.segment_is_free(a, b, blocked=blocked)
+                    for a, b in itertools.pairwise(points[1:])
+                ):
+                    return points[-1], tuple(points)
+        ahead_xy = (
+            pose[0] + reach * math.cos(seen.heading),
+            pose[1] + reach * math.sin(seen.heading),
+        )
+        if speed > 0 and router.segment_is_free(pose, ahead_xy, blocked=blocked):
+            return ahead_xy, (pose, ahead_xy)
+        return pose, _EMPTY_ROUTE
 
     # -- long-term memory ---------------------------------------------------------------
 

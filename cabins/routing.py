@@ -47,7 +47,15 @@ from shapely.geometry.base import BaseGeometry
 
 from runtime.errors import SettingError
 
-__all__ = ["Point2", "Route", "RoutePlanner", "RoutingProblem"]
+__all__ = [
+    "DEFAULT_CLEARANCE",
+    "DEFAULT_RESOLUTION",
+    "Point2",
+    "Route",
+    "RoutePlanner",
+    "RoutingProblem",
+    "min_aisle_width",
+]
 
 Point2 = tuple[float, float]
 Route = tuple[Point2, ...]
@@ -60,6 +68,24 @@ _SQRT2 = math.sqrt(2.0)
 _log = structlog.get_logger(__name__)
 
 _SegmentCheck = Callable[[Point2, Point2], bool]
+
+DEFAULT_CLEARANCE = 0.25
+"""Metres the planner keeps between the robot's disc and shelves or zones, by default."""
+
+DEFAULT_RESOLUTION = 0.25
+"""The planner's grid cell size (m), by default."""
+
+
+def min_aisle_width(
+    robot_radius: float,
+    *,
+    clearance: float = DEFAULT_CLEARANCE,
+    resolution: float = DEFAULT_RESOLUTION,
+) -> float:
+    """The narrowest passage between two walls that a route always finds, whatever the
+    grid's alignment: a free cell centre must be ``robot_radius + clearance`` plus half a
+    cell diagonal from either side, and one cell centre must fall in that band."""
+    return 2.0 * (robot_radius + clearance) + resolution * (1.0 + _SQRT2)
 
 
 def _finite(value: Any, name: str) -> float:
@@ -282,6 +308,49 @@ class RoutePlanner:
             return None
         waypoints = [p_start, *(self._centre(c) for c in _turning_points(cells)), p_goal]
         return self._shortcut(waypoints, clear, keep_first=escaping)
+
+    def reachable(self, start: Point2, goals: Sequence[Point2]) -> tuple[bool, ...]:
+        """For each of ``goals``, whether ``plan(start, goal)`` finds a route (ignoring
+        moving obstacles): one flood fill of the grid from ``start``, so asking about many
+        goals costs about one search."""
+        p_start = _as_point(start, "start")
+        points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]
+        none = np.empty(0, dtype=object)
+        clear: _SegmentCheck = partial(self._clear, blocked_arr=none)
+        start_clear = clear(p_start, p_start)
+        if not start_clear and not self._escape_clear(p_start, p_start, none):
+            return tuple(False for _ in points)
+        start_check: _SegmentCheck = (
+            clear if start_clear else partial(self._escape_clear, blocked_arr=none)
+        )
+        start_cell = self._nearest_cell(p_start, self._passable, start_check)
+        component = self._flood(start_cell) if start_cell is not None else bytearray()
+        found = []
+        for goal in points:
+            if not clear(goal, goal):
+                found.append(False)
+            elif start_clear and clear(p_start, goal):
+                found.append(True)
+            else:
+                cell = self._nearest_cell(goal, self._passable, clear)
+                found.append(cell is not None and bool(component) and bool(component[cell]))
+        return tuple(found)
+
+    def _flood(self, start: int) -> bytearray:
+        """The cells (padded indices) 8-connected to ``start`` through passable cells."""
+        passable, width = self._passable, self._width
+        seen = bytearray(len(passable))
+        seen[start] = 1
+        todo = [start]
+        steps = (1, -1, width, -width, width + 1, width - 1, 1 - width, -1 - width)
+        while todo:
+            cell = todo.pop()
+            for step in steps:
+                nxt = cell + step
+                if passable[nxt] and not seen[nxt]:
+                    seen[nxt] = 1
+                    todo.append(nxt)
+        return seen
 
     # -- exact checks -------------------------------------------------------------------
 

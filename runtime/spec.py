@@ -142,6 +142,12 @@ ReactionMap = Annotated[
     AfterValidator(_freeze_mapping),
     WrapSerializer(_dump_mapping),
 ]
+ConditionName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+ConditionMap = Annotated[
+    Mapping[ConditionName, ReactionText],
+    AfterValidator(_freeze_mapping),
+    WrapSerializer(_dump_mapping),
+]
 
 
 class _WeightLookup:
@@ -294,6 +300,15 @@ class ContextSpec(BaseModel):
                 "safety:*": "stop:fail_safe",
             }
         ],
+    )
+    on_condition: ConditionMap = Field(
+        default={},
+        validate_default=True,
+        description="Condition the cabin watches for -> the reaction it declares while the "
+        "condition holds, as <verb>:<detail>. Which conditions there are is the cabin's to "
+        "say (the monitor: deviation_growing, contact_predicted); a cabin refuses one it "
+        "does not know.",
+        examples=[{"deviation_growing": "slow:deviation", "contact_predicted": "stop:protective"}],
     )
 
     timing: Timing = Field(

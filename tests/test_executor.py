@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shapely.geometry import Point
+from shapely.geometry import Point, box
 
 from cabins.executor import REACTIONS, Executor
 from cabins.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
@@ -198,9 +198,9 @@ def test_pure_pursuit_drives_along_a_straight_route() -> None:
 
 
 def test_pure_pursuit_turns_towards_a_bending_route() -> None:
-    route = ((0.0, 0.0), (0.5, 0.0), (0.5, 5.0))
+    route = ((0.0, 0.0), (0.3, 0.0), (0.3, 5.0))  # the bend within the lookahead at a crawl
     v, w = drive(
-        tick(Executor(SPEC), board_with(route=route, plan=plan_of(step_of("go_to", (0.5, 5.0)))))
+        tick(Executor(SPEC), board_with(route=route, plan=plan_of(step_of("go_to", (0.3, 5.0)))))
     )
     assert v > 0 and w > 0
 
@@ -237,7 +237,18 @@ def test_a_target_behind_at_speed_is_braked_for_before_turning() -> None:
     board = board_with(
         route=route, velocity=(1.2, 0.0), plan=plan_of(step_of("go_to", (-5.0, 0.0)))
     )
-    assert drive(tick(Executor(SPEC), board)) == (0.0, 0.0)
+    v, w = drive(tick(Executor(SPEC), board))
+    assert v == 0.0 and w > 0  # with nothing in the way it turns while it brakes
+
+
+def test_at_speed_it_brakes_straight_when_turning_would_bring_it_nearer_a_shelf() -> None:
+    route = ((0.0, 0.0), (-5.0, 0.0))
+    shelf = Feature("shelf:S", box(-0.5, 0.5, 2.0, 1.0), "shelf")  # on the left, the way
+    board = board_with(  # a left turn while braking at 1.2 m/s would sweep into it
+        route=route, velocity=(1.2, 0.0), plan=plan_of(step_of("go_to", (-5.0, 0.0)))
+    )
+    out = tick(Executor(SPEC), board, features=[shelf])
+    assert drive(out) == (0.0, 0.0)
 
 
 coordinate = st.floats(-20, 20, allow_nan=False)

@@ -83,7 +83,7 @@ def test_spec_declares_a_reaction_for_every_required_pattern() -> None:
     assert set(SPEC.required) == {"pose", "safety:*", "route"}
     assert set(SPEC.on_missing) == set(SPEC.required)
     assert SPEC.on_missing["safety:*"] == "stop:fail_safe"
-    assert SPEC.map_center == "pose" and set(SPEC.map_kinds) == {"obstacle", "forbidden"}
+    assert SPEC.map_center == "pose" and set(SPEC.map_kinds) == {"obstacle", "forbidden", "shelf"}
     assert {"cabin_failed", "tick_overrun", "capacity_alarm"} <= set(SPEC.event_kinds)
     assert SPEC.weight_for("safety:forbidden:hv") == 1.0
 
@@ -103,7 +103,12 @@ def test_nothing_is_missing_and_nothing_happens_in_a_calm_state() -> None:
     out = step(Monitor(SPEC))
     assert out.commands == [] and out.reactions == [] and out.events == []
     assert [w.key for w in out.writes] == ["monitor:status"]
-    assert dict(out.writes[0].value) == {"deviation": 0.0, "level": "ok", "estop": False}
+    assert dict(out.writes[0].value) == {
+        "deviation": 0.0,
+        "level": "ok",
+        "estop": False,
+        "reacting": (),
+    }
 
 
 # -- deviation ---------------------------------------------------------------------
@@ -170,7 +175,12 @@ def test_without_a_route_there_is_nothing_to_deviate_from(route: Any) -> None:
     out = step(monitor, now=10.05, tick=1, board=values)
     assert monitor.level == "ok" and monitor.deviation is None
     assert out.reactions == [] and alarms(out) == []
-    assert dict(out.writes[0].value) == {"deviation": None, "level": "ok", "estop": False}
+    assert dict(out.writes[0].value) == {
+        "deviation": None,
+        "level": "ok",
+        "estop": False,
+        "reacting": (),
+    }
 
 
 def test_a_one_point_route_measures_distance_to_the_point() -> None:
@@ -186,12 +196,13 @@ def test_status_is_written_only_when_it_changes() -> None:
         out = step(monitor, now=10 + tick * 0.05, tick=tick, board=board(pose=(1.0, y, 0.0)))
         writes.append([dict(w.value) for w in out.writes if w.key == "monitor:status"])
     assert writes == [
-        [{"deviation": 0.0, "level": "ok", "estop": False}],
+        [{"deviation": 0.0, "level": "ok", "estop": False, "reacting": ()}],
         [],
         [],
-        [{"deviation": 0.2, "level": "ok", "estop": False}],
+        [{"deviation": 0.2, "level": "ok", "estop": False, "reacting": ()}],
         [],
-        [{"deviation": 0.6, "level": "warn", "estop": False}],
+        # into the warn band and still growing: the monitor slows the robot down
+        [{"deviation": 0.6, "level": "warn", "estop": False, "reacting": ("deviation_growing",)}],
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -286,7 +287,88 @@ def test_a_dock_loads_exactly_where_the_robot_fits(x: float, y: float) -> None:
     try:
         Scenario.model_validate(data)
     except ValidationError as exc:
-        assert not fits
         assert any(e["loc"] == ("docks", 0) for e in exc.errors())
+        # where the robot fits, a dock is refused only when no route can end there
+        assert not fits or all("cannot be reached" in e["msg"] for e in exc.errors())
     else:
         assert fits
+
+
+def _with_deep_dock(aisle: float) -> dict[str, Any]:
+    """A store room with shelf columns ``aisle`` apart and a dock in the middle of one."""
+    shelves = [
+        {"id": f"S{i}", "polygon": [[x, 4.0], [x + 1.0, 4.0], [x + 1.0, 12.0], [x, 12.0]]}
+        for i, x in enumerate((4.0, 5.0 + aisle, 6.0 + 2 * aisle))
+    ]
+    return {
+        "name": "tight",
+        "duration": 100.0,
+        "floor": {"max_x": 20.0, "max_y": 16.0},
+        "shelves": shelves,
+        "docks": [
+            {"id": "w", "x": 1.5, "y": 8.0},
+            {"id": "deep", "x": 5.0 + aisle / 2, "y": 8.0},
+        ],
+        "robot": {
+            "radius": 0.35,
+            "max_speed": 1.5,
+            "max_turn_rate": 2.0,
+            "max_accel": 1.0,
+            "start": {"x": 2.0, "y": 2.0},
+            "battery_wh": 100.0,
+            "drain_wh_per_m": 0.1,
+            "drain_wh_per_s": 0.01,
+            "charge_wh_per_s": 0.5,
+        },
+        "tasks": [
+            {"id": "t1", "pickup": "deep", "drop": "w"},
+            {"id": "t2", "pickup": "w", "drop": "deep"},
+        ],
+    }
+
+
+def test_a_dock_in_a_too_narrow_aisle_is_refused_naming_it_and_the_gap(tmp_path: Path) -> None:
+    import tomli_w
+
+    path = _write(tmp_path, tomli_w.dumps(_with_deep_dock(1.3)))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    [line] = str(info.value).splitlines()
+    assert line.startswith(f"{path}: docks[1]: dock 'deep' at (5.65, 8) cannot be reached")
+    assert "the narrowest gap on the way is 1.30 m wide" in line
+    assert "a passage needs at least 1.80 m" in line
+    assert "allow_unreachable = true" in line
+
+
+def test_allow_unreachable_loads_and_its_tasks_count_as_undeliverable() -> None:
+    from sim.run.harness import Simulation
+
+    data = _with_deep_dock(1.3)
+    scenario = Scenario.model_validate({**data, "allow_unreachable": True})
+    assert scenario.unreachable == ("dock:deep",)
+    assert scenario.undeliverable == ("t1", "t2")
+    summary = Simulation(scenario, seed=0).run(40)
+    assert summary["tasks_undeliverable"] == ["t1", "t2"]
+    assert summary["deliveries_assigned"] == 0  # never posted: the robot does not wait for ever
+
+
+def test_a_wide_enough_aisle_is_reachable_whatever_the_grid_alignment() -> None:
+    from cabins.routing import min_aisle_width
+
+    least = min_aisle_width(0.35)
+    assert 1.80 < least < 1.81
+    for shift in (0.0, 0.07, 0.13, 0.19):
+        data = _with_deep_dock(least + 0.01)
+        for shelf in data["shelves"]:
+            shelf["polygon"] = [[x + shift, y] for x, y in shelf["polygon"]]
+        data["docks"][1]["x"] += shift
+        assert Scenario.model_validate(data).unreachable == ()
+
+
+def test_the_cli_refuses_an_unreachable_dock_with_exit_2(tmp_path: Path) -> None:
+    import tomli_w
+
+    from sim.cli.app import main
+
+    path = _write(tmp_path, tomli_w.dumps(_with_deep_dock(1.3)))
+    assert main(["run", "--scenario", str(path), "--ticks", "5"]) == 2

@@ -39,6 +39,7 @@ problems.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import defaultdict
@@ -49,7 +50,7 @@ from typing import Any, Literal
 
 from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
-from runtime.recording.format import EVENTS, EVICTIONS, WORKING_SET, EvictionRecord
+from runtime.recording.format import DECISIONS, EVENTS, EVICTIONS, WORKING_SET, EvictionRecord
 from runtime.recording.inspect import require_ticks
 from runtime.recording.reader import Recording
 from runtime.spec import ContextSpec
@@ -157,9 +158,14 @@ class Finding:
 
     outcome: Outcome
     lacks: tuple[Lack, ...]
+    decisions: tuple[dict[str, Any], ...] = ()
+    """For a collision: the cabin decisions before it that bear on it (``decisions_before``)."""
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.outcome.as_json(), "lacks": [lack.as_json() for lack in self.lacks]}
+        out = {**self.outcome.as_json(), "lacks": [lack.as_json() for lack in self.lacks]}
+        if self.outcome.kind == "collision":
+            out["decisions"] = list(self.decisions)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,8 +409,14 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
     faults = recorded_faults(rec)
     line = _read(rec)
     # a window longer than the recording looks at what the recording holds, no further
-    doctor = _Doctor(line, specs, faults, min(window, ticks[-1] - ticks[0] + 1))
-    findings = tuple(doctor.finding(o) for o in line.outcomes)
+    bounded = min(window, ticks[-1] - ticks[0] + 1)
+    doctor = _Doctor(line, specs, faults, bounded)
+    findings = tuple(
+        dataclasses.replace(f, decisions=decisions_before(rec, f.outcome, bounded))
+        if f.outcome.kind == "collision"
+        else f
+        for f in (doctor.finding(o) for o in line.outcomes)
+    )
     suggestions = doctor.suggestions(findings)
     crowded = sum(
         any(e.get("reason") == "capacity" for e in t.evictions) for t in line.ticks.values()
@@ -425,6 +437,74 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
         damaged=rec.damaged,
         notes=tuple(doctor.notes),
     )
+
+
+_MOVES = ("drive", "stop", "slow")
+
+
+def decisions_before(rec: Recording, outcome: Outcome, window: int) -> tuple[dict[str, Any], ...]:
+    """The cabin decisions in the ``window`` ticks up to a collision that bear on it, oldest
+    first: every re-plan (the planner), every route written, the executor's last drive
+    command and each step it reported failed, and every stop, slow-down and reaction the
+    monitor (or any cabin) decided. Each is ``{tick, cabin, decision, detail}``."""
+    found: list[dict[str, Any]] = []
+    last_drive: dict[str, Any] | None = None
+    for tick in range(max(0, outcome.tick - window), outcome.tick + 1):
+        message = rec.one(DECISIONS, tick)
+        if message is None:
+            continue
+        for cabin, record in message["cabins"].items():
+            for event in record["events"]:
+                if event["kind"] in ("replan", "action_failed", "emergency_stop", "alarm"):
+                    found.append(
+                        {
+                            "tick": tick,
+                            "cabin": cabin,
+                            "decision": event["kind"],
+                            "detail": event["data"],
+                        }
+                    )
+            for write in record["writes"]:
+                if write["key"] == "route":
+                    route = write.get("value")
+                    points = len(route) if isinstance(route, list) else 0
+                    found.append(
+                        {
+                            "tick": tick,
+                            "cabin": cabin,
+                            "decision": "route",
+                            "detail": {"points": points},
+                        }
+                    )
+            for command in record["commands"]:
+                name = command["name"]
+                if name == "drive":
+                    last_drive = {
+                        "tick": tick,
+                        "cabin": cabin,
+                        "decision": "drive",
+                        "detail": command["args"],
+                    }
+                elif name in _MOVES:
+                    found.append(
+                        {"tick": tick, "cabin": cabin, "decision": name, "detail": command["args"]}
+                    )
+            for reaction in record["reactions"]:
+                found.append(
+                    {
+                        "tick": tick,
+                        "cabin": cabin,
+                        "decision": "reaction",
+                        "detail": {
+                            "pattern": reaction["pattern"],
+                            "reaction": reaction["reaction"],
+                        },
+                    }
+                )
+    if last_drive is not None:
+        found.append(last_drive)
+    found.sort(key=lambda d: d["tick"])
+    return tuple(found)
 
 
 class _Doctor:

@@ -11,6 +11,7 @@ light so that ``--help`` is instant.
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from sim.cli.args import at_least
@@ -162,6 +163,27 @@ def _print_doctor(report: Any) -> None:
             table.add_row(str(o.tick), _t(o.summary), o.cabin or "(every cabin)", _t(lacks))
         console.print(table)
         _more(console, len(report.findings))
+    for finding in report.findings:
+        if finding.outcome.kind != "collision":
+            continue
+        d = finding.outcome.data if isinstance(finding.outcome.data, dict) else {}
+        table = _table(
+            f"collision at tick {finding.outcome.tick}: {d.get('hit', '?')} at "
+            f"({d.get('x')}, {d.get('y')}), {d.get('speed')} m/s, heading {d.get('heading')} rad"
+            " - the cabin decisions before it",
+            "tick",
+            "cabin",
+            "decision",
+            "detail",
+        )
+        for decision in finding.decisions[-SHOWN:]:
+            table.add_row(
+                str(decision["tick"]),
+                decision["cabin"],
+                decision["decision"],
+                _t(json.dumps(decision["detail"], sort_keys=True, default=str)),
+            )
+        console.print(table)
     if report.suggestions:
         table = _table(
             "suggested spec changes, by bad outcomes covered",

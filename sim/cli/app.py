@@ -14,10 +14,10 @@ import sys
 from collections.abc import Sequence
 
 from runtime.errors import TickworkError
-from sim.cli import analysis, campaign, recording, report, run, specs
+from sim.cli import analysis, campaign, generate, recording, report, run, specs
 from sim.cli.exits import EXIT_OK, EXIT_USAGE
 
-COMMAND_GROUPS = (run, campaign, specs, recording, analysis, report)
+COMMAND_GROUPS = (run, campaign, generate, specs, recording, analysis, report)
 """The modules that add commands, in the order ``--help`` lists them."""
 
 

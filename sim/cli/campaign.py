@@ -34,7 +34,18 @@ def register(sub: Any) -> None:
         "--scenario",
         action="append",
         metavar="NAME|PATH",
-        help="a scenario (repeatable; default: warehouse)",
+        help="a scenario (repeatable; default: warehouse), or generated worlds: "
+        "gen:N or gen:A-B (the seeds of python -m sim generate)",
+    )
+    campaign.add_argument(
+        "--cabin",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS@SPEC",
+        help="also run your own cabin in every run (repeatable): CLASS from MODULE "
+        "(importable from the current directory) on the spec file SPEC; its "
+        "[on_missing] reactions are checked like the built-ins', and --faults auto "
+        "covers its required patterns",
     )
     campaign.add_argument(
         "--specs",
@@ -54,9 +65,10 @@ def register(sub: Any) -> None:
     )
     campaign.add_argument(
         "--faults",
-        metavar="auto|FILE",
+        metavar="auto|none|FILE",
         help="'auto': one missing-item fault per required pattern of every "
-        "spec plus one of each other kind; or a TOML fault file",
+        "spec plus one of each other kind; 'none': the fault-free control runs "
+        "only; or a TOML fault file",
     )
     campaign.add_argument(
         "--ticks",
@@ -117,15 +129,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     import os
 
     from runtime import configure_logging, load_specs
-    from sim.cli.inputs import load_faults, memory_file
+    from sim.cli.inputs import build_cabin, cabin_ref, load_cabin, load_faults, memory_file
     from sim.faults.model import FaultPlan
     from sim.run import campaign as cp
     from sim.run.harness import BUILTIN_CABINS, SPECS_DIR
-    from sim.world.scenario import load_scenario
 
     configure_logging(level="error")
-    scenarios = args.scenario or ["warehouse"]
-    worlds = {name: load_scenario(name) for name in scenarios}
+    worlds = scenario_worlds(args.scenario or ["warehouse"])
+    scenarios = list(worlds)
     specs = load_specs(args.specs or SPECS_DIR)
     absent = [name for name in BUILTIN_CABINS if name not in specs]
     if absent:
@@ -140,6 +151,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         specs = {name: specs[name] for name in BUILTIN_CABINS}
+    refs = [cabin_ref(text) for text in args.cabin]
+    for text, ref in zip(args.cabin, refs, strict=True):
+        build_cabin(text, load_cabin(text))  # importable and buildable here, before any run
+        if ref.spec.name in specs:
+            raise InputError(f"--cabin {text!r}: a cabin named {ref.spec.name!r} runs already")
+        specs[ref.spec.name] = ref.spec
     if args.report is not None:
         from sim.cli.report import check_report_target
 
@@ -149,14 +166,17 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     check_outputs(
         [("--out", args.out), ("--report", args.report), ("--memory", args.memory)],
         inputs=[("--scenario", name) for name in scenarios if os.path.isfile(name)]
-        + [("--faults", args.faults if args.faults not in (None, "auto") else None)],
+        + [("--faults", args.faults if args.faults not in (None, "auto", "none") else None)],
     )
-    faults = load_faults(args.fault, None if args.faults in (None, "auto") else args.faults)
+    faults = load_faults(args.fault, None if args.faults in (None, "auto", "none") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))
     FaultPlan(faults).check_cabins(specs)
-    if not faults:
-        raise InputError("no faults: give --fault FAULT (repeatable) or --faults auto|FILE")
+    if not faults and args.faults != "none":
+        raise InputError(
+            "no faults: give --fault FAULT (repeatable), --faults auto|FILE, or --faults none "
+            "for the control runs alone"
+        )
     shared: dict[str, Any] = {}
     if args.memory is not None:
         shared["memory"] = memory_file(args.memory)
@@ -167,8 +187,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             fault=fault,
             ticks=args.ticks,
             within=args.within,
-            specs=specs,
+            specs={n: specs[n] for n in BUILTIN_CABINS},
             world=worlds[name],
+            cabins=tuple(refs),
             **shared,
         )
         for name in scenarios
@@ -178,7 +199,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     workers = args.workers or os.cpu_count() or 1
     if args.backend == "ray":
         try:
-            ray_executor = cp.RayExecutor(address=args.address)
+            folders = sorted({ref.folder for ref in refs})
+            if len(folders) > 1:
+                raise InputError("--backend ray: give every --cabin from one folder")
+            ray_executor = cp.RayExecutor(
+                address=args.address, working_dir=folders[0] if folders else None
+            )
         except ImportError:
             raise InputError("the Ray backend needs Ray: pip install 'tickwork[ray]'") from None
         campaign = cp.Campaign(
@@ -236,6 +262,23 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     else:
         _print_campaign(rows, report["passed"])
     return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+def scenario_worlds(names: list[str]) -> dict[str, Any]:
+    """Each ``--scenario``: a shipped name, a file, or generated worlds (``gen:0-49``),
+    loaded once here so that every worker gets the scenario itself."""
+    from sim.world.generate import generate, generated_name, parse_generated
+    from sim.world.scenario import load_scenario
+
+    worlds: dict[str, Any] = {}
+    for name in names:
+        seeds = parse_generated(name)
+        if seeds is None:
+            worlds[name] = load_scenario(name)
+        else:
+            for seed in seeds:
+                worlds[generated_name(seed)] = generate(seed)
+    return worlds
 
 
 def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:

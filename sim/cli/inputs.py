@@ -6,9 +6,8 @@ bad input with one ``InputError`` (or the library's own ``TickworkError``) that 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sim.cli.exits import InputError
 
@@ -16,7 +15,24 @@ if TYPE_CHECKING:
     from cabins.llm import LLMEndpoint
     from runtime import Cabin
     from sim.faults.model import Fault
-    from sim.run.harness import ExtraCabin
+    from sim.run.harness import CabinRef, ExtraCabin
+
+
+def cabin_ref(text: str) -> CabinRef:
+    """``MODULE:CLASS@SPEC`` → a reference to the cabin: its module and class, imported from
+    the current folder, and its spec file, loaded."""
+    import os
+
+    from runtime import load_spec
+    from sim.run.harness import CabinRef
+
+    target, sep, spec_path = text.partition("@")
+    module_name, colon, class_name = target.partition(":")
+    if not sep or not colon or not module_name or not class_name or not spec_path:
+        raise InputError(
+            f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
+        )
+    return CabinRef(module_name, class_name, load_spec(spec_path), os.getcwd())
 
 
 def load_cabin(text: str, *, llm: LLMEndpoint | None = None) -> ExtraCabin:
@@ -26,36 +42,24 @@ def load_cabin(text: str, *, llm: LLMEndpoint | None = None) -> ExtraCabin:
     constructor takes an ``llm`` keyword (an LLM cabin) is built with ``llm`` (the model
     endpoint ``--llm-base-url`` or the environment names, or None).
     """
+    import dataclasses
     import functools
-    import importlib
     import inspect
-    import os
 
-    from runtime import load_spec
-    from sim.run.harness import ExtraCabin
+    from runtime.errors import SettingError
 
-    target, sep, spec_path = text.partition("@")
-    module_name, colon, class_name = target.partition(":")
-    if not sep or not colon or not module_name or not class_name or not spec_path:
-        raise InputError(
-            f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InputError(f"--cabin {text!r}: cannot import module {module_name!r}: {exc}") from None
-    factory = getattr(module, class_name, None)
-    if factory is None or not callable(factory):
-        raise InputError(f"--cabin {text!r}: module {module_name!r} has no class {class_name!r}")
+        cabin = cabin_ref(text).load()
+    except SettingError as exc:
+        raise InputError(f"--cabin {text!r}: {exc}") from None
+    factory: Any = cabin.factory
     try:
         takes_llm = "llm" in inspect.signature(factory).parameters
     except (TypeError, ValueError):  # a callable without a signature
         takes_llm = False
     if takes_llm:
-        factory = functools.partial(factory, llm=llm)
-    return ExtraCabin(spec=load_spec(spec_path), factory=factory)
+        return dataclasses.replace(cabin, factory=functools.partial(factory, llm=llm))
+    return cabin
 
 
 def build_cabin(text: str, cabin: ExtraCabin) -> Cabin:
@@ -95,4 +99,4 @@ def memory_file(path: str) -> str:
     return absolute
 
 
-__all__ = ["build_cabin", "load_cabin", "load_faults", "memory_file"]
+__all__ = ["build_cabin", "cabin_ref", "load_cabin", "load_faults", "memory_file"]

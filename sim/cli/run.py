@@ -499,7 +499,13 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_row(
         "deliveries",
         f"{s['deliveries_done']} done of {s['deliveries_assigned']} "
-        f"assigned ({s['tasks_total']} in the scenario)",
+        f"assigned ({s['tasks_total']} in the scenario"
+        + (
+            f", {len(s['tasks_undeliverable'])} undeliverable"
+            if s.get("tasks_undeliverable")
+            else ""
+        )
+        + ")",
     )
     table.add_row("mean delivery time", "-" if mean is None else f"{mean:.1f} s")
     table.add_row("safety violations", _count(s["safety_violations"]))

@@ -154,7 +154,7 @@ def cabin_tag(tags: Iterable[str]) -> str:
 def event_label(kind: str, data: Mapping[str, Any], cabin: str) -> str | None:
     """A short label for an event the report shows; None for events it leaves out."""
     if kind == "collision":
-        return "collision"
+        return collision_label(data)
     if kind == "safety_violation":
         return "safety violation"
     if kind == "emergency_stop":
@@ -170,6 +170,24 @@ def event_label(kind: str, data: Mapping[str, Any], cabin: str) -> str | None:
     if kind == "reaction":
         return f"{data.get('cabin', cabin) or '?'} reaction {data.get('reaction', '?')}"
     return None
+
+
+def collision_label(data: Mapping[str, Any]) -> str:
+    """A collision as the report marks it: what was hit, at what speed and heading, and
+    the last re-plan before it (a recording from before these details: just "collision")."""
+    hit = data.get("hit")
+    if not isinstance(hit, str):
+        return "collision"
+    text = f"collision with {hit}"
+    speed, heading = data.get("speed"), data.get("heading")
+    if isinstance(speed, (int, float)) and isinstance(heading, (int, float)):
+        text += f" at {speed:.2f} m/s, heading {heading:.2f} rad"
+    replan = data.get("last_replan")
+    if isinstance(replan, Mapping):
+        ago = replan.get("ago")
+        when = f" {ago:.1f} s before" if isinstance(ago, (int, float)) else ""
+        text += f"; last re-plan ({replan.get('reason', '?')}){when}"
+    return text
 
 
 def collect(recording: Recording) -> RunData:

@@ -32,7 +32,7 @@ from sim.faults.model import (
 )
 
 if TYPE_CHECKING:
-    from sim.run.harness import ExtraCabin
+    from sim.run.harness import CabinRef, ExtraCabin
     from sim.world.scenario import Scenario
 
 DEFAULT_WITHIN = 40
@@ -64,8 +64,10 @@ class RunRequest:
     world: Scenario | None = None
     """``scenario`` already loaded, so that a worker on another machine needs no file."""
     extra: tuple[ExtraCabin, ...] = ()
-    """Cabins to run beside the built-in ones (an LLM cabin, say); their factories must
-    pickle to reach a worker process."""
+    """Cabins to run beside the built-in ones as objects (an LLM cabin, say); their
+    factories must pickle to reach a worker process."""
+    cabins: tuple[CabinRef, ...] = ()
+    """User cabins to run beside the built-in ones, by reference (the worker imports them)."""
 
     @property
     def label(self) -> str:
@@ -164,8 +166,8 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         seed=request.seed,
         faults=faults,
         specs=request.specs,
+        extra=[*request.extra, *(cabin.load() for cabin in request.cabins)],
         long_term=request.memory,
-        extra=request.extra,
     )
     observer = _Observer(sim.rate_hz)
     sim.log.add_listener(observer)
@@ -206,6 +208,9 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     reactions_ok = started and all(c["ok"] for c in checks)
     return {
         "scenario": request.scenario,
+        "cabins": [c.label for c in request.cabins],
+        "collision_details": summary.get("collision_details", []),
+        "tasks_undeliverable": len(summary.get("tasks_undeliverable", [])),
         "seed": request.seed,
         "fault": request.label,
         "fault_kind": fault.kind if fault is not None else None,
@@ -227,6 +232,9 @@ def run_one(request: RunRequest) -> dict[str, Any]:
 def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
     return {
         "scenario": request.scenario,
+        "cabins": [c.label for c in request.cabins],
+        "collision_details": [],
+        "tasks_undeliverable": 0,
         "seed": request.seed,
         "fault": request.label,
         "fault_kind": request.fault.kind if request.fault is not None else None,
@@ -315,7 +323,8 @@ def local_executor(workers: int) -> cf.Executor:
 class RayExecutor(cf.Executor):
     """Ray tasks behind the ``concurrent.futures.Executor`` interface."""
 
-    def __init__(self, *, address: str | None = None) -> None:
+    def __init__(self, *, address: str | None = None, working_dir: str | None = None) -> None:
+        """``working_dir``: a folder every worker imports from (the user cabins' modules)."""
         import ray
 
         import cabins
@@ -334,6 +343,7 @@ class RayExecutor(cf.Executor):
                 runtime_env={
                     "worker_process_setup_hook": quiet_worker,
                     "py_modules": [runtime, cabins, sim],
+                    **({} if working_dir is None else {"working_dir": working_dir}),
                 },
             )
         self._remote: dict[Callable[..., Any], Any] = {}

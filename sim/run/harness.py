@@ -196,10 +196,13 @@ class _EventTally:
         self.alarms: Counter[str] = Counter()
         self.stops: Counter[str] = Counter()
         self.reactions: Counter[str] = Counter()
+        self.last_replan: dict[str, Any] | None = None
 
     def __call__(self, event: Event) -> None:
         self.kinds[event.kind] += 1
         data = event.data if isinstance(event.data, Mapping) else {}
+        if event.kind == "replan":
+            self.last_replan = {"time": event.stamp, **canonical(data)}
         if event.kind == "alarm":
             self.alarms[str(data.get("kind", "unknown"))] += 1
         elif event.kind == "emergency_stop":
@@ -248,6 +251,44 @@ def build_extra(cabin: ExtraCabin) -> Cabin:
     if not callable(built.step):
         raise CabinBuildError(f"{what} on the spec of {name!r}: its step is not callable")
     return built
+
+
+@dataclass(frozen=True, slots=True)
+class CabinRef:
+    """A user cabin by reference: ``module:cls``, its spec as the driver loaded it, and the
+    folder ``module`` is imported from. It pickles as plain data, so a campaign's worker
+    processes (local or Ray) build the cabin themselves."""
+
+    module: str
+    cls: str
+    spec: ContextSpec
+    folder: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.module}:{self.cls}"
+
+    def load(self) -> ExtraCabin:
+        """Import the class (from ``folder`` when it is not importable already) and pair it
+        with the spec; a ``SettingError`` saying why when it cannot be."""
+        import importlib
+        import sys
+
+        if self.folder and self.folder not in sys.path:
+            sys.path.insert(0, self.folder)
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as exc:
+            raise SettingError(
+                f"cabin {self.label}: cannot import module {self.module!r} "
+                f"(from {self.folder}): {exc}"
+            ) from None
+        factory = getattr(module, self.cls, None)
+        if factory is None or not callable(factory):
+            raise SettingError(
+                f"cabin {self.label}: module {self.module!r} has no class {self.cls!r}"
+            )
+        return ExtraCabin(spec=self.spec, factory=factory)
 
 
 class Simulation:
@@ -357,6 +398,7 @@ class Simulation:
             rng=self.decision_rng,
         )
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
+        self.collision_details: list[dict[str, Any]] = []
         self.wall_seconds = 0.0
         self.stopped_by: str | None = None  # why the last run() ended early, if it did
         self._stop_request: str | None = None
@@ -447,9 +489,14 @@ class Simulation:
         before = (stats.collisions, stats.safety_violations)
         self.world.apply(result.commands, result.time, self.dt)
         if stats.collisions > before[0]:
-            self.log.append(
-                "collision", {"tick": result.tick, "total": stats.collisions}, tags=("incident",)
-            )
+            for contact in self.world.collisions[before[0] :]:
+                detail = self.collision_detail(contact, result.tick)
+                self.collision_details.append(detail)
+                self.log.append(
+                    "collision",
+                    {"total": stats.collisions, **detail},
+                    tags=("incident",),
+                )
         if stats.safety_violations > before[1]:
             self.log.append(
                 "safety_violation",
@@ -464,6 +511,23 @@ class Simulation:
                 counts[reason] += 1
         for listener in self._results_listeners:
             listener(result)
+
+    def collision_detail(self, contact: Any, tick: int) -> dict[str, Any]:
+        """What a collision event says: what was hit, where, at what speed and heading, and
+        the last re-plan before it (None if there was none)."""
+        last = getattr(self.tally, "last_replan", None)
+        return {
+            "tick": tick,
+            "hit": contact.hit,
+            "x": round(contact.x, 3),
+            "y": round(contact.y, 3),
+            "speed": round(contact.speed, 3),
+            "heading": round(contact.heading, 3),
+            "turn_rate": round(contact.turn_rate, 3),
+            "last_replan": None
+            if last is None
+            else {**last, "ago": round(contact.time - float(last["time"]), 3)},
+        }
 
     @property
     def done(self) -> bool:
@@ -524,10 +588,12 @@ class Simulation:
             "deliveries_done": world["deliveries_done"],
             "deliveries_assigned": world["deliveries_assigned"],
             "tasks_total": world["tasks_total"],
+            "tasks_undeliverable": world["tasks_undeliverable"],
             "mean_delivery_time": world["mean_delivery_time"],
             "delivery_times": world["delivery_times"],
             "safety_violations": world["safety_violations"],
             "collisions": world["collisions"],
+            "collision_details": list(getattr(self, "collision_details", [])),
             "speed_violations": world.get("speed_violations", 0),
             "replans": self.tally.kinds["replan"],
             "alarms": dict(sorted(self.tally.alarms.items())),

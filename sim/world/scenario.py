@@ -22,6 +22,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     ValidationError,
     model_validator,
@@ -312,6 +313,13 @@ class Scenario(_Model):
     acceptance: Acceptance = Field(
         default_factory=Acceptance, description="Action acceptance predicate."
     )
+    allow_unreachable: bool = Field(
+        default=False,
+        description="Accept docks and chargers the robot cannot reach from its start; "
+        "tasks that need one are not posted and count as undeliverable.",
+    )
+
+    _unreachable: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Scenario:
@@ -327,7 +335,52 @@ class Scenario(_Model):
         self._check_obstacles(problems)
         self._check_tasks(problems)
         problems.raise_if_any(type(self).__name__)
+        self._check_reachable(problems)
+        problems.raise_if_any(type(self).__name__)
         return self
+
+    @property
+    def unreachable(self) -> tuple[str, ...]:
+        """Features the robot cannot reach from its start (``dock:<id>``, ``charger:<id>``);
+        empty unless ``allow_unreachable`` let the scenario load with some."""
+        return self._unreachable
+
+    @property
+    def undeliverable(self) -> tuple[str, ...]:
+        """Ids of the tasks whose pick-up or drop dock cannot be reached."""
+        gone = set(self._unreachable)
+        return tuple(t.id for t in self.tasks if {f"dock:{t.pickup}", f"dock:{t.drop}"} & gone)
+
+    def _check_reachable(self, problems: _Problems) -> None:
+        from sim.world.reach import Place, describe_unreachable, narrowest_gap, unreachable
+
+        places = [Place("dock", d.id, d.x, d.y) for d in self.docks]
+        places += [Place("charger", c.id, c.x, c.y) for c in self.chargers]
+        solids = [s.shape for s in self.shelves]
+        forbidden = [z.shape for z in self.forbidden_zones]
+        start = (self.robot.start.x, self.robot.start.y)
+        bounds = self.floor.bounds
+        lost = unreachable(bounds, solids, forbidden, self.robot.radius, start, places)
+        self._unreachable = tuple(f"{p.kind}:{p.id}" for p in lost)
+        if self.allow_unreachable:
+            return
+        named = [(f"shelf {s.id!r}", s.shape) for s in self.shelves]
+        named += [(f"forbidden zone {z.id!r}", z.shape) for z in self.forbidden_zones]
+        for place in lost:
+            here = Point(place.x, place.y)
+            standing = min(
+                ((what, float(shape.distance(here))) for what, shape in named),
+                key=lambda wd: wd[1],
+                default=None,
+            )
+            gap = narrowest_gap(bounds, solids, forbidden, start, (place.x, place.y))
+            field = "docks" if place.kind == "dock" else "chargers"
+            index = [p.id for p in places if p.kind == place.kind].index(place.id)
+            problems.add(
+                (field, index),
+                None,
+                describe_unreachable(place, gap, self.robot.radius, standing=standing),
+            )
 
     def dock(self, dock_id: str) -> Dock:
         """The dock with id ``dock_id`` (KeyError if none)."""

@@ -60,6 +60,7 @@ from sim.world.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
 __all__ = [
     "BoardSink",
     "CommandLike",
+    "Contact",
     "Incident",
     "MapSink",
     "ObstacleState",
@@ -92,6 +93,8 @@ CommandLike: TypeAlias = Command | tuple[str, str, Mapping[str, Any]]
 
 WORLD = "world"
 DISPATCHER = "dispatcher"
+SQUEEZE_MARGIN = 0.01
+"""Metres a person keeps from the robot's disc when squeezing past it after a stand-off."""
 _EPS = 1e-9
 
 
@@ -122,6 +125,7 @@ class ObstacleState:
     yielding: bool = False
     waited: float = 0.0
     direction: int = 1
+    standoff: float = 0.0  # s spent yielding since it last moved, turn-backs included
 
 
 @dataclass
@@ -142,6 +146,19 @@ class Incident:
     time: float
     kind: str
     detail: str
+
+
+@dataclass(frozen=True)
+class Contact:
+    """One collision: what the robot's disc touched, where the robot was, how it moved."""
+
+    time: float
+    hit: str  # shelf:<id>, obstacle:<id> or wall
+    x: float
+    y: float
+    speed: float
+    heading: float
+    turn_rate: float
 
 
 @dataclass
@@ -181,6 +198,7 @@ class WorldState:
     pending: list[ActionOutcome] = field(default_factory=list)
     action_seq: int = 0
     incidents: list[Incident] = field(default_factory=list)
+    collision_log: list[Contact] = field(default_factory=list)
 
 
 class _Geometry:
@@ -257,11 +275,18 @@ class World:
 
     @property
     def all_delivered(self) -> bool:
-        return all(t.delivered_at is not None for t in self.state.tasks)
+        """Every task that can be delivered is (an undeliverable one is never posted)."""
+        skip = self.scenario.undeliverable
+        return all(t.delivered_at is not None or t.id in skip for t in self.state.tasks)
 
     @property
     def incidents(self) -> tuple[Incident, ...]:
         return tuple(self.state.incidents)
+
+    @property
+    def collisions(self) -> tuple[Contact, ...]:
+        """Every collision so far, oldest first."""
+        return tuple(getattr(self.state, "collision_log", ()))
 
     # -- install --------------------------------------------------------------
 
@@ -384,7 +409,10 @@ class World:
         st.obstacles_on_map = seen
 
     def _dispatch(self, board: BoardSink, now: float) -> None:
+        undeliverable = self.scenario.undeliverable
         for task, ts in zip(self.scenario.tasks, self.state.tasks, strict=True):
+            if task.id in undeliverable:
+                continue  # its dock cannot be reached: never posted (allow_unreachable)
             key = deliver_goal_key(task.id)
             if ts.delivered_at is not None:
                 if ts.goal_posted and not ts.goal_removed:
@@ -409,13 +437,15 @@ class World:
         """Carry out the commands of the tick at ``now`` and advance the world by ``dt``.
 
         Actions are judged on the state the cabins saw (before this tick's motion).
-        ``stop`` overrides any ``drive``; with no drive the robot brakes to a halt.
+        ``stop`` overrides any ``drive``; with no drive the robot brakes to a halt;
+        ``slow(v=...)`` caps the speed a ``drive`` asks for (the lowest cap wins).
         """
         if not (math.isfinite(dt) and dt > 0):
             raise SettingError(f"dt must be a positive number of seconds, got {dt!r}")
         st = self.state
         drive: tuple[float, float] | None = None
         stop = False
+        cap = math.inf
         st.charging = None
         for command in commands:
             parsed = self._parse(command, now)
@@ -426,8 +456,12 @@ class World:
                 drive = (float(args["v"]), float(args["w"]))
             elif name == "stop":
                 stop = True
+            elif name == "slow":
+                cap = min(cap, float(args["v"]))
             else:
                 self._act(name, args, now, dt)
+        if drive is not None and cap < math.inf:
+            drive = (max(-cap, min(cap, drive[0])), drive[1])
         self._move(drive, stop, dt)
         self._walk_obstacles(dt)
         self._check(now + dt)
@@ -455,9 +489,15 @@ class World:
                         now, f"{cabin}: drive {arg} must be a finite number, got {value!r}"
                     )
                     return None
+        elif name == "slow":
+            value = args.get("v")
+            if not _is_number(value) or float(value or 0.0) < 0:
+                self._reject(now, f"{cabin}: slow v must be a finite number >= 0, got {value!r}")
+                return None
         elif name not in ("stop", "pick", "drop", "charge"):
             self._reject(
-                now, f"{cabin}: unknown command {name!r} (known: drive, stop, pick, drop, charge)"
+                now,
+                f"{cabin}: unknown command {name!r} (known: drive, stop, slow, pick, drop, charge)",
             )
             return None
         return name, args
@@ -603,12 +643,16 @@ class World:
         robot = self.state.robot
         for spec, ob in zip(self.scenario.moving_obstacles, self.state.obstacles, strict=True):
             x, y, target = _walk(spec, ob.x, ob.y, ob.target, spec.speed * dt, ob.direction)
-            clearance = self.scenario.robot.radius + spec.radius + YIELD_MARGIN
+            # Kept waiting even after turning back (the robot stands where its loop goes
+            # on either way): it squeezes past, keeping SQUEEZE_MARGIN from the robot.
+            margin = SQUEEZE_MARGIN if ob.standoff >= 2 * spec.patience else YIELD_MARGIN
+            clearance = self.scenario.robot.radius + spec.radius + margin
             gap_next = math.hypot(x - robot.x, y - robot.y)
             if gap_next < clearance and gap_next < math.hypot(ob.x - robot.x, ob.y - robot.y):
                 ob.vx = ob.vy = 0.0
                 ob.yielding = True
                 ob.waited += dt
+                ob.standoff += dt
                 if ob.waited >= spec.patience:  # a stand-off: turn back the way it came
                     ob.target = (ob.target - ob.direction) % len(spec.waypoints)
                     ob.direction = -ob.direction
@@ -618,6 +662,8 @@ class World:
             ob.x, ob.y, ob.target = x, y, target
             ob.yielding = False
             ob.waited = 0.0
+            if gap_next >= self.scenario.robot.radius + spec.radius + YIELD_MARGIN:
+                ob.standoff = 0.0  # clear of the robot: a stand-off is over
 
     def _check(self, at: float) -> None:
         st, sc, geo = self.state, self.scenario, self._geo
@@ -632,6 +678,9 @@ class World:
         for new in sorted(contacts.difference(st.contacts)):
             st.stats.collisions += 1
             st.incidents.append(Incident(at, "collision", f"{new} at {_at(robot)}"))
+            st.collision_log.append(
+                Contact(at, new, robot.x, robot.y, robot.v, robot.theta, robot.w)
+            )
         st.stats.collision_ticks += bool(contacts)
         st.contacts = sorted(contacts)
 
@@ -672,6 +721,7 @@ class World:
             "deliveries_done": len(times),
             "deliveries_assigned": sum(ts.goal_posted for ts in st.tasks),
             "tasks_total": len(sc.tasks),
+            "tasks_undeliverable": list(sc.undeliverable),
             "delivery_times": times,
             "mean_delivery_time": sum(times.values()) / len(times) if times else None,
             **stats,

@@ -1,0 +1,144 @@
+"""Clearance: how far the robot's disc is, or would be, from everything solid in view.
+
+The executor and the monitor both need to know, each tick, how close a piece of motion
+comes to what the robot must not touch: shelves and forbidden zones on their map, the
+floor's walls (``world:bounds``) and, for the monitor, people and forklifts. A
+``Solids`` is that set for one tick, built from a view; ``gap(geometry)`` is the distance
+from a geometry (a point, a chord, a swept path) to the nearest solid, and ``gaps(points)``
+the same for many points at once (one vectorised shapely call).
+
+``braking_path`` predicts where the robot goes if it brakes now at ``max_accel`` while
+keeping its turn rate: the unicycle integrated tick by tick, as the world moves it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import shapely
+from shapely.geometry import LineString, box
+from shapely.geometry.base import BaseGeometry
+
+from cabins.values import Bounds
+from runtime.cabin_map import Feature
+
+__all__ = ["SOLID_KINDS", "Solids", "braking_path", "path_geometry", "walls_of"]
+
+SOLID_KINDS = frozenset({"shelf", "forbidden"})
+"""Map kinds a robot must keep its disc off (moving obstacles are added by who asks)."""
+
+_WALL = 1.0  # m: the thickness of the wall strips drawn around the floor
+
+
+@dataclass(frozen=True, slots=True)
+class Solids:
+    """What the robot must not touch this tick, as an array of geometries, with names."""
+
+    shapes: npt.NDArray[np.object_]
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        features: Iterable[Feature],
+        walls: Sequence[tuple[str, BaseGeometry]] = (),
+        *,
+        kinds: frozenset[str] = SOLID_KINDS,
+    ) -> Solids:
+        """The features of ``kinds`` among ``features``, and ``walls`` (``walls_of``)."""
+        shapes: list[BaseGeometry] = []
+        names: list[str] = []
+        for feature in features:
+            if feature.kind in kinds:
+                shapes.append(feature.geometry)
+                names.append(feature.id)
+        for name, strip in walls:
+            shapes.append(strip)
+            names.append(name)
+        return cls(np.array(shapes, dtype=object), tuple(names))
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def gap(self, geometry: BaseGeometry) -> float:
+        """The distance from ``geometry`` to the nearest solid (inf when there is none)."""
+        if not self.names:
+            return math.inf
+        return float(shapely.distance(self.shapes, geometry).min())
+
+    def nearest(self, geometry: BaseGeometry) -> tuple[str, float] | None:
+        """The nearest solid's name and distance, or None when there is none."""
+        if not self.names:
+            return None
+        distances = shapely.distance(self.shapes, geometry)
+        i = int(np.argmin(distances))
+        return self.names[i], float(distances[i])
+
+    def gaps(self, points: Sequence[tuple[float, float]]) -> npt.NDArray[np.float64]:
+        """For each point, the distance to the nearest solid."""
+        if not self.names or not points:
+            return np.full(len(points), math.inf)
+        grid = shapely.points(np.asarray(points, dtype=float))
+        return np.asarray(
+            shapely.distance(grid[:, None], self.shapes[None, :]).min(axis=1), dtype=float
+        )
+
+
+def walls_of(bounds: Bounds | None) -> tuple[tuple[str, BaseGeometry], ...]:
+    """The floor's four walls as named strips outside ``bounds`` (none without bounds);
+    made once per bounds by the cabin that asks, not every tick."""
+    if bounds is None:
+        return ()
+    minx, miny, maxx, maxy = bounds
+    return (
+        ("wall:south", box(minx - _WALL, miny - _WALL, maxx + _WALL, miny)),
+        ("wall:north", box(minx - _WALL, maxy, maxx + _WALL, maxy + _WALL)),
+        ("wall:west", box(minx - _WALL, miny, minx, maxy)),
+        ("wall:east", box(maxx, miny, maxx + _WALL, maxy)),
+    )
+
+
+def braking_path(
+    x: float,
+    y: float,
+    theta: float,
+    v: float,
+    w: float,
+    *,
+    accel: float,
+    dt: float,
+    extra_ticks: int = 1,
+    max_ticks: int = 200,
+) -> list[tuple[float, float]]:
+    """Where the robot's centre goes if it holds its speed for ``extra_ticks`` (the delay
+    before a command acts) and then brakes at ``accel`` keeping turn rate ``w``, until it
+    stops; the first point is (x, y)."""
+    points = [(x, y)]
+    speed = abs(v)
+    sign = 1.0 if v >= 0 else -1.0
+    for tick in range(max_ticks):
+        if tick >= extra_ticks:
+            speed = max(0.0, speed - accel * dt)
+        if speed <= 0.0:
+            break
+        step = sign * speed * dt
+        if abs(w) < 1e-9:
+            x += step * math.cos(theta)
+            y += step * math.sin(theta)
+        else:
+            x += sign * speed / w * (math.sin(theta + w * dt) - math.sin(theta))
+            y -= sign * speed / w * (math.cos(theta + w * dt) - math.cos(theta))
+            theta += w * dt
+        points.append((x, y))
+    return points
+
+
+def path_geometry(points: Sequence[tuple[float, float]]) -> BaseGeometry:
+    """A polyline through ``points`` (a point when there is only one place)."""
+    if len(points) == 1 or all(p == points[0] for p in points):
+        return shapely.points(points[0])
+    return LineString(points)

@@ -1,0 +1,133 @@
+"""Safety is a property of every world: on generated warehouses (hypothesis draws the
+generator's settings and seed) the robot never collides, never enters a forbidden zone,
+and delivers every reachable task within the scenario's duration, for two seeds each.
+
+The default run (CI) checks 50 worlds x 2 seeds (``slow``; ``TICKWORK_WORLDS=N`` checks N
+worlds instead, for a longer soak); the edit loop checks 2.
+Worlds are kept small (12-22 x 10-16 m, one or two tasks) so that a run takes about a
+second: the property is about layouts, aisle widths, people and zones, not floor size.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from cabins.routing import min_aisle_width
+from sim.run.harness import Simulation
+from sim.world.generate import GeneratorSettings, generate, to_toml
+from sim.world.scenario import Scenario
+
+LEAST = min_aisle_width(0.35)
+WORLDS = max(50, int(os.environ.get("TICKWORK_WORLDS", "50")))  # the issue's floor is 50
+
+small_worlds = st.builds(
+    GeneratorSettings,
+    size=st.tuples(st.floats(12.0, 22.0), st.floats(10.0, 16.0)),
+    aisle_width=st.floats(LEAST + 0.05, 3.5),
+    orientation=st.sampled_from(["x", "y"]),
+    people=st.integers(0, 2),
+    forklifts=st.integers(0, 1),
+    tasks=st.integers(1, 2),
+    docks=st.integers(3, 4),
+)
+
+
+def _check_world(seed: int, world_settings: GeneratorSettings) -> None:
+    scenario = generate(seed, world_settings)
+    for run_seed in (0, 1):
+        sim = Simulation(scenario, seed=run_seed)
+        summary = sim.run()
+        where = f"generate({seed}, {world_settings}) run seed {run_seed}:\n{to_toml(scenario)}"
+        assert summary["collisions"] == 0, (summary["collision_details"], where)
+        assert summary["safety_violations"] == 0, where
+        reachable = summary["tasks_total"] - len(summary["tasks_undeliverable"])
+        assert summary["deliveries_done"] == reachable, (summary["deliveries_done"], where)
+
+
+_NO_SHRINK: dict[str, Any] = {
+    "deadline": None,
+    "phases": (Phase.explicit, Phase.generate),  # a failing world is reported as drawn
+    "suppress_health_check": [HealthCheck.too_slow],
+    "database": None,
+}
+
+
+@settings(max_examples=2, **_NO_SHRINK)
+@given(seed=st.integers(0, 10**6), world_settings=small_worlds)
+def test_a_few_generated_warehouses_are_safe_and_delivered(
+    seed: int, world_settings: GeneratorSettings
+) -> None:
+    _check_world(seed, world_settings)
+
+
+@pytest.mark.slow
+@settings(max_examples=WORLDS, **_NO_SHRINK)
+@given(seed=st.integers(0, 10**6), world_settings=small_worlds)
+def test_fifty_generated_warehouses_are_safe_and_delivered(
+    seed: int, world_settings: GeneratorSettings
+) -> None:
+    _check_world(seed, world_settings)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_every_generated_world_loads_round_trips_and_repeats(seed: int) -> None:
+    import tomllib
+
+    scenario = generate(seed)
+    text = to_toml(scenario)
+    assert Scenario.model_validate(tomllib.loads(text)) == scenario
+    assert to_toml(generate(seed)) == text  # same seed, same file
+    assert scenario.unreachable == ()
+    assert {s.polygon for s in scenario.shelves}  # it has shelves
+
+
+def test_the_generate_command_writes_the_same_file_for_the_same_seed(tmp_path: Any) -> None:
+    from sim.cli.app import main
+    from sim.world.scenario import load_scenario
+
+    first, second = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["generate", "--seed", "7", "--orientation", "y", "-o", str(first)]) == 0
+    assert main(["generate", "--seed", "7", "--orientation", "y", "-o", str(second)]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    scenario = load_scenario(first)
+    assert scenario == generate(7, GeneratorSettings(orientation="y"))
+    big = tmp_path / "big.toml"
+    assert (
+        main(["generate", "--seed", "1", "--size", "60x40", "--people", "3", "-o", str(big)]) == 0
+    )
+    assert load_scenario(big).floor.bounds == (0.0, 0.0, 60.0, 40.0)
+
+
+def test_the_generate_command_refuses_an_aisle_below_the_robots_minimum(tmp_path: Any) -> None:
+    from sim.cli.app import main
+
+    out = tmp_path / "x.toml"
+    assert main(["generate", "--seed", "1", "--aisle-width", "1.3", "-o", str(out)]) == 2
+    assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known liveness gap (open): on this world run seed 0 re-plans 121 times with 24 "
+    "no_route alarms and delivers 0 of 2 (safely: no collision); run seed 1 delivers both",
+)
+def test_known_stuck_world_from_the_property_test_delivers() -> None:
+    world = GeneratorSettings(
+        size=(15.097427410343554, 10.251099882287019),
+        aisle_width=2.175419334173309,
+        orientation="x",
+        people=2,
+        forklifts=1,
+        tasks=2,
+        docks=4,
+    )
+    summary = Simulation(generate(9595, world), seed=0).run()
+    assert summary["collisions"] == 0
+    assert summary["deliveries_done"] == summary["tasks_total"]
