@@ -9,7 +9,10 @@ digest of every board write, so two runs can be compared tick for tick; its
 summary also carries digests of the final world, working memory and event log.
 
 With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
-its way was blocked, scoped to the scenario's name, and recalls it in later runs.
+its way was blocked, scoped to the scenario's name, and recalls it in later runs. The
+loop writes what it asks to keep through a ``MemoryWriter``: queued in the tick's apply
+phase, applied between ticks (after the world moved), each outcome a ``memory_written``
+event, and the last of them applied when the simulation closes.
 
 A ``Simulation`` pickles whole with ``sim.run.checkpoint``'s pickler (which carries the
 locks the assembler holds) except its recorder and its tick listeners: unpickled,
@@ -49,7 +52,9 @@ from runtime import (
     WorkingMemory,
     load_specs,
 )
-from runtime.agent.memory import LongTermMemory
+from runtime.agent.memory import LongTermMemory, Remembered
+from runtime.agent.writer import MemoryWriter
+from runtime.cabin import MemoryWrite
 from runtime.errors import SettingError
 from runtime.jsonable import to_json
 from runtime.recording.writer import Recorder
@@ -281,6 +286,9 @@ class Simulation:
         self.injector = FaultInjector(
             self.faults, board=self.board, cabin_map=self.cabin_map, log=self.log
         )
+        self.writer = (
+            None if memory is None else MemoryWriter(memory, on_written=self._memory_written)
+        )
         used = [specs[c.name] for c in cabins]
         # every cabin a user brings gets a scratchpad of its own (an LLM cabin keeps notes)
         pads = {c.spec.name: Scratchpad(lock=lock) for c in extra}
@@ -294,7 +302,7 @@ class Simulation:
             self.clock,
             hooks=(self,),
             suppress=self.injector.suppress if self.faults else None,
-            long_term=memory,
+            long_term=self.writer,
         )
         self.missing: dict[str, Counter[str]] = defaultdict(Counter)
         self.wall_seconds = 0.0
@@ -319,7 +327,26 @@ class Simulation:
         self.log.add_listener(self.tally)
         # the loop writes what the planner asks to remember to the file the planner reopened
         planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
-        self.loop.long_term = getattr(planners[0], "long_term", None) if planners else None
+        memory = getattr(planners[0], "long_term", None) if planners else None
+        if self.writer is not None:
+            self.writer.attach(memory)
+        self.loop.long_term = self.writer if memory is not None else None
+
+    def _memory_written(self, write: MemoryWrite, outcome: Remembered) -> None:
+        data: dict[str, Any] = {
+            "content": write.content,
+            "stored": outcome.stored,
+            "why": outcome.reason,
+            "evicted": len(outcome.evicted),
+        }
+        subject = (write.metadata.get("memory") or {}).get("subject")
+        if subject is not None:
+            data["subject"] = subject
+        if outcome.similar_to is not None:
+            data["similar_to"] = outcome.similar_to
+        if outcome.replaced is not None:
+            data["replaced"] = outcome.replaced
+        self.log.append("memory_written", data, tags=("memory",))
 
     def attach_recorder(self, recorder: Recorder) -> None:
         """Record the run from now on (a simulation unpickled from a checkpoint has none)."""
@@ -356,6 +383,8 @@ class Simulation:
     def close(self) -> None:
         """Finish the recording, if there is one, and close a long-term memory opened from
         a path. Safe to call twice."""
+        if self.writer is not None and self.writer.memory is not None:
+            self.writer.flush()  # nothing asked for is lost at shutdown
         if self.recorder is not None:
             if not self.recorder.closed:  # the last tick's outcome is only in the summary
                 self.recorder.add_metadata("summary", {"json": json.dumps(self.summary())})
@@ -382,6 +411,8 @@ class Simulation:
         stats = self.world.state.stats
         before = (stats.collisions, stats.safety_violations)
         self.world.apply(result.commands, result.time, self.dt)
+        if self.writer is not None and self.writer.memory is not None:
+            self.writer.flush()  # between ticks: the writes the apply phase queued
         if stats.collisions > before[0]:
             self.log.append(
                 "collision", {"tick": result.tick, "total": stats.collisions}, tags=("incident",)
