@@ -86,7 +86,7 @@ Reason = Literal[
 ]
 
 
-class MemoryFileError(TickworkError):
+class MemoryFileError(TickworkError, sqlite3.DatabaseError):
     """A long-term memory file that cannot be used as one (the message says why)."""
 
 
@@ -371,6 +371,60 @@ class LongTermMemory:
         in one transaction (a later write sees the earlier ones)."""
         prepared = [self._prepare(w.content, w.scope, w.metadata, w.stamp) for w in writes]
         return self._apply(prepared)
+
+    def import_many(self, writes: Sequence[MemoryWrite]) -> tuple[int, ...]:
+        """Store text memories as they are, without the write filter (memories known to be
+        distinct, e.g. restored from a backup or made for a benchmark): their ids. The
+        scope's capacity still holds; facts with a subject go through ``remember_many``."""
+        prepared = [self._prepare(w.content, w.scope, w.metadata, w.stamp) for w in writes]
+        if any(w.terms.subject is not None for w in prepared):
+            raise SettingError(
+                "import_many takes text memories; give facts with a subject to remember_many"
+            )
+        if any(not w.content for w in prepared):
+            raise SettingError("import_many takes memories with content")
+        vectors = embed_many(self.embed, [w.content for w in prepared]) if prepared else None
+        if vectors is None:
+            return ()
+        self._check_dim(vectors[0])
+        ids: list[int] = []
+        with self._transaction():
+            self._sync()
+            by_scope: dict[str, list[tuple[int, np.ndarray]]] = {}
+            for w, vector in zip(prepared, vectors, strict=True):
+                when = self._now(w.stamp)
+                ttl = w.terms.ttl if w.terms.ttl is not None else self.retention.ttl
+                cursor = self._db.execute(
+                    "INSERT INTO memories (scope, content, metadata, stamp, embedding, last_used, "
+                    "importance, pinned, expires, subject, holds, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 1, 'current')",
+                    (
+                        w.scope_key,
+                        w.content,
+                        w.metadata_json,
+                        when,
+                        vector.astype("<f4").tobytes(),
+                        when,
+                        w.terms.importance,
+                        int(w.terms.pinned),
+                        None if ttl is None else when + ttl,
+                    ),
+                )
+                record_id = int(cursor.lastrowid or 0)
+                ids.append(record_id)
+                by_scope.setdefault(w.scope_key, []).append((record_id, vector))
+            for key, rows in by_scope.items():
+                self._db.executemany(
+                    "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'add')",
+                    [(key, i) for i, _ in rows],
+                )
+                index = self._index(key)  # loads what was there, and what was just inserted
+                missing = [(i, v) for i, v in rows if i not in index]
+                if missing:
+                    index.add([i for i, _ in missing], np.vstack([v for _, v in missing]))
+                self._synced = self._last_seq()
+                self._fit(key, max(self._now(w.stamp) for w in prepared))
+        return tuple(ids)
 
     def enqueue(
         self,

@@ -33,6 +33,7 @@ from runtime.agent.long_term import LongTermMemory, MemoryRecord, Queued, Rememb
 from runtime.agent.plan import Plan
 from runtime.agent.summary import ExtractiveSummarizer, LLMSummarizer
 from runtime.errors import SettingError
+from runtime.logs import debug_enabled
 
 __all__ = [
     "Embedder",
@@ -277,7 +278,8 @@ class ShortTermMemory:
         if dropped:
             self._summary = self.summarize(self._summary, tuple(dropped))
             self.dropped += len(dropped)
-            _log.debug("short_term_summarized", dropped=len(dropped), total=self.dropped)
+            if debug_enabled(_log):
+                _log.debug("short_term_summarized", dropped=len(dropped), total=self.dropped)
 
 
 def _open_calls(turn: list[Message]) -> list[str]:
