@@ -170,6 +170,10 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "recording (--record) slows a run by", f"≤ 2{X}", f"{overhead}{X}", overhead <= 2
             )
         )
+    if results.get("long_term"):
+        from benchmarks import long_term
+
+        out.extend(long_term.targets(results["long_term"]))
     return out
 
 

@@ -121,7 +121,7 @@ def test_history_is_bounded_per_subject() -> None:
 
 def test_one_current_fact_per_subject_is_enforced_by_the_database(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite"
-    LongTermMemory(str(path)).remember("a", scope=R1, metadata=fact("s"), stamp=1).record
+    LongTermMemory(str(path)).remember("a", scope=R1, metadata=fact("s"), stamp=1)
     with sqlite3.connect(path) as db, pytest.raises(sqlite3.IntegrityError):
         db.execute(
             "INSERT INTO memories (scope, content, metadata, stamp, embedding, subject) "
@@ -336,6 +336,22 @@ def test_the_bounds_hold_and_top_candidates_contain_the_exact_top_k(
     }
     index.remove([100, 100 + n - 1, 999])
     assert len(index) == max(0, n - 2) and 100 not in index
+
+
+def test_the_numpy_scan_gives_what_the_simd_scan_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runtime.agent.vectors as vectors
+
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((50, 16)).astype(np.float32)
+    query = rng.standard_normal(16)
+    index = ScopeIndex(16)
+    index.add(list(range(50)), data)
+    simd = [index.bounds(query), index.top_candidates(query, 3), index.reaching(query, 0.1)]
+    monkeypatch.setattr(vectors, "_nk", None)
+    plain = [index.bounds(query), index.top_candidates(query, 3), index.reaching(query, 0.1)]
+    for a, b in zip(simd[0], plain[0], strict=True):
+        assert np.allclose(a, b, rtol=0, atol=1e-12)
+    assert [list(x) for x in simd[1:]] == [list(x) for x in plain[1:]]
 
 
 def test_quantised_codes_are_bounded_and_zero_stays_zero() -> None:

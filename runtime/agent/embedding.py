@@ -53,6 +53,7 @@ PROBES: Final = (
 )
 """The fixed texts an embedder's fingerprint is taken on."""
 
+_CACHED_FEATURES = 1 << 16  # features whose hash a HashingEmbedder keeps
 _SAME_PROBE = 0.999  # cosine above which two embedders agree on a probe (float noise aside)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -165,18 +166,38 @@ class HashingEmbedder:
         self.dim = dim
         self.ngram = ngram
         self.name = f"hashing-{dim}-{ngram}"
+        self._slots: dict[str, tuple[int, float]] = {}  # feature -> (slot, sign), a cache
 
     def __call__(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"HashingEmbedder embeds strings, got {type(text).__name__}")
-        vector = np.zeros(self.dim, dtype=np.float64)
         words = [w.lower() for w in _WORD.findall(text)]
+        slots: list[int] = []
+        weights: list[float] = []
+        cache = self._slots
         for feature, weight in self._features(words):
-            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-            h = int.from_bytes(digest, "little")
-            vector[h % self.dim] += weight if (h >> 63) & 1 else -weight
+            slot = cache.get(feature)
+            if slot is None:
+                digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+                h = int.from_bytes(digest, "little")
+                slot = (h % self.dim, 1.0 if (h >> 63) & 1 else -1.0)
+                if len(cache) >= _CACHED_FEATURES:
+                    cache.clear()
+                cache[feature] = slot
+            slots.append(slot[0])
+            weights.append(weight * slot[1])
+        vector = np.bincount(
+            np.asarray(slots, dtype=np.intp), weights=np.asarray(weights), minlength=self.dim
+        ).astype(np.float64)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else vector
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"dim": self.dim, "ngram": self.ngram, "name": self.name}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._slots = {}
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text (the same vectors as one call each)."""

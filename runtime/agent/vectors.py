@@ -62,6 +62,9 @@ class ScopeIndex:
         self._inverse = np.zeros(size)
         self._norm = np.zeros(size)
         self._error = np.zeros(size)
+        self._scores = np.zeros(size)  # the scan's output, reused
+        self._max_norm = 0.0  # bounds over every vector ever held (never lowered)
+        self._max_error = 0.0
         self._row: dict[int, int] = {}
         self._n = 0
 
@@ -80,6 +83,7 @@ class ScopeIndex:
             + self._inverse.nbytes
             + self._norm.nbytes
             + self._error.nbytes
+            + self._scores.nbytes
         )
 
     def ids(self) -> np.ndarray:
@@ -100,6 +104,8 @@ class ScopeIndex:
             self._inverse[row] = inverse[i]
             self._norm[row] = norm[i]
             self._error[row] = error[i]
+        self._max_norm = max(self._max_norm, float(norm.max()))
+        self._max_error = max(self._max_error, float(error.max()))
 
     def remove(self, ids: Iterable[int]) -> int:
         """Drop ``ids`` (those held); how many were dropped."""
@@ -127,44 +133,61 @@ class ScopeIndex:
         if not n:
             empty = np.zeros(0)
             return np.zeros(0, dtype=np.int64), empty, empty
-        q_codes, q_inverse, q_norm, q_error = quantize(query)
-        dots = self._dots(q_codes[0], n)
-        approx = dots * (self._inverse[:n] * q_inverse[0])
-        slack = (
-            self._norm[:n] * q_error[0]
-            + self._error[:n] * q_norm[0]
-            + self._error[:n] * q_error[0]
-            + _SLACK
-        )
-        return self._ids[:n], approx - slack, approx + slack
+        approx, q_norm, q_error = self._approx(query)
+        slack = self._slack(np.arange(n), q_norm, q_error)
+        return self._ids[:n].copy(), approx - slack, approx + slack
 
     def reaching(self, query: np.ndarray, threshold: float) -> np.ndarray:
         """Ids whose true score may be ``>= threshold`` (a superset of those that are)."""
-        ids, _, upper = self.bounds(query)
-        reached: np.ndarray = ids[upper >= threshold]
+        if not self._n:
+            return np.zeros(0, dtype=np.int64)
+        approx, q_norm, q_error = self._approx(query)
+        wide = self._max_norm * q_error + self._max_error * (q_norm + q_error) + _SLACK
+        rows = np.flatnonzero(approx >= threshold - wide)  # every row's slack is <= wide
+        rows = rows[approx[rows] + self._slack(rows, q_norm, q_error) >= threshold]
+        reached: np.ndarray = self._ids[rows]
         return reached
 
     def top_candidates(self, query: np.ndarray, k: int) -> np.ndarray:
         """Ids among which the ``k`` best-scoring vectors are (a superset of them)."""
-        ids, lower, upper = self.bounds(query)
-        if len(ids) <= k:
-            return ids
-        kth = np.partition(lower, len(lower) - k)[len(lower) - k]
-        kept: np.ndarray = ids[upper >= kth]
+        n = self._n
+        if n <= k:
+            return self._ids[:n].copy()
+        approx, q_norm, q_error = self._approx(query)
+        wide = self._max_norm * q_error + self._max_error * (q_norm + q_error) + _SLACK
+        # the k-th best lower bound is at least the k-th best scan score minus ``wide``:
+        # a vector whose upper bound is below that is beaten by k others
+        floor = float(np.partition(approx, n - k)[n - k]) - wide
+        rows = np.flatnonzero(approx >= floor - wide)
+        rows = rows[approx[rows] + self._slack(rows, q_norm, q_error) >= floor]
+        kept: np.ndarray = self._ids[rows]
         return kept
 
-    def _dots(self, q_codes: np.ndarray, n: int) -> np.ndarray:
+    def _approx(self, query: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """The scan: every held vector's decoded score (a view, valid until the next scan),
+        with the query's decoded norm and quantisation error."""
+        n = self._n
+        q_codes, q_inverse, q_norm, q_error = quantize(query)
+        scores = self._scores[:n]
         codes = self._codes[:n]
         if _nk is not None:
-            out = np.asarray(_nk.cdist(q_codes[None, :], codes, metric="dot", out_dtype="float64"))
-            return np.asarray(out[0], dtype=np.float64)
-        exact: np.ndarray = codes.astype(np.float64) @ q_codes.astype(np.float64)
-        return exact  # integers, exactly
+            _nk.cdist(q_codes, codes, metric="dot", out=scores.reshape(1, n))
+        else:  # exact integers in float64
+            np.matmul(codes.astype(np.float64), q_codes[0].astype(np.float64), out=scores)
+        scores *= self._inverse[:n]
+        scores *= q_inverse[0]
+        return scores, float(q_norm[0]), float(q_error[0])
+
+    def _slack(self, rows: np.ndarray, q_norm: float, q_error: float) -> np.ndarray:
+        slack: np.ndarray = (
+            self._norm[rows] * q_error + self._error[rows] * (q_norm + q_error) + _SLACK
+        )
+        return slack
 
     def _grow(self) -> int:
         row = self._n
         if row == len(self._ids):
-            size = 2 * len(self._ids)
+            size = len(self._ids) + len(self._ids) // 4 + 64  # modest: scopes grow slowly
             self._ids = np.resize(self._ids, size)
             codes = np.zeros((size, self.dim), dtype=np.int8)
             codes[:row] = self._codes[:row]
@@ -172,5 +195,6 @@ class ScopeIndex:
             self._inverse = np.resize(self._inverse, size)
             self._norm = np.resize(self._norm, size)
             self._error = np.resize(self._error, size)
+            self._scores = np.zeros(size)
         self._n = row + 1
         return row
