@@ -346,6 +346,10 @@ def markdown(results: Mapping[str, Any]) -> str:
             + ", ".join(f"{k} {v}%" for k, v in sprof["share_of_tick_percent"].items())
             + ".",
         ]
+    if results.get("long_term"):
+        from benchmarks import long_term
+
+        lines += long_term.markdown(results["long_term"])
     lines.append("")
     return "\n".join(lines)
 
