@@ -163,6 +163,14 @@ def test_the_planner_keeps_every_fact_of_a_grid_of_its_own_blocked_spots() -> No
     assert memory.current(scope=scope, subject=blocked_subject("forklift", (13.0, 7.0))) is not None
 
 
+def test_the_grid_facts_as_text_are_kept_by_the_number_guard_and_lost_without_it() -> None:
+    texts = [f"a forklift blocked the way near ({x}, {y})" for x in range(40) for y in range(20)]
+    for policy, refused in ((NearDuplicate(numbers=False, negation=False), 191), (None, 0)):
+        memory = LongTermMemory(duplicates=policy)
+        outcomes = [memory.remember(t, scope=R1) for t in texts]
+        assert sum(not o.stored for o in outcomes) == refused
+
+
 # -- text memories: the duplicate filter ----------------------------------------------------
 
 PARAPHRASES = [  # the same claim: refused as duplicates
@@ -565,3 +573,28 @@ def test_bad_terms_are_refused_with_what_is_wrong() -> None:
         MemoryTerms(holds=False)
     with pytest.raises(ValueError, match="capacity must be"):
         Retention(capacity=0)
+
+
+def test_a_write_that_fails_halfway_leaves_the_index_as_the_file_is() -> None:
+    memory = LongTermMemory()
+    memory.remember("dock A is slow", scope=R1)
+    writes = [
+        MemoryWrite("dock B is fast", FrozenDict(R1), FrozenDict(), 0.0),
+        MemoryWrite("dock C is closed", FrozenDict(R1), FrozenDict(), 0.0),
+    ]
+    original = memory._write_one
+    calls = []
+
+    def failing(write: Any) -> Any:
+        calls.append(write)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return original(write)
+
+    memory._write_one = failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        memory.remember_many(writes)
+    memory._write_one = original  # type: ignore[method-assign]
+    assert [r.content for r in memory.records(scope=R1)] == ["dock A is slow"]
+    assert [r.content for r in memory.recall("dock", scope=R1, k=5)] == ["dock A is slow"]
+    assert memory.remember("dock B is fast", scope=R1).stored  # rolled back, so not a duplicate

@@ -313,6 +313,9 @@ class LongTermMemory:
                 yield
             except BaseException:
                 self._db.execute("ROLLBACK")
+                if write:  # the indexes may hold what was rolled back: load them afresh
+                    self._indexes.clear()
+                    self._synced = self._last_seq()
                 raise
             self._db.execute("COMMIT")
 

@@ -328,6 +328,10 @@ class Simulation:
         # the loop writes what the planner asks to remember to the file the planner reopened
         planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
         memory = getattr(planners[0], "long_term", None) if planners else None
+        if "writer" not in state:  # a checkpoint from before the writer
+            self.writer = (
+                None if memory is None else MemoryWriter(memory, on_written=self._memory_written)
+            )
         if self.writer is not None:
             self.writer.attach(memory)
         self.loop.long_term = self.writer if memory is not None else None
