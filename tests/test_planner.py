@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.planner import REACTIONS, Planner
+from cabins.planner import REACTIONS, BlockedSpot, Planner
 from runtime.agent.memory import LongTermMemory
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
@@ -756,6 +756,28 @@ def test_a_recalled_spot_blocked_again_supersedes_and_a_copy_is_refused() -> Non
     # and only once per run
     third.features[-1] = person(9.1, 2.3)
     assert not third.step().memories
+
+
+def test_a_spot_the_robot_stands_in_with_nothing_near_is_clear_now_and_retired() -> None:
+    memory = LongTermMemory(":memory:")
+    spot = BlockedSpot(2.2, 2.0, 1.0, "person", 5.0)  # where the robot stands
+    content, metadata = spot.fact((2.0, 2.0))
+    memory.remember(content, scope={"scenario": "s1"}, metadata=metadata, stamp=5.0)
+    # a person near it: not clear yet
+    crowded = remembering(memory)
+    crowded.features.append(person(2.5, 2.4))
+    assert not crowded.step().memories and len(crowded.planner.blocked_spots) == 1
+    bench = remembering(memory)
+    out = bench.step()
+    [asked] = out.memories
+    assert asked.metadata["memory"] == {"subject": "blocked_spot:person@2,2", "holds": False}
+    assert asked.content == "the way near (2, 2) is clear of the person now"
+    [note] = bench.remembered
+    assert (note["stored"], note["why"]) == (True, "retired")
+    assert bench.planner.blocked_spots == () and memory.records(scope={"scenario": "s1"}) == ()
+    assert not bench.step().memories  # retired once
+    [old, clear] = memory.history(scope={"scenario": "s1"}, subject="blocked_spot:person@2,2")
+    assert (old.status, clear.status) == ("retired", "retraction")
 
 
 def test_other_records_of_the_scope_are_no_spots() -> None:
