@@ -1060,12 +1060,12 @@ class Planner:
         """Retire the spots the robot stands in with no obstacle near: clear now."""
         if seen.pose is None or "pose" in seen.missing:
             return
-        here = Point(seen.pose)
+        px, py = seen.pose
         reach = self._reach
         for key, spot in list(self._spots.items()):
-            centre = Point(spot.x, spot.y)
-            if float(here.distance(centre)) > spot.radius:
+            if math.hypot(px - spot.x, py - spot.y) > spot.radius:
                 continue
+            centre = Point(spot.x, spot.y)
             if any(
                 float(f.geometry.distance(centre)) <= spot.radius + reach for f in seen.obstacles
             ):
