@@ -336,3 +336,30 @@ def markdown(results: Mapping[str, Any]) -> list[str]:
         f"{w['flush_between_ticks']['p50_ms']} ms.",
     ]
     return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmarks.long_term [--quick] [--repeat N]``: this part alone, as JSON."""
+    import argparse
+    import io
+    import sys
+
+    from runtime import configure_logging
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.long_term")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and ticks")
+    parser.add_argument("--repeat", type=int, default=1, help="measure this many times")
+    args = parser.parse_args(argv)
+    configure_logging(level="warning", stream=io.StringIO())
+    runs = []
+    for _ in range(max(1, args.repeat)):
+        load = os.getloadavg()
+        result = measure_long_term(quick=args.quick)
+        runs.append({**result, "load_average_at_start": [round(x, 2) for x in load]})
+    json.dump(runs, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -344,6 +344,8 @@ def test_the_bounds_hold_and_top_candidates_contain_the_exact_top_k(
     }
     index.remove([100, 100 + n - 1, 999])
     assert len(index) == max(0, n - 2) and 100 not in index
+    index.add([7, 7], np.vstack([vectors[:1], vectors[:1]]))  # one id twice: the last vector wins
+    assert len(index) == max(0, n - 2) + 1 and 7 in index
 
 
 def test_the_numpy_scan_gives_what_the_simd_scan_gives(monkeypatch: pytest.MonkeyPatch) -> None:

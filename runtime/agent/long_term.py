@@ -992,16 +992,17 @@ class LongTermMemory:
         if index is not None:
             return index
         dim = self.identity.dim
-        rows = self._db.execute(
+        (held,) = self._db.execute(
+            "SELECT COUNT(*) FROM memories WHERE scope = ? AND status = 'current'", (scope_key,)
+        ).fetchone()
+        index = ScopeIndex(dim, capacity=max(64, int(held) + int(held) // 8))
+        cursor = self._db.execute(
             "SELECT id, embedding FROM memories WHERE scope = ? AND status = 'current' ORDER BY id",
             (scope_key,),
-        ).fetchall()
-        index = ScopeIndex(dim, capacity=max(64, len(rows)))
-        if rows:
-            ids = [int(r[0]) for r in rows]
+        )
+        while rows := cursor.fetchmany(8192):  # in slices: bounded temporaries
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
-            for start in range(0, len(ids), 8192):  # quantise in slices: bounded temporaries
-                index.add(ids[start : start + 8192], matrix[start : start + 8192])
+            index.add([int(r[0]) for r in rows], matrix)
         self._indexes[scope_key] = index
         return index
 

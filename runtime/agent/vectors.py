@@ -93,17 +93,32 @@ class ScopeIndex:
         """Add (or replace) the vectors of ``ids``."""
         if not len(ids):
             return
+        if len(set(ids)) != len(ids):  # the last vector of an id wins
+            for i, memory_id in enumerate(ids):
+                self.add([memory_id], np.atleast_2d(vectors)[i : i + 1])
+            return
         codes, inverse, norm, error = quantize(vectors)
+        rows = np.empty(len(ids), dtype=np.intp)
+        fresh: list[int] = []
         for i, memory_id in enumerate(ids):
             row = self._row.get(int(memory_id))
             if row is None:
-                row = self._grow()
-                self._row[int(memory_id)] = row
-                self._ids[row] = memory_id
-            self._codes[row] = codes[i]
-            self._inverse[row] = inverse[i]
-            self._norm[row] = norm[i]
-            self._error[row] = error[i]
+                fresh.append(i)
+            else:
+                rows[i] = row
+        if fresh:
+            start = self._n
+            self._reserve(start + len(fresh))
+            new_rows = np.arange(start, start + len(fresh))
+            rows[fresh] = new_rows
+            for i, row in zip(fresh, new_rows.tolist(), strict=True):
+                self._row[int(ids[i])] = row
+            self._ids[new_rows] = np.asarray(ids, dtype=np.int64)[fresh]
+            self._n = start + len(fresh)
+        self._codes[rows] = codes
+        self._inverse[rows] = inverse
+        self._norm[rows] = norm
+        self._error[rows] = error
         self._max_norm = max(self._max_norm, float(norm.max()))
         self._max_error = max(self._max_error, float(error.max()))
 
@@ -184,17 +199,18 @@ class ScopeIndex:
         )
         return slack
 
-    def _grow(self) -> int:
-        row = self._n
-        if row == len(self._ids):
-            size = len(self._ids) + len(self._ids) // 4 + 64  # modest: scopes grow slowly
-            self._ids = np.resize(self._ids, size)
-            codes = np.zeros((size, self.dim), dtype=np.int8)
-            codes[:row] = self._codes[:row]
-            self._codes = codes
-            self._inverse = np.resize(self._inverse, size)
-            self._norm = np.resize(self._norm, size)
-            self._error = np.resize(self._error, size)
-            self._scores = np.zeros(size)
-        self._n = row + 1
-        return row
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` vectors (grown by a quarter and more: scopes grow slowly)."""
+        have = len(self._ids)
+        if size <= have:
+            return
+        size = max(size, have + have // 4 + 64)
+        n = self._n
+        self._ids = np.resize(self._ids, size)
+        codes = np.zeros((size, self.dim), dtype=np.int8)
+        codes[:n] = self._codes[:n]
+        self._codes = codes
+        self._inverse = np.resize(self._inverse, size)
+        self._norm = np.resize(self._norm, size)
+        self._error = np.resize(self._error, size)
+        self._scores = np.zeros(size)
