@@ -290,7 +290,7 @@ class Simulation:
             self.faults, board=self.board, cabin_map=self.cabin_map, log=self.log
         )
         self.writer = (
-            None if memory is None else MemoryWriter(memory, on_written=self._memory_written)
+            None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
         )
         used = [specs[c.name] for c in cabins]
         # every cabin a user brings gets a scratchpad of its own (an LLM cabin keeps notes)
@@ -333,13 +333,15 @@ class Simulation:
         memory = getattr(planners[0], "long_term", None) if planners else None
         if "writer" not in state:  # a checkpoint from before the writer
             self.writer = (
-                None if memory is None else MemoryWriter(memory, on_written=self._memory_written)
+                None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
             )
         if self.writer is not None:
             self.writer.attach(memory)
         self.loop.long_term = self.writer if memory is not None else None
 
-    def _memory_written(self, write: MemoryWrite, outcome: Remembered) -> None:
+    def memory_written(self, write: MemoryWrite, outcome: Remembered) -> None:
+        """Log a long-term write's outcome (the writer's ``on_written``; public, so that a
+        checkpoint's restricted unpickler may rebuild it as a bound method)."""
         data: dict[str, Any] = {
             "content": write.content,
             "stored": outcome.stored,
