@@ -348,6 +348,38 @@ def test_the_bounds_hold_and_top_candidates_contain_the_exact_top_k(
     assert len(index) == max(0, n - 2) + 1 and 7 in index
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    claims=st.lists(st.one_of(st.none(), st.integers(0, 7)), min_size=1, max_size=80),
+    asked=st.one_of(st.none(), st.integers(0, 7)),
+    seed=st.integers(0, 2**16),
+    drop=st.integers(0, 10),
+)
+def test_a_threshold_query_of_one_claim_finds_every_vector_of_it_that_reaches(
+    claims: list[int | None], asked: int | None, seed: int, drop: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    n, dim = len(claims), 24
+    vectors = rng.standard_normal((n, dim))
+    vectors = vectors[:1] + 0.3 * vectors  # alike: many reach the threshold
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors.astype(np.float32)
+    index = ScopeIndex(dim, capacity=4)
+    index.add(list(range(n)), vectors, claims)
+    gone = set(range(1, n, drop + 1)) if drop else set()  # the first always stays
+    index.remove(gone)
+    query = vectors[0].astype(np.float64) + 0.05 * rng.standard_normal(dim)
+    query /= np.linalg.norm(query)
+    exact = {i: float(vectors[i].astype(np.float64) @ query) for i in range(n) if i not in gone}
+    threshold = float(np.median(list(exact.values())))
+    found = {int(i) for i in index.reaching(query, threshold, asked)}
+    # the claim's own vectors and those without one, never another claim's
+    mine = {i for i in exact if claims[i] == asked or (asked is not None and claims[i] is None)}
+    assert {i for i in mine if exact[i] >= threshold} <= found
+    if len(mine) <= len(exact) // 4:  # the grouped scan (else the full one, a superset)
+        assert found <= mine
+
+
 def test_the_numpy_scan_gives_what_the_simd_scan_gives(monkeypatch: pytest.MonkeyPatch) -> None:
     import runtime.agent.vectors as vectors
 

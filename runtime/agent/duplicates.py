@@ -67,6 +67,15 @@ class NearDuplicate:
         ):
             raise SettingError(f"recall_window must be an int >= 0, got {self.recall_window!r}")
 
+    def claim(self, text: str) -> tuple[tuple[str, ...] | None, bool | None]:
+        """What a text must share with another to be the same claim: its numbers and
+        whether it negates (each only when this filter compares it). The index keeps
+        its vectors grouped by it, so a duplicate check scans only its own group."""
+        return (
+            numbers_in(text) if self.numbers else None,
+            negates(text) if self.negation else None,
+        )
+
     def same_claim(self, a: str, b: str) -> bool:
         """Whether two similar texts say the same thing (numbers and negation agree)."""
         if self.numbers and numbers_in(a) != numbers_in(b):

@@ -393,7 +393,7 @@ class LongTermMemory:
         ids: list[int] = []
         with self._transaction():
             self._sync()
-            by_scope: dict[str, list[tuple[int, np.ndarray]]] = {}
+            by_scope: dict[str, list[tuple[int, np.ndarray, str]]] = {}
             for w, vector in zip(prepared, vectors, strict=True):
                 when = self._now(w.stamp)
                 ttl = w.terms.ttl if w.terms.ttl is not None else self.retention.ttl
@@ -415,16 +415,20 @@ class LongTermMemory:
                 )
                 record_id = int(cursor.lastrowid or 0)
                 ids.append(record_id)
-                by_scope.setdefault(w.scope_key, []).append((record_id, vector))
+                by_scope.setdefault(w.scope_key, []).append((record_id, vector, w.content))
             for key, rows in by_scope.items():
                 self._db.executemany(
                     "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'add')",
-                    [(key, i) for i, _ in rows],
+                    [(key, i) for i, _, _ in rows],
                 )
                 index = self._index(key)  # loads what was there, and what was just inserted
-                missing = [(i, v) for i, v in rows if i not in index]
+                missing = [(i, v, c) for i, v, c in rows if i not in index]
                 if missing:
-                    index.add([i for i, _ in missing], np.vstack([v for _, v in missing]))
+                    index.add(
+                        [i for i, _, _ in missing],
+                        np.vstack([v for _, v, _ in missing]),
+                        [self.duplicates.claim(c) for _, _, c in missing],
+                    )
                 self._synced = self._last_seq()
                 self._fit(key, max(self._now(w.stamp) for w in prepared))
         return tuple(ids)
@@ -785,7 +789,9 @@ class LongTermMemory:
                 "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'add')",
                 (w.scope_key, record_id),
             )
-            self._index(w.scope_key).add([record_id], w.vector[None, :])
+            self._index(w.scope_key).add(
+                [record_id], w.vector[None, :], [self.duplicates.claim(w.content)]
+            )
             self._synced = self._last_seq()
         if terms.subject is not None:
             self._prune_history(w.scope_key, terms.subject)
@@ -826,7 +832,7 @@ class LongTermMemory:
                 if policy.same_claim(w.content, contents[i]):
                     return Remembered(False, "recalled", None, ids[i], float(sims[i]))
         index = self._index(w.scope_key)
-        candidates = index.reaching(vector, policy.threshold)
+        candidates = index.reaching(vector, policy.threshold, policy.claim(w.content))
         if not len(candidates):
             return None
         scored = [
@@ -981,9 +987,14 @@ class LongTermMemory:
                 index.remove([int(memory_id)])
         if added:
             vectors = self._vectors(list(added))
+            contents = self._contents(list(vectors))
             for memory_id, scope_key in added.items():
                 if memory_id in vectors:
-                    self._indexes[scope_key].add([memory_id], vectors[memory_id][None, :])
+                    self._indexes[scope_key].add(
+                        [memory_id],
+                        vectors[memory_id][None, :],
+                        [self.duplicates.claim(contents[memory_id])],
+                    )
         self._synced = int(rows[-1][0])
 
     def _index(self, scope_key: str) -> ScopeIndex:
@@ -997,12 +1008,14 @@ class LongTermMemory:
         ).fetchone()
         index = ScopeIndex(dim, capacity=max(64, int(held) + int(held) // 8))
         cursor = self._db.execute(
-            "SELECT id, embedding FROM memories WHERE scope = ? AND status = 'current' ORDER BY id",
+            "SELECT id, embedding, content FROM memories WHERE scope = ? AND status = 'current' "
+            "ORDER BY id",
             (scope_key,),
         )
+        claim = self.duplicates.claim
         while rows := cursor.fetchmany(8192):  # in slices: bounded temporaries
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
-            index.add([int(r[0]) for r in rows], matrix)
+            index.add([int(r[0]) for r in rows], matrix, [claim(r[2]) for r in rows])
         self._indexes[scope_key] = index
         return index
 
@@ -1022,6 +1035,19 @@ class LongTermMemory:
                         f"vector, not {dim}"
                     )
                 out[int(memory_id)] = vector
+        return out
+
+    def _contents(self, ids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 900):  # SQLite's bound on parameters
+            chunk = list(ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                (int(i), str(c))
+                for i, c in self._db.execute(
+                    f"SELECT id, content FROM memories WHERE id IN ({marks})", chunk
+                )
+            )
         return out
 
     def _exact_scores(self, ids: np.ndarray, vector: np.ndarray) -> list[tuple[int, float]]:

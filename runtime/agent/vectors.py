@@ -15,11 +15,17 @@ vectors, from the store), so answers are exact, not approximate.
 
 The index changes only through ``add`` and ``remove`` (swap with the last row: O(1)),
 so the store keeps it in step with its writes instead of reloading it.
+
+Each vector may carry a *claim*, any hashable the caller derives from its text (the
+duplicate filter's numbers and negation, ``NearDuplicate.claim``). A threshold query
+given a claim scores only the vectors of that claim (and those added without one):
+when the caller refuses a match of another claim anyway, that is the same answer
+for a fraction of the scan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -33,6 +39,7 @@ except ImportError:  # pragma: no cover - numkong ships wheels for the supported
 __all__ = ["ScopeIndex", "quantize"]
 
 _SLACK = 1e-6  # float rounding in the scale products, far above its real size
+_ANY: Hashable = object()  # a threshold query over every claim
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -66,6 +73,8 @@ class ScopeIndex:
         self._max_norm = 0.0  # bounds over every vector ever held (never lowered)
         self._max_error = 0.0
         self._row: dict[int, int] = {}
+        self._claim_of: dict[int, Hashable] = {}  # None: added without a claim
+        self._claims: dict[Hashable, set[int]] = {}
         self._n = 0
 
     def __len__(self) -> int:
@@ -89,14 +98,27 @@ class ScopeIndex:
     def ids(self) -> np.ndarray:
         return self._ids[: self._n].copy()
 
-    def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
-        """Add (or replace) the vectors of ``ids``."""
+    def add(
+        self, ids: Sequence[int], vectors: np.ndarray, claims: Sequence[Hashable] | None = None
+    ) -> None:
+        """Add (or replace) the vectors of ``ids``, each with its claim when given."""
         if not len(ids):
             return
+        if claims is not None and len(claims) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(claims)} claims")
         if len(set(ids)) != len(ids):  # the last vector of an id wins
             for i, memory_id in enumerate(ids):
-                self.add([memory_id], np.atleast_2d(vectors)[i : i + 1])
+                self.add(
+                    [memory_id],
+                    np.atleast_2d(vectors)[i : i + 1],
+                    None if claims is None else [claims[i]],
+                )
             return
+        for i, memory_id in enumerate(ids):
+            self._unclaim(int(memory_id))
+            claim = None if claims is None else claims[i]
+            self._claim_of[int(memory_id)] = claim
+            self._claims.setdefault(claim, set()).add(int(memory_id))
         codes, inverse, norm, error = quantize(vectors)
         rows = np.empty(len(ids), dtype=np.intp)
         fresh: list[int] = []
@@ -129,6 +151,7 @@ class ScopeIndex:
             row = self._row.pop(int(memory_id), None)
             if row is None:
                 continue
+            self._unclaim(int(memory_id))
             last = self._n - 1
             if row != last:
                 moved = int(self._ids[last])
@@ -152,10 +175,16 @@ class ScopeIndex:
         slack = self._slack(np.arange(n), q_norm, q_error)
         return self._ids[:n].copy(), approx - slack, approx + slack
 
-    def reaching(self, query: np.ndarray, threshold: float) -> np.ndarray:
-        """Ids whose true score may be ``>= threshold`` (a superset of those that are)."""
+    def reaching(self, query: np.ndarray, threshold: float, claim: Hashable = _ANY) -> np.ndarray:
+        """Ids whose true score may be ``>= threshold`` (a superset of those that are),
+        among the vectors of ``claim`` and those without one when it is given."""
         if not self._n:
             return np.zeros(0, dtype=np.int64)
+        if claim is not _ANY:
+            group = self._claims.get(claim, set())
+            loose = self._claims.get(None, set()) if claim is not None else set()
+            if len(group) + len(loose) <= self._n // 4:  # else a full scan is cheaper
+                return self._reaching_among(query, threshold, [*group, *loose])
         approx, q_norm, q_error = self._approx(query)
         wide = self._max_norm * q_error + self._max_error * (q_norm + q_error) + _SLACK
         rows = np.flatnonzero(approx >= threshold - wide)  # every row's slack is <= wide
@@ -177,6 +206,29 @@ class ScopeIndex:
         rows = rows[approx[rows] + self._slack(rows, q_norm, q_error) >= floor]
         kept: np.ndarray = self._ids[rows]
         return kept
+
+    def _reaching_among(
+        self, query: np.ndarray, threshold: float, ids: Sequence[int]
+    ) -> np.ndarray:
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        q_codes, q_inverse, q_norm, q_error = quantize(query)
+        rows = np.fromiter((self._row[i] for i in ids), dtype=np.intp, count=len(ids))
+        dots = self._codes[rows].astype(np.int32) @ q_codes[0].astype(np.int32)
+        approx = dots.astype(np.float64) * self._inverse[rows]
+        approx *= q_inverse[0]
+        keep = approx + self._slack(rows, float(q_norm[0]), float(q_error[0])) >= threshold
+        reached: np.ndarray = self._ids[rows[keep]]
+        return reached
+
+    def _unclaim(self, memory_id: int) -> None:
+        if memory_id not in self._claim_of:
+            return
+        claim = self._claim_of.pop(memory_id)
+        group = self._claims[claim]
+        group.discard(memory_id)
+        if not group:
+            del self._claims[claim]
 
     def _approx(self, query: np.ndarray) -> tuple[np.ndarray, float, float]:
         """The scan: every held vector's decoded score (a view, valid until the next scan),
