@@ -186,6 +186,7 @@ def test_the_long_term_benchmark_runs_on_small_scopes_and_reports() -> None:
     assert (small["memories"], big["memories"]) == (50, 200)
     assert big["recall_matches_baseline"] is True
     assert big["recall"]["n"] == big["remember_text"]["n"] == 30
+    assert big["remember_text_one_claim"]["n"] == 30
     assert big["writer_flush"]["writes"] == 30
     ticks = results["tick_cost"]
     assert ticks["in_apply_phase"]["tick_compute"]["n"] == 100
