@@ -29,7 +29,6 @@ NEGATIONS: Final = frozenset(
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _APOSTROPHE = "\u2019"  # the typographic one, as in "isn\u2019t"
-_WORD = re.compile(r"[\w']+", re.UNICODE)
 
 
 def numbers_in(text: str) -> tuple[str, ...]:
@@ -37,12 +36,18 @@ def numbers_in(text: str) -> tuple[str, ...]:
     return tuple(n.lstrip("0") or "0" for n in _NUMBER.findall(text))
 
 
+# a word (a run of [\w']) that is a negation, "cannot", or one that ends in "n't"
+_NEGATION = re.compile(
+    r"(?<![\w'])(?:"
+    + "|".join(sorted(NEGATIONS | {"cannot"}, key=len, reverse=True))
+    + r")(?![\w'])|n't(?![\w'])"
+)
+
+
 def negates(text: str) -> bool:
-    """Whether ``text`` carries a negation word."""
-    for word in _WORD.findall(text.lower().replace(_APOSTROPHE, "'")):
-        if word in NEGATIONS or word.endswith("n't") or word == "cannot":
-            return True
-    return False
+    """Whether ``text`` carries a negation word (one search: it runs for every memory
+    an index loads)."""
+    return _NEGATION.search(text.lower().replace(_APOSTROPHE, "'")) is not None
 
 
 @dataclass(frozen=True, slots=True)
