@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import peer, report
+from benchmarks import long_term, peer, report
 from benchmarks.event_memory import bytes_per_event
 from benchmarks.simulator import measure_simulator, profile_simulator
 from benchmarks.ticks import Plan, measure_world
@@ -171,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _say("simulator, default scenario")
     results["simulator"] = measure_simulator(1 if args.quick else 5)
     results["simulator_profile"] = profile_simulator(ticks=600 if args.quick else None)
+    _say("long-term memory, 1k / 10k / 100k memories in one scope")
+    results["long_term"] = long_term.measure_long_term(quick=args.quick, seed=args.seed)
     results["duration_s"] = round(time.perf_counter() - started, 1)
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["targets"] = report.targets(results)

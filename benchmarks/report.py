@@ -196,6 +196,10 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "recording (--record) slows a run by", f"≤ 2{X}", f"{overhead}{X}", overhead <= 2
             )
         )
+    if results.get("long_term"):
+        from benchmarks import long_term
+
+        out.extend(long_term.targets(results["long_term"]))
     return out
 
 
@@ -378,6 +382,10 @@ def markdown(results: Mapping[str, Any]) -> str:
             + ", ".join(f"{k} {v}%" for k, v in sprof["share_of_tick_percent"].items())
             + ".",
         ]
+    if results.get("long_term"):
+        from benchmarks import long_term
+
+        lines += long_term.markdown(results["long_term"])
     lines.append("")
     return "\n".join(lines)
 

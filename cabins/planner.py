@@ -31,16 +31,21 @@ Long-term memory (optional: ``long_term``, a ``runtime.agent.memory.LongTermMemo
 a ``memory_scope`` such as ``{"scenario": "warehouse"}``) carries what one run learned
 into the next. When the planner re-plans because an obstacle came into the route ahead,
 or because the robot made no progress with an obstacle beside it, it remembers a
-``BlockedSpot``: where the way was blocked, by what, and when (one per ``memory_cell``
-square). It asks for each through its outbox (``out.remember``); the loop that runs it
-writes it to the loop's ``long_term`` memory (give the loop the same memory), whose
-write filter refuses the same fact twice. The spots of its scope
+``BlockedSpot``: where the way was blocked, by what, and when. Each is a structured fact
+whose subject is its ``memory_cell`` square and the obstacle's kind
+(``blocked_spot:forklift@13,7``), so the memory compares spots by subject, never by
+their text: two spots are two facts however alike their sentences. A spot recalled from
+an earlier run and found blocked again is remembered again, with the new time (the
+newer fact supersedes the older); a spot the robot drives through with no obstacle near
+it is "clear now" and is retired. It asks for each through its outbox
+(``out.remember``); the loop that runs it writes it to the loop's ``long_term`` store
+(give the loop the same memory, or a ``MemoryWriter`` of it). The spots of its scope
 are read once, when the planner is built; spots learned during the run are added to
 them. When it routes, a spot the shortest route passes is treated as expensive, not as
 forbidden (people move): the route that keeps clear of every remembered spot is taken
 when there is one at most ``memory_detour`` times as long; otherwise the shortest. A
-``remembered`` event reports each new spot and a ``recalled`` event each route that
-memory changed. Without long-term memory the planner behaves exactly as before.
+``remembered`` event reports each fact asked for and a ``recalled`` event each route
+that memory changed. Without long-term memory the planner behaves exactly as before.
 """
 
 from __future__ import annotations
@@ -96,6 +101,8 @@ from cabins.values import (
     read_places,
     read_zone_polygon,
 )
+from runtime.agent.duplicates import NearDuplicate
+from runtime.agent.forgetting import Retention
 from runtime.agent.memory import Embedder, LongTermMemory, MemoryRecord
 from runtime.agent.plan import (
     Plan,
@@ -109,11 +116,12 @@ from runtime.agent.plan import (
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.errors import SettingError
+from runtime.longterm import MemoryTerms
 from runtime.pack import CabinView
 from runtime.position import finite, read_xy
 from runtime.spec import ContextSpec
 
-__all__ = ["REACTIONS", "BlockedSpot", "Planner"]
+__all__ = ["REACTIONS", "BlockedSpot", "Planner", "blocked_subject"]
 
 _log = structlog.get_logger(__name__)
 
@@ -166,6 +174,34 @@ class BlockedSpot:
             return None
         return cls(x, y, radius, kind, record.stamp if time is None else time)
 
+    def fact(self, cell: tuple[float, float], **detail: Any) -> tuple[str, dict[str, Any]]:
+        """The content and metadata of the fact that this spot, in ``cell``, was blocked
+        (``detail``: more metadata, such as the reason and the obstacle)."""
+        metadata = {
+            "fact": "blocked",
+            "x": self.x,
+            "y": self.y,
+            "radius": self.radius,
+            "kind": self.kind,
+            "time": self.time,
+            **detail,
+        }
+        content = f"a {self.kind} blocked the way near ({cell[0]:g}, {cell[1]:g})"
+        return content, MemoryTerms(subject=blocked_subject(self.kind, cell)).attach(metadata)
+
+    def clear_fact(self, cell: tuple[float, float], time: float) -> tuple[str, dict[str, Any]]:
+        """The content and metadata of the fact that this spot is clear now: it retires
+        the spot's fact."""
+        metadata = {"fact": "clear", "x": self.x, "y": self.y, "kind": self.kind, "time": time}
+        content = f"the way near ({cell[0]:g}, {cell[1]:g}) is clear of the {self.kind} now"
+        terms = MemoryTerms(subject=blocked_subject(self.kind, cell), holds=False)
+        return content, terms.attach(metadata)
+
+
+def blocked_subject(kind: str, cell: tuple[float, float]) -> str:
+    """The memory subject of a blocked spot: its cell and what blocked it."""
+    return f"blocked_spot:{kind}@{cell[0]:g},{cell[1]:g}"
+
 
 @dataclass(frozen=True, slots=True)
 class _Reopen:
@@ -173,30 +209,19 @@ class _Reopen:
 
     path: str
     embed: Embedder
-    duplicate_threshold: float
-    echo_threshold: float
-    recall_window: int
+    duplicates: NearDuplicate
+    retention: Retention
 
     @classmethod
     def of(cls, memory: LongTermMemory) -> _Reopen:
-        return cls(
-            memory.path,
-            memory.embed,
-            memory.duplicate_threshold,
-            memory.echo_threshold,
-            memory.recall_window,
-        )
+        return cls(memory.path, memory.embed, memory.duplicates, memory.retention)
 
     def open(self) -> LongTermMemory | None:
         if self.path == ":memory:":  # an in-memory database is gone with its process
             _log.warning("planner.long_term_not_reopened", path=self.path)
             return None
         return LongTermMemory(
-            self.path,
-            embed=self.embed,
-            duplicate_threshold=self.duplicate_threshold,
-            echo_threshold=self.echo_threshold,
-            recall_window=self.recall_window,
+            self.path, embed=self.embed, duplicates=self.duplicates, retention=self.retention
         )
 
 
@@ -297,9 +322,11 @@ class Planner:
         self.memory_radius = memory_radius
         self.memory_detour = memory_detour
         self._long_term = long_term
-        # blocked spots remembered, by their memory_cell square: read from long-term
-        # memory once, here, then learned during the run
-        self._spots: dict[tuple[float, float], BlockedSpot] = {}
+        # blocked spots remembered, by their memory_cell square and kind: read from
+        # long-term memory once, here, then learned during the run; the recalled ones
+        # not yet seen blocked again in this run
+        self._spots: dict[tuple[tuple[float, float], str], BlockedSpot] = {}
+        self._recalled: set[tuple[tuple[float, float], str]] = set()
         if long_term is not None:
             self._recall_spots(long_term.records(scope=self.memory_scope))
 
@@ -369,6 +396,7 @@ class Planner:
                 "memory_radius": 1.0,
                 "memory_detour": 1.5,
                 "_spots": {},
+                "_recalled": set(),
             }
         )
         self.__dict__.update(state)
@@ -405,6 +433,8 @@ class Planner:
 
         route = self._desired_route(view, seen, hold, out)
         self._publish(route, out)
+        if self._long_term is not None and self._spots:
+            self._clear_spots(view, seen, out)
 
     # -- reading the view ---------------------------------------------------------------
 
@@ -1057,7 +1087,9 @@ class Planner:
         for record in records:
             spot = BlockedSpot.from_record(record)
             if spot is not None:
-                self._spots.setdefault(self._cell(spot.x, spot.y), spot)
+                key = (self._cell(spot.x, spot.y), spot.kind)
+                self._spots.setdefault(key, spot)
+                self._recalled.add(key)
         _log.debug("planner.spots_recalled", scope=self.memory_scope, spots=len(self._spots))
 
     def _cell(self, x: float, y: float) -> tuple[float, float]:
@@ -1067,7 +1099,8 @@ class Planner:
     def _remember_blocked(
         self, trigger: ReplanTrigger, view: CabinView, seen: _Seen, out: Outbox
     ) -> None:
-        """Remember where an obstacle blocked the way, when ``trigger`` says one did."""
+        """Remember where an obstacle blocked the way, when ``trigger`` says one did: a
+        new spot, or a recalled one found blocked again (the newer fact supersedes)."""
         feature: Feature | None = None
         if trigger.reason == "obstacle_in_corridor":
             feature = next((f for f in seen.obstacles if f.id == trigger.detail), None)
@@ -1080,25 +1113,37 @@ class Planner:
             return
         centre = feature.geometry.centroid
         x, y = round(float(centre.x), 3), round(float(centre.y), 3)
-        cell = self._cell(x, y)
-        if cell in self._spots:
-            return
         kind = _obstacle_kind(feature)
+        cell = self._cell(x, y)
+        key = (cell, kind)
+        if key in self._spots and key not in self._recalled:
+            return  # learned in this run, or already seen again in it
+        self._recalled.discard(key)
         spot = BlockedSpot(x, y, self.memory_radius, kind, view.time)
-        self._spots[cell] = spot
-        content = f"a {kind} blocked the way near ({cell[0]:g}, {cell[1]:g})"
-        metadata = {
-            "fact": "blocked",
-            "x": x,
-            "y": y,
-            "radius": spot.radius,
-            "kind": kind,
-            "time": view.time,
-            "reason": trigger.reason,
-            "obstacle": feature.id,
-            "task": self._task,
-        }
+        self._spots[key] = spot
+        content, metadata = spot.fact(
+            cell, reason=trigger.reason, obstacle=feature.id, task=self._task
+        )
         out.remember(content, scope=self.memory_scope, metadata=metadata, stamp=view.time)
+
+    def _clear_spots(self, view: CabinView, seen: _Seen, out: Outbox) -> None:
+        """Retire the spots the robot stands in with no obstacle near: clear now."""
+        if seen.pose is None or "pose" in seen.missing:
+            return
+        px, py = seen.pose
+        reach = self._reach
+        for key, spot in list(self._spots.items()):
+            if math.hypot(px - spot.x, py - spot.y) > spot.radius:
+                continue
+            centre = Point(spot.x, spot.y)
+            if any(
+                float(f.geometry.distance(centre)) <= spot.radius + reach for f in seen.obstacles
+            ):
+                continue
+            del self._spots[key]
+            self._recalled.discard(key)
+            content, metadata = spot.clear_fact(key[0], view.time)
+            out.remember(content, scope=self.memory_scope, metadata=metadata, stamp=view.time)
 
     @property
     def _reach(self) -> float:

@@ -21,6 +21,7 @@ from runtime import (
 )
 from runtime.agent.memory import omitted_summary
 from runtime.agent.plan import Plan, PlanStep
+from runtime.agent.summary import ExtractiveSummarizer, LLMSummarizer, approx_tokens
 
 # -- short-term memory --------------------------------------------------------------------
 
@@ -61,7 +62,7 @@ def test_a_tool_call_is_dropped_with_its_results_never_apart() -> None:
     memory.add_user("and more")  # the whole 3-message tool turn goes, not just its call
     assert [m.content for m in memory.messages()] == [
         "s",
-        "Summary of earlier turns: [3 earlier messages omitted; tools used: read, list]",
+        "Summary of earlier turns: tool read({}) -> r1\ntool list({}) -> r2",
         "next",
         "and more",
     ]
@@ -250,7 +251,7 @@ class TableEmbedder:
     }
 
     def __call__(self, text: str) -> list[float]:
-        return self.vectors[text]
+        return self.vectors.get(text, [0.0, 1.0, 0.0])
 
 
 def test_what_was_just_recalled_is_not_stored_again() -> None:
@@ -358,3 +359,74 @@ def test_working_state_checks_steps_against_its_plan() -> None:
         state.start_step("b")
     state.set_plan(Plan((PlanStep("c"),)))
     assert state.current_step is None  # the plan lost the current step
+
+
+# -- rolling summaries ---------------------------------------------------------------------
+
+
+def chat(memory: ShortTermMemory, n: int) -> None:
+    for i in range(n):
+        memory.add_user(f"please check dock {i} and tell me how busy it is today")
+        memory.add_assistant(None, [ToolCall(f"c{i}", "read_dock", f'{{"dock": {i}}}')])
+        memory.add_tool_result(f"c{i}", f"dock {i}: {i % 3} trucks waiting", name="read_dock")
+        memory.add_assistant(f"Dock {i} has {i % 3} trucks waiting.")
+
+
+def test_the_default_summary_keeps_the_goal_prompt_tool_pairs_and_the_latest_turns() -> None:
+    memory = ShortTermMemory(max_messages=12, keep_turns=3)
+    memory.set_system("you are a dispatcher")
+    memory.set_goal("find the quietest dock")
+    chat(memory, 8)
+    messages = memory.messages()
+    assert [m.content for m in messages[:2]] == ["you are a dispatcher", "find the quietest dock"]
+    summary = memory.summary or ""
+    assert messages[2].content == f"Summary of earlier turns: {summary}"
+    assert len(messages) - 3 <= 3 + 2  # the latest 3 turns (a tool turn is 2 messages)
+    assert approx_tokens(summary) <= ExtractiveSummarizer().budget
+    # tool calls with their results outlive the chatter around them
+    assert 'tool read_dock({"dock": 6}) -> dock 6: 0 trucks waiting' in summary
+    assert all(f'{{"dock": {i}}}) -> dock {i}' in summary for i in range(7))
+    assert "user: please check dock 0" not in summary  # chatter went first
+    assert summary.split("\n")[0] == "[7 earlier lines condensed]"
+
+
+def test_the_extractive_summary_is_deterministic_and_within_its_budget() -> None:
+    def run() -> str | None:
+        memory = ShortTermMemory(max_messages=8, summarize=ExtractiveSummarizer(budget=40))
+        memory.set_system("s")
+        chat(memory, 6)
+        return memory.summary
+
+    first = run()
+    assert first is not None and first == run() and approx_tokens(first) <= 40
+
+
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=300), min_size=1, max_size=12),
+    budget=st.integers(16, 120),
+)
+def test_every_extractive_summary_fits_its_budget(texts: list[str], budget: int) -> None:
+    summarize = ExtractiveSummarizer(budget=budget)
+    summary = None
+    for text in texts:
+        summary = summarize(summary, [Message("user", text)])
+        assert approx_tokens(summary) <= budget
+
+
+def test_an_llm_summary_is_used_and_a_bad_one_falls_back() -> None:
+    from cabins.llm import ChatReply, ScriptedClient
+
+    client = ScriptedClient(
+        [ChatReply.text("dock 0 is quiet"), ChatReply.text("x " * 500), ChatReply.text("")]
+    )
+    summarize = LLMSummarizer(client, budget=60)
+    dropped = [Message("user", "how is dock 0?"), Message("assistant", "dock 0 is quiet")]
+    assert summarize(None, dropped) == "dock 0 is quiet"
+    prompt = client.requests[0][0]
+    assert "how is dock 0?" in prompt[1]["content"] and "60 tokens" in prompt[0]["content"]
+    over = summarize("dock 0 is quiet", dropped)  # over its budget: the extractive one
+    assert over.startswith("dock 0 is quiet\nuser: how is dock 0?")
+    assert summarize(None, dropped).startswith("user: how is dock 0?")  # empty answer
+    assert summarize.fallbacks == 2
+    with pytest.raises(TypeError, match="complete"):
+        LLMSummarizer(object())  # type: ignore[arg-type]

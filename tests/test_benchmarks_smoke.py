@@ -236,3 +236,21 @@ def test_measure_world_runs_on_a_toy_world_and_reports() -> None:
 def test_world_sizes_refuse_too_small_a_board() -> None:
     with pytest.raises(ValueError, match="board keys"):
         WorldSize(MIN_BOARD - 1, 10, 10)
+
+
+def test_the_long_term_benchmark_runs_on_small_scopes_and_reports() -> None:
+    from benchmarks import long_term
+
+    results = long_term.measure_long_term(quick=True, scope_sizes=(50, 200))
+    small, big = results["sizes"]
+    assert (small["memories"], big["memories"]) == (50, 200)
+    assert big["recall_matches_baseline"] is True
+    assert big["recall"]["n"] == big["remember_text"]["n"] == 30
+    assert big["remember_text_one_claim"]["n"] == 30
+    assert big["writer_flush"]["writes"] == 30
+    ticks = results["tick_cost"]
+    assert ticks["in_apply_phase"]["tick_compute"]["n"] == 100
+    assert ticks["writer_between_ticks"]["flush_between_ticks"]["n"] == 100
+    [recall, remember] = long_term.targets(results)
+    assert "200 memories" in recall["target"] and isinstance(remember["met"], bool)
+    assert any("Long-term memory" in line for line in long_term.markdown(results))

@@ -24,7 +24,7 @@ from runtime.recording.format import DECISIONS
 from runtime.recording.reader import Recording
 from sim.cli import main
 from sim.run.campaign import RunRequest
-from sim.run.checkpoint import RunPlan, load, save
+from sim.run.checkpoint import Checkpointer, RunPlan, load, resume, save
 from sim.run.harness import Simulation, deterministic_fields
 
 pytestmark = pytest.mark.slow
@@ -96,6 +96,7 @@ class Run:
     events: Counter[str]
     replans: Counter[str]
     stored: int
+    written_at: list[float]  # when each memory_written event was logged
 
 
 def run(scenario: Path, memory: str | Path | LongTermMemory | None, *, seed: int = SEED) -> Run:
@@ -109,7 +110,8 @@ def run(scenario: Path, memory: str | Path | LongTermMemory | None, *, seed: int
         summary,
         Counter(e.kind for e in events),
         Counter(e.data["reason"] for e in events if e.kind == "replan"),
-        sum(1 for e in events if e.kind == "remembered" and e.data["stored"]),
+        sum(1 for e in events if e.kind == "memory_written" and e.data["stored"]),
+        [e.stamp for e in events if e.kind == "memory_written"],
     )
 
 
@@ -203,7 +205,10 @@ def test_near_duplicates_are_not_stored_twice(
     for sim in sims:
         sim.run()
         sim.close()
-        notes = [e.data for e in sim.log.query(0.0, kinds=["remembered"], limit=None)]
+        asked = sim.log.query(0.0, kinds=["remembered"], limit=None)
+        assert all(e.data["why"] == "queued" for e in asked)  # written between ticks
+        notes = [e.data for e in sim.log.query(0.0, kinds=["memory_written"], limit=None)]
+        assert len(notes) == len(asked)
         stored.append([n["stored"] for n in notes])
         assert all(n["stored"] or n["why"] == "duplicate" for n in notes)
     assert stored[0] and all(stored[0]) and not any(stored[1])
@@ -254,6 +259,43 @@ def test_a_checkpointed_run_with_memory_resumes_to_the_same_end(
     resumed = restored.run()
     restored.sim.close()
     assert deterministic_fields(resumed) == deterministic_fields(runs["first"].summary)
+
+
+def test_a_run_with_memory_that_dies_after_a_write_and_resumes_loses_and_repeats_no_fact(
+    place: Path, scenario: Path, runs: dict[str, Any]
+) -> None:
+    """Killed between a checkpoint and a fact it already wrote, the run resumes from the
+    checkpoint and asks for that fact again: refused as a duplicate (by subject), so the
+    file ends as the uninterrupted run's did, and the run itself goes the same way."""
+    first_write = round(runs["first"].written_at[0] * 20)
+    checkpoint_at = first_write - first_write % 100
+    memory = place / "crashed.sqlite"
+    plan = RunPlan(
+        ticks=Simulation(scenario).max_ticks, every=100, path=str(place / "crashed.ckpt")
+    )
+    dying = Simulation(scenario, seed=SEED, long_term=memory)
+    dying.run(first_write + 20, until_done=False, after_tick=Checkpointer(plan))  # no close
+    assert records(memory)  # the fact was written before the run died
+    again = resume(plan.path or "")
+    assert again.info.tick == checkpoint_at < first_write
+    summary = again.run()
+    again.sim.close()
+    assert records(memory) == runs["learned"]
+    for digest in ("board_digest", "world_digest", "memory_digest"):
+        assert summary[digest] == runs["first"].summary[digest]
+    written = again.sim.log.query(0.0, kinds=["memory_written"], limit=None)
+    assert [e.data["why"] for e in written][:1] == ["duplicate"]
+
+
+def test_closing_a_simulation_writes_what_is_still_queued(place: Path, scenario: Path) -> None:
+    memory = place / "closing.sqlite"
+    sim = Simulation(scenario, seed=SEED, long_term=memory)
+    sim.run(5, until_done=False)
+    assert sim.writer is not None
+    sim.writer.remember("asked on the last tick", scope=SCOPE, stamp=0.25)
+    assert sim.writer.pending == 1 and "asked on the last tick" not in records(memory)
+    sim.close()
+    assert "asked on the last tick" in records(memory)
 
 
 # -- the command line ---------------------------------------------------------------------

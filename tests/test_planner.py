@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.planner import REACTIONS, Planner
+from cabins.planner import REACTIONS, BlockedSpot, Planner
 from runtime.agent.memory import LongTermMemory
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
@@ -726,7 +726,7 @@ def test_a_remembered_spot_is_expensive_not_forbidden() -> None:
     assert here.route == straight
 
 
-def test_a_recalled_spot_is_never_written_again_and_the_filter_refuses_a_copy() -> None:
+def test_a_recalled_spot_blocked_again_supersedes_and_a_copy_is_refused() -> None:
     memory = LongTermMemory(":memory:")
     # two runs that start before either has learned anything (parallel runs of a campaign)
     first, second = remembering(memory), remembering(memory)
@@ -739,13 +739,45 @@ def test_a_recalled_spot_is_never_written_again_and_the_filter_refuses_a_copy() 
     assert stored["stored"] and (refused["stored"], refused["why"]) == (False, "duplicate")
     assert memory.count() == 1
 
-    # a planner that recalled the spot and meets the obstacle there again writes nothing
+    # a planner that recalled the spot and meets the obstacle there again remembers it
+    # once more, with the new time: the newer fact supersedes, the old one is history
     third = remembering(memory, memory_detour=1.0)
+    third.now = 60.0  # a later run
     third.step()
     third.features.append(person(9.0, 2.2))
     out = third.step()
-    assert events_of(out, "replan") and not out.memories
-    assert memory.count() == 1
+    assert events_of(out, "replan") and len(out.memories) == 1
+    [again] = third.remembered
+    assert (again["stored"], again["why"]) == (True, "superseded")
+    [current] = memory.records(scope={"scenario": "s1"})
+    history = memory.history(scope={"scenario": "s1"}, subject="blocked_spot:person@9,2")
+    assert [r.status for r in history] == ["superseded", "current"] and history[-1] == current
+    assert [r.id for r in memory.recall("person blocked", scope={"scenario": "s1"})] == [current.id]
+    # and only once per run
+    third.features[-1] = person(9.1, 2.3)
+    assert not third.step().memories
+
+
+def test_a_spot_the_robot_stands_in_with_nothing_near_is_clear_now_and_retired() -> None:
+    memory = LongTermMemory(":memory:")
+    spot = BlockedSpot(2.2, 2.0, 1.0, "person", 5.0)  # where the robot stands
+    content, metadata = spot.fact((2.0, 2.0))
+    memory.remember(content, scope={"scenario": "s1"}, metadata=metadata, stamp=5.0)
+    # a person near it: not clear yet
+    crowded = remembering(memory)
+    crowded.features.append(person(2.5, 2.4))
+    assert not crowded.step().memories and len(crowded.planner.blocked_spots) == 1
+    bench = remembering(memory)
+    out = bench.step()
+    [asked] = out.memories
+    assert asked.metadata["memory"] == {"subject": "blocked_spot:person@2,2", "holds": False}
+    assert asked.content == "the way near (2, 2) is clear of the person now"
+    [note] = bench.remembered
+    assert (note["stored"], note["why"]) == (True, "retired")
+    assert bench.planner.blocked_spots == () and memory.records(scope={"scenario": "s1"}) == ()
+    assert not bench.step().memories  # retired once
+    [old, clear] = memory.history(scope={"scenario": "s1"}, subject="blocked_spot:person@2,2")
+    assert (old.status, clear.status) == ("retired", "retraction")
 
 
 def test_other_records_of_the_scope_are_no_spots() -> None:

@@ -9,7 +9,10 @@ digest of every board write, so two runs can be compared tick for tick; its
 summary also carries digests of the final world, working memory and event log.
 
 With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
-its way was blocked, scoped to the scenario's name, and recalls it in later runs.
+its way was blocked, scoped to the scenario's name, and recalls it in later runs. The
+loop writes what it asks to keep through a ``MemoryWriter``: queued in the tick's apply
+phase, applied between ticks (after the world moved), each outcome a ``memory_written``
+event, and the last of them applied when the simulation closes.
 
 A simulation runs on a ``SimClock`` by default, as fast as it can, exactly. With
 ``realtime=True`` it runs on a ``WallClock``, paced to its rate (overruns counted and
@@ -58,8 +61,10 @@ from runtime import (
     WorkingMemory,
     load_specs,
 )
-from runtime.agent.memory import LongTermMemory
+from runtime.agent.memory import LongTermMemory, Remembered
+from runtime.agent.writer import MemoryWriter
 from runtime.asynchronous import timing_of
+from runtime.cabin import MemoryWrite
 from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json
@@ -380,6 +385,9 @@ class Simulation:
         self.injector = FaultInjector(
             self.faults, board=self.board, cabin_map=self.cabin_map, log=self.log
         )
+        self.writer = (
+            None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
+        )
         used = [specs[c.name] for c in cabins]
         # every cabin a user brings gets a scratchpad of its own (an LLM cabin keeps notes)
         pads = {c.spec.name: Scratchpad(lock=lock) for c in extra}
@@ -393,7 +401,7 @@ class Simulation:
             self.clock,
             hooks=(self,),
             suppress=self.injector.suppress if self.faults else None,
-            long_term=memory,
+            long_term=self.writer,
             overrun=overrun,
             rng=self.decision_rng,
         )
@@ -421,7 +429,32 @@ class Simulation:
         self.log.add_listener(self.tally)
         # the loop writes what the planner asks to remember to the file the planner reopened
         planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
-        self.loop.long_term = getattr(planners[0], "long_term", None) if planners else None
+        memory = getattr(planners[0], "long_term", None) if planners else None
+        if "writer" not in state:  # a checkpoint from before the writer
+            self.writer = (
+                None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
+            )
+        if self.writer is not None:
+            self.writer.attach(memory)
+        self.loop.long_term = self.writer if memory is not None else None
+
+    def memory_written(self, write: MemoryWrite, outcome: Remembered) -> None:
+        """Log a long-term write's outcome (the writer's ``on_written``; public, so that a
+        checkpoint's restricted unpickler may rebuild it as a bound method)."""
+        data: dict[str, Any] = {
+            "content": write.content,
+            "stored": outcome.stored,
+            "why": outcome.reason,
+            "evicted": len(outcome.evicted),
+        }
+        subject = (write.metadata.get("memory") or {}).get("subject")
+        if subject is not None:
+            data["subject"] = subject
+        if outcome.similar_to is not None:
+            data["similar_to"] = outcome.similar_to
+        if outcome.replaced is not None:
+            data["replaced"] = outcome.replaced
+        self.log.append("memory_written", data, tags=("memory",))
 
     def attach_recorder(self, recorder: Recorder) -> None:
         """Record the run from now on (a simulation unpickled from a checkpoint has none)."""
@@ -462,6 +495,8 @@ class Simulation:
         """Finish the recording, if there is one, and close a long-term memory opened from
         a path, and stop the threads of asynchronous decisions. Safe to call twice."""
         self.loop.close()
+        if self.writer is not None and self.writer.memory is not None:
+            self.writer.flush()  # nothing asked for is lost at shutdown
         if self.recorder is not None:
             if not self.recorder.closed:  # the last tick's outcome is only in the summary
                 self.recorder.add_metadata("summary", {"json": json.dumps(self.summary())})
@@ -488,6 +523,8 @@ class Simulation:
         stats = self.world.state.stats
         before = (stats.collisions, stats.safety_violations)
         self.world.apply(result.commands, result.time, self.dt)
+        if self.writer is not None and self.writer.memory is not None:
+            self.writer.flush()  # between ticks: the writes the apply phase queued
         if stats.collisions > before[0]:
             for contact in self.world.collisions[before[0] :]:
                 detail = self.collision_detail(contact, result.tick)

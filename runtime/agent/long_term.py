@@ -1,0 +1,1149 @@
+"""Long-term memory: facts kept across sessions, recalled by similarity within a scope.
+
+A scope is a mapping of string labels (``{"robot": "r1", "session": "s7"}``); a recall
+returns only memories of exactly that scope. What is kept:
+
+- **Structured facts** carry a subject (``runtime.longterm.MemoryTerms``) and are
+  compared by it, never by their text: a newer fact about a subject supersedes the
+  current one (kept as history, never recalled), an older one is refused, the same one
+  again is a duplicate, and one that says the subject no longer holds retires it.
+  One current fact per subject and scope is enforced by the database itself.
+- **Text memories** pass the ``NearDuplicate`` write filter.
+- **Forgetting** follows the ``Retention`` policy: per-scope capacity by importance,
+  recency and id, never a pinned memory; time-to-live; an eviction record each.
+
+Storage is SQLite (a file or ``":memory:"``; write-ahead logging for files). Each
+write is one ``BEGIN IMMEDIATE`` transaction that checks and inserts, so two processes
+writing one file never both store a fact: each sees the other's committed facts
+first. Vectors are searched in a ``ScopeIndex`` per scope, loaded once and kept in step
+with every write: this process's directly, other processes' through the ``changes``
+table (each add and drop, in order), read at the start of every transaction.
+
+Writes can be queued (``enqueue``) in the ``pending`` table, a journal in the same
+file: cheap and constant-time, durable at once, applied by ``flush`` (in batches, with
+batched embedding). Opening the file applies what a crashed writer left queued.
+
+The embedder's identity (name, dimension, fingerprint on probe texts) is stored with
+the memories; another embedder is refused with an ``EmbedderMismatch``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import structlog
+
+from runtime.agent.duplicates import NearDuplicate
+from runtime.agent.embedding import (
+    Embedder,
+    EmbedderIdentity,
+    EmbedderMismatch,
+    HashingEmbedder,
+    embed_many,
+)
+from runtime.agent.forgetting import EvictionReason, MemoryEviction, Retention
+from runtime.agent.vectors import ScopeIndex
+from runtime.cabin import MemoryWrite
+from runtime.clock import Clock
+from runtime.errors import SettingError, TickworkError
+from runtime.freeze import FrozenDict, freeze
+from runtime.logs import debug_enabled
+from runtime.longterm import MemoryTerms
+
+__all__ = [
+    "LongTermMemory",
+    "MemoryFileError",
+    "MemoryRecord",
+    "Queued",
+    "Remembered",
+]
+
+_log = structlog.get_logger("tickwork.long_term")
+
+SCHEMA = 2
+_CHANGES_KEPT = 200_000  # changes other processes can still catch up from
+_PRUNE_EVERY = 1000
+
+Status = Literal["current", "superseded", "retired", "retraction"]
+Reason = Literal[
+    "stored",
+    "superseded",
+    "retired",
+    "duplicate",
+    "recalled",
+    "older",
+    "nothing_to_retire",
+    "empty",
+]
+
+
+class MemoryFileError(TickworkError, sqlite3.DatabaseError):
+    """A long-term memory file that cannot be used as one (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One long-term memory; ``score`` is its similarity to the query that recalled it."""
+
+    id: int
+    content: str
+    scope: FrozenDict[str, str]
+    metadata: FrozenDict[str, Any]
+    stamp: float
+    score: float = 0.0
+    subject: str | None = None
+    importance: float = 0.5
+    pinned: bool = False
+    last_used: float = 0.0
+    expires: float | None = None
+    status: Status = "current"
+    replaced_by: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """What ``remember`` did: stored (with the record) or refused, and why.
+
+    ``replaced`` is the id of the fact a stored one superseded or retired;
+    ``evicted`` what the write made the scope forget; ``capacity_alarm`` that pinned
+    memories alone fill the scope's capacity.
+    """
+
+    stored: bool
+    reason: Reason
+    record: MemoryRecord | None = None
+    similar_to: int | None = None
+    similarity: float = 0.0
+    replaced: int | None = None
+    evicted: tuple[MemoryEviction, ...] = ()
+    capacity_alarm: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A write put in the journal (``enqueue``); ``flush`` applies it. ``ticket`` names it."""
+
+    ticket: int
+    stored: bool = False
+    reason: Literal["queued"] = "queued"
+
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope TEXT NOT NULL,
+    content TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    stamp REAL NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    op TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS evictions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id INTEGER NOT NULL,
+    scope TEXT NOT NULL,
+    content TEXT NOT NULL,
+    subject TEXT,
+    importance REAL NOT NULL,
+    last_used REAL NOT NULL,
+    pinned INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    stamp REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pending (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    content TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    stamp REAL
+);
+"""
+# Columns added by schema 2; a schema-1 file gets them with these defaults.
+_COLUMNS = (
+    ("last_used", "REAL NOT NULL DEFAULT 0"),
+    ("importance", "REAL NOT NULL DEFAULT 0.5"),
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("expires", "REAL"),
+    ("subject", "TEXT"),
+    ("holds", "INTEGER NOT NULL DEFAULT 1"),
+    ("status", "TEXT NOT NULL DEFAULT 'current'"),
+    ("replaced_by", "INTEGER"),
+)
+_INDEXES = """
+DROP INDEX IF EXISTS memories_scope;
+CREATE INDEX IF NOT EXISTS memories_current ON memories (scope, status, id);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_one_current_subject
+    ON memories (scope, subject) WHERE status = 'current' AND subject IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_subject
+    ON memories (scope, subject, id) WHERE subject IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_forget
+    ON memories (scope, importance, last_used, id) WHERE status = 'current' AND pinned = 0;
+CREATE INDEX IF NOT EXISTS memories_expiry
+    ON memories (scope, expires) WHERE status = 'current' AND expires IS NOT NULL;
+"""
+_RECORD_COLUMNS = (
+    "id, content, scope, metadata, stamp, subject, importance, pinned, last_used, "
+    "expires, status, replaced_by"
+)
+
+
+@dataclass(slots=True)
+class _Write:
+    """One fact being written: checked, embedded, with its terms."""
+
+    content: str
+    scope_key: str
+    scope: FrozenDict[str, str]
+    metadata: FrozenDict[str, Any]
+    metadata_json: str
+    stamp: float | None
+    terms: MemoryTerms
+    vector: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+class LongTermMemory:
+    """Facts remembered across sessions, recalled by similarity within a scope (module doc)."""
+
+    def __init__(
+        self,
+        path: str = ":memory:",
+        *,
+        embed: Embedder | None = None,
+        duplicates: NearDuplicate | None = None,
+        retention: Retention | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(path, str):
+            raise TypeError(f"path must be a string (a file or ':memory:'), got {path!r}")
+        self.path = path
+        self.embed: Embedder = embed if embed is not None else HashingEmbedder()
+        self.duplicates = duplicates if duplicates is not None else NearDuplicate()
+        self.retention = retention if retention is not None else Retention()
+        self.clock = clock
+        self.identity = EmbedderIdentity.of(self.embed)
+        self.embedder_name = self.identity.name
+        self._lock = threading.RLock()
+        self._indexes: dict[str, ScopeIndex] = {}
+        self._synced = 0
+        self._writes = 0
+        self._recalled: dict[str, deque[tuple[tuple[int, ...], np.ndarray, tuple[str, ...]]]] = {}
+        self._db = sqlite3.connect(
+            path, check_same_thread=False, timeout=60.0, isolation_level=None
+        )
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise MemoryFileError(f"{path}: not a usable long-term memory file ({exc})") from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def _open(self) -> None:
+        db = self._db
+        db.execute("PRAGMA busy_timeout = 60000")
+        if self.path != ":memory:":
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+        with self._transaction():
+            _script(db, _TABLES)
+            have = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
+            migrating = "status" not in have
+            for name, kind in _COLUMNS:
+                if name not in have:
+                    db.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
+            if migrating:  # a schema-1 file: recency is the stamp, every memory current
+                db.execute("UPDATE memories SET last_used = stamp")
+                db.execute(
+                    "INSERT INTO changes (scope, memory_id, op) "
+                    "SELECT scope, id, 'add' FROM memories ORDER BY id"
+                )
+            _script(db, _INDEXES)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+            self._check_embedder()
+            row = db.execute("SELECT MAX(seq) FROM changes").fetchone()
+            self._synced = int(row[0] or 0)
+        recovered = self.flush()
+        if recovered:
+            _log.info("ltm_recovered", path=self.path, writes=len(recovered))
+
+    def close(self) -> None:
+        """Close the file (writes still queued stay in its journal for the next open)."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> LongTermMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def reopened(self) -> LongTermMemory:
+        """A new connection to the same file with the same settings."""
+        return LongTermMemory(
+            self.path,
+            embed=self.embed,
+            duplicates=self.duplicates,
+            retention=self.retention,
+            clock=self.clock,
+        )
+
+    @contextmanager
+    def _transaction(self, *, write: bool = True) -> Iterator[None]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                if write:  # the indexes may hold what was rolled back: load them afresh
+                    self._indexes.clear()
+                    self._synced = self._last_seq()
+                raise
+            self._db.execute("COMMIT")
+
+    def _check_embedder(self) -> None:
+        rows = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        mine = self.identity
+        where = self.path
+        name = rows.get("embedder")
+        if name is None:  # a new file: this embedder's identity is its identity
+            self._db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [
+                    ("embedder", mine.name),
+                    ("dim", str(mine.dim)),
+                    ("fingerprint", mine.fingerprint),
+                    ("probes", mine.encoded_probes()),
+                ],
+            )
+            return
+        dim = int(rows.get("dim", mine.dim))
+        probes = rows.get("probes")
+        if probes is None:  # a schema-1 file knew only the name (and the dimension)
+            EmbedderIdentity(name, dim, mine.probes).check(mine, where=where)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [
+                    ("dim", str(mine.dim)),
+                    ("fingerprint", mine.fingerprint),
+                    ("probes", mine.encoded_probes()),
+                ],
+            )
+            return
+        try:
+            stored = EmbedderIdentity(name, dim, EmbedderIdentity.decode_probes(probes, dim))
+        except ValueError:
+            raise EmbedderMismatch(f"{where}: the stored embedder fingerprint is damaged") from None
+        mine.check(stored, where=where)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Mapping[str, str],
+        metadata: Mapping[str, Any] | None = None,
+        stamp: float | None = None,
+    ) -> Remembered:
+        """Keep ``content`` in ``scope``, as its terms (``metadata["memory"]``) say, unless
+        the write filter refuses it; one transaction checks and inserts."""
+        (outcome,) = self.remember_many([MemoryWrite(content, scope, metadata or {}, stamp)])  # type: ignore[arg-type]
+        return outcome
+
+    def remember_many(self, writes: Sequence[MemoryWrite]) -> tuple[Remembered, ...]:
+        """``remember`` each write, in order, embedding them in one batch and writing them
+        in one transaction (a later write sees the earlier ones)."""
+        prepared = [self._prepare(w.content, w.scope, w.metadata, w.stamp) for w in writes]
+        return self._apply(prepared)
+
+    def import_many(self, writes: Sequence[MemoryWrite]) -> tuple[int, ...]:
+        """Store text memories as they are, without the write filter (memories known to be
+        distinct, e.g. restored from a backup or made for a benchmark): their ids. The
+        scope's capacity still holds; facts with a subject go through ``remember_many``."""
+        prepared = [self._prepare(w.content, w.scope, w.metadata, w.stamp) for w in writes]
+        if any(w.terms.subject is not None for w in prepared):
+            raise SettingError(
+                "import_many takes text memories; give facts with a subject to remember_many"
+            )
+        if any(not w.content for w in prepared):
+            raise SettingError("import_many takes memories with content")
+        vectors = embed_many(self.embed, [w.content for w in prepared]) if prepared else None
+        if vectors is None:
+            return ()
+        self._check_dim(vectors[0])
+        ids: list[int] = []
+        with self._transaction():
+            self._sync()
+            by_scope: dict[str, list[tuple[int, np.ndarray, str]]] = {}
+            for w, vector in zip(prepared, vectors, strict=True):
+                when = self._now(w.stamp)
+                ttl = w.terms.ttl if w.terms.ttl is not None else self.retention.ttl
+                cursor = self._db.execute(
+                    "INSERT INTO memories (scope, content, metadata, stamp, embedding, last_used, "
+                    "importance, pinned, expires, subject, holds, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 1, 'current')",
+                    (
+                        w.scope_key,
+                        w.content,
+                        w.metadata_json,
+                        when,
+                        vector.astype("<f4").tobytes(),
+                        when,
+                        w.terms.importance,
+                        int(w.terms.pinned),
+                        None if ttl is None else when + ttl,
+                    ),
+                )
+                record_id = int(cursor.lastrowid or 0)
+                ids.append(record_id)
+                by_scope.setdefault(w.scope_key, []).append((record_id, vector, w.content))
+            for key, rows in by_scope.items():
+                self._db.executemany(
+                    "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'add')",
+                    [(key, i) for i, _, _ in rows],
+                )
+                index = self._index(key)  # loads what was there, and what was just inserted
+                missing = [(i, v, c) for i, v, c in rows if i not in index]
+                if missing:
+                    index.add(
+                        [i for i, _, _ in missing],
+                        np.vstack([v for _, v, _ in missing]),
+                        [self.duplicates.claim(c) for _, _, c in missing],
+                    )
+                self._synced = self._last_seq()
+                self._fit(key, max(self._now(w.stamp) for w in prepared))
+        return tuple(ids)
+
+    def enqueue(
+        self,
+        content: str,
+        *,
+        scope: Mapping[str, str],
+        metadata: Mapping[str, Any] | None = None,
+        stamp: float | None = None,
+    ) -> Queued:
+        """Put a write in the journal, checked but not yet applied: constant time, durable
+        at once; ``flush`` applies it (and so does the next open, after a crash)."""
+        write = self._prepare(content, scope, metadata, stamp)
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO pending (content, scope, metadata, stamp) VALUES (?, ?, ?, ?)",
+                (content, write.scope_key, write.metadata_json, stamp),
+            )
+        return Queued(int(cursor.lastrowid or 0))
+
+    def pending(self) -> int:
+        """How many queued writes wait in the journal (of every process)."""
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
+
+    def flush(self, *, limit: int | None = None) -> tuple[tuple[int, Remembered], ...]:
+        """Apply queued writes in the order they were queued (at most ``limit``): each
+        ticket with its outcome. A write another process applied first is not repeated."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, content, scope, metadata, stamp FROM pending ORDER BY id"
+                + ("" if limit is None else f" LIMIT {int(limit)}")
+            ).fetchall()
+            if not rows:
+                return ()
+            tickets, prepared = [], []
+            for ticket, content, scope_key, metadata, stamp in rows:
+                tickets.append(int(ticket))
+                prepared.append(
+                    self._prepare(content, json.loads(scope_key), json.loads(metadata), stamp)
+                )
+            return tuple(zip(tickets, self._apply(prepared, claim=tickets), strict=True))
+
+    def forget(self, record_id: int, *, stamp: float | None = None) -> bool:
+        """Forget one memory (and its subject's history); True if it was current."""
+        with self._transaction():
+            self._sync()
+            row = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memories WHERE id = ? AND status = 'current'",
+                (record_id,),
+            ).fetchone()
+            if row is None:
+                return False
+            self._evict([row], "forgotten", self._now(stamp))
+        return True
+
+    def expire(self, now: float | None = None) -> tuple[MemoryEviction, ...]:
+        """Forget every memory whose time-to-live has run out by ``now`` (default: the
+        memory's clock), in every scope."""
+        when = self._now(now)
+        with self._transaction():
+            self._sync()
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memories WHERE status = 'current' "
+                "AND expires IS NOT NULL AND expires <= ? ORDER BY id",
+                (when,),
+            ).fetchall()
+            return self._evict(rows, "expired", when)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: Mapping[str, str],
+        k: int = 5,
+        min_score: float = 0.0,
+        now: float | None = None,
+        touch: bool = False,
+    ) -> tuple[MemoryRecord, ...]:
+        """The ``k`` current memories of ``scope`` most similar to ``query`` (score >=
+        ``min_score``), best first (ties: oldest first); exact, not approximate. With a
+        time (``now``, or the memory's clock) expired memories are forgotten first, and
+        ``touch`` makes the recalled ones recently used."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise SettingError(f"k must be an int >= 1, got {k!r}")
+        if not isinstance(query, str):
+            raise TypeError(f"a query must be a string, got {type(query).__name__}")
+        scope_key, _ = _scope(scope)
+        vector = embed_many(self.embed, [query])[0]
+        self._check_dim(vector)
+        when = now if now is not None else (self.clock.now() if self.clock is not None else None)
+        with self._lock:
+            if when is not None and self._has_expired(scope_key, float(when)):
+                with self._transaction():
+                    self._sync()
+                    self._expire_scope(scope_key, float(when))
+            with self._transaction(write=False):
+                self._sync()
+                index = self._index(scope_key)
+                candidates = index.top_candidates(vector, k)
+                scored = self._exact_scores(candidates, vector)
+            order = sorted(scored, key=lambda pair: (-pair[1], pair[0]))
+            chosen = [(i, s) for i, s in order if s >= min_score][:k]
+            records = self._records([i for i, _ in chosen], dict(chosen))
+            if self.duplicates.recall_window:
+                window = self._recalled.setdefault(
+                    scope_key, deque(maxlen=self.duplicates.recall_window)
+                )
+                stored = self._vectors([r.id for r in records])
+                window.append(
+                    (
+                        tuple(r.id for r in records),
+                        np.vstack([stored[r.id] for r in records]).astype(np.float64)
+                        if records
+                        else np.zeros((0, vector.size)),
+                        tuple(r.content for r in records),
+                    )
+                )
+            if touch and records and when is not None:
+                with self._transaction():
+                    self._db.executemany(
+                        "UPDATE memories SET last_used = MAX(last_used, ?) WHERE id = ?",
+                        [(float(when), r.id) for r in records],
+                    )
+        return records
+
+    def records(self, *, scope: Mapping[str, str]) -> tuple[MemoryRecord, ...]:
+        """Every current memory of ``scope``, oldest first."""
+        scope_key, _ = _scope(scope)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memories WHERE scope = ? AND status = 'current' "
+                "ORDER BY id",
+                (scope_key,),
+            ).fetchall()
+        return tuple(_record(r) for r in rows)
+
+    def history(self, *, scope: Mapping[str, str], subject: str) -> tuple[MemoryRecord, ...]:
+        """Every kept version of ``subject`` in ``scope`` (superseded, retired, the
+        retractions and the current one), oldest first."""
+        scope_key, _ = _scope(scope)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memories WHERE scope = ? AND subject = ? "
+                "ORDER BY id",
+                (scope_key, subject),
+            ).fetchall()
+        return tuple(_record(r) for r in rows)
+
+    def current(self, *, scope: Mapping[str, str], subject: str) -> MemoryRecord | None:
+        """The current fact about ``subject`` in ``scope``, if there is one."""
+        scope_key, _ = _scope(scope)
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memories WHERE scope = ? AND subject = ? "
+                "AND status = 'current'",
+                (scope_key, subject),
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def count(self, *, scope: Mapping[str, str] | None = None) -> int:
+        """How many current memories ``scope`` holds (every scope's when None)."""
+        with self._lock:
+            if scope is None:
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM memories WHERE status = 'current'"
+                ).fetchone()
+            else:
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM memories WHERE scope = ? AND status = 'current'",
+                    (_scope(scope)[0],),
+                ).fetchone()
+        return int(row[0])
+
+    def evictions(
+        self, *, scope: Mapping[str, str] | None = None, limit: int | None = None
+    ) -> tuple[MemoryEviction, ...]:
+        """The eviction records (of ``scope``, or all), oldest first; the latest ``limit``."""
+        sql = (
+            "SELECT memory_id, scope, content, subject, importance, last_used, pinned, reason, "
+            "stamp FROM evictions"
+        )
+        args: list[Any] = []
+        if scope is not None:
+            sql += " WHERE scope = ?"
+            args.append(_scope(scope)[0])
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        return tuple(
+            MemoryEviction(
+                int(r[0]),
+                FrozenDict(json.loads(r[1])),
+                r[2],
+                r[3],
+                float(r[4]),
+                float(r[5]),
+                bool(r[6]),
+                r[7],
+                float(r[8]),
+            )
+            for r in reversed(rows)
+        )
+
+    def index_bytes(self) -> int:
+        """Bytes held by the loaded vector indexes."""
+        return sum(index.nbytes for index in self._indexes.values())
+
+    # -- internals: writing -------------------------------------------------------------
+
+    def _prepare(
+        self,
+        content: str,
+        scope: Mapping[str, str],
+        metadata: Mapping[str, Any] | None,
+        stamp: float | None,
+    ) -> _Write:
+        if not isinstance(content, str):
+            raise TypeError(f"content must be a string, got {type(content).__name__}")
+        scope_key, scope_map = _scope(scope)
+        meta = _metadata(metadata)
+        if stamp is not None and (
+            isinstance(stamp, bool)
+            or not isinstance(stamp, int | float)
+            or not math.isfinite(stamp)
+        ):
+            raise SettingError(f"a stamp must be a finite number or None, got {stamp!r}")
+        return _Write(
+            content.strip(),
+            scope_key,
+            scope_map,
+            meta,
+            json.dumps(_thaw(meta), sort_keys=True),
+            None if stamp is None else float(stamp),
+            MemoryTerms.of(meta),
+        )
+
+    def _apply(
+        self, writes: list[_Write], *, claim: Sequence[int] | None = None
+    ) -> tuple[Remembered, ...]:
+        texts = [w.content for w in writes if w.content]
+        vectors = embed_many(self.embed, texts) if texts else np.zeros((0, self.identity.dim))
+        if texts:
+            self._check_dim(vectors[0])
+        rows = iter(vectors)
+        for w in writes:
+            if w.content:
+                w.vector = next(rows)
+        outcomes: list[Remembered] = []
+        with self._transaction():
+            if claim is not None:  # only the journal rows no other process applied first
+                marks = ",".join("?" * len(claim))
+                taken = {
+                    int(r[0])
+                    for r in self._db.execute(
+                        f"DELETE FROM pending WHERE id IN ({marks}) RETURNING id", list(claim)
+                    ).fetchall()
+                }
+                writes = [w for w, t in zip(writes, claim, strict=True) if t in taken]
+            self._sync()
+            for w in writes:
+                outcomes.append(self._write_one(w))
+            self._writes += len(writes)
+            if self._writes >= _PRUNE_EVERY:
+                self._writes = 0
+                self._db.execute(
+                    "DELETE FROM changes WHERE seq <= (SELECT MAX(seq) FROM changes) - ?",
+                    (_CHANGES_KEPT,),
+                )
+        if debug_enabled(_log):
+            for o in outcomes:
+                if o.stored:
+                    _log.debug("ltm_stored", reason=o.reason, id=o.record.id if o.record else None)
+                else:
+                    _log.debug("ltm_refused", reason=o.reason, similar_to=o.similar_to)
+        return tuple(outcomes)
+
+    def _write_one(self, w: _Write) -> Remembered:
+        if not w.content:
+            return Remembered(False, "empty")
+        when = self._now(w.stamp)
+        expired = self._expire_scope(w.scope_key, when)
+        terms = w.terms
+        replaced: int | None = None
+        status: Status = "current"
+        if terms.subject is not None:
+            current = self._db.execute(
+                "SELECT id, content, metadata, stamp FROM memories "
+                "WHERE scope = ? AND subject = ? AND status = 'current'",
+                (w.scope_key, terms.subject),
+            ).fetchone()
+            if not terms.holds:
+                if current is None:
+                    return Remembered(False, "nothing_to_retire", evicted=expired)
+                if when < float(current[3]):
+                    return Remembered(False, "older", similar_to=int(current[0]), evicted=expired)
+                replaced, status = int(current[0]), "retraction"
+            elif current is not None:
+                if when < float(current[3]):
+                    return Remembered(False, "older", similar_to=int(current[0]), evicted=expired)
+                if (
+                    when == float(current[3])
+                    and current[1] == w.content
+                    and current[2] == w.metadata_json
+                ):
+                    return Remembered(
+                        False,
+                        "duplicate",
+                        similar_to=int(current[0]),
+                        similarity=1.0,
+                        evicted=expired,
+                    )
+                replaced = int(current[0])
+        else:
+            refused = self._refusal(w)
+            if refused is not None:
+                return refused
+        if replaced is not None:  # superseded or retired before the new row takes its place
+            self._db.execute(
+                "UPDATE memories SET status = ? WHERE id = ?",
+                ("retired" if status == "retraction" else "superseded", replaced),
+            )
+            self._drop_from_index(w.scope_key, [replaced])
+        ttl = terms.ttl if terms.ttl is not None else self.retention.ttl
+        expires = None if ttl is None else when + ttl
+        cursor = self._db.execute(
+            "INSERT INTO memories (scope, content, metadata, stamp, embedding, last_used, "
+            "importance, pinned, expires, subject, holds, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                w.scope_key,
+                w.content,
+                w.metadata_json,
+                when,
+                w.vector.astype("<f4").tobytes(),
+                when,
+                terms.importance,
+                int(terms.pinned),
+                expires,
+                terms.subject,
+                int(terms.holds),
+                status,
+            ),
+        )
+        record_id = int(cursor.lastrowid or 0)
+        if replaced is not None:
+            self._db.execute(
+                "UPDATE memories SET replaced_by = ? WHERE id = ?", (record_id, replaced)
+            )
+        if status == "current":
+            self._db.execute(
+                "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'add')",
+                (w.scope_key, record_id),
+            )
+            self._index(w.scope_key).add(
+                [record_id], w.vector[None, :], [self.duplicates.claim(w.content)]
+            )
+            self._synced = self._last_seq()
+        if terms.subject is not None:
+            self._prune_history(w.scope_key, terms.subject)
+        evicted, alarm = self._fit(w.scope_key, when)
+        record = MemoryRecord(
+            record_id,
+            w.content,
+            w.scope,
+            w.metadata,
+            when,
+            subject=terms.subject,
+            importance=terms.importance,
+            pinned=terms.pinned,
+            last_used=when,
+            expires=expires,
+            status=status,
+        )
+        reason: Reason = (
+            "stored"
+            if replaced is None
+            else ("retired" if status == "retraction" else "superseded")
+        )
+        return Remembered(
+            True, reason, record, replaced=replaced, evicted=expired + evicted, capacity_alarm=alarm
+        )
+
+    def _refusal(self, w: _Write) -> Remembered | None:
+        """Why the write filter refuses a text memory, or None."""
+        policy = self.duplicates
+        vector = w.vector
+        for ids, vectors, contents in self._recalled.get(w.scope_key, ()):
+            if not ids:
+                continue
+            sims = vectors @ vector
+            for i in np.argsort(-sims, kind="stable"):
+                if sims[i] < policy.echo_threshold:
+                    break
+                if policy.same_claim(w.content, contents[i]):
+                    return Remembered(False, "recalled", None, ids[i], float(sims[i]))
+        index = self._index(w.scope_key)
+        candidates = index.reaching(vector, policy.threshold, policy.claim(w.content))
+        if not len(candidates):
+            return None
+        scored = [
+            (i, s) for i, s in self._exact_scores(candidates, vector) if s >= policy.threshold
+        ]
+        if not scored:
+            return None
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        texts: dict[int, str] = dict(
+            self._db.execute(
+                f"SELECT id, content FROM memories WHERE id IN ({','.join('?' * len(scored))})",
+                [i for i, _ in scored],
+            ).fetchall()
+        )
+        for memory_id, similarity in scored:
+            if policy.same_claim(w.content, texts[memory_id]):
+                return Remembered(False, "duplicate", None, memory_id, similarity)
+        return None
+
+    def _fit(self, scope_key: str, when: float) -> tuple[tuple[MemoryEviction, ...], bool]:
+        capacity = self.retention.capacity
+        if capacity is None:
+            return (), False
+        excess = len(self._index(scope_key)) - capacity
+        if excess <= 0:
+            return (), False
+        rows = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM memories WHERE scope = ? AND status = 'current' "
+            "AND pinned = 0 ORDER BY importance, last_used, id LIMIT ?",
+            (scope_key, excess),
+        ).fetchall()
+        evicted = self._evict(rows, "capacity", when)
+        alarm = len(rows) < excess
+        if alarm:
+            _log.warning(
+                "ltm_capacity_alarm",
+                scope=scope_key,
+                capacity=capacity,
+                held=len(self._index(scope_key)),
+            )
+        return evicted, alarm
+
+    def _has_expired(self, scope_key: str, when: float) -> bool:
+        return (
+            self._db.execute(
+                "SELECT 1 FROM memories WHERE scope = ? AND status = 'current' "
+                "AND expires IS NOT NULL AND expires <= ? LIMIT 1",
+                (scope_key, when),
+            ).fetchone()
+            is not None
+        )
+
+    def _expire_scope(self, scope_key: str, when: float) -> tuple[MemoryEviction, ...]:
+        rows = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM memories WHERE scope = ? AND status = 'current' "
+            "AND expires IS NOT NULL AND expires <= ? ORDER BY id",
+            (scope_key, when),
+        ).fetchall()
+        return self._evict(rows, "expired", when) if rows else ()
+
+    def _evict(
+        self, rows: Sequence[Sequence[Any]], reason: EvictionReason, when: float
+    ) -> tuple[MemoryEviction, ...]:
+        out = []
+        for row in rows:
+            record = _record(row)
+            scope_key = row[2]
+            self._db.execute(
+                "INSERT INTO evictions (memory_id, scope, content, subject, importance, "
+                "last_used, pinned, reason, stamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    scope_key,
+                    record.content,
+                    record.subject,
+                    record.importance,
+                    record.last_used,
+                    int(record.pinned),
+                    reason,
+                    when,
+                ),
+            )
+            if record.subject is not None:  # the subject goes, with its history
+                self._db.execute(
+                    "DELETE FROM memories WHERE scope = ? AND subject = ?",
+                    (scope_key, record.subject),
+                )
+            else:
+                self._db.execute("DELETE FROM memories WHERE id = ?", (record.id,))
+            self._drop_from_index(scope_key, [record.id])
+            out.append(
+                MemoryEviction(
+                    record.id,
+                    record.scope,
+                    record.content,
+                    record.subject,
+                    record.importance,
+                    record.last_used,
+                    record.pinned,
+                    reason,
+                    when,
+                )
+            )
+            if debug_enabled(_log):
+                _log.debug("ltm_evicted", id=record.id, reason=reason, scope=scope_key)
+        return tuple(out)
+
+    def _drop_from_index(self, scope_key: str, ids: Sequence[int]) -> None:
+        self._db.executemany(
+            "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'drop')",
+            [(scope_key, i) for i in ids],
+        )
+        index = self._indexes.get(scope_key)
+        if index is not None:
+            index.remove(ids)
+        self._synced = self._last_seq()
+
+    def _prune_history(self, scope_key: str, subject: str) -> None:
+        self._db.execute(
+            "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE scope = ? "
+            "AND subject = ? AND status != 'current' ORDER BY id DESC LIMIT -1 OFFSET ?)",
+            (scope_key, subject, self.retention.history),
+        )
+
+    # -- internals: the index -----------------------------------------------------------
+
+    def _last_seq(self) -> int:
+        return int(self._db.execute("SELECT MAX(seq) FROM changes").fetchone()[0] or 0)
+
+    def _sync(self) -> None:
+        """Catch the loaded indexes up with changes other connections committed (called
+        inside a transaction, so what it reads is what the transaction sees)."""
+        rows = self._db.execute(
+            "SELECT seq, scope, memory_id, op FROM changes WHERE seq > ? ORDER BY seq",
+            (self._synced,),
+        ).fetchall()
+        if not rows:
+            return
+        if int(rows[0][0]) != self._synced + 1 and self._indexes:  # pruned past us: reload
+            _log.info("ltm_index_reloaded", scopes=len(self._indexes))
+            self._indexes.clear()
+            self._synced = int(rows[-1][0])
+            return
+        added: dict[int, str] = {}
+        for _, scope_key, memory_id, op in rows:
+            index = self._indexes.get(scope_key)
+            if index is None:
+                continue
+            if op == "add":
+                added[int(memory_id)] = scope_key
+            elif added.pop(int(memory_id), None) is None:
+                index.remove([int(memory_id)])
+        if added:
+            vectors = self._vectors(list(added))
+            contents = self._contents(list(vectors))
+            for memory_id, scope_key in added.items():
+                if memory_id in vectors:
+                    self._indexes[scope_key].add(
+                        [memory_id],
+                        vectors[memory_id][None, :],
+                        [self.duplicates.claim(contents[memory_id])],
+                    )
+        self._synced = int(rows[-1][0])
+
+    def _index(self, scope_key: str) -> ScopeIndex:
+        """The scope's index, loaded on first use (inside a transaction, after ``_sync``)."""
+        index = self._indexes.get(scope_key)
+        if index is not None:
+            return index
+        dim = self.identity.dim
+        (held,) = self._db.execute(
+            "SELECT COUNT(*) FROM memories WHERE scope = ? AND status = 'current'", (scope_key,)
+        ).fetchone()
+        index = ScopeIndex(dim, capacity=max(64, int(held) + int(held) // 8))
+        cursor = self._db.execute(
+            "SELECT id, embedding, content FROM memories WHERE scope = ? AND status = 'current' "
+            "ORDER BY id",
+            (scope_key,),
+        )
+        claim = self.duplicates.claim
+        while rows := cursor.fetchmany(8192):  # in slices: bounded temporaries
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
+            index.add([int(r[0]) for r in rows], matrix, [claim(r[2]) for r in rows])
+        self._indexes[scope_key] = index
+        return index
+
+    def _vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        out: dict[int, np.ndarray] = {}
+        dim = self.identity.dim
+        for start in range(0, len(ids), 900):  # SQLite's bound on parameters
+            chunk = list(ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            for memory_id, blob in self._db.execute(
+                f"SELECT id, embedding FROM memories WHERE id IN ({marks})", chunk
+            ):
+                vector = np.frombuffer(blob, dtype="<f4")
+                if vector.size != dim:
+                    raise EmbedderMismatch(
+                        f"{self.path}: memory {memory_id} holds a {vector.size}-dimensional "
+                        f"vector, not {dim}"
+                    )
+                out[int(memory_id)] = vector
+        return out
+
+    def _contents(self, ids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 900):  # SQLite's bound on parameters
+            chunk = list(ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                (int(i), str(c))
+                for i, c in self._db.execute(
+                    f"SELECT id, content FROM memories WHERE id IN ({marks})", chunk
+                )
+            )
+        return out
+
+    def _exact_scores(self, ids: np.ndarray, vector: np.ndarray) -> list[tuple[int, float]]:
+        if not len(ids):
+            return []
+        vectors = self._vectors([int(i) for i in ids])
+        order = list(vectors)
+        matrix = np.vstack([vectors[i] for i in order]).astype(np.float64)
+        return list(zip(order, (matrix @ vector).tolist(), strict=True))
+
+    def _check_dim(self, vector: np.ndarray) -> None:
+        if vector.size != self.identity.dim:
+            raise EmbedderMismatch(
+                f"the embedder returned {vector.size} numbers; this memory holds "
+                f"{self.identity.dim}-dimensional vectors"
+            )
+
+    def _now(self, stamp: float | None) -> float:
+        if stamp is not None:
+            return float(stamp)
+        return self.clock.now() if self.clock is not None else 0.0
+
+    def _records(self, ids: list[int], scores: Mapping[int, float]) -> tuple[MemoryRecord, ...]:
+        if not ids:
+            return ()
+        marks = ",".join("?" * len(ids))
+        rows = self._db.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM memories WHERE id IN ({marks})", ids
+        ).fetchall()
+        by_id = {int(r[0]): r for r in rows}
+        return tuple(_record(by_id[i], scores.get(i, 0.0)) for i in ids if i in by_id)
+
+
+def _script(db: sqlite3.Connection, text: str) -> None:
+    """Run each statement of ``text`` (``executescript`` would commit the transaction)."""
+    for statement in text.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _record(row: Sequence[Any], score: float = 0.0) -> MemoryRecord:
+    return MemoryRecord(
+        int(row[0]),
+        row[1],
+        FrozenDict(json.loads(row[2])),
+        freeze(json.loads(row[3])),
+        float(row[4]),
+        score,
+        row[5],
+        float(row[6]),
+        bool(row[7]),
+        float(row[8]),
+        None if row[9] is None else float(row[9]),
+        row[10],
+        None if row[11] is None else int(row[11]),
+    )
+
+
+def _scope(scope: Mapping[str, str]) -> tuple[str, FrozenDict[str, str]]:
+    if not isinstance(scope, Mapping):
+        raise TypeError(
+            f"a scope is a mapping of labels such as {{'robot': 'r1'}}, got {type(scope).__name__}"
+        )
+    for key, value in scope.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise SettingError(f"scope labels must map strings to strings, got {key!r}: {value!r}")
+    plain = dict(sorted(scope.items()))
+    return json.dumps(plain, sort_keys=True, ensure_ascii=False), FrozenDict(plain)
+
+
+def _metadata(metadata: Mapping[str, Any] | None) -> FrozenDict[str, Any]:
+    if metadata is None:
+        return FrozenDict()
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    try:
+        json.dumps(_thaw(metadata))
+    except (TypeError, ValueError) as exc:
+        raise SettingError(f"metadata must be JSON data: {exc}") from exc
+    frozen: FrozenDict[str, Any] = freeze(metadata, key="metadata")
+    return frozen
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def checked_scope(scope: Mapping[str, str]) -> tuple[str, FrozenDict[str, str]]:
+    """A scope checked: its canonical text (sorted JSON, as the store keys it) and labels."""
+    return _scope(scope)
+
+
+def checked_metadata(metadata: Mapping[str, Any] | None) -> FrozenDict[str, Any]:
+    """Metadata checked (JSON data) and frozen, as the store keeps it."""
+    return _metadata(metadata)

@@ -1,0 +1,268 @@
+"""The vector index of one scope's memories: held in memory, exact, and cheap to scan.
+
+Each vector is kept as int8 codes with its own scale (a quarter of float32's bytes, so
+a scan of 100,000 memories reads 25 MB, not 100 MB), scanned with NumKong's SIMD int8
+dot products. Quantising loses precision, but by a bounded amount: with ``x̂`` the
+decoded codes of ``x`` and ``e = x - x̂`` the quantisation error,
+
+    |x·q - x̂·q̂| <= |x̂| |e_q| + |e_x| |q̂| + |e_x| |e_q|
+
+so every stored vector's true score lies within a known interval of its scanned
+score. A threshold query (is anything at least ``t`` similar?) keeps the vectors whose
+interval reaches ``t``; a top-``k`` query keeps those whose interval reaches the
+``k``-th best lower end. The caller scores those few candidates exactly (float32
+vectors, from the store), so answers are exact, not approximate.
+
+The index changes only through ``add`` and ``remove`` (swap with the last row: O(1)),
+so the store keeps it in step with its writes instead of reloading it.
+
+Each vector may carry a *claim*, any hashable the caller derives from its text (the
+duplicate filter's numbers and negation, ``NearDuplicate.claim``). A threshold query
+given a claim scores only the vectors of that claim (and those added without one):
+when the caller refuses a match of another claim anyway, that is the same answer
+for a fraction of the scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from types import ModuleType
+
+import numpy as np
+
+_nk: ModuleType | None
+try:  # the SIMD kernels; numpy does the same exactly, only slower
+    import numkong as _nk
+except ImportError:  # pragma: no cover - numkong ships wheels for the supported platforms
+    _nk = None
+
+__all__ = ["ScopeIndex", "quantize"]
+
+_SLACK = 1e-6  # float rounding in the scale products, far above its real size
+_ANY: Hashable = object()  # a threshold query over every claim
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of float vectors as (int8 codes, 1/scale, |x̂|, |x - x̂|), all per row."""
+    rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+    peak = np.max(np.abs(rows), axis=1) if rows.shape[1] else np.zeros(len(rows))
+    scale = np.where(peak > 0, 127.0 / np.where(peak > 0, peak, 1.0), 1.0)
+    codes = np.clip(np.rint(rows * scale[:, None]), -127, 127).astype(np.int8)
+    inverse = 1.0 / scale
+    decoded = codes.astype(np.float64) * inverse[:, None]
+    return (
+        codes,
+        inverse,
+        np.linalg.norm(decoded, axis=1),
+        np.linalg.norm(rows - decoded, axis=1),
+    )
+
+
+class ScopeIndex:
+    """The quantised vectors of one scope, by memory id (see the module docstring)."""
+
+    def __init__(self, dim: int, *, capacity: int = 64) -> None:
+        self.dim = dim
+        size = max(1, capacity)
+        self._ids = np.zeros(size, dtype=np.int64)
+        self._codes = np.zeros((size, dim), dtype=np.int8)
+        self._inverse = np.zeros(size)
+        self._norm = np.zeros(size)
+        self._error = np.zeros(size)
+        self._scores = np.zeros(size)  # the scan's output, reused
+        self._max_norm = 0.0  # bounds over every vector ever held (never lowered)
+        self._max_error = 0.0
+        self._row: dict[int, int] = {}
+        self._claim_of: dict[int, Hashable] = {}  # None: added without a claim
+        self._claims: dict[Hashable, set[int]] = {}
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._row
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the index's arrays (its allocated capacity)."""
+        return int(
+            self._ids.nbytes
+            + self._codes.nbytes
+            + self._inverse.nbytes
+            + self._norm.nbytes
+            + self._error.nbytes
+            + self._scores.nbytes
+        )
+
+    def ids(self) -> np.ndarray:
+        return self._ids[: self._n].copy()
+
+    def add(
+        self, ids: Sequence[int], vectors: np.ndarray, claims: Sequence[Hashable] | None = None
+    ) -> None:
+        """Add (or replace) the vectors of ``ids``, each with its claim when given."""
+        if not len(ids):
+            return
+        if claims is not None and len(claims) != len(ids):
+            raise ValueError(f"{len(ids)} ids but {len(claims)} claims")
+        if len(set(ids)) != len(ids):  # the last vector of an id wins
+            for i, memory_id in enumerate(ids):
+                self.add(
+                    [memory_id],
+                    np.atleast_2d(vectors)[i : i + 1],
+                    None if claims is None else [claims[i]],
+                )
+            return
+        for i, memory_id in enumerate(ids):
+            self._unclaim(int(memory_id))
+            claim = None if claims is None else claims[i]
+            self._claim_of[int(memory_id)] = claim
+            self._claims.setdefault(claim, set()).add(int(memory_id))
+        codes, inverse, norm, error = quantize(vectors)
+        rows = np.empty(len(ids), dtype=np.intp)
+        fresh: list[int] = []
+        for i, memory_id in enumerate(ids):
+            row = self._row.get(int(memory_id))
+            if row is None:
+                fresh.append(i)
+            else:
+                rows[i] = row
+        if fresh:
+            start = self._n
+            self._reserve(start + len(fresh))
+            new_rows = np.arange(start, start + len(fresh))
+            rows[fresh] = new_rows
+            for i, row in zip(fresh, new_rows.tolist(), strict=True):
+                self._row[int(ids[i])] = row
+            self._ids[new_rows] = np.asarray(ids, dtype=np.int64)[fresh]
+            self._n = start + len(fresh)
+        self._codes[rows] = codes
+        self._inverse[rows] = inverse
+        self._norm[rows] = norm
+        self._error[rows] = error
+        self._max_norm = max(self._max_norm, float(norm.max()))
+        self._max_error = max(self._max_error, float(error.max()))
+
+    def remove(self, ids: Iterable[int]) -> int:
+        """Drop ``ids`` (those held); how many were dropped."""
+        dropped = 0
+        for memory_id in ids:
+            row = self._row.pop(int(memory_id), None)
+            if row is None:
+                continue
+            self._unclaim(int(memory_id))
+            last = self._n - 1
+            if row != last:
+                moved = int(self._ids[last])
+                self._ids[row] = moved
+                self._codes[row] = self._codes[last]
+                self._inverse[row] = self._inverse[last]
+                self._norm[row] = self._norm[last]
+                self._error[row] = self._error[last]
+                self._row[moved] = row
+            self._n = last
+            dropped += 1
+        return dropped
+
+    def bounds(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, lower, upper): an interval holding each held vector's true score."""
+        n = self._n
+        if not n:
+            empty = np.zeros(0)
+            return np.zeros(0, dtype=np.int64), empty, empty
+        approx, q_norm, q_error = self._approx(query)
+        slack = self._slack(np.arange(n), q_norm, q_error)
+        return self._ids[:n].copy(), approx - slack, approx + slack
+
+    def reaching(self, query: np.ndarray, threshold: float, claim: Hashable = _ANY) -> np.ndarray:
+        """Ids whose true score may be ``>= threshold`` (a superset of those that are),
+        among the vectors of ``claim`` and those without one when it is given."""
+        if not self._n:
+            return np.zeros(0, dtype=np.int64)
+        if claim is not _ANY:
+            group = self._claims.get(claim, set())
+            loose = self._claims.get(None, set()) if claim is not None else set()
+            if len(group) + len(loose) <= self._n // 4:  # else a full scan is cheaper
+                return self._reaching_among(query, threshold, [*group, *loose])
+        approx, q_norm, q_error = self._approx(query)
+        wide = self._max_norm * q_error + self._max_error * (q_norm + q_error) + _SLACK
+        rows = np.flatnonzero(approx >= threshold - wide)  # every row's slack is <= wide
+        rows = rows[approx[rows] + self._slack(rows, q_norm, q_error) >= threshold]
+        reached: np.ndarray = self._ids[rows]
+        return reached
+
+    def top_candidates(self, query: np.ndarray, k: int) -> np.ndarray:
+        """Ids among which the ``k`` best-scoring vectors are (a superset of them)."""
+        n = self._n
+        if n <= k:
+            return self._ids[:n].copy()
+        approx, q_norm, q_error = self._approx(query)
+        wide = self._max_norm * q_error + self._max_error * (q_norm + q_error) + _SLACK
+        # the k-th best lower bound is at least the k-th best scan score minus ``wide``:
+        # a vector whose upper bound is below that is beaten by k others
+        floor = float(np.partition(approx, n - k)[n - k]) - wide
+        rows = np.flatnonzero(approx >= floor - wide)
+        rows = rows[approx[rows] + self._slack(rows, q_norm, q_error) >= floor]
+        kept: np.ndarray = self._ids[rows]
+        return kept
+
+    def _reaching_among(
+        self, query: np.ndarray, threshold: float, ids: Sequence[int]
+    ) -> np.ndarray:
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        q_codes, q_inverse, q_norm, q_error = quantize(query)
+        rows = np.fromiter((self._row[i] for i in ids), dtype=np.intp, count=len(ids))
+        dots = self._codes[rows].astype(np.int32) @ q_codes[0].astype(np.int32)
+        approx = dots.astype(np.float64) * self._inverse[rows]
+        approx *= q_inverse[0]
+        keep = approx + self._slack(rows, float(q_norm[0]), float(q_error[0])) >= threshold
+        reached: np.ndarray = self._ids[rows[keep]]
+        return reached
+
+    def _unclaim(self, memory_id: int) -> None:
+        if memory_id not in self._claim_of:
+            return
+        claim = self._claim_of.pop(memory_id)
+        group = self._claims[claim]
+        group.discard(memory_id)
+        if not group:
+            del self._claims[claim]
+
+    def _approx(self, query: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """The scan: every held vector's decoded score (a view, valid until the next scan),
+        with the query's decoded norm and quantisation error."""
+        n = self._n
+        q_codes, q_inverse, q_norm, q_error = quantize(query)
+        scores = self._scores[:n]
+        codes = self._codes[:n]
+        if _nk is not None:
+            _nk.cdist(q_codes, codes, metric="dot", out=scores.reshape(1, n))
+        else:  # exact integers in float64
+            np.matmul(codes.astype(np.float64), q_codes[0].astype(np.float64), out=scores)
+        scores *= self._inverse[:n]
+        scores *= q_inverse[0]
+        return scores, float(q_norm[0]), float(q_error[0])
+
+    def _slack(self, rows: np.ndarray, q_norm: float, q_error: float) -> np.ndarray:
+        slack: np.ndarray = (
+            self._norm[rows] * q_error + self._error[rows] * (q_norm + q_error) + _SLACK
+        )
+        return slack
+
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` vectors (grown by a quarter and more: scopes grow slowly)."""
+        have = len(self._ids)
+        if size <= have:
+            return
+        size = max(size, have + have // 4 + 64)
+        n = self._n
+        self._ids = np.resize(self._ids, size)
+        codes = np.zeros((size, self.dim), dtype=np.int8)
+        codes[:n] = self._codes[:n]
+        self._codes = codes
+        self._inverse = np.resize(self._inverse, size)
+        self._norm = np.resize(self._norm, size)
+        self._error = np.resize(self._error, size)
+        self._scores = np.zeros(size)
