@@ -282,3 +282,42 @@ def test_resume_refuses_a_report_over_its_own_checkpoint(
     assert code == 2 and "same file" in err
     assert (tmp_path / "r.ckpt").read_bytes() == before
     assert os.path.getsize(tmp_path / "r.mcap") > 0
+
+
+GREETER = """
+class Greeter:
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec.name
+        self.greeted = 0
+
+    def step(self, view, out):
+        self.greeted += 1
+        if view.tick % 5 == 0:
+            out.emit("greeting", {"n": self.greeted})
+"""
+
+
+def test_a_run_with_user_cabins_resumes_only_when_they_are_named_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "greeter_resume.py").write_text(GREETER)
+    (tmp_path / "greeter.toml").write_text('name = "greeter"\nboard_keys = ["pose"]\n')
+    monkeypatch.chdir(tmp_path)
+    cabin = "greeter_resume:Greeter@greeter.toml"
+    code, _, _ = run_cli(
+        capsys, "run", "--ticks", "12", "--record", "r.mcap", "--checkpoint-every", "6",
+        "--cabin", cabin, "--json",
+    )  # fmt: skip
+    assert code == 0
+    code, _, err = run_cli(capsys, "run", "--resume", "r.ckpt", "--ticks", "20", "--json")
+    assert code == 2 and f"--cabin {cabin}" in err  # the file alone names no code to run
+    code, _, err = run_cli(
+        capsys, "run", "--resume", "r.ckpt", "--ticks", "20", "--cabin", "other:X@greeter.toml"
+    )
+    assert code == 2 and "same cabins" in err
+    code, out, err = run_cli(
+        capsys, "run", "--resume", "r.ckpt", "--ticks", "20", "--cabin", cabin, "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["ticks"] == 20

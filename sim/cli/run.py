@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from sim.cli.args import duration, positive_int, rate
@@ -406,7 +407,6 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         "--specs": args.specs,
         "--faults": args.faults,
         "--record": args.record,
-        "--cabin": args.cabin or None,
         "--fault": args.fault or None,
         "--memory": args.memory,
         "--realtime": args.realtime or None,
@@ -425,6 +425,7 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         ticks = args.ticks
         if args.duration is not None:
             ticks = max(1, round(args.duration * float(info.run["rate_hz"])))
+        _check_resumed_cabins(args.resume, info.plan.cabins, args.cabin)
         if info.plan.cabins and os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # where --cabin modules were imported from
         checkpoint = args.checkpoint
@@ -451,11 +452,27 @@ def _resumed_run(args: argparse.Namespace) -> Any:
             until_done=False if args.full else None,
             every=args.checkpoint_every,
             checkpoint=checkpoint,
+            cabin_modules={text.partition(":")[0] for text in args.cabin},
         )
     except TickworkError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{args.resume}: a checkpoint with bad run settings ({exc})") from None
+
+
+def _check_resumed_cabins(path: str, recorded: Sequence[str], given: Sequence[str]) -> None:
+    """A checkpoint's user cabins are rebuilt only from modules the person resuming names
+    again (``--cabin``, as the run was started): a checkpoint runs no code of its own
+    choosing."""
+    if list(recorded) == list(given):
+        return
+    if not recorded:
+        raise InputError(f"--resume {path}: the run it holds has no --cabin cabins; give none")
+    named = " ".join(f"--cabin {text}" for text in recorded)
+    raise InputError(
+        f"--resume {path}: the run holds user cabins; a checkpoint rebuilds only code you "
+        f"name, so resume it with the same cabins as it was started: {named}"
+    )
 
 
 def _stop_on_signals(sim: Any) -> dict[int, Any]:

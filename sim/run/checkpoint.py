@@ -32,6 +32,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -273,8 +274,11 @@ def _info(path: str, header: dict[str, Any], offset: int) -> CheckpointInfo:
         ) from None
 
 
-def load(path: str | Path) -> Checkpoint:
-    """The checkpoint at ``path``, unpickled; ``CheckpointError`` if it cannot be."""
+def load(path: str | Path, *, cabin_modules: Iterable[str] = ()) -> Checkpoint:
+    """The checkpoint at ``path``, unpickled; ``CheckpointError`` if it cannot be.
+
+    ``cabin_modules`` are the modules of the user cabins the run holds, as the person
+    resuming names them: only their classes and tickwork's may be rebuilt."""
     from sim.run.harness import Simulation
 
     info = read_info(path)
@@ -295,7 +299,7 @@ def load(path: str | Path) -> Checkpoint:
     if hashlib.sha256(payload).hexdigest() != info.payload_sha256:
         raise CheckpointError(f"{shown}: damaged: its state does not match its checksum")
     try:
-        sim = StateUnpickler(io.BytesIO(payload)).load()
+        sim = StateUnpickler(io.BytesIO(payload), cabin_modules=cabin_modules).load()
     except ModuleNotFoundError as exc:
         raise CheckpointError(
             f"{shown}: cannot load the run's state: {exc} (a --cabin module "
@@ -321,11 +325,13 @@ def resume(
     until_done: bool | None = None,
     every: int | None = None,
     checkpoint: str | Path | None = None,
+    cabin_modules: Iterable[str] = (),
 ) -> Checkpoint:
     """Load the checkpoint at ``path`` and make it ready to go on: the recording, if the
     run records, continues at its path; the next checkpoints go to ``checkpoint``
-    (default: ``path``). ``ticks``, ``until_done`` and ``every`` override the plan's."""
-    loaded = load(path)
+    (default: ``path``). ``ticks``, ``until_done`` and ``every`` override the plan's;
+    ``cabin_modules`` are as for ``load``."""
+    loaded = load(path, cabin_modules=cabin_modules)
     plan = loaded.plan
     if ticks is not None and ticks < loaded.info.tick:
         raise CheckpointError(

@@ -18,22 +18,26 @@ unpickler runs whatever a crafted file names. This one resolves a name only if i
 - ``getattr`` for a bound method, and then only a public method of a tickwork object or
   a compiled pattern's ``match`` (``SAFE_METHODS``).
 
-and it calls a tickwork class (pickle's REDUCE) only if the class asks to be rebuilt that
-way (it defines ``__reduce__``, as ``Feature`` does): other tickwork objects are made with
-``__new__`` and their state, never their constructor, so a crafted file cannot make, say,
-a ``Recorder`` open a file. Anything else is an ``UnpicklingError`` naming what the file
-asked for, before any of it is called. It is the pure-Python unpickler (so that REDUCE can
-be checked): loading the default scenario's checkpoint takes about 25 ms.
+The classes of a module the person resuming names with ``--cabin`` (``cabin_modules``)
+are admitted as tickwork's are: that is code they run anyway, and a module named only by
+the file is refused. It calls a tickwork class (pickle's REDUCE) only if the class asks
+to be rebuilt that way (it defines ``__reduce__``, as ``Feature`` does): other tickwork
+objects are made with ``__new__`` and their state, never their constructor, so a crafted
+file cannot make, say, a ``Recorder`` open a file. Anything else is an
+``UnpicklingError`` naming what the file asked for, before any of it is called. It is the
+pure-Python unpickler (so that REDUCE can be checked): loading the default scenario's
+checkpoint takes about 25 ms.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import pickle
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -129,9 +133,15 @@ class StatePickler(pickle.Pickler):
 class StateUnpickler(pickle._Unpickler):
     """Unpickles what ``StatePickler`` wrote, and refuses to name or call anything else."""
 
-    def __init__(self, file: io.BytesIO) -> None:
+    def __init__(self, file: io.BytesIO, *, cabin_modules: Iterable[str] = ()) -> None:
         super().__init__(file)
         self._locks: dict[int, object] = {}
+        self._cabin_modules = frozenset(cabin_modules)
+
+    def _trusted(self, module: str) -> bool:
+        """Whether classes of ``module`` may be named: tickwork's own, or a module the
+        person resuming named with ``--cabin`` (code they run anyway)."""
+        return module.split(".")[0] in _OWN or module in self._cabin_modules
 
     def load_reduce(self) -> None:
         stack: list[Any] = self.stack  # type: ignore[attr-defined]
@@ -139,7 +149,7 @@ class StateUnpickler(pickle._Unpickler):
         func = stack[-1]
         if (
             isinstance(func, type)
-            and func.__module__.split(".")[0] in _OWN
+            and self._trusted(func.__module__)
             and "__reduce__" not in vars(func)
             and "__reduce_ex__" not in vars(func)
         ):
@@ -156,10 +166,10 @@ class StateUnpickler(pickle._Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == ("builtins", "getattr"):
-            return _bound_method
+            return functools.partial(_bound_method, trusted=self._trusted)
         if (module, name) in ALLOWED:
             return super().find_class(module, name)
-        if module.split(".")[0] in _OWN and "." not in name:
+        if self._trusted(module) and "." not in name:
             found = getattr(_module(module, name), name, None)
             if isinstance(found, type) and found.__module__ == module:
                 return found
@@ -187,14 +197,14 @@ def _module(module: str, name: str) -> Any:
         ) from None
 
 
-def _bound_method(obj: Any, name: str) -> Any:
-    """``getattr`` as a checkpoint may use it: a public method of a tickwork object, or a
-    method ``SAFE_METHODS`` lists."""
+def _bound_method(obj: Any, name: str, *, trusted: Callable[[str], bool]) -> Any:
+    """``getattr`` as a checkpoint may use it: a public method of a tickwork object (or of
+    a ``--cabin`` module's, when ``trusted`` says so), or a method ``SAFE_METHODS`` lists."""
     if not isinstance(name, str) or name.startswith("_"):
         raise pickle.UnpicklingError(f"the checkpoint asks for attribute {name!r} (refused)")
     kind = type(obj)
     if name in SAFE_METHODS.get(kind, ()) or (
-        kind.__module__.split(".")[0] in _OWN and callable(getattr(kind, name, None))
+        trusted(kind.__module__) and callable(getattr(kind, name, None))
     ):
         return getattr(obj, name)
     raise pickle.UnpicklingError(
