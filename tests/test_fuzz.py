@@ -217,7 +217,10 @@ def _damaged_recording_case(
     if command[0] != "repair":
         assert path.read_bytes() == before  # an analysis never changes its input
     if code == 0 and command[0] == "repair":
-        assert scan(out).complete  # a repaired file is a complete recording
+        if out.exists():
+            assert scan(out).complete  # a repaired file is a complete recording
+        else:  # nothing to repair: the damage undid itself (two flips of one bit)
+            assert scan(path).complete
 
 
 @FEW
