@@ -39,10 +39,11 @@ from typing_extensions import TypedDict
 from runtime.errors import TickworkError
 from runtime.memory import EvictionReason, Source
 from runtime.pack import MissingReason
+from runtime.recording.wire import Wire, WireError, compile_type
 
 PROFILE = "tickwork"
 """The MCAP profile of a tickwork recording."""
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the message shapes below; a reader refuses another version."""
 ENCODING = "json"
 """How every message is encoded."""
@@ -277,45 +278,56 @@ class FormatError(TickworkError, ValueError):
 
 @dataclass(frozen=True)
 class Channel(Generic[R]):
-    """One channel of a recording: its topic and the record its messages hold."""
+    """One channel of a recording: its topic, the record its messages hold, and the MCAP
+    schema name (``tickwork.board`` for ``/board``; a Foxglove well-known schema's name,
+    such as ``foxglove.SceneUpdate``, for the channels Foxglove's panels show)."""
 
     topic: str
-    record: TypeAdapter[R]
+    record: type[R]
     description: str
-    _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+    name: str = ""
+    adapter: TypeAdapter[R] = field(init=False, repr=False, compare=False)
+    wire: Wire = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_schema", _schema(self.topic, self.record))
+        object.__setattr__(self, "adapter", TypeAdapter(self.record))
+        object.__setattr__(self, "wire", compile_type(self.record, json_any=Json))
 
     @property
     def schema_name(self) -> str:
-        """The MCAP schema name: ``tickwork.board`` for ``/board``."""
-        return f"tickwork{self.topic.replace('/', '.')}"
+        return self.name or f"tickwork{self.topic.replace('/', '.')}"
 
     def schema(self) -> dict[str, Any]:
-        """The JSON Schema of this channel's messages, generated from the record."""
-        copy: dict[str, Any] = json.loads(json.dumps(self._schema))  # the caller's to change
-        return copy
+        """The JSON Schema of this channel's wire messages, generated from the record in
+        the forms Foxglove's parser accepts (``runtime.recording.wire``)."""
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **json.loads(json.dumps(self.wire.schema)),  # the caller's to change
+            "title": self.schema_name,
+        }
 
     def schema_bytes(self) -> bytes:
-        return json.dumps(self._schema, sort_keys=True).encode()
+        return json.dumps(self.schema(), sort_keys=True).encode()
+
+    def encode(self, record: R) -> Any:
+        """The wire message of ``record`` (JSON-ready)."""
+        return self.wire.encode(record)
 
     def parse(self, value: object) -> R:
-        """``value`` (decoded JSON) as this channel's record; ``FormatError`` naming the
-        first field that does not fit."""
+        """``value`` as this channel's record; ``FormatError`` naming the first field that
+        does not fit."""
         try:
-            return self.record.validate_python(value)
+            return self.adapter.validate_python(value)
         except ValidationError as exc:
             raise FormatError(_first_problem(exc)) from None
 
-
-def _schema(topic: str, record: TypeAdapter[Any]) -> dict[str, Any]:
-    generated = record.json_schema()
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **generated,
-        "title": topic,
-    }
+    def decode(self, value: object) -> R:
+        """A wire message (decoded JSON) back as this channel's record, validated."""
+        try:
+            record = self.wire.decode(value, "")
+        except WireError as exc:
+            raise FormatError(str(exc)) from None
+        return self.parse(record)
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -331,24 +343,18 @@ def _first_problem(exc: ValidationError) -> str:
     )
 
 
-BOARD = Channel("/board", TypeAdapter(BoardRecord), "every board write and delete")
-EVENTS = Channel("/events", TypeAdapter(EventRecord), "every event")
+BOARD = Channel("/board", BoardRecord, "every board write and delete")
+EVENTS = Channel("/events", EventRecord, "every event")
 WORKING_SET = Channel(
     "/working_set",
-    TypeAdapter(WorkingSetRecord),
+    WorkingSetRecord,
     "per tick: tick, time, source versions, the items with provenance, occupancy, and "
     "each cabin's view",
 )
-EVICTIONS = Channel(
-    "/evictions", TypeAdapter(EvictionsRecord), "per tick: what working memory let go, and why"
-)
-DECISIONS = Channel(
-    "/decisions", TypeAdapter(DecisionsRecord), "per tick: each cabin's outbox or its failure"
-)
-FAULTS = Channel("/faults", TypeAdapter(FaultRecord), "every fault that started or ended")
-STATS = Channel(
-    "/stats", TypeAdapter(StatsRecord), "per tick: compute time, overrun, working-set size"
-)
+EVICTIONS = Channel("/evictions", EvictionsRecord, "per tick: what working memory let go, and why")
+DECISIONS = Channel("/decisions", DecisionsRecord, "per tick: each cabin's outbox or its failure")
+FAULTS = Channel("/faults", FaultRecord, "every fault that started or ended")
+STATS = Channel("/stats", StatsRecord, "per tick: compute time, overrun, working-set size")
 
 CHANNELS: Mapping[str, Channel[Any]] = {
     c.topic: c for c in (BOARD, EVENTS, WORKING_SET, EVICTIONS, DECISIONS, FAULTS, STATS)

@@ -284,7 +284,7 @@ class Recorder:
         self._writer.add_message(
             self._channels[channel.topic],
             log_time=_ns(stamp),
-            data=_dumps(message),
+            data=_dumps(channel.encode(message)),
             publish_time=_ns(stamp),
             sequence=self._tick,
         )
