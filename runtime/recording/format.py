@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, NotRequired, TypeVar
+from typing import Annotated, Any, Generic, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
@@ -39,7 +39,7 @@ from typing_extensions import TypedDict
 from runtime.errors import TickworkError
 from runtime.memory import EvictionReason, Source
 from runtime.pack import MissingReason
-from runtime.recording.wire import Wire, WireError, compile_type
+from runtime.recording.wire import OneOf, Wire, WireError, compile_type
 
 PROFILE = "tickwork"
 """The MCAP profile of a tickwork recording."""
@@ -267,6 +267,262 @@ class StatsRecord(TypedDict):
     evictions: NotRequired[int]
 
 
+# -- Foxglove well-known messages --------------------------------------------------------------
+# The shapes of Foxglove's published schemas (``@foxglove/schemas``), which its panels know by
+# schema name: every field is written, as Foxglove's 3D panel expects.
+
+
+@with_config(_STRICT)
+class TimeRecord(TypedDict):
+    """A time or a duration: whole seconds and nanoseconds."""
+
+    sec: int
+    nsec: int
+
+
+@with_config(_STRICT)
+class Vector3Record(TypedDict):
+    """A vector or a point (m)."""
+
+    x: float
+    y: float
+    z: float
+
+
+@with_config(_STRICT)
+class QuaternionRecord(TypedDict):
+    """An orientation."""
+
+    x: float
+    y: float
+    z: float
+    w: float
+
+
+@with_config(_STRICT)
+class PoseRecord(TypedDict):
+    """A position and an orientation."""
+
+    position: Vector3Record
+    orientation: QuaternionRecord
+
+
+@with_config(_STRICT)
+class ColorRecord(TypedDict):
+    """A colour, each part 0..1."""
+
+    r: float
+    g: float
+    b: float
+    a: float
+
+
+@with_config(_STRICT)
+class KeyValueRecord(TypedDict):
+    """A metadata pair of a scene entity."""
+
+    key: str
+    value: str
+
+
+@with_config(_STRICT)
+class ArrowRecord(TypedDict):
+    """An arrow of a scene entity."""
+
+    pose: PoseRecord
+    shaft_length: float
+    shaft_diameter: float
+    head_length: float
+    head_diameter: float
+    color: ColorRecord
+
+
+@with_config(_STRICT)
+class CubeRecord(TypedDict):
+    """A box of a scene entity."""
+
+    pose: PoseRecord
+    size: Vector3Record
+    color: ColorRecord
+
+
+@with_config(_STRICT)
+class SphereRecord(TypedDict):
+    """An ellipsoid of a scene entity."""
+
+    pose: PoseRecord
+    size: Vector3Record
+    color: ColorRecord
+
+
+@with_config(_STRICT)
+class CylinderRecord(TypedDict):
+    """A cylinder (or cone) of a scene entity."""
+
+    pose: PoseRecord
+    size: Vector3Record
+    bottom_scale: float
+    top_scale: float
+    color: ColorRecord
+
+
+LINE_TYPES = {"LINE_STRIP": 0, "LINE_LOOP": 1, "LINE_LIST": 2}
+"""``foxglove.LineType``."""
+
+
+@with_config(_STRICT)
+class LineRecord(TypedDict):
+    """A polyline of a scene entity."""
+
+    type: Annotated[int, OneOf(LINE_TYPES)]
+    pose: PoseRecord
+    thickness: float
+    scale_invariant: bool
+    points: list[Vector3Record]
+    color: ColorRecord
+    colors: list[ColorRecord]
+    indices: list[int]
+
+
+@with_config(_STRICT)
+class TriangleListRecord(TypedDict):
+    """Filled triangles of a scene entity (three points each)."""
+
+    pose: PoseRecord
+    points: list[Vector3Record]
+    color: ColorRecord
+    colors: list[ColorRecord]
+    indices: list[int]
+
+
+@with_config(_STRICT)
+class TextRecord(TypedDict):
+    """A label of a scene entity."""
+
+    pose: PoseRecord
+    billboard: bool
+    font_size: float
+    scale_invariant: bool
+    color: ColorRecord
+    text: str
+
+
+@with_config(_STRICT)
+class ModelRecord(TypedDict):
+    """A 3D model of a scene entity (tickwork draws none; the field is Foxglove's)."""
+
+    pose: PoseRecord
+    scale: Vector3Record
+    color: ColorRecord
+    override_color: bool
+    url: str
+    media_type: str
+    data: str
+
+
+@with_config(_STRICT)
+class SceneEntityRecord(TypedDict):
+    """One thing in the 3D scene, drawn from its primitives; replaces the entity of the
+    same ``id``."""
+
+    timestamp: TimeRecord
+    frame_id: str
+    id: str
+    lifetime: TimeRecord
+    frame_locked: bool
+    metadata: list[KeyValueRecord]
+    arrows: list[ArrowRecord]
+    cubes: list[CubeRecord]
+    spheres: list[SphereRecord]
+    cylinders: list[CylinderRecord]
+    lines: list[LineRecord]
+    triangles: list[TriangleListRecord]
+    texts: list[TextRecord]
+    models: list[ModelRecord]
+
+
+DELETION_TYPES = {"MATCHING_ID": 0, "ALL": 1}
+"""``foxglove.SceneEntityDeletionType``."""
+
+
+@with_config(_STRICT)
+class SceneEntityDeletionRecord(TypedDict):
+    """An entity (or all of them) taken out of the scene."""
+
+    timestamp: TimeRecord
+    type: Annotated[int, OneOf(DELETION_TYPES)]
+    id: str
+
+
+@with_config(_STRICT)
+class SceneUpdateRecord(TypedDict):
+    """``foxglove.SceneUpdate``: what changed in the 3D scene."""
+
+    deletions: list[SceneEntityDeletionRecord]
+    entities: list[SceneEntityRecord]
+
+
+@with_config(_STRICT)
+class FrameTransformRecord(TypedDict):
+    """``foxglove.FrameTransform``: where the child frame is in the parent frame."""
+
+    timestamp: TimeRecord
+    parent_frame_id: str
+    child_frame_id: str
+    translation: Vector3Record
+    rotation: QuaternionRecord
+
+
+@with_config(_STRICT)
+class PoseInFrameRecord(TypedDict):
+    """``foxglove.PoseInFrame``: a pose in a named frame."""
+
+    timestamp: TimeRecord
+    frame_id: str
+    pose: PoseRecord
+
+
+LOG_LEVELS = {"UNKNOWN": 0, "DEBUG": 1, "INFO": 2, "WARNING": 3, "ERROR": 4, "FATAL": 5}
+"""``foxglove.LogLevel``."""
+
+
+@with_config(_STRICT)
+class LogRecord(TypedDict):
+    """``foxglove.Log``: one line of the Log panel; ``name`` is who said it."""
+
+    timestamp: TimeRecord
+    level: Annotated[int, OneOf(LOG_LEVELS)]
+    message: str
+    name: str
+    file: str
+    line: int
+
+
+@with_config(_STRICT)
+class MissingCountRecord(TypedDict):
+    """How many declared items one cabin's view lacked."""
+
+    cabin: str
+    missing: int
+
+
+@with_config(_STRICT)
+class SeriesRecord(TypedDict):
+    """Per tick, the numbers worth plotting: battery (fraction), speed (m/s), how far the
+    robot is from its route (m), working-set size, tick compute time (ms), and the items
+    missing from each cabin's view."""
+
+    tick: int
+    time: float
+    battery: float
+    speed: float
+    cross_track_error: float
+    working_set: int
+    compute_ms: float
+    overrun: bool
+    missing: list[MissingCountRecord]
+
+
 # -- channels --------------------------------------------------------------------------------
 
 R = TypeVar("R")
@@ -361,11 +617,40 @@ CHANNELS: Mapping[str, Channel[Any]] = {
 }
 """Every channel by topic, in the order a recording registers them."""
 
+SCENE = Channel(
+    "/scene",
+    SceneUpdateRecord,
+    "the warehouse in 3D: layout, people and forklifts, the robot, its route, incidents",
+    name="foxglove.SceneUpdate",
+)
+TF = Channel(
+    "/tf",
+    FrameTransformRecord,
+    "per tick: the robot frame in the world",
+    name="foxglove.FrameTransform",
+)
+ROBOT_POSE = Channel(
+    "/robot/pose", PoseInFrameRecord, "per tick: the robot's true pose", name="foxglove.PoseInFrame"
+)
+LOG = Channel(
+    "/log", LogRecord, "every event as a log line, by level and cabin", name="foxglove.Log"
+)
+SERIES = Channel("/series", SeriesRecord, "per tick: the numbers worth plotting")
+
+FOXGLOVE_CHANNELS: Mapping[str, Channel[Any]] = {
+    c.topic: c for c in (SCENE, TF, ROBOT_POSE, LOG, SERIES)
+}
+"""The channels Foxglove's panels show (3D, Log, Plot), written beside tickwork's own."""
+
+ALL_CHANNELS: Mapping[str, Channel[Any]] = {**CHANNELS, **FOXGLOVE_CHANNELS}
+"""Every channel a recording registers, in order."""
+
 PER_TICK = (WORKING_SET, EVICTIONS, DECISIONS, STATS)
 """The channels with exactly one message per recorded tick."""
 
 
 __all__ = [
+    "ALL_CHANNELS",
     "BOARD",
     "CHANNELS",
     "DECISIONS",
@@ -373,10 +658,16 @@ __all__ = [
     "EVENTS",
     "EVICTIONS",
     "FAULTS",
+    "FOXGLOVE_CHANNELS",
+    "LOG",
     "PER_TICK",
     "PROFILE",
+    "ROBOT_POSE",
+    "SCENE",
     "SCHEMA_VERSION",
+    "SERIES",
     "STATS",
+    "TF",
     "WORKING_SET",
     "AsyncStatus",
     "BoardRecord",
@@ -391,11 +682,17 @@ __all__ = [
     "FailureRecord",
     "FaultRecord",
     "FormatError",
+    "FrameTransformRecord",
     "ItemRecord",
     "Json",
+    "LogRecord",
     "MemoryRecord",
     "OccupancyRecord",
+    "PoseInFrameRecord",
     "ReactionRecord",
+    "SceneEntityRecord",
+    "SceneUpdateRecord",
+    "SeriesRecord",
     "StatsRecord",
     "VersionsRecord",
     "ViewRecord",

@@ -27,7 +27,7 @@ import json
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
 from typing_extensions import get_type_hints, is_typeddict
 
@@ -38,6 +38,14 @@ KEY = "key"
 """The field holding a mapping entry's key."""
 VALUE = "value"
 """The field holding a mapping entry's value, when that value is not a record."""
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """Marks an ``int`` field as an enum, ``Annotated[int, OneOf({"INFO": 2, ...})]``: its
+    schema is the numeric-``const`` ``oneOf`` Foxglove shows by name."""
+
+    values: dict[str, int]
 
 
 class WireError(ValueError):
@@ -85,11 +93,21 @@ _SCALARS: dict[Any, str] = {int: "integer", float: "number", bool: "boolean", st
 
 def compile_type(tp: Any, *, json_any: Any) -> Wire:
     """The wire form of ``tp``; ``json_any`` is the alias that marks a JSON value."""
+    origin = get_origin(tp)
+    if origin in (NotRequired, Required):
+        return compile_type(get_args(tp)[0], json_any=json_any)
+    if origin is Annotated:
+        base, *extras = get_args(tp)
+        enums = [e for e in extras if isinstance(e, OneOf)]
+        if base is int and enums:
+            names = enums[0].values
+            oneof = [{"title": n, "const": v} for n, v in names.items()]
+            return Wire({"oneOf": oneof}, _same, _same2, identity=True)
+        return compile_type(base, json_any=json_any)
     if tp is json_any or tp is Any:
         return Wire({"type": "string", "description": "JSON text"}, _dumps, _loads)
     if tp in _SCALARS:
         return Wire({"type": _SCALARS[tp]}, _same, _same2, identity=True)
-    origin = get_origin(tp)
     if origin is Literal:
         values = list(get_args(tp))
         if not all(isinstance(v, str) for v in values):
@@ -114,7 +132,7 @@ def compile_type(tp: Any, *, json_any: Any) -> Wire:
 
 
 def _list(item: Wire) -> Wire:
-    if item.schema["type"] == "array" or item.optional:
+    if item.schema.get("type") == "array" or item.optional:
         raise TypeError("a list's items must be scalars or records, never lists or None")
     schema = {"type": "array", "items": item.schema}
     if item.identity:
@@ -133,9 +151,9 @@ def _list(item: Wire) -> Wire:
 
 
 def _mapping(value: Wire) -> Wire:
-    if value.schema["type"] == "array":
+    if value.schema.get("type") == "array":
         raise TypeError("a mapping's values must be scalars or records, never lists")
-    if value.schema["type"] == "object" and "properties" in value.schema:
+    if value.schema.get("type") == "object" and "properties" in value.schema:
         entry = {
             **value.schema,
             "properties": {KEY: {"type": "string"}, **value.schema["properties"]},
@@ -190,8 +208,12 @@ def _mapping(value: Wire) -> Wire:
 
 
 def _record(tp: Any, *, json_any: Any) -> Wire:
-    hints = get_type_hints(tp)
-    required_keys: frozenset[str] = tp.__required_keys__
+    hints = get_type_hints(tp, include_extras=True)
+    # NotRequired is read from the hints: a module with postponed annotations can leave
+    # ``__required_keys__`` holding every key
+    required_keys = {
+        n for n, h in hints.items() if n in tp.__required_keys__ and get_origin(h) is not NotRequired
+    }
     fields = {name: compile_type(hint, json_any=json_any) for name, hint in hints.items()}
     schema: dict[str, Any] = {"type": "object", "title": tp.__name__}
     if tp.__doc__:
