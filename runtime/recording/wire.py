@@ -207,12 +207,19 @@ def _mapping(value: Wire) -> Wire:
     return Wire({"type": "array", "items": entry}, encode_pairs, decode_pairs)
 
 
+def _is_not_required(hint: Any) -> bool:
+    origin: Any = get_origin(hint)
+    return bool(origin is NotRequired)
+
+
 def _record(tp: Any, *, json_any: Any) -> Wire:
     hints = get_type_hints(tp, include_extras=True)
     # NotRequired is read from the hints: a module with postponed annotations can leave
     # ``__required_keys__`` holding every key
     required_keys = {
-        n for n, h in hints.items() if n in tp.__required_keys__ and get_origin(h) is not NotRequired
+        n
+        for n, h in hints.items()
+        if n in tp.__required_keys__ and not _is_not_required(h)
     }
     fields = {name: compile_type(hint, json_any=json_any) for name, hint in hints.items()}
     schema: dict[str, Any] = {"type": "object", "title": tp.__name__}

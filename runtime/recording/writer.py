@@ -64,9 +64,11 @@ class RawMessage(NamedTuple):
 
 class MessageSink(Protocol):
     """Another destination of every recorded message (a live view): gets each message
-    encoded as the recording holds it."""
+    encoded as the recording holds it, and is closed with the recorder."""
 
     def publish(self, channel: Channel[Any], data: bytes, log_time: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def _ns(seconds: float) -> int:
@@ -373,6 +375,8 @@ class Recorder:
         finally:
             if self.path is not None:
                 self._stream.close()
+            for sink in self.sinks:
+                sink.close()
 
     def __enter__(self) -> Recorder:
         return self
