@@ -21,7 +21,7 @@ from runtime import configure_logging
 from runtime.jsonable import from_json
 from runtime.loop import TickResult
 from runtime.recording import format as fmt
-from runtime.recording.format import BOARD, CHANNELS, EVENTS, PER_TICK, SCHEMA_VERSION
+from runtime.recording.format import BOARD, EVENTS, PER_TICK, SCHEMA_VERSION
 from runtime.recording.inspect import (
     InspectError,
     brief,
@@ -103,7 +103,7 @@ def _sim(*args: str) -> subprocess.CompletedProcess[str]:
 def test_every_channel_is_present_with_the_expected_message_counts(
     run: Run, recording: Recording
 ) -> None:
-    assert set(recording.topics) == set(CHANNELS)
+    assert set(recording.topics) == set(fmt.ALL_CHANNELS)
     assert recording.ticks() == list(range(TICKS))
     for channel in PER_TICK:
         assert recording.count(channel) == TICKS
@@ -310,7 +310,7 @@ def test_diff_across_a_fault_names_the_changed_reason(run: Run, recording: Recor
 
 
 def _records(recording: Recording) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    return {topic: list(recording.records(CHANNELS[topic])) for topic in recording.topics}
+    return {topic: list(recording.records(fmt.ALL_CHANNELS[topic])) for topic in recording.topics}
 
 
 @pytest.mark.parametrize("where", ["mid-file", "a few bytes before the end", "after 3/4"])

@@ -63,6 +63,18 @@ class Wire:
     optional: bool = False  # ``X | None``: left out when None
 
 
+class JsonText(str):
+    """A JSON value already encoded as its JSON text: a writer that sends the same value
+    every tick encodes it once (a plain ``str`` is a JSON string value, encoded again)."""
+
+    __slots__ = ()
+
+
+def json_text(value: Any) -> JsonText:
+    """``value`` (in the JSON form of ``runtime.jsonable``) as its wire JSON text."""
+    return JsonText(json.dumps(value, separators=(",", ":"), allow_nan=False))
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -72,6 +84,8 @@ def _same2(value: Any, where: str) -> Any:
 
 
 def _dumps(value: Any) -> str:
+    if type(value) is JsonText:
+        return value
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
@@ -217,9 +231,7 @@ def _record(tp: Any, *, json_any: Any) -> Wire:
     # NotRequired is read from the hints: a module with postponed annotations can leave
     # ``__required_keys__`` holding every key
     required_keys = {
-        n
-        for n, h in hints.items()
-        if n in tp.__required_keys__ and not _is_not_required(h)
+        n for n, h in hints.items() if n in tp.__required_keys__ and not _is_not_required(h)
     }
     fields = {name: compile_type(hint, json_any=json_any) for name, hint in hints.items()}
     schema: dict[str, Any] = {"type": "object", "title": tp.__name__}

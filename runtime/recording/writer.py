@@ -50,6 +50,7 @@ from runtime.recording.format import (
     ItemRecord,
     ViewRecord,
 )
+from runtime.recording.wire import json_text
 
 
 class RawMessage(NamedTuple):
@@ -284,11 +285,12 @@ class Recorder:
         self._json_cache, self._json_next = self._json_next, {}
 
     def _value_json(self, value: Any) -> Any:
-        """``to_json`` of a working-set value, reusing last tick's for the same frozen object."""
+        """The JSON text of a working-set value, reusing last tick's for the same frozen
+        object (most items are unchanged from tick to tick)."""
         key = id(value)
         hit = self._json_cache.get(key)
         if hit is None or hit[0] is not value:
-            hit = (value, to_json(value))
+            hit = (value, json_text(to_json(value)))
         self._json_next[key] = hit
         return hit[1]
 

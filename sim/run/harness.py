@@ -329,7 +329,7 @@ class Simulation:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["recorder"] = state["view"] = None
+        state["recorder"] = None  # the view is kept (what it showed), without its sink
         state["_results_listeners"] = []
         state["_own_memory"] = None  # the planner opens its memory file again
         state["stopped_by"] = state["_stop_request"] = None  # a resumed run starts afresh
@@ -353,7 +353,10 @@ class Simulation:
             raise SettingError("this simulation already has a recorder")
         self.recorder = recorder
         recorder.attach(self.board, self.log)
-        self.view = FoxgloveView(recorder, self.scenario)
+        if self.view is None:
+            self.view = FoxgloveView(recorder, self.scenario)
+        else:  # resumed from a checkpoint: the scene goes on as thinned so far
+            self.view.sink = recorder
 
     def _view_event(self, event: Event) -> None:
         if self.view is not None:

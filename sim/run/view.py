@@ -300,7 +300,7 @@ class FoxgloveView:
         min_move: float = 0.25,
         min_turn: float = 0.25,
     ) -> None:
-        self.sink = sink
+        self.sink: Any = sink  # None while pickled in a checkpoint
         self.scenario = scenario
         self.layout_every = layout_every
         self.min_move = min_move
@@ -313,6 +313,11 @@ class FoxgloveView:
         self._marked = 0
         self._robot_xy = (scenario.robot.start.x, scenario.robot.start.y)
         self.scene_messages = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["sink"] = None  # a checkpoint holds what was shown, not where it went
+        return state
 
     def on_event(self, event: Event) -> None:
         from runtime.jsonable import to_json
