@@ -94,6 +94,12 @@ def test_the_scene_is_thinned_to_changes_and_the_log_has_every_event(tmp_path: P
     ids = {e["id"] for e in first["entities"]}
     assert {"floor", "robot", "route"} <= ids
     assert any(i.startswith("shelf:") for i in ids)
+    layouts = [
+        m
+        for m in recording.messages(FOXGLOVE_CHANNELS["/scene"])
+        if any(e["id"] == "floor" for e in m["entities"])
+    ]
+    assert len(layouts) == 2  # at 0 s and again at 10 s of the 20 s run, for seeking
     series = list(recording.messages(FOXGLOVE_CHANNELS["/series"]))
     assert all(0.0 <= s["battery"] <= 1.0 for s in series)
     assert max(s["speed"] for s in series) > 0
@@ -153,3 +159,37 @@ def test_foxglove_reads_every_channel_and_every_message_validates(
     for topic in ("/scene", "/tf", "/robot/pose", "/series", "/working_set", "/decisions"):
         assert out["channels"][topic]["messages"] > 0, topic
     assert out["channels"]["/scene"]["schema"] == "foxglove.SceneUpdate"
+
+
+LAYOUT = Path(__file__).parents[1] / "sim" / "run" / "foxglove_layout.json"
+
+
+def _panels(node: Any) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    return _panels(node["first"]) + _panels(node["second"])
+
+
+def test_the_shipped_layout_shows_channels_and_fields_the_recording_has() -> None:
+    layout = json.loads(LAYOUT.read_text(encoding="utf-8"))
+    panels = _panels(layout["layout"])
+    assert sorted(panels) == sorted(layout["configById"])
+    kinds = {p.split("!")[0] for p in panels}
+    assert {"3D", "RosOut", "Plot", "RawMessages"} <= kinds
+    config = layout["configById"]
+    three_d = next(v for k, v in config.items() if k.startswith("3D!"))
+    assert set(three_d["topics"]) <= set(ALL_CHANNELS) and "/scene" in three_d["topics"]
+    raw = next(v for k, v in config.items() if k.startswith("RawMessages!"))
+    assert raw["topicPath"] == "/working_set"
+    series = FOXGLOVE_CHANNELS["/series"].schema()["properties"]
+    missing = series["missing"]["items"]["properties"]
+    for key, panel in config.items():
+        if not key.startswith("Plot!"):
+            continue
+        for path in panel["paths"]:
+            topic, _, rest = path["value"].partition(".")
+            assert topic == "/series"
+            field = rest.split("[")[0]
+            assert field in series, path["value"]
+            if "{" in rest:  # /series.missing[:]{cabin=="planner"}.missing
+                assert rest.rsplit(".", 1)[1] in missing

@@ -94,3 +94,14 @@ def test_a_busy_port_is_a_setting_error() -> None:
             LiveView(port=first.port)
     finally:
         first.close()
+
+
+def test_the_cli_refuses_a_port_without_live_and_a_busy_port(tmp_path: Any) -> None:
+    from sim.cli.app import main
+
+    assert main(["run", "--port", "9999", "--ticks", "1"]) == 2
+    first = LiveView(port=0)
+    try:
+        assert main(["run", "--live", "--port", str(first.port), "--ticks", "1", "--json"]) == 2
+    finally:
+        first.close()
