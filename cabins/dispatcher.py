@@ -40,6 +40,7 @@ __all__ = [
     "GOALS",
     "SET_ORDER",
     "LLMDispatcher",
+    "LifoReply",
     "OrderArgs",
     "ScriptedDispatcher",
     "lifo_client",
@@ -136,7 +137,16 @@ class LLMDispatcher(LLMCabin):
 _GOAL_LINE = re.compile(r"^- goal:deliver:(\S+): (.*)$")
 
 
-def _lifo_reply(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> ChatReply:
+class LifoReply:
+    """The scripted model's reply to a request: the pending deliveries, latest released
+    first. A class, not a function, so that a checkpoint holds it by name (checkpoints
+    rebuild tickwork classes only)."""
+
+    def __call__(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> ChatReply:
+        return _lifo_reply(messages)
+
+
+def _lifo_reply(messages: Sequence[Mapping[str, Any]]) -> ChatReply:
     if messages and messages[-1].get("role") == "tool":
         return ChatReply.text("ordered the latest released first")
     system = str(messages[0].get("content", "")) if messages else ""
@@ -157,7 +167,7 @@ def _lifo_reply(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> 
 def lifo_client() -> ScriptedClient:
     """A scripted stand-in for a model: it reads the pending deliveries from the prompt and
     orders the latest released first (the opposite of the planner's default)."""
-    return ScriptedClient([_lifo_reply], repeat_last=True)
+    return ScriptedClient([LifoReply()], repeat_last=True)
 
 
 class ScriptedDispatcher(LLMDispatcher):

@@ -379,6 +379,25 @@ class AsyncDecisions:
     def idle(self, cabin: str) -> bool:
         return self._slots[cabin].job is None
 
+    def at_once(self, cabin: str) -> bool:
+        """Whether every decision of ``cabin`` comes back at the tick it was made on: a
+        simulated executor and a latency of zero (then ``decide_now`` stands for
+        ``start`` and ``collect``, and nothing is ever in flight)."""
+        timing = self._slots[cabin].timing
+        return (
+            isinstance(self.executor, SimulatedExecutor)
+            and timing.latency == 0
+            and not timing.latency_max
+        )
+
+    def decide_now(self, cabin: Cabin, view: CabinView, *, tick: int, has_pad: bool) -> Returned:
+        """The decision of a cabin whose decisions take no time (``at_once``), made and back
+        at this tick: on time, as it would be from ``start`` and ``collect``."""
+        result = decide(cabin, view, has_pad=has_pad)
+        if isinstance(result, CabinFailure):
+            return Returned(cabin.name, tick, tick, 0.0, "failed", None, result)
+        return Returned(cabin.name, tick, tick, 0.0, "on_time", result)
+
     def in_flight(self) -> dict[str, int]:
         """Cabin → the tick its decision in flight was decided on."""
         return {n: s.job.decided_tick for n, s in self._slots.items() if s.job is not None}

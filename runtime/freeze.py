@@ -60,10 +60,10 @@ class FrozenDict(Mapping[K, V]):
         return f"FrozenDict({self._data!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickled, (self._data,))
+        return (rebuild_frozen, (self._data,))
 
 
-def _unpickled(data: dict[Any, Any]) -> FrozenDict[Any, Any]:
+def rebuild_frozen(data: dict[Any, Any]) -> FrozenDict[Any, Any]:
     """A pickled ``FrozenDict`` again: frozen again (unpickled arrays come back writable),
     unless it maps to live objects that have no frozen form (the assembler's scratchpads)."""
     try:

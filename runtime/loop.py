@@ -214,6 +214,11 @@ class TickLoop:
                 )
             self.asynchronous = AsyncDecisions(asynchronous, executor)
         self._is_async = tuple(c.name in asynchronous for c in self.cabins)
+        pending = self.asynchronous
+        self._at_once = tuple(
+            pending is not None and c.name in pending and pending.at_once(c.name)
+            for c in self.cabins
+        )
         self.tick = 0
         self._start: float | None = None
         self._slot = 0
@@ -255,9 +260,17 @@ class TickLoop:
         pads = self.assembler.scratchpads
         pending = self.asynchronous
         views: list[CabinView] = []
-        decided: list[Outbox | CabinFailure | None] = []
-        for cabin, is_async in zip(self.cabins, self._is_async, strict=True):
+        decided: list[Outbox | CabinFailure | Returned | None] = []
+        for cabin, is_async, at_once in zip(
+            self.cabins, self._is_async, self._at_once, strict=True
+        ):
             name = cabin.name
+            if at_once:  # asynchronous, but its decisions take no time: back at once
+                assert pending is not None
+                view = ws.view(name, suppress=self._hidden(tick, name))
+                views.append(view)
+                decided.append(pending.decide_now(cabin, view, tick=tick, has_pad=name in pads))
+                continue
             if is_async:
                 assert pending is not None
                 if pending.idle(name):
@@ -286,28 +299,34 @@ class TickLoop:
             notices = Notices()
             view_of = partial(self._view, ws)
         for cabin, got in zip(self.cabins, decided, strict=True):
-            if got is None and pending is not None:
-                assert notices is not None
-                back = pending.collect(
-                    cabin, tick=tick, now=clock.now(), current=view_of, notices=notices
-                )
+            decision: Outbox | CabinFailure | None
+            if isinstance(got, Returned) or (got is None and pending is not None):
+                if isinstance(got, Returned):
+                    back: Returned | None = got
+                else:
+                    assert pending is not None and notices is not None
+                    back = pending.collect(
+                        cabin, tick=tick, now=clock.now(), current=view_of, notices=notices
+                    )
                 if back is None:
                     continue
                 returned.append(back)
-                got = back.failure if back.failure is not None else back.outbox
                 if not back.applied and back.failure is None:
                     continue  # dropped as late: recorded, not applied
-            if isinstance(got, CabinFailure):
-                failures.append(got)
+                decision = back.failure if back.failure is not None else back.outbox
+            else:
+                decision = got
+            if isinstance(decision, CabinFailure):
+                failures.append(decision)
                 self._log.error(
                     "cabin_failed",
                     tick=tick,
-                    cabin=got.cabin,
-                    error_type=got.error_type,
-                    message=got.message,
+                    cabin=decision.cabin,
+                    error_type=decision.error_type,
+                    message=decision.message,
                 )
-            elif got is not None:
-                outboxes.append(got)
+            elif decision is not None:
+                outboxes.append(decision)
         commands = self._apply(tick, ws, outboxes, failures, notices)
         compute = self.timer() - started
 

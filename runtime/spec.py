@@ -20,7 +20,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -41,7 +40,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from runtime.freeze import FrozenDict
 from runtime.patterns import is_glob, matches, specificity, validate_pattern
 from runtime.timing import Timing
-from runtime.tomlfile import FileError, did_you_mean, key_path, syntax_problem
+from runtime.tomlfile import FileError, did_you_mean, key_path, read_toml
 
 __all__ = [
     "ContextSpec",
@@ -334,20 +333,7 @@ def _describe(error: Mapping[str, Any]) -> str:
 def load_spec(path: str | os.PathLike[str]) -> ContextSpec:
     """Read one cabin spec from a TOML file; its ``name`` defaults to the file stem."""
     shown = os.fspath(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise SpecError(shown, ("file not found",)) from None
-    except OSError as exc:
-        raise SpecError(shown, (f"cannot read the file: {exc.strerror or exc}",)) from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(shown, (f"not UTF-8 text (bad byte at offset {exc.start})",)) from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(shown, (syntax_problem(exc),)) from exc
+    data = read_toml(path, error=SpecError)
     data.setdefault("name", Path(path).stem)
     try:
         return ContextSpec.model_validate(data)

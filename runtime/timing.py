@@ -26,7 +26,7 @@ MAX_AGE_LIMIT = 1_000_000
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, strict=True, allow_inf_nan=False)]
 Deadline = Annotated[float, Field(gt=0, le=MAX_SECONDS, strict=True, allow_inf_nan=False)]
-Ticks = Annotated[int, Field(ge=0, le=MAX_AGE_LIMIT, strict=True)]
+Ticks = Annotated[int, Field(ge=1, le=MAX_AGE_LIMIT, strict=True)]
 
 
 class Timing(BaseModel):
@@ -47,7 +47,8 @@ class Timing(BaseModel):
     max_age: Ticks | None = Field(
         default=None,
         description="Ticks between the tick decided on and the tick applied at beyond which "
-        "an asynchronous decision is late; none = no limit.",
+        "an asynchronous decision is late (at least 1: on a wall clock a decision comes back "
+        "at the next apply phase at the earliest); none = no limit.",
     )
     on_late: Literal["drop", "recheck"] = Field(
         default="drop",

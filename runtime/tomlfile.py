@@ -4,18 +4,28 @@ Specs, scenarios and fault files are TOML that people write by hand. A problem
 is told as ``file: key.path: what is wrong`` — the key path in TOML's own
 spelling (``weights."goal:*"``, ``shelves[2].polygon``) — and a syntax error
 keeps its line and column. ``FileError`` carries the file and its problems.
+``read_toml`` is how every loader reads one: a missing file, a folder, an unreadable
+or oversized one, bytes that are not UTF-8, invalid TOML and values nested deeper than
+``MAX_DEPTH`` are each one problem, never a traceback.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from runtime.errors import TickworkError
+
+MAX_BYTES = 16 << 20
+"""The largest TOML input read (16 MiB): a spec, a scenario or a fault file is far smaller."""
+MAX_DEPTH = 32
+"""Arrays and tables nested deeper than this are refused (none of our files nests past 4)."""
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$")
@@ -69,3 +79,52 @@ def syntax_problem(exc: tomllib.TOMLDecodeError) -> str:
     if found is None:
         return f"invalid TOML: {text}"
     return f"{found['where']}: invalid TOML: {found['msg']}"
+
+
+E = TypeVar("E", bound="FileError")
+
+
+def read_toml(
+    path: str | os.PathLike[str], *, error: type[E], shown: str | None = None
+) -> dict[str, Any]:
+    """The TOML document at ``path``, or ``error(shown, [problem])`` saying why not."""
+    where = os.fspath(path) if shown is None else shown
+    try:
+        size = os.path.getsize(path)
+        if Path(path).is_dir():
+            raise error(where, ("is a folder, not a file",))
+        if size > MAX_BYTES:
+            raise error(where, (f"the file is {size} bytes; at most {MAX_BYTES} are read",))
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise error(where, ("file not found",)) from None
+    except OSError as exc:
+        raise error(where, (f"cannot read the file: {exc.strerror or exc}",)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(where, (f"not UTF-8 text (bad byte at offset {exc.start})",)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(where, (syntax_problem(exc),)) from None
+    except RecursionError:
+        raise error(where, (f"invalid TOML: nested deeper than {MAX_DEPTH} levels",)) from None
+    if _depth(data) > MAX_DEPTH:
+        raise error(where, (f"values nested deeper than {MAX_DEPTH} levels",))
+    return data
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and tables nest in ``value`` (without recursion)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest

@@ -34,6 +34,8 @@ from runtime.asynchronous import (
     Asynchronous,
     DropLate,
     RecheckLate,
+    SimulatedExecutor,
+    Task,
     ThreadExecutor,
     late_policy,
     same_view,
@@ -129,6 +131,55 @@ def test_a_slow_cabin_never_delays_a_fast_one_on_the_sim_clock() -> None:
     assert written is not None and written.value == 21 and written.stamp == pytest.approx(41 / RATE)
     assert [len(r.views) for r in rig.results[:3]] == [2, 1, 1]  # no view while deciding
     assert rig.loop.stats().overruns == 0
+
+
+class AtOnce:
+    """An executor that decides when started and hands the result back at that apply phase:
+    the general path, which a zero-latency cabin on a SimulatedExecutor skips."""
+
+    name = "at-once"
+
+    def start(self, task: Task, *, tick: int, period: float) -> Any:
+        return task.run()
+
+    def poll(self, handle: Any, *, tick: int) -> Any:
+        return handle
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_zero_latency_decision_is_back_at_once_as_through_an_executor() -> None:
+    class Flaky(Counter):
+        def step(self, view: CabinView, out: Outbox) -> None:
+            super().step(view, out)
+            if view.tick % 3 == 2:
+                raise RuntimeError("no model this time")
+
+    def run(executor: Any) -> tuple[Rig, list[Any]]:
+        cabins = [Counter(spec("fast")), Flaky(spec("flaky", latency=0.0)), Counter(spec("b"))]
+        rig = Rig(cabins, executor=executor)
+        in_flight = []
+        for _ in range(9):
+            rig.run(1)
+            assert rig.loop.asynchronous is not None
+            in_flight.append(rig.loop.asynchronous.in_flight())
+        return rig, in_flight
+
+    quick, in_flight = run(None)  # a SimulatedExecutor: decide_now, nothing ever in flight
+    assert quick.loop.asynchronous is not None
+    assert isinstance(quick.loop.asynchronous.executor, SimulatedExecutor)
+    assert quick.loop.asynchronous.at_once("flaky") and in_flight == [{}] * 9
+    general, _ = run(AtOnce())
+    assert general.loop.asynchronous is not None
+    assert not general.loop.asynchronous.at_once("flaky")
+    assert quick.returned() == general.returned()
+    statuses = [r[3] for r in quick.returned() if r[0] == "flaky"]
+    assert statuses == ["on_time", "on_time", "failed"] * 3
+    assert quick.events("cabin_failed") == general.events("cabin_failed")
+    assert quick.board.read("flaky:n") == general.board.read("flaky:n")
+    drawn = Rig([Counter(spec("s", latency=0.0, latency_max=0.5))]).loop.asynchronous
+    assert drawn is not None and not drawn.at_once("s")  # a drawn latency may not be zero
 
 
 def test_on_a_fake_wall_clock_the_loop_never_waits_for_an_asynchronous_decision() -> None:
@@ -239,7 +290,7 @@ class Picky:
 
 def test_a_cabin_may_recheck_its_late_decisions_itself() -> None:
     executor = ManualExecutor()
-    picky = Picky(spec("picky", max_age=0, on_late="recheck"))
+    picky = Picky(spec("picky", max_age=1, on_late="recheck"))
     rig = Rig([picky], executor=executor)
     rig.board.write("x", 5)
     rig.run(2)
@@ -248,10 +299,10 @@ def test_a_cabin_may_recheck_its_late_decisions_itself() -> None:
     rig.run(1)
     assert rig.returned() == [("picky", 0, 2, "rechecked")]
     rig.board.write("x", 11)
-    rig.run(1)
+    rig.run(2)
     executor.finish("picky")
     rig.run(1)
-    assert rig.returned()[-1] == ("picky", 3, 4, "dropped")
+    assert rig.returned()[-1] == ("picky", 3, 5, "dropped")
     assert isinstance(late_policy(picky), RecheckLate)
     assert isinstance(late_policy(Counter(spec("c", max_age=1))), DropLate)
 
@@ -309,6 +360,10 @@ def test_timing_is_validated_with_the_key_named(tmp_path: Any) -> None:
         ("deadline = 0.0", "timing.deadline: Input should be greater than 0"),
         ("deadline = 7200.0", "timing.deadline: Input should be less than or equal to 3600"),
         ("max_age = -1", "timing.max_age"),
+        ("max_age = 0", "timing.max_age: Input should be greater than or equal to 1"),
+        ("max_age = 1000001", "timing.max_age: Input should be less than or equal to 1000000"),
+        ("latency = nan", "timing.latency"),
+        ("deadline = inf", "timing.deadline"),
         ("latency = 2.0\nlatency_max = 1.0", "latency_max"),
     ]:
         path.write_text(f"[timing]\n{body}\n")
@@ -318,11 +373,58 @@ def test_timing_is_validated_with_the_key_named(tmp_path: Any) -> None:
     assert Timing(mode="async", deadline=2.0).unused() == []
 
 
+def _schema_accepts(prop: dict[str, Any], value: float | int | None) -> bool:
+    """Whether a property of the generated JSON Schema accepts ``value`` (numbers only)."""
+    branches = prop.get("anyOf", [prop])
+    for b in branches:
+        if b.get("type") == "null" and value is None:
+            return True
+        if value is None or b.get("type") not in ("number", "integer"):
+            continue
+        if b["type"] == "integer" and not isinstance(value, int):
+            continue  # TOML gives an int only for an integer literal
+        if value != value or value in (float("inf"), float("-inf")):
+            continue  # JSON has no NaN or infinity
+        if "minimum" in b and value < b["minimum"]:
+            continue
+        if "exclusiveMinimum" in b and value <= b["exclusiveMinimum"]:
+            continue
+        if "maximum" in b and value > b["maximum"]:
+            continue
+        return True
+    return False
+
+
+NUMBERS = (
+    st.integers(-3, 3)
+    | st.integers(999_990, 1_000_010)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from([0.0, -0.0, 3600.0, 3600.0001, 1e-300])
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    field_name=st.sampled_from(["deadline", "max_age", "latency", "latency_max"]),
+    value=NUMBERS,
+)
+def test_the_json_schema_bounds_timing_as_the_loader_does(field_name: str, value: float) -> None:
+    from runtime.spec import json_schema
+
+    prop = json_schema()["$defs"]["Timing"]["properties"][field_name]
+    try:
+        Timing.model_validate({"mode": "async", field_name: value})
+        loaded = True
+    except ValueError:
+        loaded = False
+    assert loaded == _schema_accepts(prop, value)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     latency=st.floats(0.0, 1.5),
     spread=st.floats(0.0, 1.5),
-    max_age=st.none() | st.integers(0, 30),
+    max_age=st.none() | st.integers(1, 30),
     deadline=st.none() | st.floats(0.05, 2.0),
     seed=st.integers(0, 2**32 - 1),
     ticks=st.integers(1, 120),

@@ -277,7 +277,10 @@ def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(tmp_
     ticks = [m["tick"] for m in recording.messages(WORKING_SET)]
     assert ticks == list(range(1200))  # every tick once, in order
     assert _messages(tmp_path / "run.mcap") == _messages(tmp_path / "straight.mcap")
-    assert recording.metadata == Recording.open(tmp_path / "straight.mcap").metadata
+    straight_meta = dict(Recording.open(tmp_path / "straight.mcap").metadata)
+    assert recording.metadata["run_id"] == read_info(checkpoint).run["run_id"]  # one run
+    assert straight_meta.pop("run_id") != recording.metadata["run_id"]  # two runs alike
+    assert {k: v for k, v in recording.metadata.items() if k != "run_id"} == straight_meta
 
 
 def test_recording_continues_across_two_crashes(tmp_path: Path) -> None:
@@ -437,3 +440,95 @@ def test_a_write_that_fails_half_way_leaves_the_previous_checkpoint_intact(
     assert sorted(p.name for p in path.parent.iterdir()) == ["run.ckpt"]
     save(sim, RunPlan(ticks=40), path)
     assert load(path).info.tick == 20
+
+
+# -- a checkpoint never runs code from the file ------------------------------------------------
+
+
+def _with_payload(good: Path, payload: bytes, target: Path) -> Path:
+    """A checkpoint with ``good``'s header and another payload (length and sha256 fixed up)."""
+    import hashlib
+
+    data = good.read_bytes()
+    head_end = data.index(b"\n", len(MAGIC)) + 1
+    header = json.loads(data[len(MAGIC) : head_end])
+    header.update(payload_bytes=len(payload), payload_sha256=hashlib.sha256(payload).hexdigest())
+    target.write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + payload)
+    return target
+
+
+class _RunsACommand:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+class _OpensAFile:
+    def __init__(self, victim: Path) -> None:
+        self.victim = victim
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from runtime.recording.writer import Recorder
+
+        return (Recorder, (str(self.victim),))  # a tickwork class, whose constructor writes
+
+
+class _ReachesForGlobals:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (getattr, (parse_fault, "__globals__"))
+
+
+@pytest.mark.parametrize("payload", ["command", "constructor", "globals"])
+def test_a_crafted_checkpoint_is_refused_before_anything_it_names_runs(
+    good_checkpoint: Path, tmp_path: Path, payload: str
+) -> None:
+    marker, victim = tmp_path / "pwned", tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    crafted = {
+        "command": _RunsACommand(marker),
+        "constructor": _OpensAFile(victim),
+        "globals": _ReachesForGlobals(),
+    }[payload]
+    evil = _with_payload(good_checkpoint, pickle.dumps(crafted, protocol=5), tmp_path / "evil.ckpt")
+    with pytest.raises(CheckpointError, match="refused"):
+        load(evil)
+    assert not marker.exists() and victim.read_text() == "keep me"
+    assert cli.main(["run", "--resume", str(evil)]) == 2
+    assert not marker.exists() and victim.read_text() == "keep me"
+
+
+def test_every_name_a_real_checkpoint_holds_is_allowed(good_checkpoint: Path) -> None:
+    restored = load(good_checkpoint).sim  # the pure-Python restricted unpickler, end to end
+    assert restored.loop.tick == 10 and restored.world.state.ticks == 10
+
+
+def test_resume_refuses_to_splice_onto_another_runs_recording(tmp_path: Path) -> None:
+    record = tmp_path / "run.mcap"
+    plan = RunPlan(
+        ticks=40, until_done=False, record=str(record), every=20, path=str(tmp_path / "run.ckpt")
+    )
+    first = Simulation("warehouse", seed=0, record=record)
+    first.run(25, until_done=False, after_tick=Checkpointer(plan))
+    first.close()
+    other = Simulation("warehouse", seed=0, record=record)  # the same path, another run
+    other.run(30, until_done=False)
+    other.close()
+    before = record.read_bytes()
+    with pytest.raises(CheckpointError, match="belongs to another run"):
+        resume(tmp_path / "run.ckpt")
+    assert record.read_bytes() == before  # the other run's recording is left as it was
+
+
+def test_a_run_killed_before_its_first_boundary_can_still_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "early.ckpt"
+    args = ["run", "--ticks", "30", "--full", "--checkpoint-every", "100", "--checkpoint"]
+    assert cli.main([*args, str(path), "--json"]) == 0
+    straight = json.loads(capsys.readouterr().out)
+    assert read_info(path).tick == 0  # written before the first tick
+    assert cli.main(["run", "--resume", str(path), "--json"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["board_digest"] == straight["board_digest"] and resumed["ticks"] == 30

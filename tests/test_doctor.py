@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from runtime import ContextSpec, configure_logging, load_specs
 from runtime.recording.format import CHANNELS, PROFILE
+from sim import cli
 from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
@@ -322,3 +323,33 @@ def test_cli_doctor_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     done = sim_cli("doctor", str(tmp_path / "nope.mcap"))
     assert done.returncode == 2 and "no such file" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_evicted_events_are_attributed_under_capacity_pressure(tmp_path: Path) -> None:
+    # An event keeps its stamp as last_used, so it never looked "offered" at the freeze that
+    # evicted it: the planner's event:action_done items went unnamed under capacity 24.
+    path = tmp_path / "tight.mcap"
+    sim = Simulation("warehouse", seed=0, capacity=24, record=path)
+    sim.run()
+    sim.close()
+    report = diagnose(path)
+    changes = {(s.cabin, s.change) for s in report.suggestions}
+    assert any(cabin == "planner" and "event:" in change for cabin, change in changes), changes
+
+
+def test_a_recording_without_ticks_is_bad_input_and_a_huge_window_is_the_whole_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.recording.writer import Recorder
+
+    empty = tmp_path / "empty.mcap"
+    Recorder(empty, metadata={"specs": "{}", "cabins": "[]", "faults": "[]"}).close()
+    assert cli.main(["doctor", str(empty)]) == 2
+    assert "holds no ticks" in capsys.readouterr().err
+    path = tmp_path / "short.mcap"
+    sim = Simulation("warehouse", seed=0, record=path)
+    sim.run(30)
+    sim.close()
+    huge = diagnose(path, window=10**12)  # bounded by the recording, not by the number
+    assert huge.findings == diagnose(path, window=30).findings

@@ -275,6 +275,15 @@ def test_an_endpoint_comes_from_the_flags_or_the_environment(server_factory: Any
     again = pickle.loads(pickle.dumps(client))  # pickles as its endpoint, connects again
     reply = again.complete([{"role": "user", "content": "hi"}], [])
     assert reply.content == "from the endpoint" and server.requests[0]["model"] == "fake"
+    # and so a checkpoint's restricted unpickler takes it back (it holds tickwork classes)
+    import io
+
+    from sim.run.state_pickle import StatePickler, StateUnpickler
+
+    buffer = io.BytesIO()
+    StatePickler(buffer).dump(client)
+    resumed = StateUnpickler(io.BytesIO(buffer.getvalue())).load()
+    assert resumed.complete([{"role": "user", "content": "hi"}], []).content == "from the endpoint"
 
 
 class Fast:

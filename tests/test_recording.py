@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcap.writer import Writer
 
@@ -376,7 +376,12 @@ def test_a_recording_cut_just_after_its_header_has_nothing_to_recover(
     assert cut.read_bytes() == data[: _header_end(data)]
 
 
-def test_a_changed_byte_mid_file_is_caught_and_what_precedes_it_kept(
+def _subsequence(part: list[Any], whole: list[Any]) -> bool:
+    rest = iter(whole)
+    return all(any(item == other for other in rest) for item in part)
+
+
+def test_a_changed_byte_mid_file_loses_only_its_chunk(
     run: Run, recording: Recording, tmp_path: Path
 ) -> None:
     data = bytearray(run.path.read_bytes())
@@ -384,11 +389,44 @@ def test_a_changed_byte_mid_file_is_caught_and_what_precedes_it_kept(
     broken = tmp_path / "flipped.mcap"
     broken.write_bytes(bytes(data))
     damaged = Recording.open(broken)
-    assert damaged.damaged and 0 < len(damaged.ticks()) < TICKS
-    assert damaged.scan.good_bytes <= len(data) // 2
+    assert damaged.damaged and damaged.scan.good_bytes <= len(data) // 2
+    assert len(damaged.scan.skipped) == 1 and "changed" in (damaged.scan.cause or "")
+    ticks = damaged.ticks()
+    assert ticks[-1] == TICKS - 1  # the ticks after the damaged chunk are read too
+    assert len(ticks) >= 0.9 * TICKS
+    lost = sorted(set(range(TICKS)) - set(ticks))
+    assert lost and lost == list(range(lost[0], lost[-1] + 1))  # one chunk's ticks
     original = _records(recording)
     for topic, messages in _records(damaged).items():
-        assert messages == original[topic][: len(messages)]
+        assert _subsequence(messages, original[topic]), topic
+    fixed = tmp_path / "fixed.mcap"
+    repair(broken, fixed)
+    again = Recording.open(fixed)
+    assert not again.damaged and again.ticks() == ticks
+
+
+@settings(max_examples=25, deadline=None)
+@given(where=st.floats(0.0, 1.0, exclude_max=True), bits=st.integers(1, 255))
+def test_a_changed_byte_anywhere_is_caught_and_nothing_else_is_lost(
+    run: Run,
+    recording: Recording,
+    tmp_path_factory: pytest.TempPathFactory,
+    where: float,
+    bits: int,
+) -> None:
+    data = bytearray(run.path.read_bytes())
+    at = int(where * len(data))
+    data[at] ^= bits
+    broken = tmp_path_factory.mktemp("flip") / "flipped.mcap"
+    broken.write_bytes(bytes(data))
+    try:
+        damaged = Recording.open(broken)
+    except RecordingError:
+        return  # the header, the magic or the run metadata itself: a clear error
+    assert damaged.damaged  # no byte of a recording is unchecked
+    original = _records(recording)
+    for topic, messages in _records(damaged).items():
+        assert _subsequence(messages, original[topic]), topic
 
 
 @pytest.mark.parametrize("size", [0, 5, 30])
@@ -530,7 +568,7 @@ def test_cli_repairs_in_place_and_then_reads_without_a_notice(run: Run, tmp_path
     assert read.stderr.count("notice: ") == 1 and "is damaged at byte" in read.stderr
     fixed = _sim("repair", str(cut))
     assert fixed.returncode == 0, fixed.stderr
-    assert fixed.stdout.startswith(f"repaired {cut}: it broke at byte ")
+    assert fixed.stdout.startswith(f"repaired {cut}: it is damaged at byte ")
     assert "recovered" in fixed.stdout and "in place" in fixed.stdout
     assert not Recording.open(cut).damaged
     again = _sim("repair", str(cut))
@@ -627,3 +665,39 @@ def test_a_run_stopped_by_a_signal_finishes_its_recording(tmp_path: Path, signum
     assert recording.ticks()[0] == 0
     summary = json.loads(result.metadata["summary"]["json"])
     assert summary["stopped_by"] == signal.Signals(signum).name
+
+
+def _record_starts(data: bytes) -> list[tuple[int, int, int]]:
+    """(offset, opcode, length) of every top-level record of an MCAP file."""
+    found, pos = [], 8
+    while pos + 9 <= len(data):
+        length = int.from_bytes(data[pos + 1 : pos + 9], "little")
+        found.append((pos, data[pos], length))
+        pos += 9 + length
+    return found
+
+
+@pytest.mark.parametrize("opcode", [0x07, 0x08, 0x0B])  # message index, chunk index, statistics
+def test_a_changed_index_or_summary_is_damage_and_repair_keeps_every_tick(
+    run: Run, recording: Recording, tmp_path: Path, opcode: int
+) -> None:
+    data = bytearray(run.path.read_bytes())
+    at = next(p for p, op, _ in _record_starts(bytes(data)) if op == opcode)
+    data[at + 12] ^= 0x01  # inside the record's content
+    broken = tmp_path / "index.mcap"
+    broken.write_bytes(bytes(data))
+    damaged = Recording.open(broken)
+    assert damaged.damaged  # not called "complete"
+    assert damaged.ticks() == recording.ticks()  # every message is still there
+    repair(broken)
+    fixed = Recording.open(broken)
+    assert not fixed.damaged and _records(fixed) == _records(recording)
+
+
+def test_a_file_cut_before_its_first_tick_has_nothing_to_recover(run: Run, tmp_path: Path) -> None:
+    data = run.path.read_bytes()
+    first_chunk = next(p for p, op, _ in _record_starts(data) if op == 0x06)
+    cut = _cut(run.path, first_chunk + 20, tmp_path / "early.mcap")
+    with pytest.raises(RecordingError, match="nothing to recover"):
+        repair(cut)
+    assert cut.read_bytes() == data[: first_chunk + 20]  # nothing was written over it

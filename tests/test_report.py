@@ -662,3 +662,19 @@ def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> No
     assert saved is not None
     assert saved["ticks"] == summary["ticks"] == 120
     assert saved["board_digest"] == summary["board_digest"]
+
+
+def test_a_report_replaces_its_own_page_but_no_other_file(
+    recorded: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "r.html"
+    assert cli.main(["report", str(recorded[0]), "-o", str(page)]) == 0
+    assert cli.main(["report", str(recorded[0]), "-o", str(page)]) == 0  # its own: replaced
+    notes = tmp_path / "notes.html"
+    notes.write_text("<p>my notes</p>")
+    capsys.readouterr()
+    assert cli.main(["report", str(recorded[0]), "-o", str(notes)]) == 2
+    assert "not a tickwork report" in capsys.readouterr().err
+    assert notes.read_text() == "<p>my notes</p>"
+    assert cli.main(["run", "--ticks", "5", "--report", str(notes)]) == 2  # before the run
+    assert notes.read_text() == "<p>my notes</p>"

@@ -68,14 +68,14 @@ def test_a_stop_asked_for_in_the_last_tick_does_not_mark_a_finished_run_stopped(
 
 
 def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run() -> None:
-    from sim.run.checkpoint import _Pickler, _Unpickler
+    from sim.run.state_pickle import StatePickler, StateUnpickler
 
     sim = Simulation("warehouse", seed=0)
     sim.run(5, until_done=False)
     sim.request_stop("SIGINT")
     buffer = io.BytesIO()
-    _Pickler(buffer).dump(sim)
-    restored = _Unpickler(io.BytesIO(buffer.getvalue())).load()
+    StatePickler(buffer).dump(sim)
+    restored = StateUnpickler(io.BytesIO(buffer.getvalue())).load()
     assert restored.run(3, until_done=False)["ticks"] == 8
 
 

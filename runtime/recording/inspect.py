@@ -69,11 +69,18 @@ def damage_notice(recording: Recording) -> str | None:
     )
     if "run" not in result.metadata:
         return f"{where}; nothing before it can be read or recovered"
-    read = (
-        f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} ({tick_ranges(ticks)}) up to there"
-        if ticks
-        else "no tick was recorded before it"
-    )
+    if not ticks:
+        read = "no tick was recorded before it"
+    elif result.skipped:
+        stretches = len(result.skipped)
+        read = (
+            f"read {len(ticks)} tick{'s' if len(ticks) != 1 else ''} ({tick_ranges(ticks)}), "
+            f"passing over {stretches} damaged stretch{'es' if stretches != 1 else ''} "
+            f"({result.dropped_bytes} bytes)"
+        )
+    else:
+        plural = "s" if len(ticks) != 1 else ""
+        read = f"read {len(ticks)} tick{plural} ({tick_ranges(ticks)}) up to there"
     return (
         f"{where}; {read} (python -m sim repair {shlex.quote(result.path)} writes a complete copy)"
     )
@@ -119,8 +126,9 @@ def repair_report(path: str | Path, out: str | Path | None = None) -> Json:
         "first_tick": ticks[0] if ticks else None,
         "last_tick": last,
         "break_at": None if result.complete else result.good_bytes,
-        "bytes_recovered": result.good_bytes,
-        "bytes_dropped": result.size - result.good_bytes,
+        "bytes_recovered": result.size - result.dropped_bytes,
+        "bytes_dropped": result.dropped_bytes,
+        "skipped": [{"start": s.start, "end": s.end, "cause": s.cause} for s in result.skipped],
         "cause": result.cause,
         "last_tick_partial": last is not None and recording.one(STATS, last) is None,
         "messages_by_channel": recording.counts(),
@@ -212,7 +220,7 @@ def _last_eviction(recording: Recording, tick: int, cabin: str, pattern: str) ->
 def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> Json:
     """The history of ``key``: every tick it was in the working set, in a view, missing
     or evicted (``history``), and every board write or delete of it (``board``)."""
-    _require_ticks(recording)
+    require_ticks(recording)
     names = _check_cabin(recording, cabin)
     evictions: dict[int, list[EvictionRecord]] = {}
     for t, message in recording.records(EVICTIONS):
@@ -433,13 +441,15 @@ def _working_set(recording: Recording, tick: int) -> WorkingSetRecord:
     ws = recording.one(WORKING_SET, tick)
     if ws is not None:
         return ws
-    ticks = _require_ticks(recording)
+    ticks = require_ticks(recording)
     raise InspectError(
         f"tick {tick} is not in {recording.path}: it holds ticks {tick_ranges(ticks)}"
     )
 
 
-def _require_ticks(recording: Recording) -> list[int]:
+def require_ticks(recording: Recording) -> list[int]:
+    """The recording's ticks; ``InspectError`` for a recording that holds none (there is
+    nothing to inspect, diagnose, replay or report)."""
     ticks = recording.ticks()
     if not ticks:
         broke = (
@@ -530,6 +540,7 @@ __all__ = [
     "key_history",
     "open_recording",
     "repair_report",
+    "require_ticks",
     "tick_ranges",
     "tick_report",
 ]

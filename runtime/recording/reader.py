@@ -1,26 +1,24 @@
-"""Reading recordings back: tolerant of files cut short, clear about garbage.
+"""Reading recordings back: tolerant of damage, clear about garbage.
 
-``scan`` reads an MCAP file record by record and stops at the first record that
-is cut short or broken, keeping everything before it: a run killed mid-write is
-readable up to its last complete chunk. ``Recording`` indexes what was read by
-channel and tick; ``repair`` writes what was recovered to a new, complete file.
-Input that is not a tickwork recording gets a ``RecordingError`` that says so.
+``scan`` reads an MCAP file record by record (``runtime.recording.salvage``) and keeps
+every whole record: a run killed mid-write is readable up to its last complete chunk,
+and a chunk whose bytes were changed is passed over, not the end of the file.
+``Recording`` indexes what was read by channel and tick and validates each message
+against its channel's record; ``repair`` writes what was recovered to a new, complete
+file. Input that is not a tickwork recording gets a ``RecordingError`` that says so.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
-from mcap.exceptions import EndOfFile, RecordLengthLimitExceeded
 from mcap.records import Channel as McapChannel
-from mcap.records import Header, Message, Metadata, Schema
-from mcap.stream_reader import CRCValidationError, StreamReader
+from mcap.records import Header, Message, Schema
 
 from runtime.errors import TickworkError
 from runtime.files import atomic_output, open_binary
@@ -33,8 +31,8 @@ from runtime.recording.format import (
     Channel,
     FormatError,
 )
+from runtime.recording.salvage import MAGIC, Skip, salvage
 
-MAGIC = bytes([137, 77, 67, 65, 80, 48, 13, 10])
 R = TypeVar("R")
 
 
@@ -42,33 +40,14 @@ class RecordingError(TickworkError):
     """A file that cannot be read as a tickwork recording; the message says why."""
 
 
-class _Counting:
-    """A binary reader that counts the bytes read and never reads past ``size``.
-
-    The cap keeps a corrupted length field from allocating gigabytes.
-    """
-
-    def __init__(self, raw: IO[bytes], size: int) -> None:
-        self.raw = raw
-        self.size = size
-        self.offset = 0
-
-    def read(self, n: int = -1) -> bytes:
-        left = self.size - self.offset
-        data = self.raw.read(left if n < 0 else min(n, left))
-        self.offset += len(data)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-
 @dataclass
 class Scan:
-    """What could be read of a recording, and where it broke.
+    """What could be read of a recording, and where it was damaged.
 
-    ``good_bytes`` is where the first unreadable record starts (the file size when
-    complete); ``error`` is the reader's own words, ``cause`` says it for people.
+    ``good_bytes`` is where the first damage starts (the file size when complete) and
+    ``cause`` says what it is; ``skipped`` lists every damaged stretch that was passed
+    over (the records after it were read), and ``error`` says why reading stopped early,
+    if it did.
     """
 
     path: str
@@ -82,6 +61,8 @@ class Scan:
     good_bytes: int = 0
     error: str | None = None
     cause: str | None = None
+    skipped: list[Skip] = field(default_factory=list)
+    dropped_bytes: int = 0
 
     @property
     def damaged(self) -> bool:
@@ -93,74 +74,46 @@ class Scan:
             return f"{self.path}: complete, {len(self.messages)} messages"
         return (
             f"{self.path}: damaged at byte {self.good_bytes} of {self.size} ({self.cause}); "
-            f"recovered {len(self.messages)} messages before it"
+            f"recovered {len(self.messages)} messages"
         )
-
-
-def _cause(exc: Exception, good: int, read: int, size: int) -> str:
-    """Why reading stopped, in words."""
-    if isinstance(exc, CRCValidationError):
-        return "a chunk fails its checksum: its bytes were changed"
-    if isinstance(exc, RecordLengthLimitExceeded):
-        return (
-            f"the file is cut short or corrupted: the record at byte {good} claims more "
-            "bytes than the file holds"
-        )
-    if read >= size and isinstance(exc, (EndOfFile, struct.error, EOFError)):
-        if good >= size:
-            return "the file ends without the MCAP summary and footer: the run stopped writing"
-        return f"the file is cut short: its last {size - good} bytes are an incomplete record"
-    return (
-        f"an unreadable record ({type(exc).__name__}: {exc})"
-        if str(exc)
-        else f"an unreadable record ({type(exc).__name__})"
-    )
 
 
 def scan(path: str | Path) -> Scan:
-    """Read every complete record of ``path``; stop at the first damaged one."""
+    """Read every whole record of ``path``, passing over damaged ones (see ``salvage``)."""
     shown = str(path)
     fh, size = open_binary(path, what="a recording", error=RecordingError)
     with fh:
-        head = fh.read(len(MAGIC))
-        if not head:
-            raise RecordingError(f"{shown}: the file is empty (0 bytes): nothing was recorded")
-        if head != MAGIC:
-            if MAGIC.startswith(head):
-                raise RecordingError(
-                    f"{shown}: cut short inside the MCAP magic bytes ({size} "
-                    "bytes): nothing to recover"
-                )
+        data = fh.read()
+    head = data[: len(MAGIC)]
+    if not head:
+        raise RecordingError(f"{shown}: the file is empty (0 bytes): nothing was recorded")
+    if head != MAGIC:
+        if MAGIC.startswith(head):
             raise RecordingError(
-                f"{shown}: not an MCAP file (it does not start with the MCAP "
-                f"magic bytes; it starts with {head!r})"
+                f"{shown}: cut short inside the MCAP magic bytes ({size} bytes): nothing to recover"
             )
-        fh.seek(0)
-        counting = _Counting(fh, size)
-        result = Scan(path=shown, size=size)
-        reader = StreamReader(
-            counting,  # type: ignore[arg-type]
-            validate_crcs=True,
-            record_size_limit=size,
+        raise RecordingError(
+            f"{shown}: not an MCAP file (it does not start with the MCAP "
+            f"magic bytes; it starts with {head!r})"
         )
-        try:
-            for record in reader.records:
-                if isinstance(record, Header):
-                    result.header = record
-                elif isinstance(record, Schema):
-                    result.schemas[record.id] = record
-                elif isinstance(record, McapChannel):
-                    result.channels[record.id] = record
-                elif isinstance(record, Metadata):
-                    result.metadata[record.name] = dict(record.metadata)
-                elif isinstance(record, Message):
-                    result.messages.append(record)
-                result.good_bytes = counting.offset
-            result.complete = True
-            result.good_bytes = size
-        except Exception as exc:  # the mcap reader raises struct.error and others on garbage
-            result.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            result.cause = _cause(exc, result.good_bytes, counting.offset, size)
+    found = salvage(data)
+    problem = found.first_problem
+    result = Scan(
+        path=shown,
+        size=size,
+        header=found.header,
+        schemas=found.schemas,
+        channels=found.channels,
+        metadata=found.metadata,
+        messages=found.messages,
+        complete=found.complete,
+        good_bytes=size if problem is None else problem[0],
+        error=None if found.ended else found.end_cause,
+        cause=None if problem is None else problem[1],
+        skipped=found.skipped,
+        dropped_bytes=sum(s.end - s.start for s in found.skipped)
+        + (0 if found.ended else size - found.end_at),
+    )
     if result.header is None:
         raise RecordingError(
             f"{shown}: an MCAP file cut short or damaged before the end of its "
@@ -192,7 +145,7 @@ def write_recording(result: Scan, path: str | Path, *, upto_tick: int | None = N
 
     written = 0
     with atomic_output(path) as fh:
-        writer = Writer(fh, compression=CompressionType.ZSTD)
+        writer = Writer(fh, compression=CompressionType.ZSTD, enable_data_crcs=True)
         header = result.header
         writer.start(
             profile=header.profile if header else PROFILE,
@@ -227,15 +180,21 @@ def repair(path: str | Path, out: str | Path | None = None) -> Scan:
     """Rewrite a damaged recording as a complete one (in place unless ``out`` is given).
 
     A complete recording is left alone and nothing is written. A file that broke
-    before its run metadata has nothing to recover: ``RecordingError``.
+    before its run metadata, or before its first tick, has nothing to recover:
+    ``RecordingError`` (a copy holding no tick would only look like a recording).
     """
     result = scan(path)
     if result.complete:
         return result
+    where = f"it is damaged at byte {result.good_bytes} of {result.size} ({result.cause})"
     if "run" not in result.metadata:
         raise RecordingError(
-            f"{result.path}: nothing to recover: it breaks at byte {result.good_bytes} of "
-            f"{result.size} ({result.cause}), before its run metadata was written"
+            f"{result.path}: nothing to recover: {where}, before its run metadata was written"
+        )
+    ticks = {cid for cid, c in result.channels.items() if c.topic == WORKING_SET.topic}
+    if not any(m.channel_id in ticks for m in result.messages):
+        raise RecordingError(
+            f"{result.path}: nothing to recover: {where}, before its first tick was recorded"
         )
     write_recording(result, out if out is not None else path)
     return result

@@ -106,7 +106,12 @@ class Recorder:
             if output is None
             else output
         )
-        self._writer = Writer(self._stream, chunk_size=chunk_size, compression=CompressionType.ZSTD)
+        self._writer = Writer(
+            self._stream,
+            chunk_size=chunk_size,
+            compression=CompressionType.ZSTD,
+            enable_data_crcs=True,  # every byte of the file is then covered by a checksum
+        )
         self._writer.start(profile=PROFILE, library="tickwork recorder")
         self._channels: dict[str, int] = {}
         for channel in ALL_CHANNELS.values():

@@ -50,6 +50,7 @@ from typing import Any, Literal
 from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
 from runtime.recording.format import EVENTS, EVICTIONS, WORKING_SET, EvictionRecord
+from runtime.recording.inspect import require_ticks
 from runtime.recording.reader import Recording
 from runtime.spec import ContextSpec
 from sim.analysis.replay import recorded_faults, recorded_specs
@@ -367,11 +368,17 @@ def _could_select(spec: ContextSpec, key: str) -> bool:
     return any(matches(key, p) for p in spec.board_keys)
 
 
-def _offered(eviction: EvictionRecord, now: float, weight: float) -> bool:
-    """Whether a cabin that weights an item ``weight`` may have asked for it at the freeze
-    that evicted it: it was offered at that freeze (``last_used`` is now) with an importance
-    (the highest weight any spec gave it) no lower than ``weight``."""
-    return eviction["last_used"] == now and eviction["importance"] >= weight
+def _offered(eviction: EvictionRecord, now: float, spec: ContextSpec, key: str) -> bool:
+    """Whether a cabin whose spec weights an item may have asked for it at the freeze that
+    evicted it, with an importance (the highest weight any spec gave it) no lower than its
+    own weight. A board item or a map feature was offered if the freeze refreshed it
+    (``last_used`` is now); an event keeps its stamp as ``last_used``, so it was offered
+    if it was still within the cabin's event window."""
+    if eviction["importance"] < spec.weight_for(key):
+        return False
+    if key.startswith("event:"):
+        return now - eviction["last_used"] <= spec.event_window
+    return eviction["last_used"] == now
 
 
 def _toml_key(pattern: str) -> str:
@@ -391,10 +398,12 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or window < 0:
         raise SettingError(f"window must be a whole number of ticks >= 0, got {window!r}")
     rec = recording if isinstance(recording, Recording) else Recording.open(recording)
+    ticks = require_ticks(rec)  # a recording without ticks has no outcome to diagnose
     specs = recorded_specs(rec)
     faults = recorded_faults(rec)
     line = _read(rec)
-    doctor = _Doctor(line, specs, faults, window)
+    # a window longer than the recording looks at what the recording holds, no further
+    doctor = _Doctor(line, specs, faults, min(window, ticks[-1] - ticks[0] + 1))
     findings = tuple(doctor.finding(o) for o in line.outcomes)
     suggestions = doctor.suggestions(findings)
     crowded = sum(
@@ -474,7 +483,7 @@ class _Doctor:
                 pattern = self._relevant(spec, key)
                 if key is None or pattern is None:
                     continue
-                if reason == "capacity" and not _offered(e, at.time, spec.weight_for(key)):
+                if reason == "capacity" and not _offered(e, at.time, spec, key):
                     continue
                 entry = seen.setdefault((key, reason), ([], pattern))
                 entry[0].append(t)

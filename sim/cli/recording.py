@@ -158,10 +158,17 @@ def _repair_text(r: dict[str, Any]) -> str:
     pct = 100.0 * r["bytes_recovered"] / r["size"] if r["size"] else 0.0
     partial = "; the last tick lacks its decisions and stats" if r["last_tick_partial"] else ""
     where = "in place" if r["out"] == r["path"] else f"to {r['out']}"
+    skipped = r.get("skipped") or []
+    passed = (
+        f"; passed over {len(skipped)} damaged stretch{'es' if len(skipped) != 1 else ''} "
+        "(" + ", ".join(f"bytes {s['start']}-{s['end']}: {s['cause']}" for s in skipped) + ")"
+        if skipped
+        else ""
+    )
     return (
-        f"repaired {r['path']}: it broke at byte {r['break_at']} of {r['size']} "
-        f"({r['cause']}).\nrecovered {r['messages']} messages, {ticks}{partial}, "
-        f"{r['bytes_recovered']} bytes ({pct:.1f}% of the file); dropped the last "
+        f"repaired {r['path']}: it is damaged at byte {r['break_at']} of {r['size']} "
+        f"({r['cause']}){passed}.\nrecovered {r['messages']} messages, {ticks}{partial}, "
+        f"{r['bytes_recovered']} bytes ({pct:.1f}% of the file); dropped "
         f"{r['bytes_dropped']} bytes.\nwrote a complete recording {where}."
     )
 

@@ -220,6 +220,8 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
             "a run started with --record to report on it)"
         )
     checkpointer = Checkpointer(plan) if plan.every is not None else None
+    if checkpointer is not None:
+        checkpointer.start(sim)
     remaining = max(0, plan.ticks - sim.loop.tick)
     previous = _stop_on_signals(sim)
     try:

@@ -26,8 +26,8 @@ the fields of these models (``kind``, ``cabin``, ``pattern``, ``start``, ``end``
 
 from __future__ import annotations
 
+import os
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from runtime.errors import TickworkError
 from runtime.patterns import matches, validate_pattern
+from runtime.tomlfile import FileError, read_toml
 
 SENSOR_KEYS: dict[str, tuple[str, ...]] = {
     "pose": ("pose",),
@@ -216,13 +217,12 @@ def parse_fault(text: str) -> Fault:
 def load_faults(path: str | Path) -> list[Fault]:
     """Read the ``[[fault]]`` tables of a TOML file."""
     shown = str(path)
+    if not os.path.lexists(path):
+        raise FaultError(f"{shown}: no such fault file")
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise FaultError(f"{shown}: no such fault file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise FaultError(f"{shown}: invalid TOML: {exc}") from None
+        data = read_toml(path, error=FileError)
+    except FileError as exc:
+        raise FaultError(str(exc)) from None
     extra = sorted(set(data) - {"fault"})
     if extra:
         raise FaultError(

@@ -56,7 +56,9 @@ class ReportInfo:
 def check_output(path: str | os.PathLike[str]) -> Path:
     """``path`` as a report target; ``ReportError`` if it cannot be written there.
 
-    Called before a long run, so that a bad ``--report`` fails before the work.
+    Called before a long run, so that a bad ``--report`` fails before the work. An
+    existing file is replaced only if it is a report tickwork wrote: any other file there
+    (a recording, a page of someone else's) is left alone.
     """
     target = Path(path)
     if target.is_dir():
@@ -66,7 +68,22 @@ def check_output(path: str | os.PathLike[str]) -> Path:
         raise ReportError(f"{os.fspath(path)!r}: the folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK):
         raise ReportError(f"{os.fspath(path)!r}: the folder {str(folder)!r} is not writable")
+    if target.exists() and not _is_report(target):
+        raise ReportError(
+            f"{os.fspath(path)!r} exists and is not a tickwork report: it is not replaced "
+            "(remove it, or give another file name)"
+        )
     return target
+
+
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` is a page tickwork wrote (its head names tickwork as generator)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return b'<meta name="generator" content="tickwork' in head
 
 
 def temporary_recording(folder: str | os.PathLike[str] | None = None) -> Path:

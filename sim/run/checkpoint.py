@@ -31,17 +31,14 @@ import hashlib
 import io
 import json
 import os
-import pickle
 import sys
-import threading
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from runtime.errors import SettingError, TickworkError
 from runtime.files import atomic_output, fsync_folder, open_binary
+from sim.run.state_pickle import StatePickler, StateUnpickler
 
 if TYPE_CHECKING:
     from runtime.recording.writer import Recorder
@@ -51,9 +48,7 @@ MAGIC = b"tickwork-checkpoint\n"
 FORMAT = 5  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
 # 4: the layout of issue 11 (modules moved, board values typed in cabins.values);
 # 5: asynchronous decisions in flight (the loop's executor and its jobs)
-PROTOCOL = 5  # protocol 5 keeps read-only (frozen) numpy arrays read-only
 _HEADER_LIMIT = 1 << 20
-_LOCK_TYPES: dict[type, str] = {type(threading.Lock()): "lock", type(threading.RLock()): "rlock"}
 
 
 class CheckpointError(TickworkError):
@@ -140,64 +135,10 @@ def tickwork_version() -> str:
 # -- writing -----------------------------------------------------------------------------------
 
 
-def _geometries(wkb: Any, writeable: bool) -> Any:
-    import shapely
-
-    array = shapely.from_wkb(wkb)
-    array.flags.writeable = writeable
-    return array
-
-
-class _Pickler(pickle.Pickler):
-    """Pickles locks as references (each distinct lock comes back as one new lock) and
-    arrays of shapely geometries as one vectorised WKB conversion (an ``STRtree``
-    pickles its geometries; one at a time they cost 4 µs each)."""
-
-    def __init__(self, file: io.BytesIO) -> None:
-        super().__init__(file, protocol=PROTOCOL)
-        self._locks: dict[int, int] = {}
-        self._held: list[object] = []  # keeps ids unique while pickling
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.dtype == object and obj.size:
-            import shapely
-
-            if shapely.is_geometry(obj).all():
-                return (
-                    _geometries,
-                    (shapely.to_wkb(obj, include_srid=True), bool(obj.flags.writeable)),
-                )
-        return NotImplemented
-
-    def persistent_id(self, obj: Any) -> Any:
-        kind = _LOCK_TYPES.get(type(obj))
-        if kind is None:
-            return None
-        number = self._locks.get(id(obj))
-        if number is None:
-            number = self._locks[id(obj)] = len(self._locks)
-            self._held.append(obj)
-        return (kind, number)
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO) -> None:
-        super().__init__(file)
-        self._locks: dict[int, object] = {}
-
-    def persistent_load(self, pid: Any) -> Any:
-        if not (isinstance(pid, tuple) and len(pid) == 2 and pid[0] in ("lock", "rlock")):
-            raise pickle.UnpicklingError(f"unknown reference {pid!r} in the checkpoint")
-        kind, number = pid
-        lock = self._locks.get(number)
-        if lock is None:
-            lock = self._locks[number] = threading.RLock() if kind == "rlock" else threading.Lock()
-        return lock
-
-
 def run_settings(sim: Simulation) -> dict[str, Any]:
     """The run's settings as the header shows them."""
     return {
+        "run_id": sim.run_id,
         "scenario": sim.scenario.name,
         "seed": sim.seed,
         "rate_hz": sim.rate_hz,
@@ -221,7 +162,7 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
         sim.recorder.sync()
     buffer = io.BytesIO()
     try:
-        _Pickler(buffer).dump(sim)
+        StatePickler(buffer).dump(sim)
     except Exception as exc:
         raise CheckpointError(
             f"cannot checkpoint the run at tick {tick}: its state does not "
@@ -260,6 +201,13 @@ class Checkpointer:
         self.every = plan.every
         self.last: CheckpointInfo | None = None
         self.written = 0
+
+    def start(self, sim: Simulation) -> None:
+        """Checkpoint a run that has not run a tick yet, so that a run killed before its first
+        ``every`` boundary can resume too (a run resumed from a checkpoint has one)."""
+        if sim.loop.tick == 0 and self.plan.ticks > 0:
+            self.last = save(sim, self.plan)
+            self.written += 1
 
     def __call__(self, sim: Simulation) -> None:
         tick = sim.loop.tick
@@ -347,7 +295,7 @@ def load(path: str | Path) -> Checkpoint:
     if hashlib.sha256(payload).hexdigest() != info.payload_sha256:
         raise CheckpointError(f"{shown}: damaged: its state does not match its checksum")
     try:
-        sim = _Unpickler(io.BytesIO(payload)).load()
+        sim = StateUnpickler(io.BytesIO(payload)).load()
     except ModuleNotFoundError as exc:
         raise CheckpointError(
             f"{shown}: cannot load the run's state: {exc} (a --cabin module "
@@ -413,6 +361,14 @@ def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Rec
         old = scan(target)
     except RecordingError as exc:
         raise CheckpointError(f"cannot continue the run's recording: {exc}") from None
+    recorded_run = old.metadata.get("run", {}).get("run_id")
+    if recorded_run != sim.run_id:
+        whose = "another run" if recorded_run else "a run that left no run id"
+        raise CheckpointError(
+            f"{target}: the recording there belongs to {whose} (run id {recorded_run}), not "
+            f"the one this checkpoint holds (run id {sim.run_id}): it cannot be continued; "
+            "move it away or give the run its own recording"
+        )
     topics = {cid: channel.topic for cid, channel in old.channels.items()}
     kept = [
         RawMessage(topics[m.channel_id], m.sequence, m.log_time, m.publish_time, m.data)

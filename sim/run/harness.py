@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import threading
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -238,6 +239,8 @@ class Simulation:
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
+        # names this run in its recording and its checkpoints (not part of its state)
+        self.run_id = uuid.uuid4().hex
         self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
@@ -371,6 +374,7 @@ class Simulation:
         except PackageNotFoundError:
             tickwork = "unknown"
         return {
+            "run_id": self.run_id,
             "scenario": self.scenario.name,
             "scenario_toml": self.scenario.model_dump_json(),
             "seed": str(self.seed),

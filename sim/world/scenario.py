@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -30,7 +29,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from shapely.geometry import LineString, Point, Polygon, box
 
-from runtime.tomlfile import FileError, did_you_mean, key_path, syntax_problem
+from runtime.tomlfile import FileError, did_you_mean, key_path, read_toml
 
 __all__ = [
     "SCENARIOS_DIR",
@@ -459,18 +458,7 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
             ),
         )
     shown = _shown(path) if _is_bare_name(name_or_path) else os.fspath(name_or_path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError(shown, ("file not found",)) from None
-    except OSError as exc:
-        raise ScenarioError(shown, (f"cannot read the file: {exc.strerror or exc}",)) from exc
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(shown, (f"not UTF-8 text (bad byte at offset {exc.start})",)) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(shown, (syntax_problem(exc),)) from exc
+    data = read_toml(path, error=ScenarioError, shown=shown)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
