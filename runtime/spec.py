@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -83,12 +84,51 @@ def _dump_mapping(value: Mapping[Any, Any], handler: SerializerFunctionWrapHandl
     return handler(dict(value))
 
 
-KeyPattern = Annotated[str, Field(min_length=1), AfterValidator(_check_pattern)]
-BoardKey = Annotated[str, Field(min_length=1), AfterValidator(_check_exact_key)]
+MAX_TEXT = 256
+"""The longest key pattern, board key, label or reaction (characters)."""
+
+MAX_ITEMS = 1024
+"""The most entries in any list or table of a spec."""
+
+MAX_DISTANCE = 1e6
+"""The largest map radius, corridor width (m) or event window (s)."""
+
+MAX_EVENT_LIMIT = 100_000
+"""The most events one view can hold."""
+
+PATTERN_REGEX = r"^(?:[^\s\[\]]|\[(?:!(?:\][^\]\s]*|[^\]\s]+)|\][^\]\s]*|[^\]\s!][^\]\s]*)\])+$"
+"""What ``validate_pattern`` accepts, as a regular expression (for the JSON Schema): no
+white space, every ``[`` closed (a ``]`` first in a class, after an optional ``!``, is
+literal), no stray ``]``."""
+
+EXACT_KEY_REGEX = r"^[^\s\[\]*?]+$"
+"""One exact board key: no white space and no glob character."""
+
+KeyPattern = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_TEXT, json_schema_extra={"pattern": PATTERN_REGEX}),
+    AfterValidator(_check_pattern),
+]
+BoardKey = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_TEXT, json_schema_extra={"pattern": EXACT_KEY_REGEX}),
+    AfterValidator(_check_exact_key),
+]
 Weight = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False)]
-Distance = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
-ReactionText = Annotated[str, Field(pattern=r"^[a-z_]+:[a-z0-9_.-]+$")]
-Label = Annotated[str, Field(min_length=1)]
+Distance = Annotated[float, Field(ge=0, le=MAX_DISTANCE, strict=True, allow_inf_nan=False)]
+ReactionText = Annotated[str, Field(max_length=MAX_TEXT, pattern=r"^[a-z_]+:[a-z0-9_.-]+$")]
+Label = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+UNIQUE: dict[str, Any] = {"uniqueItems": True}
+
+
+def _integral_float(value: Any) -> Any:
+    # 16.0 is the whole number 16 to a JSON Schema, so to the loader too
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_integral_float)]
 WeightMap = Annotated[
     Mapping[KeyPattern, Weight], AfterValidator(_freeze_mapping), WrapSerializer(_dump_mapping)
 ]
@@ -154,17 +194,23 @@ class ContextSpec(BaseModel):
 
     name: str = Field(
         pattern=r"^[a-z][a-z0-9_-]*$",
+        max_length=64,
         description="Cabin name: lower case letters, digits, '_' and '-'. "
         "Defaults to the file name (without .toml).",
     )
-    description: str = Field(default="", description="What the cabin decides, for people.")
+    description: str = Field(
+        default="", max_length=10_000, description="What the cabin decides, for people."
+    )
     board_keys: tuple[KeyPattern, ...] = Field(
         default=(),
+        max_length=MAX_ITEMS,
+        json_schema_extra=UNIQUE,
         description="State-board keys the cabin reads: exact keys (pose) or globs (goal:*).",
         examples=[["pose", "route", "goal:*"]],
     )
     weights: WeightMap = Field(
         default={},
+        max_length=MAX_ITEMS,
         validate_default=True,
         description="Key pattern -> importance in [0, 1] of the items it names. A key takes "
         "the weight of its exact entry, else of its most specific matching glob "
@@ -176,6 +222,8 @@ class ContextSpec(BaseModel):
     )
     required: tuple[KeyPattern, ...] = Field(
         default=(),
+        max_length=MAX_ITEMS,
+        json_schema_extra=UNIQUE,
         description="Patterns whose absence from the view is flagged as a missing item.",
         examples=[["goal:*", "safety:*", "event:action_failed*"]],
     )
@@ -188,10 +236,14 @@ class ContextSpec(BaseModel):
         default=0.0, description="Radius of the map window around map_center; 0 = no window."
     )
     map_kinds: tuple[Label, ...] = Field(
-        default=(), description="Feature kinds kept in the map window; empty = all kinds."
+        default=(),
+        max_length=MAX_ITEMS,
+        description="Feature kinds kept in the map window; empty = all kinds.",
     )
     map_tags: tuple[Label, ...] = Field(
-        default=(), description="Feature tags kept in the map window; empty = all tags."
+        default=(),
+        max_length=MAX_ITEMS,
+        description="Feature tags kept in the map window; empty = all tags.",
     )
     route_key: BoardKey = Field(
         default="route", description="Board key holding the route the corridor follows."
@@ -205,16 +257,25 @@ class ContextSpec(BaseModel):
         description="Seconds of recent events the cabin sees; 0 = no events.",
     )
     event_kinds: tuple[Label, ...] = Field(
-        default=(), description="Event kinds kept in the event window; empty = all kinds."
+        default=(),
+        max_length=MAX_ITEMS,
+        description="Event kinds kept in the event window; empty = all kinds.",
     )
     event_tags: tuple[Label, ...] = Field(
-        default=(), description="Event tags kept in the event window; empty = all tags."
+        default=(),
+        max_length=MAX_ITEMS,
+        description="Event tags kept in the event window; empty = all tags.",
     )
-    event_limit: int = Field(
-        default=16, ge=1, strict=True, description="At most this many (newest) events."
+    event_limit: WholeNumber = Field(
+        default=16,
+        ge=1,
+        le=MAX_EVENT_LIMIT,
+        strict=True,
+        description="At most this many (newest) events.",
     )
     relevance: RelevanceMap = Field(
         default={},
+        max_length=MAX_ITEMS,
         validate_default=True,
         description="Goal kind -> map kinds/tags kept while a goal of that kind is active "
         "(a delivery goal keeps no charger details).",
@@ -222,6 +283,7 @@ class ContextSpec(BaseModel):
     )
     on_missing: ReactionMap = Field(
         default={},
+        max_length=MAX_ITEMS,
         validate_default=True,
         description="Required pattern -> the reaction the cabin declares when it is "
         "missing, as <verb>:<detail>. Every key must be listed in required.",
@@ -383,7 +445,31 @@ def json_schema() -> dict[str, Any]:
     if required:
         schema["required"] = required
     schema["title"] = SCHEMA_TITLE
+    _closed_tables(schema)
+    # the loader's cross-field rule a schema can say: a map window needs its centre
+    schema["if"] = {
+        "properties": {"map_radius": {"exclusiveMinimum": 0}},
+        "required": ["map_radius"],
+    }
+    schema["then"] = {"required": ["map_center"]}
     return {"$schema": JSON_SCHEMA_DIALECT, **schema}
+
+
+def _closed_tables(node: Any) -> None:
+    """Make every table whose keys follow a pattern refuse other keys, as the loader does:
+    pydantic says the pattern in ``patternProperties``, which lets other keys through, so
+    the pattern moves to ``propertyNames`` and the value schema to ``additionalProperties``."""
+    if isinstance(node, dict):
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict) and len(patterns) == 1:
+            ((pattern, values),) = node.pop("patternProperties").items()
+            node["propertyNames"] = {**node.get("propertyNames", {}), "pattern": pattern}
+            node["additionalProperties"] = values
+        for value in node.values():
+            _closed_tables(value)
+    elif isinstance(node, list):
+        for value in node:
+            _closed_tables(value)
 
 
 def schema_text() -> str:

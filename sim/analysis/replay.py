@@ -50,6 +50,7 @@ from runtime.recording.format import (
     ViewRecord,
     WorkingSetRecord,
 )
+from runtime.recording.inspect import require_ticks
 from runtime.recording.reader import Recording
 from runtime.recording.writer import decision_json, failed_decision
 from runtime.scratchpad import memory_key
@@ -486,10 +487,10 @@ def replay(
     from sim.faults.model import FaultPlan
 
     rec = recording if isinstance(recording, Recording) else Recording.open(recording)
+    ticks = require_ticks(rec)  # with no tick there is nothing to replay, so nothing matched
     specs = recorded_specs(rec)
     faults = recorded_faults(rec)
-    ticks = rec.ticks()
-    order = _cabin_order(rec, ticks[0] if ticks else None)
+    order = _cabin_order(rec, ticks[0])
     run, skipped, notes = build_cabins(rec, order, specs, list(cabins or ()))
     if faults:
         plan = FaultPlan(faults)

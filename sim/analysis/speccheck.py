@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from runtime import ContextSpec, SpecError, load_spec
+from runtime import ContextSpec, SpecError, StateBoard, load_spec
 from runtime.patterns import overlaps
 
 
@@ -54,6 +54,57 @@ def lint(spec: ContextSpec) -> list[str]:
         names = ", ".join(f"timing.{name}" for name in unused)
         warnings.append(f'{names} set but timing.mode is "sync": only asynchronous cabins use it')
     return warnings
+
+
+MAP_READERS = {
+    "planner": "routes around the obstacles in its map window",
+    "executor": "slows and stops for the obstacles in its map window",
+    "monitor": "guards against the obstacles and zone edges in its map window",
+}
+"""The built-in cabins that look for obstacles in ``nearby_map``, and what for: a spec
+of theirs without a map window, or one that filters obstacles out, blinds them."""
+
+
+def blinding(spec: ContextSpec) -> list[str]:
+    """Warnings about a spec that leaves a built-in cabin unable to see obstacles."""
+    why = MAP_READERS.get(spec.name)
+    if why is None:
+        return []
+    warnings: list[str] = []
+    if spec.map_radius <= 0 or spec.map_center is None:
+        warnings.append(
+            f"the built-in {spec.name} {why}, but this spec gives it no map window "
+            "(map_radius is 0): it would not see an obstacle"
+        )
+    elif spec.map_kinds and "obstacle" not in spec.map_kinds:
+        warnings.append(
+            f"the built-in {spec.name} {why}, but map_kinds ({', '.join(spec.map_kinds)}) "
+            "leaves obstacles out: it would not see one"
+        )
+    return warnings
+
+
+def center_warnings(spec: ContextSpec, board: StateBoard, scenario: str) -> list[str]:
+    """A warning if ``map_center`` does not hold a position in ``scenario``: the map window
+    is then empty every tick, and a cabin cannot tell from its view why."""
+    from runtime.position import read_xy
+
+    if spec.map_center is None or spec.map_radius <= 0:
+        return []
+    reading = board.read(spec.map_center)
+    if reading is None:
+        return [
+            f"map_center {spec.map_center!r} is not on the board in scenario {scenario}: "
+            "the map window is empty"
+        ]
+    if read_xy(reading.value) is None:
+        shown = repr(reading.value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return [
+            f"map_center {spec.map_center!r} holds {shown} in scenario {scenario}, not a "
+            "position (x, y): the map window is empty every tick"
+        ]
+    return []
 
 
 def describe(spec: ContextSpec) -> dict[str, str]:
@@ -112,7 +163,12 @@ def receives(spec: ContextSpec, scenario: str) -> dict[str, Any]:
     view = (
         Assembler(board, cabin_map, log, WorkingMemory(), [spec]).assemble(0, 0.0).view(spec.name)
     )
-    return {"scenario": sc.name, "items": sorted(view), "missing": dict(view.missing)}
+    return {
+        "scenario": sc.name,
+        "items": sorted(view),
+        "missing": dict(view.missing),
+        "warnings": center_warnings(spec, board, sc.name),
+    }
 
 
 def check_specs(
@@ -131,13 +187,16 @@ def check_specs(
             report["errors"] = str(exc).splitlines()
             continue
         report["spec"] = spec.model_dump(mode="json")
-        report["warnings"] = lint(spec)
+        report["warnings"] = lint(spec) + blinding(spec)
         report["reads"] = describe(spec)
         if scenario is not None:
             try:
-                report["receives"] = receives(spec, scenario)
+                received = receives(spec, scenario)
             except ScenarioError as exc:
                 report["errors"] = str(exc).splitlines()
+            else:
+                report["warnings"] += received.pop("warnings")
+                report["receives"] = received
     return reports
 
 

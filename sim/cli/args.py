@@ -9,16 +9,30 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from sim.world.limits import MAX_DURATION, MAX_RATE_HZ, MAX_TICKS, MIN_RATE_HZ
+
 
 def positive_int(text: str) -> int:
-    """A whole number above 0."""
+    """A whole number above 0 and at most ``MAX_TICKS`` (a billion)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    if value > MAX_TICKS:
+        raise argparse.ArgumentTypeError(f"expected a number of at most {MAX_TICKS}, got {value}")
     return value
+
+
+def rate(text: str) -> float:
+    """A tick rate in Hz, from ``MIN_RATE_HZ`` to ``MAX_RATE_HZ``."""
+    return number_in(MIN_RATE_HZ, MAX_RATE_HZ, unit="Hz")(text)
+
+
+def duration(text: str) -> float:
+    """A run length in simulated seconds, above 0 and at most ``MAX_DURATION``."""
+    return number_in(0.0, MAX_DURATION, unit="s", above=True)(text)
 
 
 def positive_float(text: str) -> float:
@@ -32,8 +46,31 @@ def positive_float(text: str) -> float:
     return value
 
 
-def at_least(low: int, *, what: str = "number") -> Callable[[str], int]:
-    """A whole number of at least ``low``; ``what`` names it in messages (``number of ticks``)."""
+def number_in(
+    low: float, high: float, *, unit: str = "", above: bool = False
+) -> Callable[[str], float]:
+    """A finite number from ``low`` (above it, with ``above``) to ``high``; ``unit`` names
+    it in messages."""
+    shown = f" {unit}" if unit else ""
+    wanted = f"above {low:g}" if above else f"of at least {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (low < value if above else low <= value) or not value <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a number {wanted} and at most {high:g}{shown}, got {text}"
+            )
+        return value
+
+    return parse
+
+
+def at_least(low: int, *, what: str = "number", high: int | None = None) -> Callable[[str], int]:
+    """A whole number of at least ``low`` (and at most ``high``, if given); ``what`` names
+    it in messages (``number of ticks``)."""
 
     def parse(text: str) -> int:
         try:
@@ -42,6 +79,8 @@ def at_least(low: int, *, what: str = "number") -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected a whole {what}, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"expected a {what} of at least {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"expected a {what} of at most {high}, got {value}")
         return value
 
     return parse

@@ -144,6 +144,13 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         from sim.cli.report import check_report_target
 
         check_report_target(args.report)
+    from sim.cli.outputs import check_outputs
+
+    check_outputs(
+        [("--out", args.out), ("--report", args.report), ("--memory", args.memory)],
+        inputs=[("--scenario", name) for name in scenarios if os.path.isfile(name)]
+        + [("--faults", args.faults if args.faults not in (None, "auto") else None)],
+    )
     faults = load_faults(args.fault, None if args.faults in (None, "auto") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))
@@ -209,8 +216,17 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.memory is not None:
         report["memory"] = shared["memory"]
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2, sort_keys=True)
+        from runtime.files import atomic_output
+
+        try:
+            with atomic_output(args.out) as fh:
+                fh.write(json.dumps(report, indent=2, sort_keys=True).encode())
+        except OSError as exc:  # checked before the runs; the folder changed since
+            print(json.dumps(report, sort_keys=True))
+            raise InputError(
+                f"--out {args.out!r}: cannot write it ({exc.strerror or exc}); the results "
+                "are printed above instead"
+            ) from None
     if args.report is not None:
         from sim.cli.report import write_campaign_page
 
@@ -243,6 +259,8 @@ def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:
         )
         if row["errors"]:
             safety += f" [red]({row['errors']} runs lost)[/red]"
+        if row.get("not_started"):
+            seen += f" [red](the fault never started in {row['not_started']})[/red]"
         table.add_row(
             row["fault"],
             "\n".join(row["expected"]) or "-",

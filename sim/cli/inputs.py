@@ -59,11 +59,14 @@ def load_cabin(text: str, *, llm: LLMEndpoint | None = None) -> ExtraCabin:
 
 
 def build_cabin(text: str, cabin: ExtraCabin) -> Cabin:
-    """The cabin ``--cabin text`` names, built on its spec."""
+    """The cabin ``--cabin text`` names, built on its spec (``CabinBuildError`` if the
+    class cannot build it, or builds something else)."""
+    from sim.run.harness import CabinBuildError, build_extra
+
     try:
-        return cabin.factory(cabin.spec)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"--cabin {text!r}: cannot build the cabin: {exc}") from None
+        return build_extra(cabin)
+    except CabinBuildError as exc:
+        raise InputError(f"--cabin {text!r}: {exc}") from None
 
 
 def load_faults(texts: Sequence[str], path: str | None) -> list[Fault]:

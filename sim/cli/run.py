@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from sim.cli.args import positive_float, positive_int
+from sim.cli.args import duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
 from sim.cli.tables import counts_text
 
@@ -58,11 +58,11 @@ def register(sub: Any) -> None:
         help="run at most N ticks (default: the scenario's duration)",
     )
     length.add_argument(
-        "--duration", type=positive_float, metavar="S", help="run at most S simulated seconds"
+        "--duration", type=duration, metavar="S", help="run at most S simulated seconds"
     )
     run.add_argument(
         "--rate",
-        type=positive_float,
+        type=rate,
         metavar="HZ",
         help="tick rate (default: the scenario's, usually 20)",
     )
@@ -302,13 +302,16 @@ def _closing_sinks_on_error(sinks: list[Any]) -> Any:
 
 
 def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]:
-    """The simulation and the run plan of a run started from scratch."""
+    """The simulation and the run plan of a run started from scratch. Every input is read
+    and every output path checked before the recording is opened."""
     import os
     import sqlite3
 
     from sim.cli.inputs import load_cabin, load_faults
+    from sim.cli.outputs import check_outputs
     from sim.run.checkpoint import RunPlan
     from sim.run.harness import Simulation
+    from sim.world.scenario import load_scenario
 
     if args.port is not None and not args.live:
         raise InputError(f"--port {args.port}: only a --live run serves on a port")
@@ -334,25 +337,38 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         import runtime
 
         overrun = getattr(runtime, OVERRUN_POLICIES[args.overrun])()
+    scenario = load_scenario(args.scenario or "warehouse")
+    extra = [load_cabin(text, llm=_llm_endpoint(args)) for text in args.cabin]
+    specs = None
+    if args.specs:
+        from runtime import load_specs
+
+        specs = load_specs(args.specs)
+    faults = load_faults(args.fault, args.faults)
+    checkpoint = _checkpoint_path(args, scenario.name, seed)
+    scenario_file = args.scenario if args.scenario and os.path.isfile(args.scenario) else None
+    check_outputs(
+        [
+            ("--record", args.record),
+            ("--checkpoint", checkpoint),
+            ("--report", args.report),
+            ("--memory", args.memory),
+        ],
+        inputs=[("--scenario", scenario_file), ("--faults", args.faults)]
+        + [(f"--cabin {text}", text.partition("@")[2]) for text in args.cabin],
+    )
+    sinks: list[Any] = []
+    if args.live:  # after every input is read and every output checked
+        from sim.run.live import DEFAULT_PORT, LiveView
+
+        live = LiveView(port=DEFAULT_PORT if args.port is None else args.port)
+        sinks.append(live)
+        if not args.json:
+            print(f"live view: open a connection in Foxglove to {live.url}", file=sys.stderr)
     try:
-        extra = [load_cabin(text, llm=_llm_endpoint(args)) for text in args.cabin]
-        specs = None
-        if args.specs:
-            from runtime import load_specs
-
-            specs = load_specs(args.specs)
-        faults = load_faults(args.fault, args.faults)
-        sinks: list[Any] = []
-        if args.live:
-            from sim.run.live import DEFAULT_PORT, LiveView
-
-            live = LiveView(port=DEFAULT_PORT if args.port is None else args.port)
-            sinks.append(live)
-            if not args.json:
-                print(f"live view: open a connection in Foxglove to {live.url}", file=sys.stderr)
         sim = _closing_sinks_on_error(sinks)(
             Simulation,
-            args.scenario or "warehouse",
+            scenario,
             seed=seed,
             rate_hz=args.rate,
             capacity=64 if args.capacity is None else args.capacity,
@@ -368,6 +384,8 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     except sqlite3.Error as exc:
         raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
     except OSError as exc:
+        if args.record is None:
+            raise InputError(f"cannot start the run: {exc.strerror or exc}") from None
         raise InputError(
             f"--record {args.record!r}: cannot write it ({exc.strerror or exc})"
         ) from None
@@ -378,18 +396,6 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         ticks = max(1, round(args.duration * sim.rate_hz))
     else:
         ticks = sim.max_ticks
-    checkpoint = None
-    if args.checkpoint_every is not None:
-        if args.checkpoint is not None:
-            checkpoint = args.checkpoint
-        elif args.record is not None:
-            checkpoint = os.path.splitext(args.record)[0] + ".ckpt"
-        else:
-            checkpoint = f"{sim.scenario.name}-seed{seed}.ckpt"
-        checkpoint = os.path.abspath(checkpoint)
-        if not os.path.isdir(os.path.dirname(checkpoint)):
-            sim.close()
-            raise InputError(f"--checkpoint {checkpoint!r}: its folder does not exist")
     plan = RunPlan(
         ticks=ticks,
         until_done=not args.full,
@@ -410,6 +416,20 @@ def _llm_endpoint(args: argparse.Namespace) -> Any:
     return LLMEndpoint.from_environment(
         os.environ, base_url=args.llm_base_url, model=args.llm_model
     )
+
+
+def _checkpoint_path(args: argparse.Namespace, scenario: str, seed: int) -> str | None:
+    """Where a new run writes its checkpoints: ``--checkpoint``, else beside ``--record``,
+    else ``SCENARIO-seedN.ckpt`` here; None without ``--checkpoint-every``."""
+    import os
+
+    if args.checkpoint_every is None:
+        return None
+    if args.checkpoint is not None:
+        return os.path.abspath(str(args.checkpoint))
+    if args.record is not None:
+        return os.path.abspath(os.path.splitext(str(args.record))[0] + ".ckpt")
+    return os.path.abspath(f"{scenario}-seed{seed}.ckpt")
 
 
 def _resumed_run(args: argparse.Namespace) -> Any:
@@ -456,6 +476,18 @@ def _resumed_run(args: argparse.Namespace) -> Any:
                 f"--checkpoint {checkpoint!r} needs --checkpoint-every N "
                 "(the resumed run wrote no checkpoints of its own)"
             )
+        from sim.cli.outputs import check_outputs
+
+        every = args.checkpoint_every if args.checkpoint_every is not None else info.plan.every
+        target = None if every is None else (checkpoint or args.resume)
+        check_outputs(
+            [
+                ("the resumed run's recording", info.plan.record),
+                ("--report", args.report),
+                ("--checkpoint", target),
+            ]
+        )
+        check_outputs([("--report", args.report)], inputs=[("--resume", args.resume)])
         return resume(
             args.resume,
             ticks=ticks,

@@ -103,3 +103,5 @@ def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
                 counts_text(receives["missing"]) if receives["missing"] else "nothing",
             )
         console.print(table)
+        for line in report["warnings"]:
+            console.print(f"[yellow]warning[/yellow] {line}", highlight=False)

@@ -177,9 +177,11 @@ def run_one(request: RunRequest) -> dict[str, Any]:
 
     total = sim.max_ticks if request.ticks is None else request.ticks
     must_run_to = 0 if fault is None else min(total, fault.start + request.within + 1)
+    started = fault is None
     for tick in range(total):
         if fault is not None and tick == fault.start:
             expected = expectations(fault, sim.specs, ttl_of)
+            started = True
         sim.loop.step()
         if sim.done and tick + 1 >= must_run_to:
             break
@@ -200,15 +202,18 @@ def run_one(request: RunRequest) -> dict[str, Any]:
             }
         )
     safe = summary["safety_violations"] == 0 and summary["collisions"] == 0
+    # a fault the run never reached tested nothing: it must not pass as "all seen"
+    reactions_ok = started and all(c["ok"] for c in checks)
     return {
         "scenario": request.scenario,
         "seed": request.seed,
         "fault": request.label,
         "fault_kind": fault.kind if fault is not None else None,
         "expected": checks,
-        "reactions_ok": all(c["ok"] for c in checks),
+        "fault_started": started,
+        "reactions_ok": reactions_ok,
         "safe": safe,
-        "passed": safe and all(c["ok"] for c in checks),
+        "passed": safe and reactions_ok,
         "deliveries_done": summary["deliveries_done"],
         "tasks_total": summary["tasks_total"],
         "safety_violations": summary["safety_violations"],
@@ -226,6 +231,7 @@ def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
         "fault": request.label,
         "fault_kind": request.fault.kind if request.fault is not None else None,
         "expected": [],
+        "fault_started": request.fault is None,
         "reactions_ok": False,
         "safe": False,
         "passed": False,
@@ -365,6 +371,7 @@ def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "safety_violations": 0,
                 "collisions": 0,
                 "errors": 0,
+                "not_started": 0,
                 "passed": 0,
             },
         )
@@ -376,6 +383,7 @@ def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row["safety_violations"] += r["safety_violations"]
         row["collisions"] += r["collisions"]
         row["errors"] += int(r["error"] is not None)
+        row["not_started"] += int(r["error"] is None and not r.get("fault_started", True))
         row["passed"] += int(r["passed"])
     out = []
     for row in rows.values():

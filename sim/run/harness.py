@@ -62,7 +62,7 @@ from runtime import (
 from runtime.agent.memory import LongTermMemory
 from runtime.asynchronous import timing_of
 from runtime.clock import Clock
-from runtime.errors import SettingError
+from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
 from runtime.recording.writer import MessageSink, Recorder
@@ -218,6 +218,40 @@ class ExtraCabin:
     factory: CabinFactory
 
 
+class CabinBuildError(SettingError):
+    """A user's cabin could not be built on its spec, or is not the cabin its spec names."""
+
+
+def build_extra(cabin: ExtraCabin) -> Cabin:
+    """``cabin.factory(cabin.spec)``, checked: whatever the user's constructor raises
+    becomes one ``CabinBuildError`` naming the class and the spec, and the cabin built must
+    be a cabin (``name``, ``spec``, ``step``) that answers to its spec's name."""
+    what = getattr(cabin.factory, "__qualname__", repr(cabin.factory))
+    name = cabin.spec.name
+    try:
+        built = cabin.factory(cabin.spec)
+    except TickworkError:
+        raise
+    except Exception as exc:
+        raise CabinBuildError(
+            f"cabin {what} could not be built on the spec of {name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    missing = [a for a in ("name", "spec", "step") if not hasattr(built, a)]
+    if missing:
+        raise CabinBuildError(
+            f"{what}(spec) on the spec of {name!r} gave a {type(built).__name__}, which is "
+            f"not a cabin (it has no {', '.join(missing)})"
+        )
+    if built.name != name or getattr(built.spec, "name", None) != name:
+        raise CabinBuildError(
+            f"{what} built on the spec of {name!r} calls itself {built.name!r} with the spec "
+            f"of {getattr(built.spec, 'name', None)!r}: a cabin must keep the spec it is given"
+        )
+    if not callable(built.step):
+        raise CabinBuildError(f"{what} on the spec of {name!r}: its step is not callable")
+    return built
+
+
 class Simulation:
     """One headless run of a scenario."""
 
@@ -246,6 +280,14 @@ class Simulation:
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
         names = [*BUILTIN_CABINS, *(c.spec.name for c in extra)]  # the loop's order
         FaultPlan(faults).check_cabins(names)  # before anything is opened or written
+        for cabin in extra:
+            if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
+                raise SettingError(f"two cabins are named {cabin.spec.name!r}")
+            if cabin.spec.name in BUILTIN_CABINS:
+                raise SettingError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
+        if len(set(names)) != len(names):
+            raise SettingError(f"two cabins have one name: {', '.join(names)}")
+        users = [build_extra(cabin) for cabin in extra]
         # A memory opened from a path is this simulation's to close; one passed in is not.
         self._own_memory = (
             LongTermMemory(str(long_term)) if isinstance(long_term, (str, Path)) else None
@@ -270,13 +312,9 @@ class Simulation:
                 ],
             }
         )
-        for cabin in extra:
-            if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
-                raise SettingError(f"two cabins are named {cabin.spec.name!r}")
-            if cabin.spec.name in BUILTIN_CABINS:
-                raise SettingError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
+        for cabin, built in zip(extra, users, strict=True):
             specs[cabin.spec.name] = cabin.spec
-            cabins.append(cabin.factory(cabin.spec))
+            cabins.append(built)
         self.specs = specs
         self.cabin_names = [c.name for c in cabins]  # the loop's order
         self.timings = {c.name: timing_of(c) for c in cabins if timing_of(c).is_async}

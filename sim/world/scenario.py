@@ -30,6 +30,13 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from shapely.geometry import LineString, Point, Polygon, box
 
 from runtime.tomlfile import FileError, did_you_mean, key_path, read_toml
+from sim.world.limits import (
+    MAX_DURATION,
+    MAX_FLOOR_SIDE,
+    MAX_MAGNITUDE,
+    MAX_RATE_HZ,
+    MIN_RATE_HZ,
+)
 
 __all__ = [
     "SCENARIOS_DIR",
@@ -60,7 +67,14 @@ SCENARIOS_DIR = Path(__file__).with_name("scenarios")
 YIELD_MARGIN = 0.3
 """Metres of free space a moving obstacle keeps from the robot's disc plus its own."""
 
-Num = Annotated[float, Strict()]
+
+def _within_magnitude(value: float) -> float:
+    if abs(value) > MAX_MAGNITUDE:
+        raise ValueError(f"must be at most {MAX_MAGNITUDE:g} in size")
+    return value
+
+
+Num = Annotated[float, Strict(), AfterValidator(_within_magnitude)]
 XY = tuple[Num, Num]
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$", max_length=64)]
 Fraction = Annotated[float, Strict(), Field(ge=0.0, le=1.0)]
@@ -97,6 +111,14 @@ class Floor(_Model):
             problems.add(("max_x",), self.max_x, f"must be greater than min_x ({self.min_x:g})")
         if self.max_y <= self.min_y:
             problems.add(("max_y",), self.max_y, f"must be greater than min_y ({self.min_y:g})")
+        for axis, low, high in (("x", self.min_x, self.max_x), ("y", self.min_y, self.max_y)):
+            if high - low > MAX_FLOOR_SIDE:
+                problems.add(
+                    (f"max_{axis}",),
+                    high,
+                    f"the floor is {high - low:g} m along {axis}; at most "
+                    f"{MAX_FLOOR_SIDE:g} m is supported",
+                )
         problems.raise_if_any(type(self).__name__)
         return self
 
@@ -268,8 +290,10 @@ class Scenario(_Model):
 
     name: str = Field(min_length=1, description="Short name of the scenario.")
     description: str = Field(default="", description="One line on what it exercises.")
-    duration: Num = Field(gt=0, description="Length of the run (s).")
-    rate_hz: Num = Field(default=20.0, gt=0, description="Tick rate (Hz).")
+    duration: Num = Field(gt=0, le=MAX_DURATION, description="Length of the run (s).")
+    rate_hz: Num = Field(
+        default=20.0, ge=MIN_RATE_HZ, le=MAX_RATE_HZ, description="Tick rate (Hz)."
+    )
     floor: Floor = Field(description="The floor rectangle.")
     shelves: tuple[Shelf, ...] = Field(default=(), description="Static obstacles.")
     docks: tuple[Dock, ...] = Field(default=(), description="Pick-up and drop points.")
