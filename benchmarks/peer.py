@@ -29,56 +29,68 @@ def available() -> bool:
     return True
 
 
+class Anchor:
+    """The anchor tree, set up and ready to tick; ``close`` tears it down."""
+
+    def __init__(self) -> None:
+        import py_trees
+
+        class ReadTwo(py_trees.behaviour.Behaviour):
+            def __init__(self, name: str, keys: tuple[str, ...]) -> None:
+                super().__init__(name)
+                self.keys = keys
+                self.board = self.attach_blackboard_client(name=name, namespace=NAMESPACE)
+                for key in keys:
+                    self.board.register_key(key=key, access=py_trees.common.Access.READ)
+
+            def update(self) -> py_trees.common.Status:
+                for key in self.keys:
+                    self.board.get(key)
+                return py_trees.common.Status.SUCCESS
+
+        self._py_trees = py_trees
+        writer = py_trees.blackboard.Client(name="writer", namespace=NAMESPACE)
+        keys = [f"k{i:02d}" for i in range(LEAVES * KEYS_PER_LEAF)]
+        for i, key in enumerate(keys):
+            writer.register_key(key=key, access=py_trees.common.Access.WRITE)
+            writer.set(key, (float(i), float(i) * 2.0))
+        leaves = [
+            ReadTwo(f"leaf{j}", tuple(keys[j * KEYS_PER_LEAF : (j + 1) * KEYS_PER_LEAF]))
+            for j in range(LEAVES)
+        ]
+        self.root = py_trees.composites.Sequence("root", memory=False, children=leaves)
+        self.tree = py_trees.trees.BehaviourTree(self.root)
+        self.tree.setup()
+        self.tick = self.tree.tick
+
+    def close(self) -> None:
+        self.tree.shutdown()
+        self._py_trees.blackboard.Blackboard.clear()
+
+
 def measure_py_trees(ticks: int, warmup: int = 200) -> dict[str, Any]:
     """Tick the anchor tree ``ticks`` times; its percentiles and a busy control beside it."""
-    import py_trees
-
-    class ReadTwo(py_trees.behaviour.Behaviour):
-        def __init__(self, name: str, keys: tuple[str, ...]) -> None:
-            super().__init__(name)
-            self.keys = keys
-            self.board = self.attach_blackboard_client(name=name, namespace=NAMESPACE)
-            for key in keys:
-                self.board.register_key(key=key, access=py_trees.common.Access.READ)
-
-        def update(self) -> py_trees.common.Status:
-            for key in self.keys:
-                self.board.get(key)
-            return py_trees.common.Status.SUCCESS
-
-    writer = py_trees.blackboard.Client(name="writer", namespace=NAMESPACE)
-    keys = [f"k{i:02d}" for i in range(LEAVES * KEYS_PER_LEAF)]
-    for i, key in enumerate(keys):
-        writer.register_key(key=key, access=py_trees.common.Access.WRITE)
-        writer.set(key, (float(i), float(i) * 2.0))
-    leaves = [
-        ReadTwo(f"leaf{j}", tuple(keys[j * KEYS_PER_LEAF : (j + 1) * KEYS_PER_LEAF]))
-        for j in range(LEAVES)
-    ]
-    root = py_trees.composites.Sequence("root", memory=False, children=leaves)
-    tree = py_trees.trees.BehaviourTree(root)
-    tree.setup()
+    anchor = Anchor()
     clock = time.perf_counter_ns
     try:
         warm = []
         for _ in range(warmup):
             t0 = clock()
-            tree.tick()
+            anchor.tick()
             warm.append(clock() - t0)
         steps = calibrate_busy(float(sorted(warm)[len(warm) // 2]))
         run_ns: list[int] = []
         busy_ns: list[int] = []
         for _ in range(ticks):
             t0 = clock()
-            tree.tick()
+            anchor.tick()
             t1 = clock()
             busy(steps)
             busy_ns.append(clock() - t1)
             run_ns.append(t1 - t0)
-        status = str(root.status)
+        status = str(anchor.root.status)
     finally:
-        tree.shutdown()
-        py_trees.blackboard.Blackboard.clear()
+        anchor.close()
     return {
         "py_trees_version": metadata.version("py_trees"),
         "tree": f"Sequence of {LEAVES} behaviours, each reading {KEYS_PER_LEAF} blackboard keys",

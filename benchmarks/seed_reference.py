@@ -49,11 +49,11 @@ import numpy.typing as npt
 import shapely
 from shapely.geometry import LineString, Point
 
+from benchmarks.reference_model import position as as_point
+from benchmarks.reference_model import route_points as as_route
 from runtime.board import Reading
 from runtime.cabin_map import Feature
 from runtime.log import Event
-from runtime.position import read_route as as_route
-from runtime.position import read_xy as as_point
 from runtime.spec import ContextSpec
 
 STAGES = ("board", "map", "log", "eviction", "freeze")

@@ -5,34 +5,38 @@ first query), times a full garbage collection over what is loaded, calls
 ``gc.freeze()`` (when the plan says so) and then runs these phases:
 
 1. **Side by side.** Each tick, the runtime's freeze plus three views and the seed
-   reference's three assemblies run on the same inputs, and their selections are
-   compared: every item a runtime view holds is in the seed's pack, what the pack
-   holds beyond it was evicted by the runtime's memory that tick, and the map
-   windows agree in order.
-2. **Runtime.** The seed is detached. Each tick the runtime is timed, then the busy
-   control (calibrated to the runtime's median in a warm-up) and the empty control,
-   while a ``GcWatch`` records every collection and whether it fell inside a tick.
-3. **Runtime, collections in the slack** (optional). Automatic collection is off
+   reference's three assemblies run on the same inputs and are timed.
+2. **Parity.** On every tick of phase 1 and on more ticks after it (``parity_ticks`` in
+   all, goal changes among them), the runtime's working set and views are compared with
+   ``reference_model.ReferenceModel``'s freeze, every field in order
+   (``reference_model.differences``).
+3. **Runtime.** The seed and the model are detached. Each tick the runtime is timed,
+   then the busy control (calibrated to the runtime's median in a warm-up) and the empty
+   control, while a ``GcWatch`` records every collection and whether it fell inside a tick.
+4. **Anchor** (when py_trees is installed). Runtime ticks and py_trees anchor ticks
+   alternate, so that the machine's load weighs on both alike; the ratio of their medians.
+5. **Runtime, collections in the slack** (optional). Automatic collection is off
    during ticks and the collection CPython would have run is run between ticks, as
    a loop could do while it waits for its next deadline.
-4. **Stages.** ``stages.replay`` times board, map, log and eviction; the real tick
-   on the same state gives the freeze remainder.
-5. **Profile** (optional). cProfile over more runtime ticks: the top functions.
+6. **Stages.** ``Assembler.laps`` times each stage inside the real tick (and the views
+   after it), so the stages' means add up to the tick's mean.
+7. **Profile** (optional). cProfile over more runtime ticks: the top functions.
 """
 
 from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from benchmarks import peer
 from benchmarks.profiling import profile_stats, top_functions
-from benchmarks.seed_reference import STAGES, SeedPack, StageClock, seed_tick
-from benchmarks.stages import replay, shadow_of
+from benchmarks.reference_model import ReferenceModel, differences
+from benchmarks.seed_reference import STAGES, StageClock, seed_tick
 from benchmarks.timing import (
     GcWatch,
     Summary,
@@ -51,6 +55,7 @@ from benchmarks.world import (
     load_shipped_specs,
 )
 from runtime import CabinView, WorkingSet
+from runtime.assembler import STAGES as RUNTIME_STAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,8 @@ class Plan:
     profile_ticks: int = 0
     slack_ticks: int = 0
     gc_freeze: bool = True
+    parity_ticks: int = 1000
+    anchor_ticks: int = 0
 
 
 @dataclass(slots=True)
@@ -80,12 +87,13 @@ class WorldResult:
     side_runtime: Summary
     seed: Summary
     seed_stages_ms: dict[str, float]
-    stages_us: dict[str, float]
+    stages_us: dict[str, Any]
     gc: dict[str, Any]
     parity: dict[str, Any]
     shape: dict[str, float]
     slack: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=dict)
+    anchor: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -112,74 +120,89 @@ class WorldResult:
             "runtime_stages_p50_us": self.stages_us,
             "gc_during_runtime_ticks": self.gc,
             "runtime_tick_gc_in_slack": self.slack,
+            "anchor": self.anchor,
             "parity": self.parity,
             "shape": self.shape,
             "profile": self.profile,
         }
 
 
-def views_match(
-    ws: WorkingSet, views: Sequence[CabinView], packs: Mapping[str, SeedPack]
-) -> str | None:
-    """None when the runtime's views and the seed's packs select the same items, else why not.
+class _Parity:
+    """Counts the ticks compared with the reference model and the first difference."""
 
-    A runtime view holds what its spec selected and memory kept; the seed's pack
-    holds everything its spec selected. So every view item must be in the pack,
-    the pack's surplus must have been evicted this tick, and the map windows must
-    list the kept features in the same order.
-    """
-    evicted = {e.key for e in ws.evictions}
-    for view in views:
-        pack = packs[view.cabin]
-        seed_keys = pack.keys()
-        held = set(view.keys())
-        if not held <= seed_keys:
-            return f"{view.cabin}: the runtime holds {sorted(held - seed_keys)[:5]} unseen by seed"
-        if not (seed_keys - held) <= evicted:
-            lost = sorted(seed_keys - held - evicted)[:5]
-            return (
-                f"{view.cabin}: the seed selects {lost}, which the runtime neither holds "
-                "nor evicted"
-            )
-        seed_nearby = [f.id for f in pack.nearby_map if f"map:{f.id}" in held]
-        if [f.id for f in view.nearby_map] != seed_nearby:
-            return f"{view.cabin}: the map windows differ in order"
-    return None
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.mismatches = 0
+        self.first: str | None = None
+        self.goal_changes = 0
+        self._goals: frozenset[str] | None = None
+
+    def check(
+        self, tick: int, ws: WorkingSet, views: Sequence[CabinView], model: ReferenceModel
+    ) -> None:
+        why = differences(ws, views, model.freeze(tick, ws.time))
+        self.ticks += 1
+        if why is not None:
+            self.mismatches += 1
+            self.first = self.first or f"tick {tick}: {why}"
+        goals = frozenset(k for k in ws.items if k.startswith("goal:"))
+        if self._goals is not None and goals != self._goals:
+            self.goal_changes += 1
+        self._goals = goals
+
+    def report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ticks_compared": self.ticks,
+            "mismatches": self.mismatches,
+            "goal_changes": self.goal_changes,
+            "against": "benchmarks.reference_model, every field in order",
+        }
+        if self.first is not None:
+            out["first_mismatch"] = self.first
+        return out
 
 
-def _side_by_side(
-    driver: Driver, runtime: RuntimeWorld, seed_world: SeedWorld, plan: Plan
+def _compared(
+    driver: Driver,
+    runtime: RuntimeWorld,
+    seed_world: SeedWorld,
+    model: ReferenceModel,
+    plan: Plan,
 ) -> tuple[list[int], list[int], dict[str, list[float]], dict[str, Any]]:
+    """Phases 1 and 2: the seed timed beside the runtime while its budget lasts, and every
+    tick's working set held against the reference model."""
     clock = time.perf_counter_ns
     side_ns: list[int] = []
     seed_ns: list[int] = []
     stage_ns: dict[str, list[float]] = {s: [] for s in STAGES}
-    mismatches = 0
-    first: str | None = None
+    parity = _Parity()
+    seeding = plan.seed_ticks > 0
     budget_end = time.perf_counter() + plan.seed_budget_s
-    for k in range(plan.seed_ticks):
+    k = 0
+    while seeding or k < plan.parity_ticks:
         tick, now = driver.advance()
         t0 = clock()
         ws, views = runtime.tick(tick, now)
         t1 = clock()
-        stages = StageClock()
-        t2 = clock()
-        packs = seed_tick(seed_world.memory, seed_world.specs, now, stages)
-        t3 = clock()
-        side_ns.append(t1 - t0)
-        seed_ns.append(t3 - t2)
-        for s in STAGES:
-            stage_ns[s].append(stages.totals[s] * 1e9)
-        why = views_match(ws, views, packs)
-        if why is not None:
-            mismatches += 1
-            first = first or f"tick {tick}: {why}"
-        if k >= 2 and time.perf_counter() > budget_end:
-            break
-    parity: dict[str, Any] = {"ticks_compared": len(seed_ns), "mismatches": mismatches}
-    if first is not None:
-        parity["first_mismatch"] = first
-    return side_ns, seed_ns, stage_ns, parity
+        if seeding:
+            stages = StageClock()
+            t2 = clock()
+            seed_tick(seed_world.memory, seed_world.specs, now, stages)
+            t3 = clock()
+            side_ns.append(t1 - t0)
+            seed_ns.append(t3 - t2)
+            for s in STAGES:
+                stage_ns[s].append(stages.totals[s] * 1e9)
+            if len(seed_ns) >= plan.seed_ticks or (k >= 2 and time.perf_counter() > budget_end):
+                seeding = False
+                driver.detach_seed()
+        if k < plan.parity_ticks:
+            parity.check(tick, ws, views, model)
+            if k + 1 == plan.parity_ticks:
+                driver.detach_model()
+        k += 1
+    driver.detach_model()
+    return side_ns, seed_ns, stage_ns, parity.report()
 
 
 def _runtime_alone(
@@ -249,31 +272,78 @@ def _runtime_gc_in_slack(driver: Driver, runtime: RuntimeWorld, ticks: int) -> d
     }
 
 
-def _stages(
-    driver: Driver,
-    runtime: RuntimeWorld,
-    ticks: int,
-) -> tuple[dict[str, float], float]:
+def _stages(driver: Driver, runtime: RuntimeWorld, ticks: int) -> dict[str, Any]:
+    """Each stage's time inside the real tick (``Assembler.laps``), and the views after it:
+    means (which add up to the tick's mean) and medians, in microseconds."""
     clock = time.perf_counter_ns
-    shadow = shadow_of(runtime.memory)
-    stage_ns: dict[str, list[float]] = {s: [] for s in STAGES}
-    candidates = 0
-    for _ in range(ticks):
-        tick, now = driver.advance()
-        stages = StageClock()
-        candidates += replay(
-            runtime.board, runtime.cabin_map, runtime.log, shadow, runtime.specs, tick, now, stages
-        )
-        t0 = clock()
-        runtime.tick(tick, now)
-        total = clock() - t0
-        replayed = 0.0
-        for s in STAGES[:-1]:
-            stage_ns[s].append(stages.totals[s] * 1e9)
-            replayed += stages.totals[s] * 1e9
-        stage_ns["freeze"].append(max(0.0, total - replayed))
-    medians = {s: round(float(np.median(v)) / 1e3, 1) for s, v in stage_ns.items()}
-    return medians, candidates / ticks
+    names = (*RUNTIME_STAGES, "views")
+    laps: dict[str, int] = {}
+    mark = [0]
+
+    def lap(stage: str) -> None:
+        t = clock()
+        laps[stage] = t - mark[0]
+        mark[0] = t
+
+    samples: dict[str, list[int]] = {s: [] for s in names}
+    whole: list[int] = []
+    assembler = runtime.assembler
+    assembler.laps = lap
+    try:
+        for _ in range(ticks):
+            tick, now = driver.advance()
+            laps.clear()
+            t0 = mark[0] = clock()
+            ws = assembler.assemble(tick, now)
+            t1 = clock()
+            for name in runtime.names:
+                ws.view(name)
+            t2 = clock()
+            laps["views"] = t2 - t1
+            laps["freeze"] = laps.get("freeze", 0) + (t1 - mark[0])  # the return itself
+            whole.append(t2 - t0)
+            for s in names:
+                samples[s].append(laps.get(s, 0))
+    finally:
+        assembler.laps = None
+    means = {s: round(float(np.mean(v)) / 1e3, 2) for s, v in samples.items()}
+    return {
+        "ticks": ticks,
+        "mean_us": means,
+        "p50_us": {s: round(float(np.median(v)) / 1e3, 2) for s, v in samples.items()},
+        "tick_mean_us": round(float(np.mean(whole)) / 1e3, 2),
+        "tick_p50_us": round(float(np.median(whole)) / 1e3, 2),
+        "sum_of_means_us": round(sum(means.values()), 2),
+    }
+
+
+def _anchor(driver: Driver, runtime: RuntimeWorld, ticks: int) -> dict[str, Any]:
+    """Runtime ticks and py_trees anchor ticks, alternating: both medians and their ratio."""
+    if not peer.available():
+        return {}
+    clock = time.perf_counter_ns
+    anchor = peer.Anchor()
+    run_ns: list[int] = []
+    tree_ns: list[int] = []
+    try:
+        for _ in range(ticks):
+            tick, now = driver.advance()
+            t0 = clock()
+            runtime.tick(tick, now)
+            t1 = clock()
+            anchor.tick()
+            t2 = clock()
+            run_ns.append(t1 - t0)
+            tree_ns.append(t2 - t1)
+    finally:
+        anchor.close()
+    run, tree = summarize(run_ns), summarize(tree_ns)
+    return {
+        "ticks": ticks,
+        "runtime_tick": run.as_dict(),
+        "py_trees_tick": tree.as_dict(),
+        "runtime_over_py_trees_p50": round(run.p50_us / tree.p50_us, 3),
+    }
 
 
 def _full_collection_ms() -> float:
@@ -296,18 +366,20 @@ def measure_world(size: WorldSize, plan: Plan, *, seed: int = 0) -> WorldResult:
         gc.freeze()
         gc_full["after_gc_freeze"] = _full_collection_ms()
     build_s = time.perf_counter() - started
-    driver = Driver(data, runtime, np.random.default_rng(seed + 1), seed_world)
+    model = seed_world.model(data, runtime)
+    driver = Driver(data, runtime, np.random.default_rng(seed + 1), seed_world, model)
     try:
-        side_ns, seed_ns, seed_stage_ns, parity = _side_by_side(driver, runtime, seed_world, plan)
-        driver.detach_seed()
-        del seed_world
+        side_ns, seed_ns, seed_stage_ns, parity = _compared(
+            driver, runtime, seed_world, model, plan
+        )
+        del seed_world, model
         run_ns, busy_ns, empty_ns, watch, shape = _runtime_alone(driver, runtime, plan)
         shape["floor_side_m"] = round(data.side, 1)
+        anchor = _anchor(driver, runtime, plan.anchor_ticks) if plan.anchor_ticks else {}
         slack = _runtime_gc_in_slack(driver, runtime, plan.slack_ticks) if plan.slack_ticks else {}
-        stages_us: dict[str, float] = {}
+        stages_us: dict[str, Any] = {}
         if plan.stage_ticks:
-            stages_us, candidates = _stages(driver, runtime, plan.stage_ticks)
-            shape["candidates_per_tick"] = round(candidates, 1)
+            stages_us = _stages(driver, runtime, plan.stage_ticks)
         profile: dict[str, Any] = {}
         if plan.profile_ticks:
             state = [0, 0.0]
@@ -345,4 +417,5 @@ def measure_world(size: WorldSize, plan: Plan, *, seed: int = 0) -> WorldResult:
         shape=shape,
         slack=slack,
         profile=profile,
+        anchor=anchor,
     )

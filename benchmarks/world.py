@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import shapely
 
+from benchmarks.reference_model import ReferenceModel
 from benchmarks.seed_reference import SeedBoard, SeedLog, SeedMap, SeedWorkingMemory
 from cabins.shipped import shipped_specs_dir
 from runtime import (
@@ -228,14 +229,19 @@ class RuntimeWorld:
     """The runtime's sources, memory and assembler, loaded with a world."""
 
     def __init__(
-        self, data: WorldData, specs: Mapping[str, ContextSpec], *, capacity: int = CAPACITY
+        self,
+        data: WorldData,
+        specs: Mapping[str, ContextSpec],
+        *,
+        capacity: int = CAPACITY,
+        memory: WorkingMemory | None = None,
     ) -> None:
         self.clock = SimClock(data.start)
         lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)
         self.cabin_map = CabinMap(lock=lock)
         self.log = EventLog(clock=self.clock, lock=lock)
-        self.memory = WorkingMemory(capacity=capacity)
+        self.memory = WorkingMemory(capacity=capacity) if memory is None else memory
         self.specs = dict(specs)
         self.names = tuple(self.specs)
         for feature in data.features:
@@ -287,6 +293,17 @@ class SeedWorld:
         )
         self.specs = dict(runtime.specs)
 
+    def model(self, data: WorldData, runtime: RuntimeWorld) -> ReferenceModel:
+        """The independent reference model of the same world (sharing these event objects)."""
+        return ReferenceModel(
+            runtime.specs,
+            readings=runtime.board.readings("*"),
+            features=data.features,
+            events=self.log._events,
+            map_version=runtime.cabin_map.version,
+            capacity=runtime.memory.capacity,
+        )
+
 
 class Driver:
     """Moves a world one tick at a time, writing to the runtime and a mirror seed world."""
@@ -297,10 +314,12 @@ class Driver:
         runtime: RuntimeWorld,
         rng: np.random.Generator,
         seed: SeedWorld | None = None,
+        model: ReferenceModel | None = None,
     ) -> None:
         self.data = data
         self.runtime = runtime
         self.seed = seed
+        self.model = model
         self.rng = rng
         self.tick = 0
         c = data.side / 2.0
@@ -314,25 +333,37 @@ class Driver:
         """Stop mirroring writes to the seed world (it is no longer measured)."""
         self.seed = None
 
+    def detach_model(self) -> None:
+        """Stop mirroring writes to the reference model (parity is checked)."""
+        self.model = None
+
     def _write(self, key: str, value: Any, ttl: float | None = None) -> None:
         reading = self.runtime.board.write(key, value, ttl=ttl, source="world")
         if self.seed is not None:
             self.seed.board.put(reading)
+        if self.model is not None:
+            self.model.put(reading)
 
     def _delete(self, key: str) -> None:
         self.runtime.board.delete(key)
         if self.seed is not None:
             self.seed.board.delete(key)
+        if self.model is not None:
+            self.model.delete(key)
 
     def _feature(self, feature: Feature) -> None:
         self.runtime.cabin_map.add(feature, replace=True)
         if self.seed is not None:
             self.seed.cabin_map.put(feature)
+        if self.model is not None:
+            self.model.put_feature(feature)
 
     def _event(self, kind: str, payload: Any, stamp: float, tags: frozenset[str]) -> None:
         event = self.runtime.log.append(kind, payload, stamp=stamp, tags=tags)
         if self.seed is not None:
             self.seed.log.append(event)
+        if self.model is not None:
+            self.model.append(event)
 
     def _new_route(self) -> None:
         """A route of two legs to a target 20 to 60 m away, whatever the floor's size."""

@@ -7,6 +7,16 @@ working memory; lets memory evict down to capacity; and freezes the result,
 with each spec's selection and what each spec required but cannot have.
 Queries that several specs share are made once per tick.
 
+Two paths freeze the same working set. The delta path (when memory forgets by
+``ValueEviction``, the default) keeps a ``CandidateTable`` from tick to tick: it reads
+only the board keys written since the last freeze (the board's change feed), combines
+offers again only when their shape changed, asks the map once per centre key (a smaller
+radius is a prefix of the nearest-first answer), chooses the victims of eviction before
+anything is written and builds each view from the pack without copying its items. The
+from-scratch path (any other policy, or a board key that names a map feature, an event or
+a note) offers everything again each tick, upserts it and lets memory evict. The tests
+hold the two to the same working sets, views and evictions, tick for tick.
+
 Scratchpads: a cabin given a ``Scratchpad`` has its notes enter the working set
 at each freeze, as ``note:<key>`` items in its view only (importance = its spec's
 weight for ``note:<key>``, via ``note:scratchpad``), subject to capacity and
@@ -18,22 +28,31 @@ board is cleared (and unscoped) at the freeze, before its notes are read.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import re
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from math import isfinite
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from runtime.board import StateBoard
+from runtime.board import Reading, StateBoard
+from runtime.candidates import CandidateTable, Group
 from runtime.errors import SettingError
-from runtime.freeze import FrozenDict
+from runtime.freeze import FrozenDict, adopt
 from runtime.logs import debug_enabled
-from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
+from runtime.memory import (
+    Eviction,
+    EvictionReason,
+    Source,
+    WorkingMemory,
+    WorkItem,
+    new_item,
+)
 from runtime.pack import MissingReason, Occupancy, Selection, Versions, WorkingSet
 from runtime.patterns import is_glob, literal_prefix
 from runtime.position import read_route, read_xy
@@ -46,6 +65,11 @@ if TYPE_CHECKING:
 
 
 _log = structlog.get_logger("tickwork.assembler")
+
+STAGES = ("board", "log", "map", "eviction", "freeze")
+"""The stages of a freeze on the delta path, in order: the board's changes and readings,
+the event windows and notes, the map windows and corridors, letting go and eviction, and
+the views' selections with the frozen pack."""
 
 
 @dataclass(slots=True)
@@ -116,6 +140,14 @@ class Assembler:
         self._keys_of: dict[str, tuple[str, ...]] = {}  # pattern -> board keys, while
         self._keys_version = -1  # the board's key set is unchanged
         self._windows: dict[tuple[Any, ...], tuple[float, int, int, tuple[Event, ...]]] = {}
+        self._delta: _Delta | None = None  # what the delta path carries between ticks
+        self.laps: Callable[[str], None] | None = None
+        """For profiling: called with each stage's name as the stage ends (the delta path's
+        stages, in order: ``STAGES``), so that a caller can time them inside the real tick."""
+        self._names = tuple(self.specs)
+        self._weighers = {name: spec.weigher for name, spec in self.specs.items()}
+        self._map_vias = {name: (v.window, v.corridor) for name, v in self._vias.items()}
+        self._requires = {name: tuple(spec.required) for name, spec in self.specs.items()}
         locks: list[threading.RLock] = []
         for lock in (board.lock, cabin_map.lock, log.lock, *(p.lock for p in pads.values())):
             if all(lock is not held for held in locks):
@@ -124,12 +156,21 @@ class Assembler:
 
     def assemble(self, tick: int, now: float) -> WorkingSet:
         """Freeze the working set of ``tick`` at time ``now``."""
-        with contextlib.ExitStack() as stack:
-            for lock in self._locks:
-                stack.enter_context(lock)
-            return self._assemble(tick, now)
+        locks = self._locks
+        for lock in locks:
+            lock.acquire()
+        try:
+            if self.memory.settles:
+                ws = self._assemble_delta(tick, now)
+                if ws is not None:
+                    return ws
+            self._delta = None
+            return self._assemble_from_scratch(tick, now)
+        finally:
+            for lock in reversed(locks):
+                lock.release()
 
-    def _assemble(self, tick: int, now: float) -> WorkingSet:
+    def _assemble_from_scratch(self, tick: int, now: float) -> WorkingSet:
         board, memory = self.board, self.memory
         versions = Versions(board.seq, self.cabin_map.version, self.log.seq)
         self._end_finished_tasks(tick)
@@ -293,6 +334,314 @@ class Assembler:
             occupancy=Occupancy(len(held), memory.pinned_count, memory.capacity),
         )
 
+    # -- the delta path -------------------------------------------------------------------
+
+    def _assemble_delta(self, tick: int, now: float) -> WorkingSet | None:
+        """The working set of ``tick`` from what changed since the last freeze, or None
+        when the from-scratch path must freeze it (see the module doc)."""
+        board, memory = self.board, self.memory
+        versions = Versions(board.seq, self.cabin_map.version, self.log.seq)
+        self._end_finished_tasks(tick)
+        d = self._delta
+        if d is None or now < d.table.now or memory.pinned is not d.table.pinned_patterns:
+            d = self._delta = _Delta(self._names, memory)
+        table = d.table
+        table.advance(now)
+
+        # the board: what was written since the last freeze, and what went stale
+        changes = board.changes_since(d.board_seq)
+        changed: list[str] = []
+        if changes is None or board.key_set_version != d.key_set_version:
+            if not d.expand(self, board):
+                self._delta = None
+                return None
+            changes = None
+        else:
+            selected, readings, ttl_keys = d.selected, d.readings, d.ttl_keys
+            for key in changes:
+                if key in selected:
+                    reading = board.read(key)
+                    if reading is None:  # deleted and written again: the key set changed
+                        continue
+                    readings[key] = reading
+                    if reading.ttl is None:
+                        ttl_keys.discard(key)
+                    else:
+                        ttl_keys.add(key)
+                    changed.append(key)
+        d.board_seq = board.seq
+        readings = d.readings
+        stale = frozenset(
+            k
+            for k in d.ttl_keys
+            if now - readings[k].stamp > readings[k].ttl  # type: ignore[operator]
+        )
+
+        # the stable offers, each group combined again when its shape changed
+        offered: list[Group] = []
+        if (d.key_set_version, stale) != d.board_shape:
+            d.board_shape = (d.key_set_version, stale)
+            self._offer_board(d, stale)
+            offered.append("board")
+        elif changed:
+            for key in changed:
+                reading = readings[key]
+                table.refresh(key, reading.value, reading.stamp, reading.seq)
+        laps = self.laps
+        if laps is not None:
+            laps("board")
+        windows = tuple(
+            self._recent_events(spec, now) if spec.event_window > 0 else ()
+            for spec in self.specs.values()
+        )
+        seen = d.windows_seen  # compared by identity: an event's data may hold arrays
+        if len(seen) != len(windows) or any(a is not b for a, b in zip(seen, windows, strict=True)):
+            d.windows_seen = windows
+            self._offer_events(d, windows)
+            offered.append("log")
+        if self.scratchpads:
+            pads = tuple((pad.version, pad.task) for pad in self.scratchpads.values())
+            if pads != d.pads_shape:
+                d.pads_shape = pads
+                self._offer_notes(d)
+                offered.append("note")
+        if offered:
+            self._requirements(d, offered)
+        if laps is not None:
+            laps("log")
+
+        # the map: one query per centre key, each spec's window a prefix of it
+        near, along = self._offer_map(d, now)
+        table.offer_map(near, along, self._weighers, self._map_vias, versions.map_version)
+        if laps is not None:
+            laps("map")
+
+        evictions = table.let_go(tick, lambda item: self._retraction(item, now))
+        capacity, victims = table.settle(tick)
+        evictions.extend(capacity)
+        if evictions and d.debug():
+            _log.debug(
+                "evicted",
+                tick=tick,
+                count=len(evictions),
+                keys=[(e.key, e.reason) for e in evictions],
+            )
+        if laps is not None:
+            laps("eviction")
+        held = memory.contents()
+        selections = {
+            name: self._select(d, name, held, near[name], along[name], victims, stale)
+            for name in self._names
+        }
+        ws = WorkingSet(
+            tick=tick,
+            time=now,
+            versions=versions,
+            items=FrozenDict(held),
+            evictions=tuple(evictions),
+            capacity_alarm=memory.capacity_alarm,
+            selections=FrozenDict(selections),
+            occupancy=Occupancy(len(held), memory.pinned_count, memory.capacity),
+        )
+        if laps is not None:
+            laps("freeze")
+        return ws
+
+    def _offer_board(self, d: _Delta, stale: frozenset[str]) -> None:
+        """Offer every spec's fresh board readings to the table anew."""
+        readings = d.readings
+        offers: dict[str, list[tuple[Any, ...]]] = {}
+        for name in self._names:
+            weight = self._weighers[name]
+            offers[name] = [
+                (key, via, weight(key), r.value, r.stamp, r.seq)
+                for key, via in d.board_pairs[name]
+                if key not in stale and (r := readings.get(key)) is not None
+            ]
+        d.table.offer("board", offers)
+
+    def _offer_events(self, d: _Delta, windows: tuple[tuple[Event, ...], ...]) -> None:
+        """Offer every spec's event window to the table anew."""
+        offers: dict[str, list[tuple[Any, ...]]] = {}
+        for name, found in zip(self._names, windows, strict=True):
+            weight = self._weighers[name]
+            keys = [e.key for e in found]
+            d.windows[name] = (found, keys)
+            via = self._vias[name].log
+            offers[name] = [
+                (key, via, weight(key), e, e.stamp, e.seq)
+                for key, e in zip(keys, found, strict=True)
+            ]
+        d.table.offer("log", offers)
+
+    def _offer_notes(self, d: _Delta) -> None:
+        """Offer every spec's notes to the table anew."""
+        offers: dict[str, list[tuple[Any, ...]]] = {}
+        for name in self._names:
+            weight = self._weighers[name]
+            pad = self.scratchpads.get(name)
+            mine: list[tuple[Any, ...]] = []
+            if pad is not None:
+                for note in pad.notes():
+                    view = NOTE_PREFIX + note.key
+                    mine.append((memory_key(name, view), view, weight(view), note, note.seq))
+            offers[name] = mine
+        d.table.offer("note", offers)
+
+    def _requirements(self, d: _Delta, groups: Sequence[Group]) -> None:
+        """Each required pattern of each spec: its glob matcher (None for an exact key), the
+        stable view keys it matches, and whether it could match a map key; the matches are
+        found again only in the groups offered anew."""
+        table = d.table
+        for group in groups:
+            part: dict[str, list[tuple[str, ...]]] = {}
+            for name in self._names:
+                keys = table.view_keys(group, name)
+                part[name] = [
+                    () if rx is None else tuple(k for k in keys if rx(k))
+                    for _, rx, _ in self._required[name]
+                ]
+            d.matches[group] = part
+        board, log, notes = d.matches["board"], d.matches["log"], d.matches["note"]
+        for name in self._names:
+            out: list[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool]] = []
+            for i, (pattern, rx, prefix) in enumerate(self._required[name]):
+                known = board[name][i] + log[name][i] + (notes[name][i] if name in notes else ())
+                maps = rx is not None and ("map:".startswith(prefix) or prefix.startswith("map:"))
+                out.append((pattern, rx, known, maps))
+            d.requirements[name] = tuple(out)
+
+    def _offer_map(
+        self, d: _Delta, now: float
+    ) -> tuple[
+        dict[str, tuple[list[str], tuple[Feature, ...]]],
+        dict[str, tuple[list[str], tuple[Feature, ...]]],
+    ]:
+        """Each spec's map window and corridor this tick: keys and features, in order."""
+        board, cabin_map = self.board, self.cabin_map
+        near: dict[str, tuple[list[str], tuple[Feature, ...]]] = {}
+        along: dict[str, tuple[list[str], tuple[Feature, ...]]] = {}
+        shared_now: dict[str, tuple[tuple[Feature, ...], tuple[float, ...], list[str]]] = {}
+        corridors: dict[tuple[Any, ...], tuple[list[str], tuple[Feature, ...]]] = {}
+        for name, spec in self.specs.items():
+            keys: list[str] = []
+            features: tuple[Feature, ...] = ()
+            center_key = spec.map_center
+            if center_key is not None and spec.map_radius > 0:
+                answer = shared_now.get(center_key)
+                if answer is None:
+                    reading = board.read(center_key)
+                    center = (
+                        None if reading is None or reading.is_stale(now) else _xy(reading.value)
+                    )
+                    if center is None:
+                        answer = ((), (), [])
+                    else:
+                        shared = self._centers[center_key]
+                        answer = cabin_map.nearest_keyed(
+                            center, shared.radius, kinds=shared.kinds, tags=shared.tags
+                        )
+                    shared_now[center_key] = answer
+                found, gaps, found_keys = answer
+                cut = bisect_right(gaps, spec.map_radius)
+                features, keys = found[:cut], found_keys[:cut]
+                kinds, tags = d.map_filters[name]
+                if kinds is not None or tags is not None:
+                    pairs = [
+                        (f, k)
+                        for f, k in zip(features, keys, strict=True)
+                        if (kinds is None or f.kind in kinds)
+                        and (tags is None or not tags.isdisjoint(f.tags))
+                    ]
+                    features, keys = tuple(f for f, _ in pairs), [k for _, k in pairs]
+            near_here = (keys, features)
+            along_here: tuple[list[str], tuple[Feature, ...]] = ([], ())
+            if spec.corridor_width > 0:
+                route = d.route(name, board.read(spec.route_key), now)
+                if route is not None:
+                    query = (route, spec.corridor_width, spec.map_kinds, spec.map_tags)
+                    along_here = corridors.get(query, along_here)
+                    if query not in corridors:
+                        path = cabin_map.corridor(
+                            route,
+                            spec.corridor_width,
+                            kinds=frozenset(spec.map_kinds) if spec.map_kinds else None,
+                            tags=frozenset(spec.map_tags) if spec.map_tags else None,
+                        )
+                        along_here = corridors[query] = (["map:" + f.id for f in path], path)
+            keep = d.relevant[name]
+            if keep is not None:
+                near_here = _keep_relevant(near_here, keep)
+                along_here = _keep_relevant(along_here, keep)
+            near[name] = near_here
+            along[name] = along_here
+        return near, along
+
+    def _select(
+        self,
+        d: _Delta,
+        name: str,
+        held: Mapping[str, WorkItem],
+        near: tuple[list[str], tuple[Feature, ...]],
+        along: tuple[list[str], tuple[Feature, ...]],
+        victims: set[str],
+        stale: frozenset[str],
+    ) -> Selection:
+        """``name``'s selection: what its spec offered and memory kept, in offer order,
+        each item with the spec's own ``via``; what it required and cannot have."""
+        table = d.table
+        order = (*table.heads[name], *table.near[name], *table.along[name], *table.tails[name])
+        get = held.get
+        items = {k: v for k in order if (v := get(k)) is not None}
+        renamed = False
+        for fixes in (table.stable_fixes[name], table.map_fixes[name]):
+            if fixes:
+                for key, (via, view) in fixes.items():
+                    item = items.get(key)
+                    if item is not None:
+                        items[key] = d.copy(name, item, via, view)
+                        renamed = renamed or view != key
+        if renamed:
+            items = {item.key: item for item in items.values()}
+        missing: dict[str, MissingReason] = {}
+        keys = items.keys()
+        for pattern, rx, known, maps in d.requirements[name]:
+            match: Callable[[str], Any]
+            if rx is None:
+                if pattern in items:
+                    continue
+                match = pattern.__eq__
+            else:
+                if not keys.isdisjoint(known) or (
+                    maps
+                    and any(rx(k) for k in (*table.near[name], *table.along[name]) if k in keys)
+                ):
+                    continue
+                match = rx
+            lost = victims.intersection(order)
+            fixes = table.stable_fixes[name]
+            if any(match(fixes[k][1] if k in fixes else k) for k in lost):
+                missing[pattern] = "evicted"
+            elif any(match(k) for k in stale):
+                missing[pattern] = "stale"
+            else:
+                missing[pattern] = "absent"
+        near_keys, near_features = near
+        along_keys, along_features = along
+        found, found_keys = d.windows[name]
+        return _selection(
+            self._requires[name],
+            adopt(items),
+            adopt(missing) if missing else _NONE_MISSING,
+            tuple([f for f, k in zip(near_features, near_keys, strict=True) if k in keys]),
+            tuple([f for f, k in zip(along_features, along_keys, strict=True) if k in keys])
+            if along_keys
+            else (),
+            tuple([e for e, k in zip(found, found_keys, strict=True) if k in keys])
+            if found
+            else (),
+        )
+
     def _board_keys(self, pattern: str) -> tuple[str, ...]:
         if self._keys_version != self.board.key_set_version:
             self._keys_of.clear()
@@ -306,7 +655,19 @@ class Assembler:
         state = self.__dict__.copy()
         state["_keys_of"], state["_keys_version"] = {}, -1  # rebuilt from the board
         state["_windows"] = {}  # and from the log
+        state["_delta"] = None  # the delta path starts afresh
+        state["_weighers"] = None  # bound methods of the specs: made again
+        state["laps"] = None
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._delta = None
+        self.laps = None
+        self._names = tuple(self.specs)
+        self._weighers = {name: spec.weigher for name, spec in self.specs.items()}
+        self._map_vias = {name: (v.window, v.corridor) for name, v in self._vias.items()}
+        self._requires = {name: tuple(spec.required) for name, spec in self.specs.items()}
 
     def _recent_events(self, spec: ContextSpec, now: float) -> tuple[Event, ...]:
         """The spec's event window at ``now``: the last tick's answer while it cannot have
@@ -431,6 +792,172 @@ class Assembler:
             nearby = tuple(f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags))
             corridor = tuple(f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags))
         return nearby, corridor
+
+
+_NONE_MISSING: FrozenDict[str, MissingReason] = FrozenDict()
+
+
+class _Delta:
+    """What the delta path carries from one freeze to the next (see the module doc)."""
+
+    def __init__(self, names: Sequence[str], memory: WorkingMemory) -> None:
+        self.table = CandidateTable(names, memory)
+        self.board_seq = -1  # the board seq last caught up with; -1 reads everything
+        self.key_set_version = -1
+        self.selected: set[str] = set()  # board keys some spec selects
+        self.readings: dict[str, Reading] = {}
+        self.ttl_keys: set[str] = set()  # those of them whose reading can go stale
+        self.board_pairs: dict[str, list[tuple[str, str]]] = {}  # per spec: (key, via)
+        self.relevant: dict[str, frozenset[str] | None] = {}
+        self.map_filters: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self.board_shape: tuple[Any, ...] | None = None
+        self.pads_shape: tuple[Any, ...] | None = None
+        self.windows_seen: tuple[tuple[Event, ...], ...] = ()
+        self.windows: dict[str, tuple[tuple[Event, ...], list[str]]] = {}
+        self.requirements: dict[
+            str, tuple[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool], ...]
+        ] = {}
+        self.matches: dict[Group, dict[str, list[tuple[str, ...]]]] = {
+            "board": {},
+            "log": {},
+            "note": {},
+        }
+        self._routes: dict[str, tuple[Reading, tuple[tuple[float, float], ...] | None]] = {}
+        self._copies: dict[tuple[str, str], tuple[WorkItem, WorkItem]] = {}
+        self._debug_wrapper: Any = None
+        self._debug: bool | None = None
+
+    def expand(self, assembler: Assembler, board: StateBoard) -> bool:
+        """Read the board's key set again: each spec's keys, their readings, the active
+        goals. False when a selected board key has the form of a map, event or note key
+        (the from-scratch path combines those)."""
+        pairs: dict[str, list[tuple[str, str]]] = {}
+        selected: set[str] = set()
+        for name in assembler.specs:
+            mine: dict[str, str] = {}
+            for pattern, via in assembler._vias[name].board:
+                for key in assembler._board_keys(pattern):
+                    if key not in mine:
+                        mine[key] = via
+            pairs[name] = list(mine.items())
+            selected.update(mine)
+        if any(k.startswith(("map:", "event:", NOTE_PREFIX)) for k in selected):
+            return False
+        readings: dict[str, Reading] = {}
+        for key in selected:
+            reading = board.read(key)
+            if reading is not None:
+                readings[key] = reading
+        self.board_pairs = pairs
+        self.selected = selected
+        self.readings = readings
+        self.ttl_keys = {k for k, r in readings.items() if r.ttl is not None}
+        goal_kinds = frozenset(
+            k.split(":", 2)[1] for k in assembler._board_keys("goal:*") if k.count(":") >= 1
+        )
+        self.relevant = {
+            name: _relevant(spec, goal_kinds) for name, spec in assembler.specs.items()
+        }
+        for name, spec in assembler.specs.items():
+            kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
+            tags = frozenset(spec.map_tags) if spec.map_tags else None
+            shared = assembler._centers.get(spec.map_center or "")
+            if shared is not None:
+                kinds = None if kinds == shared.kinds else kinds
+                tags = None if tags == shared.tags else tags
+            self.map_filters[name] = (kinds, tags)
+        self.key_set_version = board.key_set_version
+        self.board_shape = None
+        return True
+
+    def debug(self) -> bool:
+        """``debug_enabled`` for the assembler's logger, asked again only when structlog's
+        configuration (its wrapper class) changed."""
+        wrapper = structlog.get_config()["wrapper_class"] if structlog.is_configured() else None
+        if wrapper is not self._debug_wrapper or self._debug is None:
+            self._debug_wrapper = wrapper
+            self._debug = debug_enabled(_log)
+        return self._debug
+
+    def route(
+        self, name: str, reading: Reading | None, now: float
+    ) -> tuple[tuple[float, float], ...] | None:
+        """The route ``reading`` holds (None if absent, stale or not a route), parsed once."""
+        if reading is None or reading.is_stale(now):
+            return None
+        known = self._routes.get(name)
+        if known is not None and known[0] is reading:
+            return known[1]
+        route = read_route(reading.value)
+        self._routes[name] = (reading, route)
+        return route
+
+    def copy(self, name: str, item: WorkItem, via: str, key: str) -> WorkItem:
+        """``item`` as ``name``'s view holds it (its spec's ``via``, its view key), made
+        once per item."""
+        known = self._copies.get((name, item.key))
+        if known is not None and known[0] is item and known[1].via == via and known[1].key == key:
+            return known[1]
+        mine = new_item(
+            key,
+            item.value,
+            item.importance,
+            item.last_used,
+            item.first_seen,
+            item.source,
+            item.stamp,
+            item.seq,
+            via,
+        )
+        if len(self._copies) >= 4096:
+            self._copies.clear()
+        self._copies[(name, item.key)] = (item, mine)
+        return mine
+
+
+def _xy(value: Any) -> tuple[float, float] | None:
+    """``read_xy``, with a shortcut for the usual pose: a tuple of finite floats."""
+    if type(value) is tuple and len(value) >= 2:
+        x, y = value[0], value[1]
+        if type(x) is float and type(y) is float and isfinite(x) and isfinite(y):
+            return (x, y)
+    return read_xy(value)
+
+
+def _keep_relevant(
+    offered: tuple[list[str], tuple[Feature, ...]], keep: frozenset[str]
+) -> tuple[list[str], tuple[Feature, ...]]:
+    keys, features = offered
+    if not features:
+        return offered
+    mask = [f.kind in keep or not keep.isdisjoint(f.tags) for f in features]
+    return list(compress(keys, mask)), tuple(compress(features, mask))
+
+
+_new_selection = object.__new__
+_SELECTION_SLOTS = tuple(
+    Selection.__dict__[name].__set__
+    for name in ("required", "items", "missing", "nearby_map", "corridor_map", "recent_events")
+)
+
+
+def _selection(
+    required: tuple[str, ...],
+    items: FrozenDict[str, WorkItem],
+    missing: FrozenDict[str, MissingReason],
+    nearby_map: tuple[Feature, ...],
+    corridor_map: tuple[Feature, ...],
+    recent_events: tuple[Event, ...],
+) -> Selection:
+    """A ``Selection``, without its constructor's per-field ``object.__setattr__``."""
+    selection: Selection = _new_selection(Selection)
+    for put, value in zip(
+        _SELECTION_SLOTS,
+        (required, items, missing, nearby_map, corridor_map, recent_events),
+        strict=True,
+    ):
+        put(selection, value)
+    return selection
 
 
 @dataclass(frozen=True, slots=True)

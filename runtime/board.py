@@ -5,7 +5,12 @@ written at (from the runtime's clock), an optional time-to-live, the writer and
 a board-wide sequence number that grows with every write. Working memory and
 working sets are caches of the board; the board is what they are rebuilt from.
 
-A board pickles (for checkpoints) without its lock and its listeners.
+The board keeps a bounded change feed (``changes_since``): the key of every write
+and delete, by sequence number, so that a reader that remembers the ``seq`` it last
+saw can catch up by looking only at what changed since.
+
+A board pickles (for checkpoints) without its lock, its listeners and its change feed
+(a reader from before the pickle is told to read everything again).
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from runtime.patterns import is_glob, literal_prefix, matches
 from runtime.source import PicklableSource
 
 BoardListener = Callable[["Reading | None", str], None]
+
+_FEED_LIMIT = 4096
+"""Changes the feed holds at most; past that its older half is dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +83,7 @@ class StateBoard(PicklableSource):
     """Key → current ``Reading``. Thread-safe under ``lock``; pickles without the lock,
     the listeners and the sorted key index (see ``runtime.source``)."""
 
-    _derived = ("_sorted_keys",)
+    _derived = ("_sorted_keys", "_feed", "_feed_base")
 
     def __init__(self, *, clock: Clock, lock: threading.RLock | None = None) -> None:
         self.clock = clock
@@ -85,6 +93,8 @@ class StateBoard(PicklableSource):
         self._seq = 0
         self._key_set_version = 0
         self._listeners: list[BoardListener] = []
+        self._feed: list[str] = []  # the key of each change after seq ``_feed_base``, in order
+        self._feed_base = 0
 
     @property
     def seq(self) -> int:
@@ -108,6 +118,7 @@ class StateBoard(PicklableSource):
                 bisect.insort(self._sorted_keys, key)
                 self._key_set_version += 1
             self._readings[key] = reading
+            self._note_change(key)
             for listener in self._listeners:
                 listener(reading, key)
             return reading
@@ -131,9 +142,28 @@ class StateBoard(PicklableSource):
             del self._sorted_keys[i]
             self._seq += 1
             self._key_set_version += 1
+            self._note_change(key)
             for listener in self._listeners:
                 listener(None, key)
             return True
+
+    def _note_change(self, key: str) -> None:
+        feed = self._feed
+        feed.append(key)
+        if len(feed) > _FEED_LIMIT:
+            half = len(feed) // 2
+            del feed[:half]
+            self._feed_base += half
+
+    def changes_since(self, seq: int) -> tuple[str, ...] | None:
+        """The keys written or deleted after sequence number ``seq``, in order (a key
+        changed twice is listed twice), or None when the feed no longer reaches back to
+        ``seq`` (or ``seq`` is not one this board has reached): then read everything."""
+        with self.lock:
+            base = self._feed_base
+            if seq < base or seq > self._seq:
+                return None
+            return tuple(self._feed[seq - base :])
 
     def keys(self, pattern: str = "*") -> tuple[str, ...]:
         """Keys matching an exact key or glob, in sorted order."""
@@ -160,6 +190,8 @@ class StateBoard(PicklableSource):
     def _rebuild(self) -> None:
         self._listeners = []
         self._sorted_keys = sorted(self._readings)
+        self._feed = []
+        self._feed_base = self._seq
 
     def __len__(self) -> int:
         return len(self._readings)

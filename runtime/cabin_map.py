@@ -17,6 +17,7 @@ lock and its index; the index is rebuilt when it is unpickled.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -168,14 +169,35 @@ def _finite_xy(value: Any, *, what: str) -> tuple[float, float]:
     return x, y
 
 
-def _as_point(center: CenterLike) -> Point:
+def _center_xy(center: CenterLike) -> tuple[float, float]:
     if isinstance(center, Point):
         if center.is_empty:
             raise SettingError("center is an empty Point")
-        return Point(_finite_xy((center.x, center.y), what="center"))
+        return _finite_xy((center.x, center.y), what="center")
     if isinstance(center, BaseGeometry):
         raise TypeError(f"center must be a Point or an (x, y) sequence, got a {center.geom_type}")
-    return Point(_finite_xy(center, what="center"))
+    return _finite_xy(center, what="center")
+
+
+def _as_point(center: CenterLike) -> Point:
+    return Point(_center_xy(center))
+
+
+_POINTS = getattr(getattr(shapely, "lib", None), "points", None)
+_ALLOW_NAN = np.intc(0)
+
+
+def _point_at(x: float, y: float) -> Point:
+    """A shapely point, made by shapely's point ufunc (``Point()`` and ``shapely.points``
+    wrap it in argument checks and deprecation shims that cost more than the point)."""
+    if _POINTS is None:  # pragma: no cover - a shapely without the compiled ufunc
+        point: Point = shapely.points(np.array((x, y)))
+        return point
+    made: Point = _POINTS(np.array((x, y)), _ALLOW_NAN)
+    return made
+
+
+_distances = shapely.distance
 
 
 def _as_route(route: RouteLike) -> LineString | Point:
@@ -265,6 +287,54 @@ class _Filter:
         return self.tags is None or not self.tags.isdisjoint(feature.tags)
 
 
+class _Window:
+    """A moving window's candidates: the tree's features within the wider disc around
+    (``x``, ``y``) that pass the filter (``positions`` in the tree; those still alive as of
+    ``masks``), and, after them, the overflow's features that pass it, as of
+    ``overflow_version``; their keys and geometries beside them."""
+
+    __slots__ = (
+        "base_features",
+        "base_geoms",
+        "base_keys",
+        "features",
+        "geoms",
+        "keys",
+        "masks",
+        "overflow_version",
+        "positions",
+        "x",
+        "y",
+    )
+
+    def __init__(self, x: float, y: float, positions: npt.NDArray[np.intp]) -> None:
+        self.x, self.y = x, y
+        self.positions = positions
+        self.base_features: list[Feature] = []
+        self.base_keys: list[str] = []
+        self.base_geoms: npt.NDArray[np.object_] = np.zeros(0, dtype=object)
+        self.features: list[Feature] = []
+        self.keys: list[str] = []
+        self.geoms = self.base_geoms
+        self.masks = -1
+        self.overflow_version = -1
+
+
+class _Corridor:
+    """A corridor's tree part, sorted along the route (``rows``: along, id, tree position,
+    feature), those rows still alive as of ``masks``, and the answer as of the overflow's
+    ``overflow_version``."""
+
+    __slots__ = ("alive", "found", "masks", "overflow_version", "rows")
+
+    def __init__(self, rows: list[tuple[float, str, int, Feature]]) -> None:
+        self.rows = rows
+        self.alive: list[tuple[float, str, Feature]] = []
+        self.found: tuple[Feature, ...] = ()
+        self.masks = -1
+        self.overflow_version = -1
+
+
 class CabinMap:
     """The live spatial features, indexed for exact window and corridor queries.
 
@@ -289,8 +359,11 @@ class CabinMap:
         self._masked: set[str] = set()
         self._overflow: dict[str, Feature] = {}
         self._overflow_arrays: tuple[list[Feature], npt.NDArray[np.object_]] | None = None
-        self._corridors: dict[tuple[Any, ...], list[tuple[float, str, int, Feature]]] = {}
-        self._windows: dict[tuple[Any, ...], tuple[float, float, npt.NDArray[np.intp]]] = {}
+        self._corridors: dict[tuple[Any, ...], _Corridor] = {}
+        self._windows: dict[tuple[Any, ...], _Window] = {}
+        self._filters: dict[tuple[Any, Any], _Filter] = {}
+        self._overflow_version = 0  # changes whenever the overflow does
+        self._masks = 0  # changes whenever a tree entry is masked
         self._lines: dict[Any, LineString | Point] = {}
         self._rebuilds = 0
 
@@ -312,6 +385,9 @@ class CabinMap:
         self._rebuilds = state["rebuilds"]
         self._tree = None
         self._overflow_arrays = None
+        self._filters = {}
+        self._overflow_version = 0
+        self._masks = 0
         self._build_index()
 
     # -- changes ---------------------------------------------------------------
@@ -330,6 +406,7 @@ class CabinMap:
             self._features[feature.id] = feature
             self._overflow[feature.id] = feature
             self._overflow_arrays = None
+            self._overflow_version += 1
             self._version += 1
 
     def remove(self, feature_id: str) -> Feature:
@@ -349,6 +426,7 @@ class CabinMap:
             self._mask(feature_id)
             if self._overflow.pop(feature_id, None) is not None:
                 self._overflow_arrays = None
+                self._overflow_version += 1
             self._version += 1
             return removed
 
@@ -357,6 +435,7 @@ class CabinMap:
         if pos is not None and self._base_alive[pos]:
             self._base_alive[pos] = False
             self._masked.add(feature_id)
+            self._masks += 1
 
     # -- reading ---------------------------------------------------------------
 
@@ -396,7 +475,7 @@ class CabinMap:
         ``center`` is a Point or an (x, y, ...) sequence; elements after y are ignored.
         ``kinds`` keeps only those kinds; ``tags`` keeps features with any of those tags.
         """
-        return tuple(f for f, _ in self.nearby(center, radius, kinds=kinds, tags=tags))
+        return self.nearest(center, radius, kinds=kinds, tags=tags)[0]
 
     def nearby(
         self,
@@ -411,41 +490,115 @@ class CabinMap:
         One query at the largest radius, filtered by distance, answers every smaller
         window around the same centre in the same order.
         """
-        point = _as_point(center)
+        features, distances = self.nearest(center, radius, kinds=kinds, tags=tags)
+        return tuple(zip(features, distances, strict=True))
+
+    def nearest(
+        self,
+        center: CenterLike,
+        radius: float,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+    ) -> tuple[tuple[Feature, ...], tuple[float, ...]]:
+        """``window``'s features and, beside them, their exact distances: nearest first.
+
+        The distances are sorted, so a smaller radius around the same centre is a prefix
+        (``bisect_right(distances, r)`` features long).
+        """
+        features, distances, _ = self.nearest_keyed(center, radius, kinds=kinds, tags=tags)
+        return features, distances
+
+    def nearest_keyed(
+        self,
+        center: CenterLike,
+        radius: float,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+    ) -> tuple[tuple[Feature, ...], tuple[float, ...], list[str]]:
+        """``nearest``, and each feature's ``key`` beside it (a fresh list)."""
+        x, y = _center_xy(center)
         radius = _check_distance(radius, what="radius")
-        wanted = _Filter(kinds, tags)
+        wanted = self._filter(kinds, tags)
         with self.lock:
             if math.isfinite(radius) and self._tree is not None:
                 self._refresh_index()
-                found, distances = self._moving_window(point, radius, wanted)
-            else:
-                found, distances = self._within(point, radius, wanted)
+                return self._moving_window(x, y, radius, wanted)
+            found, distances = self._within(_point_at(x, y), radius, wanted)
         pairs = sorted(zip(distances, [f.id for f in found], found, strict=True))
-        return tuple((f, d) for d, _, f in pairs)
+        return (
+            tuple(f for _, _, f in pairs),
+            tuple(d for d, _, _ in pairs),
+            ["map:" + f.id for _, _, f in pairs],
+        )
+
+    def _filter(
+        self, kinds: Iterable[str] | str | None, tags: Iterable[str] | str | None
+    ) -> _Filter:
+        """The ``_Filter`` of ``kinds`` and ``tags``, made once for hashable ones."""
+        try:
+            known = self._filters.get((kinds, tags))
+        except TypeError:  # a list: not kept
+            return _Filter(kinds, tags)
+        if known is None:
+            known = _Filter(kinds, tags)
+            if len(self._filters) >= _CORRIDOR_CACHE:
+                self._filters.clear()
+            self._filters[(kinds, tags)] = known
+        return known
 
     def _moving_window(
-        self, point: Point, radius: float, wanted: _Filter
-    ) -> tuple[list[Feature], list[float]]:
+        self, x: float, y: float, radius: float, wanted: _Filter
+    ) -> tuple[tuple[Feature, ...], tuple[float, ...], list[str]]:
         """``_within`` for a window that moves a little from one call to the next (a
         robot's pose): the tree is asked once for a wider disc, and while the centre stays
-        within the margin, every feature within ``radius`` of it is among those."""
+        within the margin, every feature within ``radius`` of it is among those and the
+        overflow's. One distance call measures them all."""
         query = (radius, wanted.kinds, wanted.tags)
         margin = _WINDOW_MARGIN * radius
         known = self._windows.get(query)
-        x, y = point.x, point.y
-        if known is None or math.hypot(x - known[0], y - known[1]) > 0.999 * margin:
-            wider, _, _ = self._base_within(point, radius + margin, wanted)
+        if known is None or math.hypot(x - known.x, y - known.y) > 0.999 * margin:
+            wider, _, _ = self._base_within(_point_at(x, y), radius + margin, wanted)
             if len(self._windows) >= _CORRIDOR_CACHE:
                 self._windows.clear()
-            known = self._windows[query] = (x, y, np.asarray(wider, dtype=np.intp))
-        positions = known[2]
-        gaps = shapely.distance(self._base_geoms[positions], point)
-        keep = np.flatnonzero((gaps <= radius) & self._base_alive[positions])
-        base = self._base
-        found = [base[n] for n in positions[keep].tolist()]
-        distances: list[float] = gaps[keep].tolist()
-        extra, extra_distances = self._overflow_within(point, radius, wanted)
-        return found + extra, distances + extra_distances
+            known = self._windows[query] = _Window(x, y, np.asarray(wider, dtype=np.intp))
+        if known.masks != self._masks:  # base features removed or replaced since
+            alive = self._base_alive
+            base = self._base
+            positions = [n for n in known.positions.tolist() if alive[n]]
+            known.base_features = [base[n] for n in positions]
+            known.base_keys = ["map:" + f.id for f in known.base_features]
+            known.base_geoms = self._base_geoms[positions]
+            known.masks = self._masks
+            known.overflow_version = -1
+        if known.overflow_version != self._overflow_version:
+            extra = [f for f in self._overflow.values() if wanted.keeps(f)]
+            known.features = known.base_features + extra
+            known.keys = known.base_keys + ["map:" + f.id for f in extra]
+            known.geoms = (
+                np.concatenate(
+                    (known.base_geoms, np.array([f.geometry for f in extra], dtype=object))
+                )
+                if extra
+                else known.base_geoms
+            )
+            known.overflow_version = self._overflow_version
+        features = known.features
+        if not features:
+            return (), (), []
+        gaps = _distances(known.geoms, _point_at(x, y))
+        keep = np.flatnonzero(gaps <= radius)
+        kept = gaps[keep]
+        order = np.argsort(kept, kind="stable")
+        kept = kept[order]
+        chosen: list[int] = keep[order].tolist()
+        nearest: list[float] = kept.tolist()
+        if len(nearest) > 1 and bool((kept[1:] == kept[:-1]).any()):  # ties go by id
+            chosen.sort(key=lambda i: (gaps[i], features[i].id))
+            nearest = [float(gaps[i]) for i in chosen]
+        keys = known.keys
+        return tuple([features[i] for i in chosen]), tuple(nearest), [keys[i] for i in chosen]
 
     def corridor(
         self,
@@ -464,16 +617,16 @@ class CabinMap:
         width = _check_distance(width, what="width")
         if isinstance(line, Point):
             return self.window(line, width, kinds=kinds, tags=tags)
-        wanted = _Filter(kinds, tags)
+        wanted = self._filter(kinds, tags)
         with self.lock:
             self._refresh_index()
             # The tree's part of a corridor lasts as long as the tree: a route that did not
             # change costs only its overflow part and a look at which base features left.
             query = (shape, width, wanted.kinds, wanted.tags)
-            base = self._corridors.get(query)
-            if base is None:
+            known = self._corridors.get(query)
+            if known is None:
                 positions, features, _ = self._base_within(line, width, wanted)
-                base = list(
+                rows = sorted(
                     zip(
                         _along(features, line),
                         [f.id for f in features],
@@ -484,13 +637,23 @@ class CabinMap:
                 )
                 if len(self._corridors) >= _CORRIDOR_CACHE:
                     self._corridors.clear()
-                self._corridors[query] = base
-            alive = self._base_alive
-            rows = [(a, i, f) for a, i, n, f in base if alive[n]]
-            extra, _ = self._overflow_within(line, width, wanted)
-        rows.extend(zip(_along(extra, line), [f.id for f in extra], extra, strict=True))
-        rows.sort(key=lambda row: (row[0], row[1]))
-        return tuple(f for _, _, f in rows)
+                known = self._corridors[query] = _Corridor(rows)
+            if known.masks != self._masks:
+                alive = self._base_alive
+                known.alive = [(a, i, f) for a, i, n, f in known.rows if alive[n]]
+                known.masks = self._masks
+                known.overflow_version = -1
+            if known.overflow_version != self._overflow_version:
+                extra, _ = self._overflow_within(line, width, wanted)
+                if extra:
+                    found = list(known.alive)
+                    for row in zip(_along(extra, line), [f.id for f in extra], extra, strict=True):
+                        bisect.insort(found, row, key=lambda r: (r[0], r[1]))
+                    known.found = tuple(f for _, _, f in found)
+                else:
+                    known.found = tuple(f for _, _, f in known.alive)
+                known.overflow_version = self._overflow_version
+            return known.found
 
     def _route_line(self, route: RouteLike) -> tuple[LineString | Point, Any]:
         """The route as geometry, and a hashable key of its shape. A route given as a tuple
@@ -589,6 +752,7 @@ class CabinMap:
         self._masked = set()
         self._overflow = {}
         self._overflow_arrays = None
+        self._overflow_version += 1
         self._corridors = {}
         self._windows = {}
         self._lines = {}

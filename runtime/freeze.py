@@ -73,6 +73,20 @@ def rebuild_frozen(data: dict[Any, Any]) -> FrozenDict[Any, Any]:
     return frozen
 
 
+def adopt(data: dict[K, V]) -> FrozenDict[K, V]:
+    """A ``FrozenDict`` over ``data`` itself, without a copy: for a dict its maker built
+    for it and never touches again."""
+    frozen: FrozenDict[K, V] = _new_frozen(FrozenDict)
+    _set_data(frozen, data)
+    _set_hash(frozen, None)
+    return frozen
+
+
+_new_frozen = object.__new__
+_set_data = FrozenDict.__dict__["_data"].__set__
+_set_hash = FrozenDict.__dict__["_hash"].__set__
+
+
 def freeze(value: Any, *, key: str = "") -> Any:
     """Return an immutable deep copy of ``value`` (or ``value`` itself if already immutable).
 

@@ -11,13 +11,18 @@ nothing pinned is dropped. Every eviction is recorded with its reason.
 ``FifoEviction`` exists to demonstrate the pitfall the design warns about:
 forgetting by time alone lets a flood of refreshed, low-value readings push out
 a constraint that was written a moment ago.
+
+``settle`` applies one freeze's changes at once when memory forgets by value: the
+caller (the assembler) has already chosen the victims by ``ValueEviction``'s rank,
+so an item that loses is recorded as evicted without ever becoming a ``WorkItem``.
+The policy is brought up to date lazily, the next time something asks it.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -74,6 +79,61 @@ class Eviction:
     importance: float
     last_used: float
     reason: EvictionReason
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_ITEM_SLOTS = _slot_setters(
+    WorkItem,
+    ("key", "value", "importance", "last_used", "first_seen", "source", "stamp", "seq", "via"),
+)
+_EVICTION_SLOTS = _slot_setters(Eviction, ("tick", "key", "importance", "last_used", "reason"))
+
+
+def new_item(
+    key: str,
+    value: Any,
+    importance: float,
+    last_used: float,
+    first_seen: float,
+    source: Source,
+    stamp: float | None,
+    seq: int,
+    via: str,
+) -> WorkItem:
+    """A ``WorkItem`` from values already checked (an importance from a spec's weights, in
+    [0, 1]): the same object its constructor makes, without the checks, for hot loops."""
+    item = _new(WorkItem)
+    s_key, s_value, s_importance, s_used, s_first, s_source, s_stamp, s_seq, s_via = _ITEM_SLOTS
+    s_key(item, key)
+    s_value(item, value)
+    s_importance(item, importance)
+    s_used(item, last_used)
+    s_first(item, first_seen)
+    s_source(item, source)
+    s_stamp(item, stamp)
+    s_seq(item, seq)
+    s_via(item, via)
+    return item
+
+
+def new_eviction(
+    tick: int, key: str, importance: float, last_used: float, reason: EvictionReason
+) -> Eviction:
+    """An ``Eviction``, made as ``new_item`` makes an item."""
+    eviction = _new(Eviction)
+    s_tick, s_key, s_importance, s_used, s_reason = _EVICTION_SLOTS
+    s_tick(eviction, tick)
+    s_key(eviction, key)
+    s_importance(eviction, importance)
+    s_used(eviction, last_used)
+    s_reason(eviction, reason)
+    return eviction
+
+
+_new = object.__new__
 
 
 class EvictionPolicy(Protocol):
@@ -179,6 +239,9 @@ class WorkingMemory:
         self.evicted_total = 0
         self.capacity_alarm = False
         self.capacity_alarms = 0
+        self._version = 0
+        # Keys the policy still holds from before ``settle`` bypassed it (None: in step).
+        self._policy_behind: list[str] | None = None
         self._log = structlog.get_logger("tickwork.memory")
 
     def __getstate__(self) -> dict[str, Any]:
@@ -188,6 +251,8 @@ class WorkingMemory:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("_version", 0)
+        state.setdefault("_policy_behind", None)
         self.__dict__.update(state)
         self._log = structlog.get_logger("tickwork.memory")
 
@@ -199,6 +264,11 @@ class WorkingMemory:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
+
+    @property
+    def version(self) -> int:
+        """A counter that changes whenever what memory holds changes."""
+        return self._version
 
     def keys(self) -> tuple[str, ...]:
         return tuple(self._items)
@@ -213,12 +283,23 @@ class WorkingMemory:
         """A copy of what is held, key → item, oldest insertion first."""
         return dict(self._items)
 
+    def holding(self) -> Mapping[str, WorkItem]:
+        """What is held, key → item, live (not a copy): read it, change it only through
+        memory's methods."""
+        return self._items
+
     def is_pinned(self, key: str) -> bool:
         return self.pinned.match(key)
 
     @property
     def pinned_count(self) -> int:
         return len(self._pinned_keys)
+
+    @property
+    def settles(self) -> bool:
+        """Whether ``settle`` may be used: the policy is exactly ``ValueEviction``, whose
+        rank the caller of ``settle`` chooses victims by."""
+        return type(self.policy) is ValueEviction
 
     def push(self, item: WorkItem, *, tick: int = 0) -> tuple[Eviction, ...]:
         """Upsert ``item`` and evict down to capacity at once."""
@@ -227,9 +308,11 @@ class WorkingMemory:
 
     def upsert(self, item: WorkItem) -> WorkItem:
         """Insert or refresh ``item``; an existing item keeps its ``first_seen``."""
+        if self._policy_behind is not None:
+            self._catch_up_policy()
         old = self._items.get(item.key)
         if old is not None and old.first_seen != item.first_seen:
-            item = WorkItem(
+            item = new_item(
                 item.key,
                 item.value,
                 item.importance,
@@ -241,6 +324,7 @@ class WorkingMemory:
                 item.via,
             )
         self._items[item.key] = item
+        self._version += 1
         if old is None and self.pinned.match(item.key):
             self._pinned_keys.add(item.key)
         if item.key not in self._pinned_keys:
@@ -252,20 +336,126 @@ class WorkingMemory:
         item = self._items.pop(key, None)
         if item is None:
             return None
+        self._version += 1
         self._pinned_keys.discard(key)
-        self.policy.forget(key)
-        return self._record(tick, item, reason)
+        if self._policy_behind is None:
+            self.policy.forget(key)
+        return self._record(tick, item.key, item.importance, item.last_used, reason)
 
     def evict_to_fit(self, tick: int = 0) -> tuple[Eviction, ...]:
         """Evict non-pinned items until within capacity; raise the alarm if pins alone exceed it."""
+        if self._policy_behind is not None:
+            self._catch_up_policy()
         out: list[Eviction] = []
         while len(self._items) > self.capacity:
             key = self.policy.victim()
             if key is None:
                 break
             item = self._items.pop(key)
+            self._version += 1
             self.policy.forget(key)
-            out.append(self._record(tick, item, "capacity"))
+            out.append(self._record(tick, item.key, item.importance, item.last_used, "capacity"))
+        self._check_alarm(tick)
+        return tuple(out)
+
+    def settle(
+        self,
+        victims: Iterable[tuple[str, float, float]],
+        writes: Iterable[tuple[str, Any, float, float, Source, float | None, int, str]],
+        *,
+        tick: int,
+        now: float,
+    ) -> list[Eviction]:
+        """Apply one freeze at once, as ``upsert`` of every offered item then
+        ``evict_to_fit`` would, when the victims are known beforehand.
+
+        ``victims`` are ``(key, importance, last_used)`` of the items that lose, in the
+        order ``ValueEviction`` evicts them, held or not: each is recorded as evicted for
+        ``capacity`` (and dropped if held) but never becomes a ``WorkItem``. ``writes``
+        are ``(key, value, importance, last_used, source, stamp, seq, via)`` of the items
+        that stay, in offer order: an item held exactly so is left as it is, a held one
+        keeps its place and ``first_seen``, a new one is appended, first seen at ``now``.
+        Only for ``settles`` memories; the policy catches up when it is next asked.
+        """
+        if not self.settles:
+            raise SettingError(
+                f"settle needs ValueEviction; this memory evicts by {type(self.policy).__name__}"
+            )
+        if self._policy_behind is None:
+            pinned = self._pinned_keys
+            self._policy_behind = [k for k in self._items if k not in pinned]
+        items = self._items
+        pinned = self._pinned_keys
+        out: list[Eviction] = []
+        new = _new
+        e_tick, e_key, e_importance, e_used, e_reason = _EVICTION_SLOTS
+        for key, importance, last_used in victims:
+            if items.pop(key, None) is not None:
+                pinned.discard(key)
+            eviction = new(Eviction)
+            e_tick(eviction, tick)
+            e_key(eviction, key)
+            e_importance(eviction, importance)
+            e_used(eviction, last_used)
+            e_reason(eviction, "capacity")
+            out.append(eviction)
+        self.evictions.extend(out)
+        self.evicted_total += len(out)
+        s_key, s_value, s_importance, s_used, s_first, s_source, s_stamp, s_seq, s_via = _ITEM_SLOTS
+        for key, value, importance, last_used, source, stamp, seq, via in writes:
+            old = items.get(key)
+            if old is None:
+                if self.pinned.match(key):
+                    pinned.add(key)
+                first = now
+            elif (
+                old.last_used == last_used
+                and old.value is value
+                and old.seq == seq
+                and old.importance == importance
+                and old.via == via
+            ):
+                continue  # held as it would be written
+            else:
+                first = old.first_seen
+            item = new(WorkItem)
+            s_key(item, key)
+            s_value(item, value)
+            s_importance(item, importance)
+            s_used(item, last_used)
+            s_first(item, first)
+            s_source(item, source)
+            s_stamp(item, stamp)
+            s_seq(item, seq)
+            s_via(item, via)
+            items[key] = item
+        self._version += 1
+        self._check_alarm(tick)
+        return out
+
+    def clear(self) -> None:
+        """Forget everything without recording evictions (the cache is rebuilt from sources)."""
+        if self._policy_behind is not None:
+            self._catch_up_policy()
+        for key in list(self._items):
+            self.policy.forget(key)
+        self._items.clear()
+        self._pinned_keys.clear()
+        self._version += 1
+
+    def _catch_up_policy(self) -> None:
+        """Tell the policy what ``settle`` changed behind its back: forget what it held,
+        admit what is held now."""
+        behind, self._policy_behind = self._policy_behind or [], None
+        policy = self.policy
+        for key in behind:
+            policy.forget(key)
+        pinned = self._pinned_keys
+        for key, item in self._items.items():
+            if key not in pinned:
+                policy.admit(item)
+
+    def _check_alarm(self, tick: int) -> None:
         was = self.capacity_alarm
         self.capacity_alarm = len(self._items) > self.capacity
         if self.capacity_alarm:
@@ -281,17 +471,17 @@ class WorkingMemory:
             self._log.info(
                 "capacity_alarm_cleared", tick=tick, held=len(self._items), capacity=self.capacity
             )
-        return tuple(out)
 
-    def clear(self) -> None:
-        """Forget everything without recording evictions (the cache is rebuilt from sources)."""
-        for key in list(self._items):
-            self.policy.forget(key)
-        self._items.clear()
-        self._pinned_keys.clear()
-
-    def _record(self, tick: int, item: WorkItem, reason: EvictionReason) -> Eviction:
-        eviction = Eviction(tick, item.key, item.importance, item.last_used, reason)
+    def _record(
+        self, tick: int, key: str, importance: float, last_used: float, reason: EvictionReason
+    ) -> Eviction:
+        eviction = _new(Eviction)
+        s_tick, s_key, s_importance, s_used, s_reason = _EVICTION_SLOTS
+        s_tick(eviction, tick)
+        s_key(eviction, key)
+        s_importance(eviction, importance)
+        s_used(eviction, last_used)
+        s_reason(eviction, reason)
         self.evictions.append(eviction)
         self.evicted_total += 1
         return eviction

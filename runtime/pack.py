@@ -152,21 +152,35 @@ class CabinView(Mapping[str, Any]):
     def __init__(
         self, cabin: str, ws: WorkingSet, selection: Selection, suppress: tuple[str, ...]
     ) -> None:
-        put = object.__setattr__
-        put(self, "cabin", cabin)
-        put(self, "tick", ws.tick)
-        put(self, "time", ws.time)
-        put(self, "versions", ws.versions)
-        put(self, "capacity_alarm", ws.capacity_alarm)
-        put(self, "occupancy", ws.occupancy)
-        put(self, "suppressed", suppress)
+        (
+            s_cabin,
+            s_tick,
+            s_time,
+            s_versions,
+            s_alarm,
+            s_occupancy,
+            s_suppressed,
+            s_provenance,
+            s_missing,
+            s_nearby,
+            s_corridor,
+            s_events,
+        ) = _VIEW_SLOTS
+        s_cabin(self, cabin)
+        s_tick(self, ws.tick)
+        s_time(self, ws.time)
+        s_versions(self, ws.versions)
+        s_alarm(self, ws.capacity_alarm)
+        s_occupancy(self, ws.occupancy)
+        s_suppressed(self, suppress)
         if not suppress:
-            put(self, "provenance", selection.items)
-            put(self, "missing", selection.missing)
-            put(self, "nearby_map", selection.nearby_map)
-            put(self, "corridor_map", selection.corridor_map)
-            put(self, "recent_events", selection.recent_events)
+            s_provenance(self, selection.items)
+            s_missing(self, selection.missing)
+            s_nearby(self, selection.nearby_map)
+            s_corridor(self, selection.corridor_map)
+            s_events(self, selection.recent_events)
             return
+        put = object.__setattr__
         hidden = PatternSet(suppress)
         items = FrozenDict({k: v for k, v in selection.items.items() if not hidden.match(k)})
         missing = dict(selection.missing)
@@ -221,3 +235,22 @@ class CabinView(Mapping[str, Any]):
             f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self.provenance)}, "
             f"missing={dict(self.missing)!r})"
         )
+
+
+_VIEW_SLOTS = tuple(
+    CabinView.__dict__[name].__set__
+    for name in (
+        "cabin",
+        "tick",
+        "time",
+        "versions",
+        "capacity_alarm",
+        "occupancy",
+        "suppressed",
+        "provenance",
+        "missing",
+        "nearby_map",
+        "corridor_map",
+        "recent_events",
+    )
+)

@@ -17,9 +17,12 @@ from runtime import (
     ContextSpec,
     EventLog,
     Feature,
+    Scratchpad,
     SimClock,
     StateBoard,
+    ValueEviction,
     WorkingMemory,
+    WorkItem,
 )
 
 
@@ -295,12 +298,12 @@ def test_retracted_sources_leave_memory_with_reason() -> None:
 
 
 def test_shared_map_and_log_queries_run_once_per_tick() -> None:
-    calls = {"nearby": 0, "query": 0}
+    calls = {"nearest": 0, "query": 0}
 
     class CountingMap(CabinMap):
-        def nearby(self, *args: Any, **kwargs: Any) -> Any:
-            calls["nearby"] += 1
-            return super().nearby(*args, **kwargs)
+        def nearest_keyed(self, *args: Any, **kwargs: Any) -> Any:
+            calls["nearest"] += 1
+            return super().nearest_keyed(*args, **kwargs)
 
     class CountingLog(EventLog):
         def query(self, *args: Any, **kwargs: Any) -> Any:
@@ -328,7 +331,7 @@ def test_shared_map_and_log_queries_run_once_per_tick() -> None:
         cabin_map.add(Feature(f"f{i}", Point(x, 0), kind))
     assembler = Assembler(board, cabin_map, CountingLog(clock=clock), WorkingMemory(), specs)
     ws = assembler.assemble(0, 0.0)
-    assert calls == {"nearby": 1, "query": 1}  # one map query at the largest radius
+    assert calls == {"nearest": 1, "query": 1}  # one map query at the largest radius
     for spec in specs:  # each spec's window is what its own query would have found
         own = cabin_map.window((0, 0), spec.map_radius, kinds=spec.map_kinds or None)
         assert ws.view(spec.name).nearby_map == own
@@ -512,3 +515,344 @@ def test_two_centre_keys_at_one_point_keep_their_own_windows() -> None:
     ws = w.assembler(a, b).assemble(0, 0.0)
     assert [f.id for f in ws.view("a").nearby_map] == ["near"]
     assert [f.id for f in ws.view("b").nearby_map] == ["near", "far"]
+
+
+# -- the delta path freezes exactly what the from-scratch path does -------------------------
+
+
+class _FromScratch(ValueEviction):
+    """ValueEviction under another name: memory then takes the assembler's from-scratch
+    path (upsert every offer, evict with the policy), the reference the delta path meets."""
+
+
+_D_KEYS = (
+    "pose",
+    "route",
+    "velocity",
+    "battery",
+    "goal:deliver:a",
+    "goal:charge:b",
+    "goal:inspect:c",
+    "safety:zone:1",
+    "constraint:speed:x",
+    "constraint:speed:y",
+    "noise:1",
+    "noise:2",
+)
+_D_KINDS = ("shelf", "dock", "obstacle", "charger")
+_D_EVENTS = ("action_failed", "action_done", "cabin_failed", "note")
+_d_step = st.one_of(
+    st.tuples(
+        st.just("write"),
+        st.sampled_from(_D_KEYS),
+        st.integers(0, 4),
+        st.sampled_from([None, None, 0.05, 0.3]),
+    ),
+    st.tuples(st.just("write_map_key"), st.integers(0, 2)),
+    st.tuples(st.just("delete"), st.sampled_from(_D_KEYS)),
+    st.tuples(
+        st.just("feature"),
+        st.integers(0, 7),
+        st.integers(-4, 4),  # on a grid: equal distances, ordered by id, are common
+        st.integers(-3, 3),
+        st.sampled_from(_D_KINDS),
+        st.booleans(),
+    ),
+    st.tuples(st.just("unmap"), st.integers(0, 7)),
+    st.tuples(
+        st.just("event"),
+        st.sampled_from(_D_EVENTS),
+        st.sampled_from(["", "x"]),
+        st.sampled_from([0.0, 0.0, 0.0, 0.5]),
+    ),
+    st.tuples(st.just("note"), st.sampled_from(["a", "b", "c"]), st.integers(0, 3)),
+    st.tuples(st.just("clear_notes")),
+    st.tuples(st.just("scope_notes"), st.sampled_from([None, "goal:deliver:a", "goal:charge:b"])),
+    st.tuples(st.just("capacity"), st.integers(1, 30)),
+)
+_d_tick = st.tuples(st.just("tick"), st.sampled_from([0.0, 0.05, 0.05, 0.05, 0.1, 1.0, 4.0]))
+_d_steps = st.lists(st.tuples(_d_step, st.none() | _d_tick), min_size=5, max_size=80).map(
+    lambda pairs: [s for pair in pairs for s in pair if s is not None]
+)
+_D_SPECS = (
+    ContextSpec(
+        name="planner",
+        board_keys=("goal:*", "pose", "route", "constraint:*", "safety:*", "battery"),
+        weights={"goal:*": 1.0, "constraint:*": 0.9, "map:*": 0.4, "map:f1": 0.9},
+        default_weight=0.3,
+        required=("goal:*", "pose", "constraint:*", "map:*"),
+        map_center="pose",
+        map_radius=5.0,
+        map_kinds=("shelf", "dock", "obstacle", "charger"),
+        corridor_width=1.0,
+        event_window=10.0,
+        event_kinds=("action_failed", "action_done"),
+        event_limit=3,
+        relevance={"deliver": ("shelf", "obstacle"), "charge": ("charger", "dock")},
+    ),
+    ContextSpec(
+        name="executor",
+        board_keys=("pose", "route", "velocity", "constraint:*", "noise:*", "map:f1"),
+        weights={"event:*": 0.8, "map:*": 0.6, "noise:*": 0.2},
+        required=("pose", "event:action_failed*", "velocity"),
+        map_center="pose",
+        map_radius=2.5,
+        map_kinds=("obstacle", "dock"),
+        corridor_width=0.5,
+        event_window=3.0,
+        event_kinds=("action_failed", "action_done"),
+    ),
+    ContextSpec(
+        name="monitor",
+        board_keys=("pose", "velocity", "goal:*", "safety:*", "battery"),
+        weights={"safety:*": 1.0, "map:*": 0.7, "battery": 0.1},
+        required=("pose", "safety:*", "battery"),
+        map_center="pose",
+        map_radius=2.0,
+        map_tags=("person",),
+        event_window=3.0,
+        event_limit=2,
+        event_tags=("x",),
+    ),
+    ContextSpec(
+        name="writer",
+        board_keys=("goal:*", "noise:*"),
+        weights={"note:*": 0.6},
+        required=("note:*",),
+    ),
+)
+
+
+class _TwinWorld:
+    """A world whose sources, memory and scratchpad one assembler freezes."""
+
+    def __init__(self, policy: Any, capacity: int) -> None:
+        self.clock = SimClock()
+        lock = threading.RLock()
+        self.board = StateBoard(clock=self.clock, lock=lock)
+        self.map = CabinMap(lock=lock, overflow_limit=2)
+        self.log = EventLog(clock=self.clock, lock=lock)
+        self.memory = WorkingMemory(capacity=capacity, policy=policy)
+        self.pad = Scratchpad(lock=lock)
+        self.assembler = Assembler(
+            self.board,
+            self.map,
+            self.log,
+            self.memory,
+            _D_SPECS,
+            scratchpads={"writer": self.pad},
+        )
+
+    def apply(self, step: tuple[Any, ...]) -> None:
+        kind = step[0]
+        if kind == "write":
+            key = step[1]
+            value: Any = (
+                [(-3.0, 0.0), (float(step[2]) - 2.0, 1.0), (3.0, 1.0)]
+                if key == "route"
+                else (float(step[2]) - 2.0, 0.0, 0.0)
+            )
+            self.board.write(key, value, ttl=step[3])
+        elif kind == "write_map_key":  # a board key like a map key: the from-scratch path
+            if step[1] == 2:
+                self.board.delete("map:f1")
+            else:
+                self.board.write("noise:map" if step[1] else "map:f1", step[1])
+        elif kind == "delete":
+            self.board.delete(step[1])
+        elif kind == "feature":
+            _, n, x, y, fkind, person = step
+            tags = frozenset({"person"}) if person else frozenset()
+            self.map.add(Feature(f"f{n}", Point(float(x), float(y)), fkind, tags), replace=True)
+        elif kind == "unmap":
+            self.map.discard(f"f{step[1]}")
+        elif kind == "event":
+            last = self.log.newest()[1]
+            self.log.append(
+                step[1],
+                {},
+                tags=(step[2],) if step[2] else (),
+                stamp=max(self.clock.now() + step[3], last),
+            )
+        elif kind == "note":
+            self.pad.write(step[1], step[2], tick=0)
+        elif kind == "clear_notes":
+            self.pad.clear(tick=0)
+        elif kind == "scope_notes":
+            self.pad.scope(step[1], tick=0)
+        elif kind == "capacity":
+            self.memory.capacity = step[1]
+        else:
+            raise AssertionError(kind)
+
+
+def _item_fields(item: Any) -> tuple[Any, ...]:
+    return (
+        item.key,
+        item.value,
+        item.importance,
+        item.last_used,
+        item.first_seen,
+        item.source,
+        item.stamp,
+        item.seq,
+        item.via,
+    )
+
+
+def _everything(ws: Any, memory: WorkingMemory) -> tuple[Any, ...]:
+    """A working set and the memory behind it, in order, every field."""
+    selections = tuple(
+        (
+            name,
+            sel.required,
+            tuple((k, _item_fields(i)) for k, i in sel.items.items()),
+            tuple(sel.missing.items()),
+            tuple(f.id for f in sel.nearby_map),
+            tuple(f.id for f in sel.corridor_map),
+            tuple(e.seq for e in sel.recent_events),
+        )
+        for name, sel in ws.selections.items()
+    )
+    return (
+        ws.tick,
+        ws.time,
+        ws.versions,
+        tuple((k, _item_fields(i)) for k, i in ws.items.items()),
+        tuple((e.tick, e.key, e.importance, e.last_used, e.reason) for e in ws.evictions),
+        ws.capacity_alarm,
+        ws.occupancy,
+        selections,
+        tuple(_item_fields(i) for i in memory.items()),
+        memory.evicted_total,
+        memory.capacity_alarms,
+        memory.pinned_count,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=_d_steps, capacity=st.integers(2, 16))
+def test_the_delta_path_freezes_what_the_from_scratch_path_does(
+    steps: list[tuple[Any, ...]], capacity: int
+) -> None:
+    """Generated writes, deletes, map changes, events (some stamped ahead), notes, goal
+    changes (relevance), stale readings and capacity changes: on every tick the delta path
+    freezes the working set, views, evictions and memory that offering everything again
+    freezes, in the same order, field for field."""
+    delta = _TwinWorld(ValueEviction(), capacity)
+    scratch = _TwinWorld(_FromScratch(), capacity)
+    assert delta.memory.settles and not scratch.memory.settles
+    tick = 0
+    for step in [*steps, ("tick", 0.05)]:
+        if step[0] != "tick":
+            delta.apply(step)
+            scratch.apply(step)
+            continue
+        now = delta.clock.now()
+        got = delta.assembler.assemble(tick, now)
+        want = scratch.assembler.assemble(tick, now)
+        assert _everything(got, delta.memory) == _everything(want, scratch.memory)
+        for name in got.cabins:
+            assert tuple(got.view(name).items()) == tuple(want.view(name).items())
+        tick += 1
+        delta.clock.advance(step[1])
+        scratch.clock.advance(step[1])
+    # the policy catches up with what the delta path settled: later pushes agree
+    for memory in (delta.memory, scratch.memory):
+        memory.capacity = 2
+        memory.push(WorkItem("late", 1, 0.5, 1e6), tick=tick)
+    assert _everything(want, delta.memory)[8:] == _everything(want, scratch.memory)[8:]
+
+
+def _program(rng: np.random.Generator, length: int) -> list[tuple[Any, ...]]:
+    """A long random program of the steps ``_d_step`` draws, half of them ticks."""
+    out: list[tuple[Any, ...]] = []
+    for _ in range(length):
+        r = rng.random()
+        if r < 0.45:
+            out.append(("tick", float(rng.choice([0.0, 0.05, 0.05, 0.05, 0.1, 1.0]))))
+        elif r < 0.65:
+            out.append(
+                (
+                    "write",
+                    str(rng.choice(_D_KEYS)),
+                    int(rng.integers(0, 5)),
+                    [None, None, 0.05, 0.3][int(rng.integers(0, 4))],
+                )
+            )
+        elif r < 0.8:
+            out.append(
+                (
+                    "feature",
+                    int(rng.integers(0, 12)),
+                    int(rng.integers(-4, 5)),
+                    int(rng.integers(-3, 4)),
+                    str(rng.choice(_D_KINDS)),
+                    bool(rng.integers(0, 2)),
+                )
+            )
+        elif r < 0.88:
+            out.append(
+                (
+                    "event",
+                    str(rng.choice(_D_EVENTS)),
+                    ["", "x"][int(rng.integers(0, 2))],
+                    [0.0, 0.0, 0.0, 0.5][int(rng.integers(0, 4))],
+                )
+            )
+        elif r < 0.91:
+            out.append(("delete", str(rng.choice(_D_KEYS))))
+        elif r < 0.93:
+            out.append(("unmap", int(rng.integers(0, 12))))
+        elif r < 0.96:
+            out.append(("note", ["a", "b", "c"][int(rng.integers(0, 3))], int(rng.integers(0, 4))))
+        elif r < 0.97:
+            out.append(("clear_notes",))
+        elif r < 0.98:
+            out.append(
+                ("scope_notes", [None, "goal:deliver:a", "goal:charge:b"][int(rng.integers(0, 3))])
+            )
+        elif r < 0.99:
+            out.append(("capacity", int(rng.integers(1, 24))))
+        else:
+            out.append(("write_map_key", int(rng.integers(0, 3))))
+    return out
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), capacity=st.integers(3, 20))
+def test_the_delta_path_holds_over_long_random_runs(seed: int, capacity: int) -> None:
+    """Long runs (hundreds of ticks) of the same steps, drawn from a seed."""
+    delta = _TwinWorld(ValueEviction(), capacity)
+    scratch = _TwinWorld(_FromScratch(), capacity)
+    tick = 0
+    for step in _program(np.random.default_rng(seed), 600):
+        if step[0] != "tick":
+            delta.apply(step)
+            scratch.apply(step)
+            continue
+        now = delta.clock.now()
+        got = delta.assembler.assemble(tick, now)
+        want = scratch.assembler.assemble(tick, now)
+        assert _everything(got, delta.memory) == _everything(want, scratch.memory), tick
+        tick += 1
+        delta.clock.advance(step[1])
+        scratch.clock.advance(step[1])
+
+
+def test_a_reading_stamped_ahead_of_the_freeze_is_used_now_until_its_stamp() -> None:
+    """While a reading's stamp is ahead of the freeze time its last_used is the freeze
+    time; once the freeze time passes it, its stamp (and the item is written again)."""
+    delta = _TwinWorld(ValueEviction(), 20)
+    scratch = _TwinWorld(_FromScratch(), 20)
+    for world in (delta, scratch):
+        world.clock.advance(0.12)  # the board's clock runs ahead of the freezes below
+        world.apply(("write", "pose", 2, None))
+    seen = []
+    for tick in range(6):
+        now = tick * 0.05
+        got = delta.assembler.assemble(tick, now)
+        want = scratch.assembler.assemble(tick, now)
+        assert _everything(got, delta.memory) == _everything(want, scratch.memory), tick
+        seen.append(got.items["pose"].last_used)
+    assert seen == pytest.approx([0.0, 0.05, 0.1, 0.12, 0.12, 0.12])

@@ -407,17 +407,6 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     return sim, plan
 
 
-def _llm_endpoint(args: argparse.Namespace) -> Any:
-    """The model endpoint ``--llm-base-url``/``--llm-model`` or the environment names."""
-    import os
-
-    from cabins.llm import LLMEndpoint
-
-    return LLMEndpoint.from_environment(
-        os.environ, base_url=args.llm_base_url, model=args.llm_model
-    )
-
-
 def _checkpoint_path(args: argparse.Namespace, scenario: str, seed: int) -> str | None:
     """Where a new run writes its checkpoints: ``--checkpoint``, else beside ``--record``,
     else ``SCENARIO-seedN.ckpt`` here; None without ``--checkpoint-every``."""
@@ -430,6 +419,17 @@ def _checkpoint_path(args: argparse.Namespace, scenario: str, seed: int) -> str 
     if args.record is not None:
         return os.path.abspath(os.path.splitext(str(args.record))[0] + ".ckpt")
     return os.path.abspath(f"{scenario}-seed{seed}.ckpt")
+
+
+def _llm_endpoint(args: argparse.Namespace) -> Any:
+    """The model endpoint ``--llm-base-url``/``--llm-model`` or the environment names."""
+    import os
+
+    from cabins.llm import LLMEndpoint
+
+    return LLMEndpoint.from_environment(
+        os.environ, base_url=args.llm_base_url, model=args.llm_model
+    )
 
 
 def _resumed_run(args: argparse.Namespace) -> Any:
