@@ -30,7 +30,7 @@ from runtime import (
     WorkingMemory,
     WorkItem,
 )
-from runtime.recording.format import CHANNELS, STATS, WORKING_SET
+from runtime.recording.format import ALL_CHANNELS, SERIES, STATS, WORKING_SET
 from runtime.recording.reader import Recording
 from sim import cli
 from sim.faults.model import parse_fault
@@ -235,12 +235,13 @@ def _tick_of(path: Path) -> int:
 
 
 def _messages(path: Path) -> dict[str, list[Any]]:
-    """Every message of a recording by topic, but /stats (its compute times are measured)."""
+    """Every message of a recording by topic, but /stats and /series (their compute times
+    are measured)."""
     recording = Recording.open(path)
     return {
-        topic: list(recording.messages(CHANNELS[topic]))
+        topic: list(recording.messages(ALL_CHANNELS[topic]))
         for topic in recording.topics
-        if topic != STATS.topic
+        if topic not in (STATS.topic, SERIES.topic)
     }
 
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime import ContextSpec, configure_logging, load_specs
-from runtime.recording.format import PROFILE
+from runtime.recording.format import CHANNELS, PROFILE
 from sim import cli
 from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
 from sim.faults.model import parse_fault
@@ -224,7 +224,7 @@ def write_recording(
                     log_time=tick,
                     publish_time=tick,
                     sequence=tick,
-                    data=json.dumps(message).encode(),
+                    data=json.dumps(CHANNELS[topic].encode(message)).encode(),
                 )
         writer.finish()  # type: ignore[no-untyped-call]
     return path

@@ -21,7 +21,7 @@ from runtime import configure_logging
 from runtime.jsonable import from_json
 from runtime.loop import TickResult
 from runtime.recording import format as fmt
-from runtime.recording.format import BOARD, CHANNELS, EVENTS, PER_TICK
+from runtime.recording.format import BOARD, EVENTS, PER_TICK, SCHEMA_VERSION
 from runtime.recording.inspect import (
     InspectError,
     brief,
@@ -103,7 +103,7 @@ def _sim(*args: str) -> subprocess.CompletedProcess[str]:
 def test_every_channel_is_present_with_the_expected_message_counts(
     run: Run, recording: Recording
 ) -> None:
-    assert set(recording.topics) == set(CHANNELS)
+    assert set(recording.topics) == set(fmt.ALL_CHANNELS)
     assert recording.ticks() == list(range(TICKS))
     for channel in PER_TICK:
         assert recording.count(channel) == TICKS
@@ -310,7 +310,7 @@ def test_diff_across_a_fault_names_the_changed_reason(run: Run, recording: Recor
 
 
 def _records(recording: Recording) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    return {topic: list(recording.records(CHANNELS[topic])) for topic in recording.topics}
+    return {topic: list(recording.records(fmt.ALL_CHANNELS[topic])) for topic in recording.topics}
 
 
 @pytest.mark.parametrize("where", ["mid-file", "a few bytes before the end", "after 3/4"])
@@ -448,7 +448,9 @@ def _mcap(path: Path, *, profile: str, data: bytes = b"{}", metadata: bool = Tru
         schema = writer.register_schema("s", "jsonschema", b"{}")
         channel = writer.register_channel("/working_set", "json", schema)
         if metadata:
-            writer.add_metadata("run", {"schema_version": "1", "scenario": "warehouse"})
+            writer.add_metadata(
+                "run", {"schema_version": str(SCHEMA_VERSION), "scenario": "warehouse"}
+            )
         writer.add_message(channel, log_time=0, data=data, publish_time=0, sequence=0)
         writer.finish()  # type: ignore[no-untyped-call]
     return path
@@ -476,29 +478,31 @@ def test_garbage_is_a_recording_error_that_says_what_is_wrong(tmp_path: Path) ->
     with pytest.raises(RecordingError, match="not JSON"):
         tick_report(nan, 0)
     versions = {"board_seq": 0, "map_version": 0, "log_seq": 0}
-    shape = json.dumps({"tick": 0, "time": 0.0, "versions": versions, "items": [], "views": {}})
+    shape = json.dumps({"tick": 0, "time": 0.0, "versions": versions, "items": {}, "views": []})
     wrong = Recording.open(_mcap(tmp_path / "w.mcap", profile="tickwork", data=shape.encode()))
-    with pytest.raises(RecordingError, match=r"tick 0: field 'items': .*dictionary.*wrong schema"):
+    with pytest.raises(
+        RecordingError, match=r"tick 0: field 'items': expected an array.*wrong schema"
+    ):
         tick_report(wrong, 0)
     views = json.dumps(
         {
             "tick": 0,
             "time": 0.0,
             "versions": versions,
-            "items": {},
-            "views": {"planner": {"items": ["pose"]}},
+            "items": [],
+            "views": [{"key": "planner", "items": ["pose"]}],
         }
     )
     bad_view = Recording.open(_mcap(tmp_path / "v.mcap", profile="tickwork", data=views.encode()))
-    with pytest.raises(RecordingError, match=r"field 'views.planner.items': .*dictionary"):
+    with pytest.raises(RecordingError, match=r"field 'views.planner.items\[0\]': an entry without"):
         tick_report(bad_view, 0)
     nested = json.dumps(
         {
             "tick": 0,
             "time": 0.0,
             "versions": {**versions, "log_seq": "7"},
-            "items": {},
-            "views": {},
+            "items": [],
+            "views": [],
         }
     )
     bad_nested = Recording.open(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, NotRequired, TypeVar
+from typing import Annotated, Any, Generic, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
@@ -39,10 +39,11 @@ from typing_extensions import TypedDict
 from runtime.errors import TickworkError
 from runtime.memory import EvictionReason, Source
 from runtime.pack import MissingReason
+from runtime.recording.wire import OneOf, Wire, WireError, compile_type
 
 PROFILE = "tickwork"
 """The MCAP profile of a tickwork recording."""
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the message shapes below; a reader refuses another version."""
 ENCODING = "json"
 """How every message is encoded."""
@@ -266,6 +267,262 @@ class StatsRecord(TypedDict):
     evictions: NotRequired[int]
 
 
+# -- Foxglove well-known messages --------------------------------------------------------------
+# The shapes of Foxglove's published schemas (``@foxglove/schemas``), which its panels know by
+# schema name: every field is written, as Foxglove's 3D panel expects.
+
+
+@with_config(_STRICT)
+class TimeRecord(TypedDict):
+    """A time or a duration: whole seconds and nanoseconds."""
+
+    sec: int
+    nsec: int
+
+
+@with_config(_STRICT)
+class Vector3Record(TypedDict):
+    """A vector or a point (m)."""
+
+    x: float
+    y: float
+    z: float
+
+
+@with_config(_STRICT)
+class QuaternionRecord(TypedDict):
+    """An orientation."""
+
+    x: float
+    y: float
+    z: float
+    w: float
+
+
+@with_config(_STRICT)
+class PoseRecord(TypedDict):
+    """A position and an orientation."""
+
+    position: Vector3Record
+    orientation: QuaternionRecord
+
+
+@with_config(_STRICT)
+class ColorRecord(TypedDict):
+    """A colour, each part 0..1."""
+
+    r: float
+    g: float
+    b: float
+    a: float
+
+
+@with_config(_STRICT)
+class KeyValueRecord(TypedDict):
+    """A metadata pair of a scene entity."""
+
+    key: str
+    value: str
+
+
+@with_config(_STRICT)
+class ArrowRecord(TypedDict):
+    """An arrow of a scene entity."""
+
+    pose: PoseRecord
+    shaft_length: float
+    shaft_diameter: float
+    head_length: float
+    head_diameter: float
+    color: ColorRecord
+
+
+@with_config(_STRICT)
+class CubeRecord(TypedDict):
+    """A box of a scene entity."""
+
+    pose: PoseRecord
+    size: Vector3Record
+    color: ColorRecord
+
+
+@with_config(_STRICT)
+class SphereRecord(TypedDict):
+    """An ellipsoid of a scene entity."""
+
+    pose: PoseRecord
+    size: Vector3Record
+    color: ColorRecord
+
+
+@with_config(_STRICT)
+class CylinderRecord(TypedDict):
+    """A cylinder (or cone) of a scene entity."""
+
+    pose: PoseRecord
+    size: Vector3Record
+    bottom_scale: float
+    top_scale: float
+    color: ColorRecord
+
+
+LINE_TYPES = {"LINE_STRIP": 0, "LINE_LOOP": 1, "LINE_LIST": 2}
+"""``foxglove.LineType``."""
+
+
+@with_config(_STRICT)
+class LineRecord(TypedDict):
+    """A polyline of a scene entity."""
+
+    type: Annotated[int, OneOf(LINE_TYPES)]
+    pose: PoseRecord
+    thickness: float
+    scale_invariant: bool
+    points: list[Vector3Record]
+    color: ColorRecord
+    colors: list[ColorRecord]
+    indices: list[int]
+
+
+@with_config(_STRICT)
+class TriangleListRecord(TypedDict):
+    """Filled triangles of a scene entity (three points each)."""
+
+    pose: PoseRecord
+    points: list[Vector3Record]
+    color: ColorRecord
+    colors: list[ColorRecord]
+    indices: list[int]
+
+
+@with_config(_STRICT)
+class TextRecord(TypedDict):
+    """A label of a scene entity."""
+
+    pose: PoseRecord
+    billboard: bool
+    font_size: float
+    scale_invariant: bool
+    color: ColorRecord
+    text: str
+
+
+@with_config(_STRICT)
+class ModelRecord(TypedDict):
+    """A 3D model of a scene entity (tickwork draws none; the field is Foxglove's)."""
+
+    pose: PoseRecord
+    scale: Vector3Record
+    color: ColorRecord
+    override_color: bool
+    url: str
+    media_type: str
+    data: str
+
+
+@with_config(_STRICT)
+class SceneEntityRecord(TypedDict):
+    """One thing in the 3D scene, drawn from its primitives; replaces the entity of the
+    same ``id``."""
+
+    timestamp: TimeRecord
+    frame_id: str
+    id: str
+    lifetime: TimeRecord
+    frame_locked: bool
+    metadata: list[KeyValueRecord]
+    arrows: list[ArrowRecord]
+    cubes: list[CubeRecord]
+    spheres: list[SphereRecord]
+    cylinders: list[CylinderRecord]
+    lines: list[LineRecord]
+    triangles: list[TriangleListRecord]
+    texts: list[TextRecord]
+    models: list[ModelRecord]
+
+
+DELETION_TYPES = {"MATCHING_ID": 0, "ALL": 1}
+"""``foxglove.SceneEntityDeletionType``."""
+
+
+@with_config(_STRICT)
+class SceneEntityDeletionRecord(TypedDict):
+    """An entity (or all of them) taken out of the scene."""
+
+    timestamp: TimeRecord
+    type: Annotated[int, OneOf(DELETION_TYPES)]
+    id: str
+
+
+@with_config(_STRICT)
+class SceneUpdateRecord(TypedDict):
+    """``foxglove.SceneUpdate``: what changed in the 3D scene."""
+
+    deletions: list[SceneEntityDeletionRecord]
+    entities: list[SceneEntityRecord]
+
+
+@with_config(_STRICT)
+class FrameTransformRecord(TypedDict):
+    """``foxglove.FrameTransform``: where the child frame is in the parent frame."""
+
+    timestamp: TimeRecord
+    parent_frame_id: str
+    child_frame_id: str
+    translation: Vector3Record
+    rotation: QuaternionRecord
+
+
+@with_config(_STRICT)
+class PoseInFrameRecord(TypedDict):
+    """``foxglove.PoseInFrame``: a pose in a named frame."""
+
+    timestamp: TimeRecord
+    frame_id: str
+    pose: PoseRecord
+
+
+LOG_LEVELS = {"UNKNOWN": 0, "DEBUG": 1, "INFO": 2, "WARNING": 3, "ERROR": 4, "FATAL": 5}
+"""``foxglove.LogLevel``."""
+
+
+@with_config(_STRICT)
+class LogRecord(TypedDict):
+    """``foxglove.Log``: one line of the Log panel; ``name`` is who said it."""
+
+    timestamp: TimeRecord
+    level: Annotated[int, OneOf(LOG_LEVELS)]
+    message: str
+    name: str
+    file: str
+    line: int
+
+
+@with_config(_STRICT)
+class MissingCountRecord(TypedDict):
+    """How many declared items one cabin's view lacked."""
+
+    cabin: str
+    missing: int
+
+
+@with_config(_STRICT)
+class SeriesRecord(TypedDict):
+    """Per tick, the numbers worth plotting: battery (fraction), speed (m/s), how far the
+    robot is from its route (m), working-set size, tick compute time (ms), and the items
+    missing from each cabin's view."""
+
+    tick: int
+    time: float
+    battery: float
+    speed: float
+    cross_track_error: float
+    working_set: int
+    compute_ms: float
+    overrun: bool
+    missing: list[MissingCountRecord]
+
+
 # -- channels --------------------------------------------------------------------------------
 
 R = TypeVar("R")
@@ -277,45 +534,56 @@ class FormatError(TickworkError, ValueError):
 
 @dataclass(frozen=True)
 class Channel(Generic[R]):
-    """One channel of a recording: its topic and the record its messages hold."""
+    """One channel of a recording: its topic, the record its messages hold, and the MCAP
+    schema name (``tickwork.board`` for ``/board``; a Foxglove well-known schema's name,
+    such as ``foxglove.SceneUpdate``, for the channels Foxglove's panels show)."""
 
     topic: str
-    record: TypeAdapter[R]
+    record: type[R]
     description: str
-    _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+    name: str = ""
+    adapter: TypeAdapter[R] = field(init=False, repr=False, compare=False)
+    wire: Wire = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_schema", _schema(self.topic, self.record))
+        object.__setattr__(self, "adapter", TypeAdapter(self.record))
+        object.__setattr__(self, "wire", compile_type(self.record, json_any=Json))
 
     @property
     def schema_name(self) -> str:
-        """The MCAP schema name: ``tickwork.board`` for ``/board``."""
-        return f"tickwork{self.topic.replace('/', '.')}"
+        return self.name or f"tickwork{self.topic.replace('/', '.')}"
 
     def schema(self) -> dict[str, Any]:
-        """The JSON Schema of this channel's messages, generated from the record."""
-        copy: dict[str, Any] = json.loads(json.dumps(self._schema))  # the caller's to change
-        return copy
+        """The JSON Schema of this channel's wire messages, generated from the record in
+        the forms Foxglove's parser accepts (``runtime.recording.wire``)."""
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **json.loads(json.dumps(self.wire.schema)),  # the caller's to change
+            "title": self.schema_name,
+        }
 
     def schema_bytes(self) -> bytes:
-        return json.dumps(self._schema, sort_keys=True).encode()
+        return json.dumps(self.schema(), sort_keys=True).encode()
+
+    def encode(self, record: R) -> Any:
+        """The wire message of ``record`` (JSON-ready)."""
+        return self.wire.encode(record)
 
     def parse(self, value: object) -> R:
-        """``value`` (decoded JSON) as this channel's record; ``FormatError`` naming the
-        first field that does not fit."""
+        """``value`` as this channel's record; ``FormatError`` naming the first field that
+        does not fit."""
         try:
-            return self.record.validate_python(value)
+            return self.adapter.validate_python(value)
         except ValidationError as exc:
             raise FormatError(_first_problem(exc)) from None
 
-
-def _schema(topic: str, record: TypeAdapter[Any]) -> dict[str, Any]:
-    generated = record.json_schema()
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **generated,
-        "title": topic,
-    }
+    def decode(self, value: object) -> R:
+        """A wire message (decoded JSON) back as this channel's record, validated."""
+        try:
+            record = self.wire.decode(value, "")
+        except WireError as exc:
+            raise FormatError(str(exc)) from None
+        return self.parse(record)
 
 
 def _first_problem(exc: ValidationError) -> str:
@@ -331,35 +599,58 @@ def _first_problem(exc: ValidationError) -> str:
     )
 
 
-BOARD = Channel("/board", TypeAdapter(BoardRecord), "every board write and delete")
-EVENTS = Channel("/events", TypeAdapter(EventRecord), "every event")
+BOARD = Channel("/board", BoardRecord, "every board write and delete")
+EVENTS = Channel("/events", EventRecord, "every event")
 WORKING_SET = Channel(
     "/working_set",
-    TypeAdapter(WorkingSetRecord),
+    WorkingSetRecord,
     "per tick: tick, time, source versions, the items with provenance, occupancy, and "
     "each cabin's view",
 )
-EVICTIONS = Channel(
-    "/evictions", TypeAdapter(EvictionsRecord), "per tick: what working memory let go, and why"
-)
-DECISIONS = Channel(
-    "/decisions", TypeAdapter(DecisionsRecord), "per tick: each cabin's outbox or its failure"
-)
-FAULTS = Channel("/faults", TypeAdapter(FaultRecord), "every fault that started or ended")
-STATS = Channel(
-    "/stats", TypeAdapter(StatsRecord), "per tick: compute time, overrun, working-set size"
-)
+EVICTIONS = Channel("/evictions", EvictionsRecord, "per tick: what working memory let go, and why")
+DECISIONS = Channel("/decisions", DecisionsRecord, "per tick: each cabin's outbox or its failure")
+FAULTS = Channel("/faults", FaultRecord, "every fault that started or ended")
+STATS = Channel("/stats", StatsRecord, "per tick: compute time, overrun, working-set size")
 
 CHANNELS: Mapping[str, Channel[Any]] = {
     c.topic: c for c in (BOARD, EVENTS, WORKING_SET, EVICTIONS, DECISIONS, FAULTS, STATS)
 }
 """Every channel by topic, in the order a recording registers them."""
 
+SCENE = Channel(
+    "/scene",
+    SceneUpdateRecord,
+    "the warehouse in 3D: layout, people and forklifts, the robot, its route, incidents",
+    name="foxglove.SceneUpdate",
+)
+TF = Channel(
+    "/tf",
+    FrameTransformRecord,
+    "per tick: the robot frame in the world",
+    name="foxglove.FrameTransform",
+)
+ROBOT_POSE = Channel(
+    "/robot/pose", PoseInFrameRecord, "per tick: the robot's true pose", name="foxglove.PoseInFrame"
+)
+LOG = Channel(
+    "/log", LogRecord, "every event as a log line, by level and cabin", name="foxglove.Log"
+)
+SERIES = Channel("/series", SeriesRecord, "per tick: the numbers worth plotting")
+
+FOXGLOVE_CHANNELS: Mapping[str, Channel[Any]] = {
+    c.topic: c for c in (SCENE, TF, ROBOT_POSE, LOG, SERIES)
+}
+"""The channels Foxglove's panels show (3D, Log, Plot), written beside tickwork's own."""
+
+ALL_CHANNELS: Mapping[str, Channel[Any]] = {**CHANNELS, **FOXGLOVE_CHANNELS}
+"""Every channel a recording registers, in order."""
+
 PER_TICK = (WORKING_SET, EVICTIONS, DECISIONS, STATS)
 """The channels with exactly one message per recorded tick."""
 
 
 __all__ = [
+    "ALL_CHANNELS",
     "BOARD",
     "CHANNELS",
     "DECISIONS",
@@ -367,10 +658,16 @@ __all__ = [
     "EVENTS",
     "EVICTIONS",
     "FAULTS",
+    "FOXGLOVE_CHANNELS",
+    "LOG",
     "PER_TICK",
     "PROFILE",
+    "ROBOT_POSE",
+    "SCENE",
     "SCHEMA_VERSION",
+    "SERIES",
     "STATS",
+    "TF",
     "WORKING_SET",
     "AsyncStatus",
     "BoardRecord",
@@ -385,11 +682,17 @@ __all__ = [
     "FailureRecord",
     "FaultRecord",
     "FormatError",
+    "FrameTransformRecord",
     "ItemRecord",
     "Json",
+    "LogRecord",
     "MemoryRecord",
     "OccupancyRecord",
+    "PoseInFrameRecord",
     "ReactionRecord",
+    "SceneEntityRecord",
+    "SceneUpdateRecord",
+    "SeriesRecord",
     "StatsRecord",
     "VersionsRecord",
     "ViewRecord",

@@ -129,8 +129,9 @@ def scan(path: str | Path) -> Scan:
     version = result.metadata.get("run", {}).get("schema_version", str(SCHEMA_VERSION))
     if version != str(SCHEMA_VERSION):
         raise RecordingError(
-            f"{shown}: recorded with message schema version {version!r}; this "
-            f"tickwork reads version {SCHEMA_VERSION}"
+            f"{shown}: recorded in tickwork recording format version {version}; this "
+            f"tickwork reads format version {SCHEMA_VERSION} only (format version 2 put "
+            "every channel in shapes Foxglove parses): record the run again"
         )
     return result
 
@@ -293,7 +294,7 @@ class Recording:
         if not isinstance(value, dict):
             raise RecordingError(f"{where} is not a JSON object (wrong schema)")
         try:
-            return channel.parse(value)
+            return channel.decode(value)
         except FormatError as exc:
             raise RecordingError(f"{where}: {exc} (wrong schema)") from None
 

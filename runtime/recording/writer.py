@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, Protocol, cast
 
 from mcap.writer import CompressionType, Writer
 
@@ -32,8 +32,8 @@ from runtime.jsonable import to_json
 from runtime.log import Event, EventLog
 from runtime.loop import TickResult
 from runtime.recording.format import (
+    ALL_CHANNELS,
     BOARD,
-    CHANNELS,
     DECISIONS,
     ENCODING,
     EVENTS,
@@ -50,6 +50,7 @@ from runtime.recording.format import (
     ItemRecord,
     ViewRecord,
 )
+from runtime.recording.wire import json_text
 
 
 class RawMessage(NamedTuple):
@@ -60,6 +61,15 @@ class RawMessage(NamedTuple):
     log_time: int
     publish_time: int
     data: bytes
+
+
+class MessageSink(Protocol):
+    """Another destination of every recorded message (a live view): gets each message
+    encoded as the recording holds it, and is closed with the recorder."""
+
+    def publish(self, channel: Channel[Any], data: bytes, log_time: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def _ns(seconds: float) -> int:
@@ -75,18 +85,25 @@ class Recorder:
 
     def __init__(
         self,
-        output: str | Path | IO[bytes],
+        output: str | Path | IO[bytes] | None,
         *,
         metadata: Mapping[str, Any] | None = None,
         flush_every: float = 1.0,
         chunk_size: int = 1 << 20,
+        sinks: Iterable[MessageSink] = (),
     ) -> None:
+        """``output`` None: no file, only ``sinks`` (a live view of a run not recorded)."""
         if not flush_every > 0:
             raise SettingError(f"flush_every must be positive seconds, got {flush_every!r}")
+        self.sinks = list(sinks)
+        if output is None and not self.sinks:
+            raise SettingError("a recorder needs an output file or a sink")
         self.path = output if isinstance(output, (str, Path)) else None
         self._stream: IO[bytes] = (
             open(output, "wb")  # noqa: SIM115 (closed by close())
             if isinstance(output, (str, Path))
+            else cast("IO[bytes]", _Discard())
+            if output is None
             else output
         )
         self._writer = Writer(
@@ -97,7 +114,7 @@ class Recorder:
         )
         self._writer.start(profile=PROFILE, library="tickwork recorder")
         self._channels: dict[str, int] = {}
-        for channel in CHANNELS.values():
+        for channel in ALL_CHANNELS.values():
             schema_id = self._writer.register_schema(
                 name=channel.schema_name, encoding="jsonschema", data=channel.schema_bytes()
             )
@@ -273,26 +290,35 @@ class Recorder:
         self._json_cache, self._json_next = self._json_next, {}
 
     def _value_json(self, value: Any) -> Any:
-        """``to_json`` of a working-set value, reusing last tick's for the same frozen object."""
+        """The JSON text of a working-set value, reusing last tick's for the same frozen
+        object (most items are unchanged from tick to tick)."""
         key = id(value)
         hit = self._json_cache.get(key)
         if hit is None or hit[0] is not value:
-            hit = (value, to_json(value))
+            hit = (value, json_text(to_json(value)))
         self._json_next[key] = hit
         return hit[1]
 
     # -- file ------------------------------------------------------------------------------
 
+    def put(self, channel: Channel[Any], message: Mapping[str, Any], stamp: float) -> None:
+        """Record ``message`` (a record of ``channel``) at run time ``stamp``, in this tick."""
+        self._put(channel, message, stamp)
+
     def _put(self, channel: Channel[Any], message: Mapping[str, Any], stamp: float) -> None:
         if self.closed:
             return
+        data = _dumps(channel.encode(message))
+        log_time = _ns(stamp)
         self._writer.add_message(
             self._channels[channel.topic],
-            log_time=_ns(stamp),
-            data=_dumps(message),
-            publish_time=_ns(stamp),
+            log_time=log_time,
+            data=data,
+            publish_time=log_time,
             sequence=self._tick,
         )
+        for sink in self.sinks:
+            sink.publish(channel, data, log_time)
         self.messages += 1
 
     def copy_messages(self, messages: Iterable[RawMessage]) -> int:
@@ -356,12 +382,34 @@ class Recorder:
         finally:
             if self.path is not None:
                 self._stream.close()
+            for sink in self.sinks:
+                sink.close()
 
     def __enter__(self) -> Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Discard:
+    """A write-only stream that keeps nothing: the file of a recorder that only feeds sinks."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def write(self, data: bytes) -> int:
+        self.offset += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.offset
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 def failed_decision(failed: FailureRecord) -> DecisionRecord:

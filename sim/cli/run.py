@@ -149,6 +149,19 @@ def register(sub: Any) -> None:
         "threads and meet real latency; overruns are counted)",
     )
     run.add_argument(
+        "--live",
+        action="store_true",
+        help="serve the run over the Foxglove WebSocket protocol as it happens (implies "
+        "--realtime; in Foxglove: Open connection, ws://localhost:PORT; needs the foxglove "
+        "extra)",
+    )
+    run.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="with --live: the port to serve on (default: 8765; 0: any free port)",
+    )
+    run.add_argument(
         "--overrun",
         choices=sorted(OVERRUN_POLICIES),
         help="with --realtime: after a tick that overran, skip the missed ticks (skip, the "
@@ -275,6 +288,20 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
     return EXIT_FAILED if failed(summary) else EXIT_OK
 
 
+def _closing_sinks_on_error(sinks: list[Any]) -> Any:
+    """Call a constructor; if it raises, close the live views already serving first."""
+
+    def call(make: Any, *a: Any, **kw: Any) -> Any:
+        try:
+            return make(*a, **kw)
+        except BaseException:
+            for sink in sinks:
+                sink.close()
+            raise
+
+    return call
+
+
 def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]:
     """The simulation and the run plan of a run started from scratch. Every input is read
     and every output path checked before the recording is opened."""
@@ -287,6 +314,10 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     from sim.run.harness import Simulation
     from sim.world.scenario import load_scenario
 
+    if args.port is not None and not args.live:
+        raise InputError(f"--port {args.port}: only a --live run serves on a port")
+    if args.live:
+        args.realtime = True  # a live view is watched at the run's own pace
     if args.checkpoint is not None and args.checkpoint_every is None:
         raise InputError(
             f"--checkpoint {args.checkpoint!r} needs --checkpoint-every N (how often to write it)"
@@ -327,8 +358,17 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         inputs=[("--scenario", scenario_file), ("--faults", args.faults)]
         + [(f"--cabin {text}", text.partition("@")[2]) for text in args.cabin],
     )
+    sinks: list[Any] = []
+    if args.live:  # after every input is read and every output checked
+        from sim.run.live import DEFAULT_PORT, LiveView
+
+        live = LiveView(port=DEFAULT_PORT if args.port is None else args.port)
+        sinks.append(live)
+        if not args.json:
+            print(f"live view: open a connection in Foxglove to {live.url}", file=sys.stderr)
     try:
-        sim = Simulation(
+        sim = _closing_sinks_on_error(sinks)(
+            Simulation,
             scenario,
             seed=seed,
             rate_hz=args.rate,
@@ -340,6 +380,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
             long_term=args.memory,
             realtime=args.realtime,
             overrun=overrun,
+            sinks=sinks,
         )
     except sqlite3.Error as exc:
         raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
@@ -410,6 +451,8 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         "--fault": args.fault or None,
         "--memory": args.memory,
         "--realtime": args.realtime or None,
+        "--live": args.live or None,
+        "--port": args.port,
         "--overrun": args.overrun,
         "--llm-base-url": args.llm_base_url,
         "--llm-model": args.llm_model,

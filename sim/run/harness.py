@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from cabins.shipped import shipped_specs_dir
+from cabins.values import ROUTE
 from runtime import (
     Assembler,
     Cabin,
@@ -69,9 +70,10 @@ from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
-from runtime.recording.writer import Recorder
+from runtime.recording.writer import MessageSink, Recorder
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
+from sim.run.view import FoxgloveView
 from sim.world.scenario import Scenario, load_scenario
 from sim.world.world import World
 
@@ -313,6 +315,7 @@ class Simulation:
         long_term: str | Path | LongTermMemory | None = None,
         realtime: bool = False,
         overrun: OverrunPolicy | None = None,
+        sinks: Sequence[MessageSink] = (),
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
@@ -377,9 +380,12 @@ class Simulation:
         self.board.add_listener(self.digest)
         self.log.add_listener(self.tally)
         self.recorder: Recorder | None = None
-        if record is not None:
-            self.recorder = Recorder(record, metadata=self.metadata(capacity, faults))
-            self.recorder.attach(self.board, self.log)
+        self.view: FoxgloveView | None = None
+        self.log.add_listener(self._view_event)
+        if record is not None or sinks:
+            self.attach_recorder(
+                Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
+            )
         self.world.install(self.board, self.cabin_map)
         self.faults = FaultPlan(faults)
         self.injector = FaultInjector(
@@ -414,7 +420,7 @@ class Simulation:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["recorder"] = None
+        state["recorder"] = None  # the view is kept (what it showed), without its sink
         state["_results_listeners"] = []
         state["_own_memory"] = None  # the planner opens its memory file again
         state["stopped_by"] = state["_stop_request"] = None  # a resumed run starts afresh
@@ -427,6 +433,7 @@ class Simulation:
             source.lock = self._lock
         self.board.add_listener(self.digest)
         self.log.add_listener(self.tally)
+        self.log.add_listener(self._view_event)
         # the loop writes what the planner asks to remember to the file the planner reopened
         planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
         memory = getattr(planners[0], "long_term", None) if planners else None
@@ -462,6 +469,14 @@ class Simulation:
             raise SettingError("this simulation already has a recorder")
         self.recorder = recorder
         recorder.attach(self.board, self.log)
+        if self.view is None:
+            self.view = FoxgloveView(recorder, self.scenario)
+        else:  # resumed from a checkpoint: the scene goes on as thinned so far
+            self.view.sink = recorder
+
+    def _view_event(self, event: Event) -> None:
+        if self.view is not None:
+            self.view.on_event(event)
 
     def metadata(self, capacity: int, faults: Sequence[Fault]) -> dict[str, Any]:
         """What a recording says about the run that made it."""
@@ -542,6 +557,8 @@ class Simulation:
             )
         if self.recorder is not None:
             self.recorder.record_tick(result)
+        if self.view is not None:
+            self.view.after_tick(result, self.world, self.board.value(ROUTE))
         for view in result.views:
             counts = self.missing[view.cabin]
             for reason in view.missing.values():
