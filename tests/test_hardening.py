@@ -321,3 +321,16 @@ def test_a_run_with_user_cabins_resumes_only_when_they_are_named_again(
     )
     assert code == 0, err
     assert json.loads(out)["ticks"] == 20
+
+
+def test_a_chunk_whose_length_field_overflows_is_damage_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fuzzer's find: a length inside a chunk past any index size (OverflowError)."""
+    import struct
+
+    from runtime.recording.salvage import _whole_chunk
+
+    content = struct.pack("<QQQI", 0, 0, 100, 0) + struct.pack("<I", 4) + b"zstd"
+    content += struct.pack("<Q", 2**63 + 5)  # the records' length
+    assert _whole_chunk(content) is False

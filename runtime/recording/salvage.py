@@ -169,7 +169,14 @@ def _take(out: Salvage, data: bytes, pos: int, opcode: int, content: bytes) -> b
             raise _Damaged(f"a record of unknown kind (opcode {opcode}): its bytes were changed")
     except _Damaged:
         raise
-    except (McapError, struct.error, EOFError, UnicodeDecodeError, ValueError) as exc:
+    except (
+        McapError,
+        struct.error,
+        EOFError,
+        UnicodeDecodeError,
+        ValueError,
+        OverflowError,
+    ) as exc:
         raise _Damaged(f"an unreadable {_name(opcode)} record ({type(exc).__name__})") from None
     return False
 
@@ -279,7 +286,15 @@ def _whole_chunk(content: bytes) -> bool:
         if not chunk.uncompressed_crc:
             return False  # without a checksum a chunk found by searching cannot be trusted
         list(_chunk_records(chunk))
-    except (_Damaged, McapError, struct.error, EOFError, UnicodeDecodeError, ValueError):
+    except (
+        _Damaged,
+        McapError,
+        struct.error,
+        EOFError,
+        UnicodeDecodeError,
+        ValueError,
+        OverflowError,
+    ):
         return False
     return True
 
