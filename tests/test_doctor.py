@@ -285,7 +285,7 @@ def test_the_named_weight_pattern_is_the_one_the_runtime_uses(cabin: str, key: s
 
 
 def sim_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}  # tables unwrapped
     return subprocess.run(
         [sys.executable, "-m", "sim", *args],
         cwd=ROOT,

@@ -576,7 +576,10 @@ def test_cli_repairs_in_place_and_then_reads_without_a_notice(run: Run, tmp_path
     assert "nothing changed" in again.stdout
 
 
-def test_cli_human_output(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_human_output(
+    run: Run, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapping, whatever the length of tmp paths
     assert main(["inspect", str(run.path), "--tick", "60", "--cabin", "executor"]) == 0
     out = capsys.readouterr().out
     assert "tick 60" in out and "executor saw" in out and "board:pose" in out
