@@ -86,20 +86,32 @@ def at_least(low: int, *, what: str = "number", high: int | None = None) -> Call
     return parse
 
 
+MAX_SEEDS = 100_000
+"""The most seeds one campaign can be given (``0-99999999999`` would be a list too big to
+hold)."""
+
+
 def seeds(text: str) -> list[int]:
-    """Seeds as ``0-4`` or ``1,5,9`` (or both, comma-separated)."""
+    """Seeds as ``0-4`` or ``1,5,9`` (or both, comma-separated), at most ``MAX_SEEDS``."""
     found: list[int] = []
     try:
         for part in text.split(","):
             low, dash, high = part.strip().partition("-")
             if dash:
-                found.extend(range(int(low), int(high) + 1))
+                first, last = int(low), int(high)
+                if last - first + 1 > MAX_SEEDS - len(found):
+                    raise argparse.ArgumentTypeError(
+                        f"expected at most {MAX_SEEDS} seeds, got {text!r}"
+                    )
+                found.extend(range(first, last + 1))
             else:
                 found.append(int(low))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected seeds like 0-4 or 1,5,9, got {text!r}"
         ) from None
+    if len(found) > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_SEEDS} seeds, got {text!r}")
     if not found or any(s < 0 for s in found):
         raise argparse.ArgumentTypeError(f"expected non-negative seeds, got {text!r}")
     return found
