@@ -355,20 +355,7 @@ class CandidateTable:
             if held(key) is None:
                 new_keys.append(key)
             else:
-                stamp = entry.stamp
-                used = now if stamp is None or stamp > now else stamp
-                old_rows.append(
-                    (
-                        key,
-                        entry.value,
-                        entry.importance,
-                        used,
-                        entry.source,
-                        stamp,
-                        entry.seq,
-                        entry.via,
-                    )
-                )
+                old_rows.append(_row(key, entry, now))
         values, seq, vias = self.map_values, self.map_seq, self.map_via
         holding = memory.holding()
         staying = [k for k in map_importance if k not in victims] if victims else map_importance
@@ -388,20 +375,7 @@ class CandidateTable:
                     (key, values[key], map_importance[key], now, "map", None, seq, vias[key])
                 )
             else:
-                stamp = entry.stamp
-                used = now if stamp is None or stamp > now else stamp
-                old_rows.append(
-                    (
-                        key,
-                        entry.value,
-                        entry.importance,
-                        used,
-                        entry.source,
-                        stamp,
-                        entry.seq,
-                        entry.via,
-                    )
-                )
+                old_rows.append(_row(key, entry, now))
         evicted = memory.settle(
             [
                 (key, importance, now if klass else stamp)
@@ -415,3 +389,10 @@ class CandidateTable:
         self._victims = victims
         self._dirty = set()
         return evicted, victims
+
+
+def _row(key: str, entry: Any, now: float) -> tuple[Any, ...]:
+    """The working-memory row of a stable candidate: used now, or at its stamp if older."""
+    stamp = entry.stamp
+    used = now if stamp is None or stamp > now else stamp
+    return (key, entry.value, entry.importance, used, entry.source, stamp, entry.seq, entry.via)

@@ -225,21 +225,22 @@ def _damaged_recording_case(
             assert scan(path).complete
 
 
-@FEW
-@given(data=st.data())
+CASES = [
+    pytest.param(FEW.max_examples, id="few"),
+    pytest.param(MANY.max_examples, id="many", marks=pytest.mark.slow),
+]
+
+
+def _fuzz(examples: int, case: Callable[[st.DataObject], None]) -> None:
+    """``case`` on ``examples`` drawn inputs (a few in the edit loop, many under ``slow``)."""
+    given(data=st.data())(settings(FEW, max_examples=examples)(case))()
+
+
+@pytest.mark.parametrize("examples", CASES)
 def test_any_damage_to_a_recording_ends_in_a_documented_outcome(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, data: st.DataObject
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, examples: int
 ) -> None:
-    _damaged_recording_case(tmp_path, capsys, recording, data)
-
-
-@pytest.mark.slow
-@MANY
-@given(data=st.data())
-def test_any_damage_to_a_recording_many_cases(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, data: st.DataObject
-) -> None:
-    _damaged_recording_case(tmp_path, capsys, recording, data)
+    _fuzz(examples, lambda data: _damaged_recording_case(tmp_path, capsys, recording, data))
 
 
 JUNK = st.recursive(
@@ -304,21 +305,11 @@ def _field_case(
     _analyse(capsys, path, data.draw(st.sampled_from(ANALYSES)))
 
 
-@FEW
-@given(data=st.data())
+@pytest.mark.parametrize("examples", CASES)
 def test_a_nested_field_of_the_wrong_type_ends_in_a_documented_outcome(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, data: st.DataObject
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, examples: int
 ) -> None:
-    _field_case(tmp_path, capsys, recording, data)
-
-
-@pytest.mark.slow
-@MANY
-@given(data=st.data())
-def test_a_nested_field_of_the_wrong_type_many_cases(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, data: st.DataObject
-) -> None:
-    _field_case(tmp_path, capsys, recording, data)
+    _fuzz(examples, lambda data: _field_case(tmp_path, capsys, recording, data))
 
 
 # -- checkpoints --------------------------------------------------------------------------------
