@@ -325,11 +325,17 @@ def good_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _rewrite_header(path: Path, **changes: Any) -> bytes:
+def _rewrite_header(path: Path, *, damaged: bool = False, **changes: Any) -> bytes:
+    """The checkpoint with header fields changed, as another tickwork would have written
+    them (the header's checksum made again), or as damage (``damaged``: the old checksum)."""
+    from sim.run.checkpoint import _header_digest
+
     data = path.read_bytes()
     head_end = data.index(b"\n", len(MAGIC)) + 1
     header = json.loads(data[len(MAGIC) : head_end])
     header.update(changes)
+    if not damaged:
+        header["header_sha256"] = _header_digest(header)
     return MAGIC + json.dumps(header).encode() + b"\n" + data[head_end:]
 
 
@@ -449,10 +455,13 @@ def _with_payload(good: Path, payload: bytes, target: Path) -> Path:
     """A checkpoint with ``good``'s header and another payload (length and sha256 fixed up)."""
     import hashlib
 
+    from sim.run.checkpoint import _header_digest
+
     data = good.read_bytes()
     head_end = data.index(b"\n", len(MAGIC)) + 1
     header = json.loads(data[len(MAGIC) : head_end])
     header.update(payload_bytes=len(payload), payload_sha256=hashlib.sha256(payload).hexdigest())
+    header["header_sha256"] = _header_digest(header)  # a forger fixes every checksum
     target.write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + payload)
     return target
 
@@ -532,3 +541,17 @@ def test_a_run_killed_before_its_first_boundary_can_still_resume(
     assert cli.main(["run", "--resume", str(path), "--json"]) == 0
     resumed = json.loads(capsys.readouterr().out)
     assert resumed["board_digest"] == straight["board_digest"] and resumed["ticks"] == 30
+
+
+def test_a_damaged_header_is_refused_before_anything_runs(
+    tmp_path: Path, good_checkpoint: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A changed plan (here the checkpoint path) with the state intact: without a header
+    checksum the run resumed and checkpointed elsewhere (the fuzz suite's find)."""
+    header = json.loads(good_checkpoint.read_bytes().split(b"\n")[1])
+    plan = {**header["plan"], "path": str(tmp_path / "elsewhere.ckpt")}
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(_rewrite_header(good_checkpoint, damaged=True, plan=plan))
+    assert cli.main(["run", "--resume", str(bad), "--json"]) == 2
+    assert "header does not match its checksum" in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere.ckpt").exists()

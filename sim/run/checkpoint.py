@@ -46,9 +46,10 @@ if TYPE_CHECKING:
     from sim.run.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 5  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
+FORMAT = 6  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
 # 4: the layout of issue 11 (modules moved, board values typed in cabins.values);
-# 5: asynchronous decisions in flight (the loop's executor and its jobs)
+# 5: asynchronous decisions in flight (the loop's executor and its jobs);
+# 6: the header carries a checksum of its own
 _HEADER_LIMIT = 1 << 20
 
 
@@ -181,6 +182,7 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
         "payload_bytes": len(payload),
         "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
+    header["header_sha256"] = _header_digest(header)
     head = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
     try:
         with atomic_output(target, mode=0o600) as fh:
@@ -220,6 +222,13 @@ class Checkpointer:
 # -- reading -----------------------------------------------------------------------------------
 
 
+def _header_digest(header: dict[str, Any]) -> str:
+    """sha256 of a header's fields but its own checksum (a damaged plan or setting would
+    otherwise resume, say, checkpointing to another path)."""
+    fields = {k: v for k, v in header.items() if k != "header_sha256"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
 def read_info(path: str | Path) -> CheckpointInfo:
     """The header of the checkpoint at ``path``; ``CheckpointError`` if it is not a whole one."""
     shown = str(path)
@@ -246,6 +255,8 @@ def read_info(path: str | Path) -> CheckpointInfo:
             f"{header.get('tickwork_version', 'unknown')}; this tickwork "
             f"({tickwork_version()}) reads format {FORMAT}"
         )
+    if header.get("header_sha256") != _header_digest(header):
+        raise CheckpointError(f"{shown}: damaged: its header does not match its checksum")
     info = _info(shown, header, offset)
     if size < offset + info.payload_bytes:
         raise CheckpointError(
