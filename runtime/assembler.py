@@ -437,7 +437,7 @@ class Assembler:
             tick=tick,
             time=now,
             versions=versions,
-            items=FrozenDict(held),
+            items=adopt(held),  # a copy made for this pack
             evictions=tuple(evictions),
             capacity_alarm=memory.capacity_alarm,
             selections=FrozenDict(selections),
@@ -590,9 +590,9 @@ class Assembler:
         """``name``'s selection: what its spec offered and memory kept, in offer order,
         each item with the spec's own ``via``; what it required and cannot have."""
         table = d.table
-        order = (*table.heads[name], *table.near[name], *table.along[name], *table.tails[name])
-        get = held.get
-        items = {k: v for k in order if (v := get(k)) is not None}
+        kept = d.kept(name, victims)
+        # every candidate that did not lose is held (settle wrote it): no lookup can miss
+        items = dict(zip(kept, map(held.__getitem__, kept), strict=True))
         renamed = False
         for fixes in (table.stable_fixes[name], table.map_fixes[name]):
             if fixes:
@@ -618,7 +618,7 @@ class Assembler:
                 ):
                     continue
                 match = rx
-            lost = victims.intersection(order)
+            lost = victims.intersection(d.order(name))
             fixes = table.stable_fixes[name]
             if any(match(fixes[k][1] if k in fixes else k) for k in lost):
                 missing[pattern] = "evicted"
@@ -633,13 +633,9 @@ class Assembler:
             self._requires[name],
             adopt(items),
             adopt(missing) if missing else _NONE_MISSING,
-            tuple([f for f, k in zip(near_features, near_keys, strict=True) if k in keys]),
-            tuple([f for f, k in zip(along_features, along_keys, strict=True) if k in keys])
-            if along_keys
-            else (),
-            tuple([e for e, k in zip(found, found_keys, strict=True) if k in keys])
-            if found
-            else (),
+            _kept(near_features, near_keys, victims),
+            _kept(along_features, along_keys, victims),
+            _kept(found, found_keys, victims),
         )
 
     def _board_keys(self, pattern: str) -> tuple[str, ...]:
@@ -824,6 +820,8 @@ class _Delta:
         }
         self._routes: dict[str, tuple[Reading, tuple[tuple[float, float], ...] | None]] = {}
         self._copies: dict[tuple[str, str], tuple[WorkItem, WorkItem]] = {}
+        # per view: its offers' parts and the victims it was cut by, and what survived
+        self._kept: dict[str, tuple[tuple[list[str], ...], set[str], list[str]]] = {}
         self._debug_wrapper: Any = None
         self._debug: bool | None = None
 
@@ -892,6 +890,24 @@ class _Delta:
         self._routes[name] = (reading, route)
         return route
 
+    def order(self, name: str) -> tuple[str, ...]:
+        """Every candidate ``name``'s spec offers, in its order: board keys, map window,
+        corridor, events and notes."""
+        table = self.table
+        return (*table.heads[name], *table.near[name], *table.along[name], *table.tails[name])
+
+    def kept(self, name: str, victims: set[str]) -> list[str]:
+        """``order`` without ``victims``: made again only when one of its parts or the
+        victims changed (the parts are compared by value, their keys mostly by identity)."""
+        table = self.table
+        parts = (table.heads[name], table.near[name], table.along[name], table.tails[name])
+        known = self._kept.get(name)
+        if known is not None and known[1] == victims and known[0] == parts:
+            return known[2]
+        kept = [k for part in parts for k in part if k not in victims]
+        self._kept[name] = (tuple(list(part) for part in parts), set(victims), kept)
+        return kept
+
     def copy(self, name: str, item: WorkItem, via: str, key: str) -> WorkItem:
         """``item`` as ``name``'s view holds it (its spec's ``via``, its view key), made
         once per item."""
@@ -922,6 +938,14 @@ def _xy(value: Any) -> tuple[float, float] | None:
         if type(x) is float and type(y) is float and isfinite(x) and isfinite(y):
             return (x, y)
     return read_xy(value)
+
+
+def _kept(found: tuple[Any, ...], keys: Sequence[str], victims: set[str]) -> tuple[Any, ...]:
+    """``found`` without what lost eviction (``keys`` beside it), the same tuple when
+    nothing did."""
+    if not found or victims.isdisjoint(keys):
+        return found
+    return tuple([f for f, k in zip(found, keys, strict=True) if k not in victims])
 
 
 def _keep_relevant(

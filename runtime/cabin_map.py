@@ -170,6 +170,10 @@ def _finite_xy(value: Any, *, what: str) -> tuple[float, float]:
 
 
 def _center_xy(center: CenterLike) -> tuple[float, float]:
+    if type(center) is tuple and len(center) >= 2:  # the usual pose: finite floats
+        x, y = center[0], center[1]
+        if type(x) is float and type(y) is float and math.isfinite(x) and math.isfinite(y):
+            return x, y
     if isinstance(center, Point):
         if center.is_empty:
             raise SettingError("center is an empty Point")
@@ -197,7 +201,14 @@ def _point_at(x: float, y: float) -> Point:
     return made
 
 
-_distances = shapely.distance
+_LIB = getattr(shapely, "lib", None)
+# shapely's ufuncs themselves: its functions of the same names wrap each call in argument
+# handling that costs more than measuring a handful of geometries
+_distances = getattr(_LIB, "distance", None) or shapely.distance
+_shortest_line = getattr(_LIB, "shortest_line", None) or shapely.shortest_line
+_get_point = getattr(_LIB, "get_point", None) or shapely.get_point
+_line_locate_point = getattr(_LIB, "line_locate_point", None) or shapely.line_locate_point
+_SECOND = np.intc(1)
 
 
 def _as_route(route: RouteLike) -> LineString | Point:
@@ -225,6 +236,8 @@ def _as_route(route: RouteLike) -> LineString | Point:
 
 
 def _check_distance(value: float, *, what: str) -> float:
+    if type(value) is float and value >= 0.0:  # NaN fails the comparison
+        return value
     try:
         distance = float(value)
     except (TypeError, ValueError) as exc:
@@ -248,8 +261,8 @@ def _along(features: Sequence[Feature], line: LineString) -> list[float]:
     if not features:
         return []
     geoms = np.array([f.geometry for f in features], dtype=object)
-    on_route = shapely.get_point(shapely.shortest_line(geoms, line), 1)
-    along: list[float] = shapely.line_locate_point(line, on_route).tolist()
+    on_route = _get_point(_shortest_line(geoms, line), _SECOND)
+    along: list[float] = _line_locate_point(line, on_route).tolist()
     return along
 
 
@@ -257,6 +270,21 @@ def _slack(geometry: BaseGeometry, distance: float) -> float:
     """Float headroom so the index never drops a feature the exact distance keeps."""
     extent = float(np.max(np.abs(shapely.bounds(geometry))))
     return 1e-9 * (1.0 + distance + extent)
+
+
+def _picked(
+    features: Sequence[Feature],
+    geoms: npt.NDArray[np.object_],
+    point: Point,
+    radius: float,
+    part: int,
+) -> list[tuple[float, str, int, int]]:
+    """``(distance, id, part, index)`` of each of ``features`` within ``radius`` of
+    ``point`` (``geoms`` are their geometries)."""
+    if not features:
+        return []
+    gaps: list[float] = _distances(geoms, point).tolist()
+    return [(d, features[i].id, part, i) for i, d in enumerate(gaps) if d <= radius]
 
 
 def _reach_boxes(line: LineString, reach: float) -> npt.NDArray[np.object_]:
@@ -290,13 +318,19 @@ class _Filter:
 class _Window:
     """A moving window's candidates: the tree's features within the wider disc around
     (``x``, ``y``) that pass the filter (``positions`` in the tree; those still alive as of
-    ``masks``), and, after them, the overflow's features that pass it, as of
-    ``overflow_version``; their keys and geometries beside them."""
+    ``masks``), and apart from them the overflow's features that pass it (``features``, as
+    of ``overflow_version``); their keys and geometries beside them. The two parts are
+    measured apart, so that a feature moving every tick costs only its own distance while
+    the centre stays put; an unchanged centre on an unchanged map gets the last answer."""
 
     __slots__ = (
+        "answer",
+        "answer_at",
+        "base_at",
         "base_features",
         "base_geoms",
         "base_keys",
+        "base_picked",
         "features",
         "geoms",
         "keys",
@@ -318,6 +352,12 @@ class _Window:
         self.geoms = self.base_geoms
         self.masks = -1
         self.overflow_version = -1
+        # the base part measured from a centre (x, y, masks), and the last answer
+        # (x, y, masks, overflow_version)
+        self.base_at: tuple[float, float, int] | None = None
+        self.base_picked: list[tuple[float, str, int, int]] = []
+        self.answer_at: tuple[float, float, int, int] | None = None
+        self.answer: tuple[tuple[Feature, ...], tuple[float, ...], list[str]] = ((), (), [])
 
 
 class _Corridor:
@@ -554,7 +594,7 @@ class CabinMap:
         """``_within`` for a window that moves a little from one call to the next (a
         robot's pose): the tree is asked once for a wider disc, and while the centre stays
         within the margin, every feature within ``radius`` of it is among those and the
-        overflow's. One distance call measures them all."""
+        overflow's. One distance call per part measures them."""
         query = (radius, wanted.kinds, wanted.tags)
         margin = _WINDOW_MARGIN * radius
         known = self._windows.get(query)
@@ -574,31 +614,32 @@ class CabinMap:
             known.overflow_version = -1
         if known.overflow_version != self._overflow_version:
             extra = [f for f in self._overflow.values() if wanted.keeps(f)]
-            known.features = known.base_features + extra
-            known.keys = known.base_keys + ["map:" + f.id for f in extra]
-            known.geoms = (
-                np.concatenate(
-                    (known.base_geoms, np.array([f.geometry for f in extra], dtype=object))
-                )
-                if extra
-                else known.base_geoms
-            )
+            known.features = extra
+            known.keys = ["map:" + f.id for f in extra]
+            known.geoms = np.array([f.geometry for f in extra], dtype=object)
             known.overflow_version = self._overflow_version
-        features = known.features
-        if not features:
-            return (), (), []
-        gaps = _distances(known.geoms, _point_at(x, y))
-        keep = np.flatnonzero(gaps <= radius)
-        kept = gaps[keep]
-        order = np.argsort(kept, kind="stable")
-        kept = kept[order]
-        chosen: list[int] = keep[order].tolist()
-        nearest: list[float] = kept.tolist()
-        if len(nearest) > 1 and bool((kept[1:] == kept[:-1]).any()):  # ties go by id
-            chosen.sort(key=lambda i: (gaps[i], features[i].id))
-            nearest = [float(gaps[i]) for i in chosen]
-        keys = known.keys
-        return tuple([features[i] for i in chosen]), tuple(nearest), [keys[i] for i in chosen]
+        at = (x, y, known.masks, known.overflow_version)
+        if known.answer_at == at:  # the same centre, nothing on the map changed
+            features, distances, chosen = known.answer
+            return features, distances, list(chosen)
+        point = _point_at(x, y)
+        # (distance, id, part, index) of what lies within, each part measured only when
+        # the centre moved or the part changed
+        if known.base_at != at[:3]:
+            known.base_picked = _picked(known.base_features, known.base_geoms, point, radius, 0)
+            known.base_at = at[:3]
+        picked = known.base_picked + _picked(known.features, known.geoms, point, radius, 1)
+        picked.sort()  # nearest first, ties by id
+        found = (known.base_features, known.features)
+        named = (known.base_keys, known.keys)
+        known.answer = (
+            tuple([found[part][i] for _, _, part, i in picked]),
+            tuple([d for d, _, _, _ in picked]),
+            [named[part][i] for _, _, part, i in picked],
+        )
+        known.answer_at = at
+        features, distances, chosen = known.answer
+        return features, distances, list(chosen)
 
     def corridor(
         self,
@@ -726,7 +767,7 @@ class CabinMap:
             geoms = np.array([f.geometry for f in features], dtype=object)
             self._overflow_arrays = (features, geoms)
         features, geoms = self._overflow_arrays
-        gaps = shapely.distance(geoms, geometry)
+        gaps = _distances(geoms, geometry)
         found: list[Feature] = []
         distances: list[float] = []
         for j in np.flatnonzero(gaps <= distance).tolist():

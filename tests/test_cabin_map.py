@@ -508,6 +508,7 @@ def test_a_repeated_corridor_follows_every_change_on_the_map(
     steps=st.lists(
         st.one_of(
             st.tuples(st.just("move"), st.floats(-0.6, 0.6), st.floats(-0.6, 0.6)),
+            st.tuples(st.just("move"), st.just(0.0), st.just(0.0)),  # a robot standing still
             st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 15), _near, _near),
         ),
         max_size=50,
@@ -519,7 +520,9 @@ def test_a_window_moving_in_small_steps_answers_as_a_scan_does(
     steps: list[tuple[Any, ...]], radius: float, limit: int
 ) -> None:
     """A window that follows a robot is answered from a wider tree query made where the
-    centre was (until it moves too far): never a feature short, never one too many."""
+    centre was (until it moves too far): never a feature short, never one too many. A centre
+    that did not move gets the last answer only while the map did not change; the distances
+    are the exact ones, and the keys a list of the caller's own."""
     m = CabinMap(overflow_limit=limit)
     model: dict[str, Feature] = {}
     for n in range(16):  # a built tree to start from, so that the moving window is used
@@ -537,7 +540,10 @@ def test_a_window_moving_in_small_steps_answers_as_a_scan_does(
         else:
             model.pop(f"f{step[1]}", None)
             m.discard(f"f{step[1]}")
-        for kinds in (None, ["dock"]):
-            assert ids(m.window((x, y), radius, kinds=kinds)) == _brute_window(
-                model, (x, y), radius, kinds, None
-            )
+        for kinds in (None, ("dock",)):
+            features, distances, keys = m.nearest_keyed((x, y), radius, kinds=kinds)
+            assert ids(features) == _brute_window(model, (x, y), radius, kinds, None)
+            assert list(distances) == [f.geometry.distance(Point(x, y)) for f in features]
+            assert keys == [f.key for f in features]
+            keys.append("map:mine")  # the caller's list: the next answer does not see it
+            assert m.nearest_keyed((x, y), radius, kinds=kinds)[2] == [f.key for f in features]
