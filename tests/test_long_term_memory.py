@@ -8,6 +8,7 @@ import pickle
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -494,6 +495,93 @@ def test_the_background_writer_applies_while_the_caller_goes_on(tmp_path: Path) 
         writer.close()  # stops the thread; nothing queued is lost
         assert writer.pending == 0
     assert memory.count(scope=R1) == 40
+
+
+def test_a_journaled_write_applied_by_another_thread_at_once_is_still_handed_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind a flaky background-writer test, made to happen every time: a flush
+    on another thread applies a write between its journaling and its counting as this
+    writer's. Its outcome must come back, and ``pending`` fall to 0."""
+    memory = LongTermMemory(str(tmp_path / "m.sqlite"))
+    seen: list[tuple[str, str]] = []
+    writer = MemoryWriter(
+        memory, journal=True, on_written=lambda w, o: seen.append((w.content, o.reason))
+    )
+    applied = threading.Event()
+    flushers: list[threading.Thread] = []
+    enqueue, flush = memory.enqueue, memory.flush
+
+    def flushing(**kwargs: Any) -> Any:
+        out = flush(**kwargs)
+        applied.set()
+        return out
+
+    def enqueuing(content: str, **kwargs: Any) -> Any:
+        queued = enqueue(content, **kwargs)  # in the journal, and now another thread flushes
+        flushers.append(threading.Thread(target=writer.flush))
+        flushers[-1].start()
+        assert applied.wait(timeout=60)  # it applied the write before remember() goes on
+        return queued
+
+    monkeypatch.setattr(memory, "enqueue", enqueuing)
+    monkeypatch.setattr(memory, "flush", flushing)
+    writer.remember("dock A is slow", scope=R1, stamp=1.0)
+    flushers[0].join(timeout=60)
+    assert not flushers[0].is_alive()
+    assert seen == [("dock A is slow", "stored")]
+    assert (writer.pending, writer.written, memory.count(scope=R1)) == (0, 1, 1)
+
+
+def test_writes_journaled_before_the_background_writer_starts_are_handed_back(
+    tmp_path: Path,
+) -> None:
+    memory = LongTermMemory(str(tmp_path / "m.sqlite"))
+    seen: list[str] = []
+    writer = MemoryWriter(memory, journal=True, on_written=lambda w, o: seen.append(w.content))
+    writer.remember("dock A is slow", scope=R1, stamp=1.0)
+    writer.start(interval=60.0)  # its connection must not apply (and swallow) the journal
+    writer.close()
+    assert seen == ["dock A is slow"] and writer.pending == 0 and memory.count(scope=R1) == 1
+
+
+@pytest.mark.parametrize("journal", [False, True])
+def test_a_closed_writer_refuses_writes_instead_of_queueing_them_for_no_one(
+    tmp_path: Path, journal: bool
+) -> None:
+    memory = LongTermMemory(str(tmp_path / "m.sqlite"))
+    writer = MemoryWriter(memory, journal=journal)
+    writer.remember("dock A is slow", scope=R1, stamp=1.0)
+    writer.close()
+    with pytest.raises(ValueError, match="closed"):
+        writer.remember("dock B is fast", scope=R1, stamp=2.0)
+    with pytest.raises(ValueError, match="closed"):
+        writer.start()
+    assert writer.pending == 0 and memory.count(scope=R1) == 1 and memory.pending() == 0
+
+
+def test_a_failed_batch_stays_queued_and_the_applied_ones_are_still_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory = LongTermMemory()
+    seen: list[str] = []
+    writer = MemoryWriter(memory, batch=1, on_written=lambda w, o: seen.append(w.content))
+    for i in range(3):
+        writer.remember(f"fact {i}", scope=R1, stamp=float(i))
+    remember_many = memory.remember_many
+
+    def failing_second(writes: Sequence[MemoryWrite]) -> Any:
+        if writes[0].content == "fact 1":
+            raise sqlite3.OperationalError("disk I/O error")
+        return remember_many(writes)
+
+    monkeypatch.setattr(memory, "remember_many", failing_second)
+    with pytest.raises(sqlite3.OperationalError):
+        writer.flush()
+    assert seen == ["fact 0"] and writer.pending == 2 and writer.written == 1
+    monkeypatch.setattr(memory, "remember_many", remember_many)
+    writer.close()
+    assert seen == ["fact 0", "fact 1", "fact 2"] and memory.count(scope=R1) == 3
 
 
 CRASH = """

@@ -21,7 +21,8 @@ table (each add and drop, in order), read at the start of every transaction.
 
 Writes can be queued (``enqueue``) in the ``pending`` table, a journal in the same
 file: cheap and constant-time, durable at once, applied by ``flush`` (in batches, with
-batched embedding). Opening the file applies what a crashed writer left queued.
+batched embedding). Opening the file applies what a crashed writer left queued (unless
+opened with ``recover=False``, as a second connection of a live writer is).
 
 The embedder's identity (name, dimension, fingerprint on probe texts) is stored with
 the memories; another embedder is refused with an ``EmbedderMismatch``.
@@ -227,6 +228,7 @@ class LongTermMemory:
         duplicates: NearDuplicate | None = None,
         retention: Retention | None = None,
         clock: Clock | None = None,
+        recover: bool = True,
     ) -> None:
         if not isinstance(path, str):
             raise TypeError(f"path must be a string (a file or ':memory:'), got {path!r}")
@@ -246,7 +248,7 @@ class LongTermMemory:
             path, check_same_thread=False, timeout=60.0, isolation_level=None
         )
         try:
-            self._open()
+            self._open(recover=recover)
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise MemoryFileError(f"{path}: not a usable long-term memory file ({exc})") from None
@@ -256,7 +258,7 @@ class LongTermMemory:
 
     # -- life cycle ---------------------------------------------------------------------
 
-    def _open(self) -> None:
+    def _open(self, *, recover: bool) -> None:
         db = self._db
         db.execute("PRAGMA busy_timeout = 60000")
         if self.path != ":memory:":
@@ -280,7 +282,7 @@ class LongTermMemory:
             self._check_embedder()
             row = db.execute("SELECT MAX(seq) FROM changes").fetchone()
             self._synced = int(row[0] or 0)
-        recovered = self.flush()
+        recovered = self.flush() if recover else ()
         if recovered:
             _log.info("ltm_recovered", path=self.path, writes=len(recovered))
 
@@ -295,14 +297,16 @@ class LongTermMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def reopened(self) -> LongTermMemory:
-        """A new connection to the same file with the same settings."""
+    def reopened(self, *, recover: bool = True) -> LongTermMemory:
+        """A new connection to the same file with the same settings (``recover``: apply
+        what waits in the journal on opening, as ``LongTermMemory(path)`` does)."""
         return LongTermMemory(
             self.path,
             embed=self.embed,
             duplicates=self.duplicates,
             retention=self.retention,
             clock=self.clock,
+            recover=recover,
         )
 
     @contextmanager
