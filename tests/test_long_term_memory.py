@@ -381,6 +381,71 @@ def test_a_threshold_query_of_one_claim_finds_every_vector_of_it_that_reaches(
         assert found <= mine
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    dim=st.integers(8, 48),
+    spread=st.sampled_from([0.05, 0.3, 1.0, 10.0]),  # 10: no direction dominates
+    seed=st.integers(0, 2**16),
+    sketch_from=st.integers(1, 40),
+    drop=st.integers(0, 5),
+    unit=st.booleans(),
+)
+def test_the_sketch_bound_holds_and_a_threshold_query_through_it_misses_nothing(
+    n: int, dim: int, spread: float, seed: int, sketch_from: int, drop: int, unit: bool
+) -> None:
+    """The sketch skips only vectors that cannot reach the threshold (brute force), for
+    bases fitted at any size, refitted as the scope grows, through removals."""
+    rng = np.random.default_rng(seed)
+    centre = rng.standard_normal((3, dim))
+    vectors = centre[rng.integers(0, 3, n)] + spread * rng.standard_normal((n, dim))
+    if unit:
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors.astype(np.float32)
+    index = ScopeIndex(dim, capacity=4, sketch_from=sketch_from)
+    for start in range(0, n, 37):  # in several adds: the basis is refitted as n doubles
+        index.add(list(range(start, min(n, start + 37))), vectors[start : start + 37])
+        index.fit()  # when due: first at sketch_from, then as n doubles; else rows are sketched
+    gone = set(range(1, n, drop + 1)) if drop else set()
+    index.remove(gone)
+    held = [i for i in range(n) if i not in gone]
+    query = vectors[held[0]].astype(np.float64) + 0.1 * rng.standard_normal(dim)
+    if unit:
+        query /= np.linalg.norm(query)
+    exact = {i: float(vectors[i].astype(np.float64) @ query) for i in held}
+    rows = (
+        {int(index.ids()[r]) for r in index._sketched(query, -np.inf)}
+        if index._basis is not None
+        else set(held)
+    )
+    assert rows == set(held)  # every held vector is sketched
+    for threshold in [*sorted(exact.values())[-3:], float(np.median(list(exact.values())))]:
+        reaching = {i for i, s in exact.items() if s >= threshold}
+        if index._basis is not None:
+            kept = {int(index.ids()[r]) for r in index._sketched(query, threshold)}
+            assert reaching <= kept
+        assert reaching <= {int(i) for i in index.reaching(query, threshold)}
+
+
+def test_the_sketch_skips_most_of_a_scope_of_alike_texts() -> None:
+    """What makes the duplicate check fast: on texts that share words (the benchmark's
+    kind), the sketch leaves the int8 check a small fraction of the scope."""
+    from benchmarks.long_term import sentences
+    from runtime.agent.embedding import embed_many
+
+    embed = HashingEmbedder()
+    vectors = embed_many(embed, sentences(6000, 0))
+    index = ScopeIndex(256, sketch_from=4096)
+    index.add(list(range(len(vectors))), vectors)
+    index.fit()
+    assert index._basis is not None
+    for query in embed_many(embed, sentences(20, 4, start=10_000)):
+        kept = index._sketched(query, 0.95)
+        assert len(kept) < len(vectors) // 20
+        truth = set(np.flatnonzero(vectors @ query >= 0.95).tolist())
+        assert truth <= {int(i) for i in index.reaching(query, 0.95)}
+
+
 def test_the_numpy_scan_gives_what_the_simd_scan_gives(monkeypatch: pytest.MonkeyPatch) -> None:
     import runtime.agent.vectors as vectors
 

@@ -1020,6 +1020,7 @@ class LongTermMemory:
         while rows := cursor.fetchmany(8192):  # in slices: bounded temporaries
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
             index.add([int(r[0]) for r in rows], matrix, [claim(r[2]) for r in rows])
+        index.fit()  # once, now, rather than as the scope doubled while it loaded
         self._indexes[scope_key] = index
         return index
 
