@@ -743,6 +743,54 @@ def test_a_schema_1_file_opens_with_its_memories(tmp_path: Path) -> None:
         assert [r.last_used for r in memory.records(scope=R1)] == [0.0, 1.0]
 
 
+def test_a_schema_2_file_gets_its_claims_stored_and_keeps_its_duplicate_filter(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "m.sqlite")
+    with LongTermMemory(path) as memory:
+        for i, text in enumerate(["aisle 3 was blocked", "aisle 4 was not blocked", "dock B"]):
+            memory.remember(text, scope=R1, stamp=float(i))
+    with sqlite3.connect(path) as db:  # as schema 2 left it: no claim columns
+        db.execute("ALTER TABLE memories DROP COLUMN numbers")
+        db.execute("ALTER TABLE memories DROP COLUMN negates")
+        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    with LongTermMemory(path) as memory:
+        assert memory.remember("Aisle 3 was blocked.", scope=R1, stamp=5.0).reason == "duplicate"
+        assert memory.remember("aisle 3 was not blocked", scope=R1, stamp=6.0).stored
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT content, numbers, negates FROM memories ORDER BY id").fetchall()
+        assert rows[:2] == [("aisle 3 was blocked", "3", 0), ("aisle 4 was not blocked", "4", 1)]
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+        db.execute("UPDATE memories SET numbers = NULL, negates = NULL")  # an older writer's
+    with LongTermMemory(path) as memory:  # a NULL claim is read from the text
+        assert memory.remember("aisle 4 was NOT blocked!", scope=R1, stamp=7.0).reason == (
+            "duplicate"
+        )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from("ab 0123.,'n\u2019t"), min_size=1, max_size=20).filter(
+            str.strip
+        ),
+        min_size=1,
+        max_size=8,
+        unique=True,
+    )
+)
+def test_the_stored_claim_of_a_memory_is_the_claim_of_its_text(texts: list[str]) -> None:
+    from runtime.agent.duplicates import claim_of
+
+    memory = LongTermMemory(duplicates=NearDuplicate(threshold=1.0))
+    memory.import_many([MemoryWrite(t, FrozenDict(R1), FrozenDict(), 0.0) for t in texts[:4]])
+    for t in texts[4:]:
+        memory.remember(t, scope=R1, stamp=1.0)
+    rows = memory._db.execute("SELECT content, numbers, negates FROM memories").fetchall()
+    for content, numbers, negation in rows:
+        assert (numbers, bool(negation)) == claim_of(content)
+
+
 def test_a_file_that_is_no_memory_is_refused(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_text("not a database, " * 100)

@@ -84,11 +84,12 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     codes = np.clip(np.rint(rows * scale[:, None]), -127, 127).astype(np.int8)
     inverse = 1.0 / scale
     decoded = codes.astype(np.float64) * inverse[:, None]
+    error = rows - decoded
     return (
         codes,
         inverse,
-        np.linalg.norm(decoded, axis=1),
-        np.linalg.norm(rows - decoded, axis=1),
+        np.sqrt(np.einsum("ij,ij->i", decoded, decoded)),
+        np.sqrt(np.einsum("ij,ij->i", error, error)),
     )
 
 
@@ -207,28 +208,29 @@ class ScopeIndex:
                     None if claims is None else [claims[i]],
                 )
             return
-        for i, memory_id in enumerate(ids):
-            self._unclaim(int(memory_id))
+        keys = [int(i) for i in ids]
+        claim_of, groups = self._claim_of, self._claims
+        for i, memory_id in enumerate(keys):
+            if memory_id in claim_of:
+                self._unclaim(memory_id)
             claim = None if claims is None else claims[i]
-            self._claim_of[int(memory_id)] = claim
-            self._claims.setdefault(claim, set()).add(int(memory_id))
-        codes, inverse, norm, error = quantize(vectors)
-        rows = np.empty(len(ids), dtype=np.intp)
-        fresh: list[int] = []
-        for i, memory_id in enumerate(ids):
-            row = self._row.get(int(memory_id))
-            if row is None:
-                fresh.append(i)
+            claim_of[memory_id] = claim
+            group = groups.get(claim)
+            if group is None:
+                groups[claim] = {memory_id}
             else:
-                rows[i] = row
+                group.add(memory_id)
+        codes, inverse, norm, error = quantize(vectors)
+        held = [self._row.get(memory_id) for memory_id in keys]
+        fresh = [i for i, row in enumerate(held) if row is None]
+        rows = np.fromiter((-1 if r is None else r for r in held), dtype=np.intp, count=len(keys))
         if fresh:
             start = self._n
             self._reserve(start + len(fresh))
             new_rows = np.arange(start, start + len(fresh))
             rows[fresh] = new_rows
-            for i, row in zip(fresh, new_rows.tolist(), strict=True):
-                self._row[int(ids[i])] = row
-            self._ids[new_rows] = np.asarray(ids, dtype=np.int64)[fresh]
+            self._row.update(zip([keys[i] for i in fresh], new_rows.tolist(), strict=True))
+            self._ids[new_rows] = np.asarray(keys, dtype=np.int64)[fresh]
             self._n = start + len(fresh)
         self._codes[rows] = codes
         self._inverse[rows] = inverse
