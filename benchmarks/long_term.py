@@ -193,6 +193,8 @@ def measure_size(n: int, *, repeats: int, seed: int, folder: Path) -> dict[str, 
         )
     return {
         "memories": n,
+        # 1, 5 and 15 minutes, at the end: the 1-minute one spans the measurements
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "fill_s": round(fill_s, 1),
         "index_load_s": round(load_s, 3),
         "index_load_peak_mb": round(peak / 2**20, 1),
@@ -249,6 +251,7 @@ def measure_ticks(n: int, ticks: int, *, seed: int, folder: Path) -> dict[str, A
     if not os.path.exists(path):
         fill(path, n, seed)
     out: dict[str, Any] = {"memories": n, "ticks": ticks}
+    load = os.getloadavg()
     for mode in ("in_apply_phase", "writer_between_ticks"):
         memory = LongTermMemory(path)
         memory.recall("warm up", scope=SCOPE)
@@ -275,6 +278,7 @@ def measure_ticks(n: int, ticks: int, *, seed: int, folder: Path) -> dict[str, A
         out[mode] = {"tick_compute": _stats(compute)}
         if flushes:
             out[mode]["flush_between_ticks"] = _stats(flushes)
+    out["load_average"] = [round(x, 2) for x in load]  # 1, 5 and 15 minutes, at the start
     return out
 
 
@@ -301,6 +305,7 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Issue 16's targets at the largest size."""
     big = max(results["sizes"], key=lambda s: s["memories"])
     recall, remember = big["recall"]["p50_ms"], big["remember_text"]["p50_ms"]
+    worst = big["remember_text_one_claim"]["p50_ms"]
     label = f"{big['memories']:,}"
     return [
         {
@@ -314,8 +319,10 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             "target": f"long-term remember, {label} memories in one scope",
             "goal": f"≤ {REMEMBER_LIMIT_MS:g} ms",
             "measured": f"{remember} ms p50 (p90 {big['remember_text']['p90_ms']} ms; with "
-            f"one claim for the whole scope: {big['remember_text_one_claim']['p50_ms']} ms)",
-            "met": remember <= REMEMBER_LIMIT_MS,
+            f"one claim for the whole scope: {worst} ms p50, p90 "
+            f"{big['remember_text_one_claim']['p90_ms']} ms; load average "
+            f"{big['load_average'][0]})",
+            "met": max(remember, worst) <= REMEMBER_LIMIT_MS,
         },
     ]
 
@@ -328,8 +335,8 @@ def markdown(results: Mapping[str, Any]) -> list[str]:
         "",
         "| memories | recall p50 / p90 | before (whole scope per call) | remember text | "
         "remember text, one claim | duplicate refused | structured | writer queue | "
-        "index load | index B / memory | file B / memory |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "index load | index B / memory | file B / memory | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in results["sizes"]:
         lines.append(
@@ -340,7 +347,7 @@ def markdown(results: Mapping[str, Any]) -> list[str]:
             f"{s['remember_duplicate']['p50_ms']} ms | "
             f"{s['remember_structured']['p50_ms']} ms | {s['writer_queue']['p50_ms']} ms | "
             f"{s['index_load_s']} s | {s['index_bytes_per_memory']} | "
-            f"{s['file_bytes_per_memory']} |"
+            f"{s['file_bytes_per_memory']} | {s.get('load_average', ['-'])[0]} |"
         )
     t = results["tick_cost"]
     a, w = t["in_apply_phase"], t["writer_between_ticks"]
