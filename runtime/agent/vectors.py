@@ -27,7 +27,8 @@ decoded ``x̂ = x - e`` and the query ``q``, by Cauchy-Schwarz on the part outsi
 with ``|P⊥v|² = |v|² - |Bᵀv|²`` (Pythagoras, ``B`` orthonormal). The right side is one
 dot product of the sketch row with ``(Bᵀq, |P⊥q|, |q|)``, an upper bound of the true
 score for *any* orthonormal ``B``: a vector whose bound is below ``t`` (less a slack
-far above float32 rounding) cannot reach ``t``, and is skipped. A good basis only
+far above float32 rounding, scaled by the vectors' and the query's norms) cannot
+reach ``t``, and is skipped. A good basis only
 makes the bound tight; a poor one (vectors spread evenly over every direction) keeps
 too many (more than an eighth of the scope), and the query then scans every code as
 before, so no answer ever depends on the basis. The survivors (few, when the basis
@@ -69,7 +70,8 @@ __all__ = ["ScopeIndex", "quantize"]
 _SLACK = 1e-6  # float rounding in the scale products, far above its real size
 _ANY: Hashable = object()  # a threshold query over every claim
 _BASIS = 22  # directions of the sketch; with |P⊥x̂| and |e|, 24 float32 a vector
-_SKETCH_SLACK = 1e-4  # float32 rounding of a 24-term sketch product is below 1e-5
+_SKETCH_SLACK = 1e-4  # float32 rounding of a 24-term sketch product of unit vectors is
+# below 1e-5; for others it scales with |x̂| + |e| and |q|, and so does the slack
 _FIT_SAMPLE = 4096  # vectors the basis is fitted on (evenly spaced over the scope)
 _FIT_ROUNDS = 12  # of the subspace iteration
 _FIT_SLICE = 8192  # vectors sketched at a time when fitting
@@ -345,7 +347,8 @@ class ScopeIndex:
         outside = math.sqrt(max(0.0, float(q @ q) - float(projected @ projected)))
         weights = np.concatenate([projected, [outside, math.sqrt(float(q @ q))]])
         bound = np.einsum("ji,j->i", self._sketch[:, : self._n], weights.astype(np.float32))
-        rows: np.ndarray = np.flatnonzero(bound >= threshold - _SKETCH_SLACK)
+        size = (self._max_norm + self._max_error) * math.sqrt(float(q @ q))
+        rows: np.ndarray = np.flatnonzero(bound >= threshold - _SKETCH_SLACK * max(1.0, size))
         return rows
 
     def _due(self) -> bool:
