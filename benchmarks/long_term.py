@@ -12,9 +12,9 @@ Measured, for each size, on a memory file filled with distinct text memories
   and ``remember_text_one_claim`` is its worst case, a filter comparing neither, so
   that one claim holds the whole scope and every check scans it;
 - what a ``MemoryWriter`` costs in the tick (queueing) and between ticks (a flush);
-- the index's load time when a file is opened, bytes per memory in the index
-  (``ScopeIndex.nbytes``) and in the file, and the peak Python allocation while
-  loading it (tracemalloc).
+- the index's load time when a file is opened (traced by tracemalloc, for its peak
+  Python allocation, and untraced), bytes per memory in the index
+  (``ScopeIndex.nbytes``) and in the file.
 
 And the tick cost of remembering during a run: a ``TickLoop`` on a simulated clock
 whose one cabin asks to remember a new fact every tick, with 100,000 memories in the
@@ -183,8 +183,10 @@ def measure_size(n: int, *, repeats: int, seed: int, folder: Path) -> dict[str, 
         memory.close()
     # the worst case of the duplicate check: every memory of the scope makes one claim
     # (a filter that compares no numbers and no negation), so the whole scope is scanned
+    t0 = time.perf_counter()
     with LongTermMemory(path, duplicates=NearDuplicate(numbers=False, negation=False)) as one:
-        one.recall("warm up", scope=SCOPE)
+        one.recall("warm up", scope=SCOPE)  # opening and loading the index, untraced
+        untraced_load_s = time.perf_counter() - t0
         one_claim = _timed(
             [
                 lambda t=t: one.remember(t, scope=SCOPE, stamp=float(n))
@@ -193,8 +195,11 @@ def measure_size(n: int, *, repeats: int, seed: int, folder: Path) -> dict[str, 
         )
     return {
         "memories": n,
+        # 1, 5 and 15 minutes, at the end: the 1-minute one spans the measurements
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "fill_s": round(fill_s, 1),
-        "index_load_s": round(load_s, 3),
+        "index_load_s": round(load_s, 3),  # traced by tracemalloc, which slows it
+        "index_load_untraced_s": round(untraced_load_s, 3),
         "index_load_peak_mb": round(peak / 2**20, 1),
         "index_bytes_per_memory": round(index_bytes / held, 1),
         "file_bytes_per_memory": round(os.path.getsize(path) / held, 1),
@@ -249,6 +254,7 @@ def measure_ticks(n: int, ticks: int, *, seed: int, folder: Path) -> dict[str, A
     if not os.path.exists(path):
         fill(path, n, seed)
     out: dict[str, Any] = {"memories": n, "ticks": ticks}
+    load = os.getloadavg()
     for mode in ("in_apply_phase", "writer_between_ticks"):
         memory = LongTermMemory(path)
         memory.recall("warm up", scope=SCOPE)
@@ -275,6 +281,7 @@ def measure_ticks(n: int, ticks: int, *, seed: int, folder: Path) -> dict[str, A
         out[mode] = {"tick_compute": _stats(compute)}
         if flushes:
             out[mode]["flush_between_ticks"] = _stats(flushes)
+    out["load_average"] = [round(x, 2) for x in load]  # 1, 5 and 15 minutes, at the start
     return out
 
 
@@ -301,6 +308,7 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Issue 16's targets at the largest size."""
     big = max(results["sizes"], key=lambda s: s["memories"])
     recall, remember = big["recall"]["p50_ms"], big["remember_text"]["p50_ms"]
+    worst = big["remember_text_one_claim"]["p50_ms"]
     label = f"{big['memories']:,}"
     return [
         {
@@ -314,8 +322,10 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             "target": f"long-term remember, {label} memories in one scope",
             "goal": f"≤ {REMEMBER_LIMIT_MS:g} ms",
             "measured": f"{remember} ms p50 (p90 {big['remember_text']['p90_ms']} ms; with "
-            f"one claim for the whole scope: {big['remember_text_one_claim']['p50_ms']} ms)",
-            "met": remember <= REMEMBER_LIMIT_MS,
+            f"one claim for the whole scope: {worst} ms p50, p90 "
+            f"{big['remember_text_one_claim']['p90_ms']} ms; load average "
+            f"{big['load_average'][0]})",
+            "met": max(remember, worst) <= REMEMBER_LIMIT_MS,
         },
     ]
 
@@ -328,8 +338,8 @@ def markdown(results: Mapping[str, Any]) -> list[str]:
         "",
         "| memories | recall p50 / p90 | before (whole scope per call) | remember text | "
         "remember text, one claim | duplicate refused | structured | writer queue | "
-        "index load | index B / memory | file B / memory |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "index load | index B / memory | file B / memory | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in results["sizes"]:
         lines.append(
@@ -339,8 +349,9 @@ def markdown(results: Mapping[str, Any]) -> list[str]:
             f"{s.get('remember_text_one_claim', {}).get('p50_ms', '-')} ms | "
             f"{s['remember_duplicate']['p50_ms']} ms | "
             f"{s['remember_structured']['p50_ms']} ms | {s['writer_queue']['p50_ms']} ms | "
-            f"{s['index_load_s']} s | {s['index_bytes_per_memory']} | "
-            f"{s['file_bytes_per_memory']} |"
+            f"{s.get('index_load_untraced_s', s['index_load_s'])} s | "
+            f"{s['index_bytes_per_memory']} | "
+            f"{s['file_bytes_per_memory']} | {s.get('load_average', ['-'])[0]} |"
         )
     t = results["tick_cost"]
     a, w = t["in_apply_phase"], t["writer_between_ticks"]

@@ -8,6 +8,7 @@ import pickle
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -380,6 +381,71 @@ def test_a_threshold_query_of_one_claim_finds_every_vector_of_it_that_reaches(
         assert found <= mine
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    dim=st.integers(8, 48),
+    spread=st.sampled_from([0.05, 0.3, 1.0, 10.0]),  # 10: no direction dominates
+    seed=st.integers(0, 2**16),
+    sketch_from=st.integers(1, 40),
+    drop=st.integers(0, 5),
+    unit=st.booleans(),
+)
+def test_the_sketch_bound_holds_and_a_threshold_query_through_it_misses_nothing(
+    n: int, dim: int, spread: float, seed: int, sketch_from: int, drop: int, unit: bool
+) -> None:
+    """The sketch skips only vectors that cannot reach the threshold (brute force), for
+    bases fitted at any size, refitted as the scope grows, through removals."""
+    rng = np.random.default_rng(seed)
+    centre = rng.standard_normal((3, dim))
+    vectors = centre[rng.integers(0, 3, n)] + spread * rng.standard_normal((n, dim))
+    if unit:
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors.astype(np.float32)
+    index = ScopeIndex(dim, capacity=4, sketch_from=sketch_from)
+    for start in range(0, n, 37):  # in several adds: the basis is refitted as n doubles
+        index.add(list(range(start, min(n, start + 37))), vectors[start : start + 37])
+        index.fit()  # when due: first at sketch_from, then as n doubles; else rows are sketched
+    gone = set(range(1, n, drop + 1)) if drop else set()
+    index.remove(gone)
+    held = [i for i in range(n) if i not in gone]
+    query = vectors[held[0]].astype(np.float64) + 0.1 * rng.standard_normal(dim)
+    if unit:
+        query /= np.linalg.norm(query)
+    exact = {i: float(vectors[i].astype(np.float64) @ query) for i in held}
+    rows = (
+        {int(index.ids()[r]) for r in index._sketched(query, -np.inf)}
+        if index._basis is not None
+        else set(held)
+    )
+    assert rows == set(held)  # every held vector is sketched
+    for threshold in [*sorted(exact.values())[-3:], float(np.median(list(exact.values())))]:
+        reaching = {i for i, s in exact.items() if s >= threshold}
+        if index._basis is not None:
+            kept = {int(index.ids()[r]) for r in index._sketched(query, threshold)}
+            assert reaching <= kept
+        assert reaching <= {int(i) for i in index.reaching(query, threshold)}
+
+
+def test_the_sketch_skips_most_of_a_scope_of_alike_texts() -> None:
+    """What makes the duplicate check fast: on texts that share words (the benchmark's
+    kind), the sketch leaves the int8 check a small fraction of the scope."""
+    from benchmarks.long_term import sentences
+    from runtime.agent.embedding import embed_many
+
+    embed = HashingEmbedder()
+    vectors = embed_many(embed, sentences(6000, 0))
+    index = ScopeIndex(256, sketch_from=4096)
+    index.add(list(range(len(vectors))), vectors)
+    index.fit()
+    assert index._basis is not None
+    for query in embed_many(embed, sentences(20, 4, start=10_000)):
+        kept = index._sketched(query, 0.95)
+        assert len(kept) < len(vectors) // 20
+        truth = set(np.flatnonzero(vectors @ query >= 0.95).tolist())
+        assert truth <= {int(i) for i in index.reaching(query, 0.95)}
+
+
 def test_the_numpy_scan_gives_what_the_simd_scan_gives(monkeypatch: pytest.MonkeyPatch) -> None:
     import runtime.agent.vectors as vectors
 
@@ -496,6 +562,93 @@ def test_the_background_writer_applies_while_the_caller_goes_on(tmp_path: Path) 
     assert memory.count(scope=R1) == 40
 
 
+def test_a_journaled_write_applied_by_another_thread_at_once_is_still_handed_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind a flaky background-writer test, made to happen every time: a flush
+    on another thread applies a write between its journaling and its counting as this
+    writer's. Its outcome must come back, and ``pending`` fall to 0."""
+    memory = LongTermMemory(str(tmp_path / "m.sqlite"))
+    seen: list[tuple[str, str]] = []
+    writer = MemoryWriter(
+        memory, journal=True, on_written=lambda w, o: seen.append((w.content, o.reason))
+    )
+    applied = threading.Event()
+    flushers: list[threading.Thread] = []
+    enqueue, flush = memory.enqueue, memory.flush
+
+    def flushing(**kwargs: Any) -> Any:
+        out = flush(**kwargs)
+        applied.set()
+        return out
+
+    def enqueuing(content: str, **kwargs: Any) -> Any:
+        queued = enqueue(content, **kwargs)  # in the journal, and now another thread flushes
+        flushers.append(threading.Thread(target=writer.flush))
+        flushers[-1].start()
+        assert applied.wait(timeout=60)  # it applied the write before remember() goes on
+        return queued
+
+    monkeypatch.setattr(memory, "enqueue", enqueuing)
+    monkeypatch.setattr(memory, "flush", flushing)
+    writer.remember("dock A is slow", scope=R1, stamp=1.0)
+    flushers[0].join(timeout=60)
+    assert not flushers[0].is_alive()
+    assert seen == [("dock A is slow", "stored")]
+    assert (writer.pending, writer.written, memory.count(scope=R1)) == (0, 1, 1)
+
+
+def test_writes_journaled_before_the_background_writer_starts_are_handed_back(
+    tmp_path: Path,
+) -> None:
+    memory = LongTermMemory(str(tmp_path / "m.sqlite"))
+    seen: list[str] = []
+    writer = MemoryWriter(memory, journal=True, on_written=lambda w, o: seen.append(w.content))
+    writer.remember("dock A is slow", scope=R1, stamp=1.0)
+    writer.start(interval=60.0)  # its connection must not apply (and swallow) the journal
+    writer.close()
+    assert seen == ["dock A is slow"] and writer.pending == 0 and memory.count(scope=R1) == 1
+
+
+@pytest.mark.parametrize("journal", [False, True])
+def test_a_closed_writer_refuses_writes_instead_of_queueing_them_for_no_one(
+    tmp_path: Path, journal: bool
+) -> None:
+    memory = LongTermMemory(str(tmp_path / "m.sqlite"))
+    writer = MemoryWriter(memory, journal=journal)
+    writer.remember("dock A is slow", scope=R1, stamp=1.0)
+    writer.close()
+    with pytest.raises(ValueError, match="closed"):
+        writer.remember("dock B is fast", scope=R1, stamp=2.0)
+    with pytest.raises(ValueError, match="closed"):
+        writer.start()
+    assert writer.pending == 0 and memory.count(scope=R1) == 1 and memory.pending() == 0
+
+
+def test_a_failed_batch_stays_queued_and_the_applied_ones_are_still_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory = LongTermMemory()
+    seen: list[str] = []
+    writer = MemoryWriter(memory, batch=1, on_written=lambda w, o: seen.append(w.content))
+    for i in range(3):
+        writer.remember(f"fact {i}", scope=R1, stamp=float(i))
+    remember_many = memory.remember_many
+
+    def failing_second(writes: Sequence[MemoryWrite]) -> Any:
+        if writes[0].content == "fact 1":
+            raise sqlite3.OperationalError("disk I/O error")
+        return remember_many(writes)
+
+    monkeypatch.setattr(memory, "remember_many", failing_second)
+    with pytest.raises(sqlite3.OperationalError):
+        writer.flush()
+    assert seen == ["fact 0"] and writer.pending == 2 and writer.written == 1
+    monkeypatch.setattr(memory, "remember_many", remember_many)
+    writer.close()
+    assert seen == ["fact 0", "fact 1", "fact 2"] and memory.count(scope=R1) == 3
+
+
 CRASH = """
 import os, sys
 from runtime.agent.long_term import LongTermMemory
@@ -588,6 +741,54 @@ def test_a_schema_1_file_opens_with_its_memories(tmp_path: Path) -> None:
         ]
         assert memory.remember("Aisle 3 was blocked.", scope=R1).reason == "recalled"
         assert [r.last_used for r in memory.records(scope=R1)] == [0.0, 1.0]
+
+
+def test_a_schema_2_file_gets_its_claims_stored_and_keeps_its_duplicate_filter(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "m.sqlite")
+    with LongTermMemory(path) as memory:
+        for i, text in enumerate(["aisle 3 was blocked", "aisle 4 was not blocked", "dock B"]):
+            memory.remember(text, scope=R1, stamp=float(i))
+    with sqlite3.connect(path) as db:  # as schema 2 left it: no claim columns
+        db.execute("ALTER TABLE memories DROP COLUMN numbers")
+        db.execute("ALTER TABLE memories DROP COLUMN negates")
+        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    with LongTermMemory(path) as memory:
+        assert memory.remember("Aisle 3 was blocked.", scope=R1, stamp=5.0).reason == "duplicate"
+        assert memory.remember("aisle 3 was not blocked", scope=R1, stamp=6.0).stored
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT content, numbers, negates FROM memories ORDER BY id").fetchall()
+        assert rows[:2] == [("aisle 3 was blocked", "3", 0), ("aisle 4 was not blocked", "4", 1)]
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+        db.execute("UPDATE memories SET numbers = NULL, negates = NULL")  # an older writer's
+    with LongTermMemory(path) as memory:  # a NULL claim is read from the text
+        assert memory.remember("aisle 4 was NOT blocked!", scope=R1, stamp=7.0).reason == (
+            "duplicate"
+        )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from("ab 0123.,'n\u2019t"), min_size=1, max_size=20).filter(
+            str.strip
+        ),
+        min_size=1,
+        max_size=8,
+        unique=True,
+    )
+)
+def test_the_stored_claim_of_a_memory_is_the_claim_of_its_text(texts: list[str]) -> None:
+    from runtime.agent.duplicates import claim_of
+
+    memory = LongTermMemory(duplicates=NearDuplicate(threshold=1.0))
+    memory.import_many([MemoryWrite(t, FrozenDict(R1), FrozenDict(), 0.0) for t in texts[:4]])
+    for t in texts[4:]:
+        memory.remember(t, scope=R1, stamp=1.0)
+    rows = memory._db.execute("SELECT content, numbers, negates FROM memories").fetchall()
+    for content, numbers, negation in rows:
+        assert (numbers, bool(negation)) == claim_of(content)
 
 
 def test_a_file_that_is_no_memory_is_refused(tmp_path: Path) -> None:

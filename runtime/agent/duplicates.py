@@ -20,7 +20,7 @@ from typing import Final
 
 from runtime.errors import SettingError
 
-__all__ = ["NEGATIONS", "NearDuplicate", "negates", "numbers_in"]
+__all__ = ["NEGATIONS", "Claim", "NearDuplicate", "claim_of", "negates", "numbers_in"]
 
 NEGATIONS: Final = frozenset(
     {"no", "not", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor", "without"}
@@ -50,6 +50,17 @@ def negates(text: str) -> bool:
     return _NEGATION.search(text.lower().replace(_APOSTROPHE, "'")) is not None
 
 
+Claim = tuple[str | None, bool | None]
+"""What a text must share with another to say the same thing (``NearDuplicate.claim``)."""
+
+
+def claim_of(text: str) -> tuple[str, bool]:
+    """Everything a claim can compare: the numbers of ``text`` (space-separated) and
+    whether it negates. The store keeps these with each memory, so that loading a
+    scope reads no text."""
+    return " ".join(numbers_in(text)), negates(text)
+
+
 @dataclass(frozen=True, slots=True)
 class NearDuplicate:
     """The write filter of text memories (see the module docstring)."""
@@ -72,14 +83,15 @@ class NearDuplicate:
         ):
             raise SettingError(f"recall_window must be an int >= 0, got {self.recall_window!r}")
 
-    def claim(self, text: str) -> tuple[tuple[str, ...] | None, bool | None]:
+    def claim(self, text: str) -> Claim:
         """What a text must share with another to be the same claim: its numbers and
         whether it negates (each only when this filter compares it). The index keeps
         its vectors grouped by it, so a duplicate check scans only its own group."""
-        return (
-            numbers_in(text) if self.numbers else None,
-            negates(text) if self.negation else None,
-        )
+        return self.claim_from(*claim_of(text))
+
+    def claim_from(self, numbers: str, negation: bool) -> Claim:
+        """``claim`` of a text whose ``claim_of`` is ``(numbers, negation)``."""
+        return (numbers if self.numbers else None, negation if self.negation else None)
 
     def same_claim(self, a: str, b: str) -> bool:
         """Whether two similar texts say the same thing (numbers and negation agree)."""

@@ -21,7 +21,8 @@ table (each add and drop, in order), read at the start of every transaction.
 
 Writes can be queued (``enqueue``) in the ``pending`` table, a journal in the same
 file: cheap and constant-time, durable at once, applied by ``flush`` (in batches, with
-batched embedding). Opening the file applies what a crashed writer left queued.
+batched embedding). Opening the file applies what a crashed writer left queued (unless
+opened with ``recover=False``, as a second connection of a live writer is).
 
 The embedder's identity (name, dimension, fingerprint on probe texts) is stored with
 the memories; another embedder is refused with an ``EmbedderMismatch``.
@@ -34,7 +35,7 @@ import math
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,7 +43,7 @@ from typing import Any, Literal
 import numpy as np
 import structlog
 
-from runtime.agent.duplicates import NearDuplicate
+from runtime.agent.duplicates import Claim, NearDuplicate, claim_of
 from runtime.agent.embedding import (
     Embedder,
     EmbedderIdentity,
@@ -69,7 +70,7 @@ __all__ = [
 
 _log = structlog.get_logger("tickwork.long_term")
 
-SCHEMA = 2
+SCHEMA = 3
 _CHANGES_KEPT = 200_000  # changes other processes can still catch up from
 _PRUNE_EVERY = 1000
 
@@ -173,7 +174,10 @@ CREATE TABLE IF NOT EXISTS pending (
     stamp REAL
 );
 """
-# Columns added by schema 2; a schema-1 file gets them with these defaults.
+# Columns added by schemas 2 and 3; an older file gets them with these defaults. Schema 3
+# keeps each memory's claim (``claim_of``: its numbers, space-separated, and whether it
+# negates), so that loading a scope's index reads no text; opening an older file fills
+# them in (NULL, as another program may still write, means: read the text).
 _COLUMNS = (
     ("last_used", "REAL NOT NULL DEFAULT 0"),
     ("importance", "REAL NOT NULL DEFAULT 0.5"),
@@ -183,6 +187,8 @@ _COLUMNS = (
     ("holds", "INTEGER NOT NULL DEFAULT 1"),
     ("status", "TEXT NOT NULL DEFAULT 'current'"),
     ("replaced_by", "INTEGER"),
+    ("numbers", "TEXT"),
+    ("negates", "INTEGER"),
 )
 _INDEXES = """
 DROP INDEX IF EXISTS memories_scope;
@@ -227,6 +233,7 @@ class LongTermMemory:
         duplicates: NearDuplicate | None = None,
         retention: Retention | None = None,
         clock: Clock | None = None,
+        recover: bool = True,
     ) -> None:
         if not isinstance(path, str):
             raise TypeError(f"path must be a string (a file or ':memory:'), got {path!r}")
@@ -246,7 +253,7 @@ class LongTermMemory:
             path, check_same_thread=False, timeout=60.0, isolation_level=None
         )
         try:
-            self._open()
+            self._open(recover=recover)
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise MemoryFileError(f"{path}: not a usable long-term memory file ({exc})") from None
@@ -256,7 +263,7 @@ class LongTermMemory:
 
     # -- life cycle ---------------------------------------------------------------------
 
-    def _open(self) -> None:
+    def _open(self, *, recover: bool) -> None:
         db = self._db
         db.execute("PRAGMA busy_timeout = 60000")
         if self.path != ":memory:":
@@ -275,14 +282,32 @@ class LongTermMemory:
                     "INSERT INTO changes (scope, memory_id, op) "
                     "SELECT scope, id, 'add' FROM memories ORDER BY id"
                 )
+            if "numbers" not in have:
+                self._fill_claims()
             _script(db, _INDEXES)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
             self._check_embedder()
             row = db.execute("SELECT MAX(seq) FROM changes").fetchone()
             self._synced = int(row[0] or 0)
-        recovered = self.flush()
+        recovered = self.flush() if recover else ()
         if recovered:
             _log.info("ltm_recovered", path=self.path, writes=len(recovered))
+
+    def _fill_claims(self) -> None:
+        """Store the claim of every memory of an older file (schema 3), in slices."""
+        cursor = self._db.execute("SELECT id, content FROM memories WHERE numbers IS NULL")
+        filled = 0
+        while rows := cursor.fetchmany(8192):
+            updates = []
+            for memory_id, content in rows:
+                numbers, negation = claim_of(content)
+                updates.append((numbers, int(negation), memory_id))
+            self._db.executemany(
+                "UPDATE memories SET numbers = ?, negates = ? WHERE id = ?", updates
+            )
+            filled += len(updates)
+        if filled:
+            _log.info("ltm_claims_stored", path=self.path, memories=filled)
 
     def close(self) -> None:
         """Close the file (writes still queued stay in its journal for the next open)."""
@@ -295,14 +320,16 @@ class LongTermMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def reopened(self) -> LongTermMemory:
-        """A new connection to the same file with the same settings."""
+    def reopened(self, *, recover: bool = True) -> LongTermMemory:
+        """A new connection to the same file with the same settings (``recover``: apply
+        what waits in the journal on opening, as ``LongTermMemory(path)`` does)."""
         return LongTermMemory(
             self.path,
             embed=self.embed,
             duplicates=self.duplicates,
             retention=self.retention,
             clock=self.clock,
+            recover=recover,
         )
 
     @contextmanager
@@ -399,8 +426,8 @@ class LongTermMemory:
                 ttl = w.terms.ttl if w.terms.ttl is not None else self.retention.ttl
                 cursor = self._db.execute(
                     "INSERT INTO memories (scope, content, metadata, stamp, embedding, last_used, "
-                    "importance, pinned, expires, subject, holds, status) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 1, 'current')",
+                    "importance, pinned, expires, subject, holds, status, numbers, negates) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 1, 'current', ?, ?)",
                     (
                         w.scope_key,
                         w.content,
@@ -411,6 +438,7 @@ class LongTermMemory:
                         w.terms.importance,
                         int(w.terms.pinned),
                         None if ttl is None else when + ttl,
+                        *_stored_claim(w.content),
                     ),
                 )
                 record_id = int(cursor.lastrowid or 0)
@@ -762,8 +790,8 @@ class LongTermMemory:
         expires = None if ttl is None else when + ttl
         cursor = self._db.execute(
             "INSERT INTO memories (scope, content, metadata, stamp, embedding, last_used, "
-            "importance, pinned, expires, subject, holds, status) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "importance, pinned, expires, subject, holds, status, numbers, negates) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 w.scope_key,
                 w.content,
@@ -777,6 +805,7 @@ class LongTermMemory:
                 terms.subject,
                 int(terms.holds),
                 status,
+                *_stored_claim(w.content),
             ),
         )
         record_id = int(cursor.lastrowid or 0)
@@ -987,13 +1016,11 @@ class LongTermMemory:
                 index.remove([int(memory_id)])
         if added:
             vectors = self._vectors(list(added))
-            contents = self._contents(list(vectors))
+            claims = self._claims(list(vectors))
             for memory_id, scope_key in added.items():
                 if memory_id in vectors:
                     self._indexes[scope_key].add(
-                        [memory_id],
-                        vectors[memory_id][None, :],
-                        [self.duplicates.claim(contents[memory_id])],
+                        [memory_id], vectors[memory_id][None, :], [claims[memory_id]]
                     )
         self._synced = int(rows[-1][0])
 
@@ -1008,14 +1035,15 @@ class LongTermMemory:
         ).fetchone()
         index = ScopeIndex(dim, capacity=max(64, int(held) + int(held) // 8))
         cursor = self._db.execute(
-            "SELECT id, embedding, content FROM memories WHERE scope = ? AND status = 'current' "
-            "ORDER BY id",
+            "SELECT id, embedding, numbers, negates, CASE WHEN numbers IS NULL THEN content END "
+            "FROM memories WHERE scope = ? AND status = 'current' ORDER BY id",
             (scope_key,),
         )
-        claim = self.duplicates.claim
+        claim = self._claim_reader()
         while rows := cursor.fetchmany(8192):  # in slices: bounded temporaries
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
-            index.add([int(r[0]) for r in rows], matrix, [claim(r[2]) for r in rows])
+            index.add([int(r[0]) for r in rows], matrix, [claim(r[2], r[3], r[4]) for r in rows])
+        index.fit()  # once, now, rather than as the scope doubled while it loaded
         self._indexes[scope_key] = index
         return index
 
@@ -1037,18 +1065,33 @@ class LongTermMemory:
                 out[int(memory_id)] = vector
         return out
 
-    def _contents(self, ids: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
+    def _claims(self, ids: Sequence[int]) -> dict[int, Claim]:
+        out: dict[int, Claim] = {}
+        claim = self._claim_reader()
         for start in range(0, len(ids), 900):  # SQLite's bound on parameters
             chunk = list(ids[start : start + 900])
             marks = ",".join("?" * len(chunk))
             out.update(
-                (int(i), str(c))
-                for i, c in self._db.execute(
-                    f"SELECT id, content FROM memories WHERE id IN ({marks})", chunk
+                (int(i), claim(numbers, negation, content))
+                for i, numbers, negation, content in self._db.execute(
+                    "SELECT id, numbers, negates, CASE WHEN numbers IS NULL THEN content END "
+                    f"FROM memories WHERE id IN ({marks})",
+                    chunk,
                 )
             )
         return out
+
+    def _claim_reader(self) -> Callable[[str | None, int | None, str | None], Claim]:
+        """The filter's claim of a memory from its stored columns (numbers, negates; its
+        content only when they are NULL)."""
+        policy = self.duplicates
+
+        def claim(numbers: str | None, negation: int | None, content: str | None) -> Claim:
+            if numbers is None or negation is None:
+                return policy.claim(content or "")
+            return policy.claim_from(numbers, bool(negation))
+
+        return claim
 
     def _exact_scores(self, ids: np.ndarray, vector: np.ndarray) -> list[tuple[int, float]]:
         if not len(ids):
@@ -1079,6 +1122,12 @@ class LongTermMemory:
         ).fetchall()
         by_id = {int(r[0]): r for r in rows}
         return tuple(_record(by_id[i], scores.get(i, 0.0)) for i in ids if i in by_id)
+
+
+def _stored_claim(content: str) -> tuple[str, int]:
+    """The ``numbers`` and ``negates`` columns of a memory of ``content``."""
+    numbers, negation = claim_of(content)
+    return numbers, int(negation)
 
 
 def _script(db: sqlite3.Connection, text: str) -> None:

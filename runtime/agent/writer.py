@@ -13,11 +13,21 @@ superseded, ...) to ``on_written``. Who flushes:
 - a robot on a wall clock starts the background writer (``start()``): a thread that
   flushes while the loop sleeps, so no write ever lengthens a tick.
 
-Nothing queued is lost at shutdown: ``close`` stops the thread and flushes what is left.
-A writer made with ``journal=True`` also survives a crash: each write goes first to the
+Nothing queued is lost at shutdown: ``close`` stops the thread and flushes what is left;
+a write that comes after (or races) ``close`` is refused, never queued for no one. A
+writer made with ``journal=True`` also survives a crash: each write goes first to the
 memory file's journal (``LongTermMemory.enqueue``, a constant-time insert), which the
 next open of the file applies. Pickled (a checkpoint), a writer keeps its queue and
 drops its memory, which whoever restores it gives back (``attach``).
+
+Thread safety, and the two races it closes: a journaled write is put in the journal and
+counted as this writer's under one lock, so a flush on another thread that applies it
+at once still finds it this writer's (before, the outcome was dropped as another
+writer's and ``pending`` never fell back to 0); the background writer's own connection
+does not apply the journal when it opens, so writes queued before ``start`` are handed
+to ``on_written`` too. Flushes run one at a time and hand their outcomes over in the
+order they were applied; ``stop`` closes the thread's connection inside that turn, so a
+concurrent ``flush`` never meets a closed connection.
 """
 
 from __future__ import annotations
@@ -73,11 +83,12 @@ class MemoryWriter:
         self._mine: dict[int, MemoryWrite] = {}  # journal tickets of this writer
         self._tickets = 0
         self._lock = threading.Lock()
-        self._flushing = threading.Lock()
+        self._flushing = threading.RLock()  # an ``on_written`` may flush again
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._writer_memory: LongTermMemory | None = None
+        self.closed = False
 
     # -- the store protocol ---------------------------------------------------------------
 
@@ -96,12 +107,16 @@ class MemoryWriter:
         write = MemoryWrite(content, scope_map, checked_metadata(metadata), stamp)
         if self.journal:
             memory = self._memory()
-            queued = memory.enqueue(content, scope=scope_map, metadata=write.metadata, stamp=stamp)
-            with self._lock:
+            with self._lock:  # journaled and made mine in one step (see the module doc)
+                self._check_open()
+                queued = memory.enqueue(
+                    content, scope=scope_map, metadata=write.metadata, stamp=stamp
+                )
                 self._mine[queued.ticket] = write
                 self.queued += 1
         else:
             with self._lock:
+                self._check_open()
                 self._tickets += 1
                 queued = Queued(self._tickets)
                 self._queue.append((queued.ticket, write))
@@ -118,37 +133,43 @@ class MemoryWriter:
     # -- applying -------------------------------------------------------------------------
 
     def flush(self) -> tuple[tuple[MemoryWrite, Remembered], ...]:
-        """Apply every queued write, in order; each with its outcome."""
+        """Apply every queued write, in order; each with its outcome (also handed to
+        ``on_written``, in the same order, before another flush may begin)."""
         with self._flushing:
             memory = self._writer_memory or self._memory()
             done: list[tuple[MemoryWrite, Remembered]] = []
-            if self.journal:
-                for ticket, outcome in memory.flush():
-                    with self._lock:
-                        write = self._mine.pop(ticket, None)
-                    if write is not None:  # another writer's journal rows are its own
-                        done.append((write, outcome))
-            else:
-                while True:
-                    with self._lock:
-                        batch = [
-                            self._queue.popleft() for _ in range(min(self.batch, len(self._queue)))
-                        ]
-                    if not batch:
-                        break
-                    writes = [w for _, w in batch]
-                    try:
-                        outcomes = memory.remember_many(writes)
-                    except BaseException:
-                        with self._lock:  # nothing of a failed batch is lost
-                            self._queue.extendleft(reversed(batch))
-                        raise
-                    done.extend(zip(writes, outcomes, strict=True))
-            self.written += len(done)
-        for write, outcome in done:
-            if self.on_written is not None:
-                self.on_written(write, outcome)
+            try:
+                if self.journal:
+                    for ticket, outcome in memory.flush():
+                        with self._lock:
+                            write = self._mine.pop(ticket, None)
+                        if write is not None:  # another writer's journal rows are its own
+                            done.append((write, outcome))
+                else:
+                    self._apply_queue(memory, done)
+            finally:  # what was applied is reported, even when a later batch failed
+                self.written += len(done)
+                if self.on_written is not None:
+                    for write, outcome in done:
+                        self.on_written(write, outcome)
         return tuple(done)
+
+    def _apply_queue(
+        self, memory: LongTermMemory, done: list[tuple[MemoryWrite, Remembered]]
+    ) -> None:
+        while True:
+            with self._lock:
+                batch = [self._queue.popleft() for _ in range(min(self.batch, len(self._queue)))]
+            if not batch:
+                return
+            writes = [w for _, w in batch]
+            try:
+                outcomes = memory.remember_many(writes)
+            except BaseException:
+                with self._lock:  # nothing of a failed batch is lost
+                    self._queue.extendleft(reversed(batch))
+                raise
+            done.extend(zip(writes, outcomes, strict=True))
 
     def after_apply(self, result: object) -> None:
         """A loop hook: flush between ticks."""
@@ -165,9 +186,11 @@ class MemoryWriter:
         ``interval`` seconds) instead of between ticks."""
         if self._thread is not None:
             raise SettingError("the background writer is already running")
+        self._check_open()
         memory = self._memory()
-        if self.journal:  # its own connection: the tick's inserts never wait on its lock
-            self._writer_memory = memory.reopened()
+        if self.journal:  # its own connection: the tick's inserts never wait on its lock;
+            # it leaves the journal alone on opening, so this writer's rows come back here
+            self._writer_memory = memory.reopened(recover=False)
         self._stop.clear()
         self._thread = threading.Thread(
             target=self._run, args=(interval,), name="tickwork-memory-writer", daemon=True
@@ -183,13 +206,19 @@ class MemoryWriter:
         self._wake.set()
         thread.join()
         self._thread = None
-        self.flush()
-        if self._writer_memory is not None:
-            self._writer_memory.close()
-            self._writer_memory = None
+        with self._flushing:  # no flush holds the thread's connection while it closes
+            try:
+                self.flush()
+            finally:
+                own, self._writer_memory = self._writer_memory, None
+                if own is not None:
+                    own.close()
 
     def close(self) -> None:
-        """Stop the background writer and apply everything still queued."""
+        """Stop the background writer and apply everything still queued; later writes
+        are refused (``SettingError``)."""
+        with self._lock:  # a write either is queued before this, or refused after it
+            self.closed = True
         self.stop()
         if self.memory is not None:
             self.flush()
@@ -218,6 +247,7 @@ class MemoryWriter:
                 "queue": list(self._queue),
                 "mine": dict(self._mine),
                 "tickets": self._tickets,
+                "closed": self.closed,
             }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -230,8 +260,9 @@ class MemoryWriter:
         self._queue = deque(state["queue"])
         self._mine = state["mine"]
         self._tickets = state["tickets"]
+        self.closed = state.get("closed", False)  # absent from older checkpoints
         self._lock = threading.Lock()
-        self._flushing = threading.Lock()
+        self._flushing = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = None
@@ -240,6 +271,10 @@ class MemoryWriter:
     def attach(self, memory: LongTermMemory | None) -> None:
         """Give a restored writer its memory again."""
         self.memory = memory
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SettingError("this writer is closed: nothing more can be queued")
 
     def _memory(self) -> LongTermMemory:
         if self.memory is None:
