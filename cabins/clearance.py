@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import shapely
-from shapely.geometry import LineString, box
+from shapely.geometry import box
 from shapely.geometry.base import BaseGeometry
 
+from cabins.shapes import polyline
 from cabins.values import Bounds
 from runtime.cabin_map import Feature
 
@@ -141,4 +142,4 @@ def path_geometry(points: Sequence[tuple[float, float]]) -> BaseGeometry:
     """A polyline through ``points`` (a point when there is only one place)."""
     if len(points) == 1 or all(p == points[0] for p in points):
         return shapely.points(points[0])
-    return LineString(points)
+    return polyline(points)

@@ -44,6 +44,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
+from cabins.shapes import point, polyline
 from cabins.values import (
     ACTION_LAST,
     BATTERY,
@@ -755,7 +756,7 @@ class Executor:
         if not solids:
             return track.point_at(s + look), math.inf
         radius = self._limits.radius
-        now = solids.gap(shapely.Point(here)) - radius
+        now = solids.gap(point(*here)) - radius
         self._here_gap = now
         self._here_xy = here
         need = min(_CHORD_CLEARANCE, now - 0.01)
@@ -830,7 +831,7 @@ class Executor:
         if not zones:
             return cap
         ahead = track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))
-        path = shapely.LineString([here, *ahead])
+        path = polyline([here, *ahead])
         for shape, limit in zones:
             if limit * _ZONE_SPEED_FACTOR < cap and shape.intersects(path):
                 cap = limit * _ZONE_SPEED_FACTOR

@@ -59,6 +59,7 @@ from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.clearance import Solids, braking_path, path_geometry, walls_of
+from cabins.shapes import point, polyline
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -383,15 +384,16 @@ class Monitor:
         radius = self._radius(view, out)
         pose = self._reading(view, POSE, 3, Pose.read, out)
         velocity = self._reading(view, VELOCITY, 2, Velocity.read, out)
+        here = None if pose is None else point(pose.x, pose.y)  # one per tick, for all
         self._check_readings(view, out)
-        self._track_deviation(view, pose, out)
+        self._track_deviation(view, here, out)
 
         stops: list[str] = []
         self._fail_safe(view, out, stops)
         zones = self._zones(view, out, stops)
-        if pose is not None:
+        if pose is not None and here is not None:
             robot = _Robot(
-                Point(pose.x, pose.y),
+                here,
                 math.cos(pose.theta),
                 math.sin(pose.theta),
                 None if velocity is None else velocity.v,
@@ -404,7 +406,7 @@ class Monitor:
                 self._check_speed(view, robot.here, abs(robot.speed), out)
         held = {
             "deviation_growing": self._deviation_growing(view.time),
-            "contact_predicted": self._contact(view, pose, velocity, radius),
+            "contact_predicted": self._contact(view, pose, here, velocity, radius),
         }
         slow = self._react(view, out, held, stops)
         self._held, self._holding = self._holding, {}
@@ -492,7 +494,7 @@ class Monitor:
         self._route_value, self._route_line = value, line
         return line
 
-    def _track_deviation(self, view: CabinView, pose: Pose | None, out: Outbox) -> None:
+    def _track_deviation(self, view: CabinView, here: Point | None, out: Outbox) -> None:
         key = self.spec.route_key
         line = self._line(view, view[key], out) if key in view else None
         if line is None:
@@ -500,10 +502,10 @@ class Monitor:
             if view.missing.get(key, "absent") == "absent":
                 self._level = "ok"  # no route at all: nothing to deviate from
             return
-        if pose is None:
+        if here is None:
             self._deviation = None
             return
-        error = float(line.distance(Point(pose.x, pose.y)))
+        error = float(line.distance(here))
         self._history.append((view.time, error))
         self._deviation = error
         level = self.bands.classify(error, self._level)
@@ -634,7 +636,7 @@ class Monitor:
     ) -> None:
         reach = robot.radius + _HOLD_REACH * self.stop_margin
         for zone, shape in zones:
-            if not shapely.dwithin(shape, robot.here, reach):
+            if not shape.dwithin(robot.here, reach):
                 continue
             gap = self._must_stop(shape, robot, self.stop_margin, ("zone", zone), view.time)
             if gap is not None:
@@ -675,11 +677,16 @@ class Monitor:
         return {"deviation": round(self._deviation, 3), "grown": round(grown, 3)}
 
     def _contact(
-        self, view: CabinView, pose: Pose | None, velocity: Velocity | None, radius: float
+        self,
+        view: CabinView,
+        pose: Pose | None,
+        here: Point | None,
+        velocity: Velocity | None,
+        radius: float,
     ) -> dict[str, Any] | None:
         """What the braking path would bring the disc within ``contact_margin`` of, if the
         robot closes in on it."""
-        if pose is None or velocity is None or abs(velocity.v) < 1e-3:
+        if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
         limits = RobotLimits.in_view(view)
         bounds_value = view.get(WORLD_BOUNDS)
@@ -690,7 +697,7 @@ class Monitor:
         )
         if not solids:
             return None
-        now_gap = solids.gap(Point(pose.x, pose.y)) - radius
+        now_gap = solids.gap(here) - radius
         speed = abs(velocity.v)
         reach = speed * _PREDICT_DT + speed * speed / (2.0 * limits.max_accel)
         if now_gap >= reach + self.contact_margin:
@@ -716,7 +723,7 @@ class Monitor:
             "with": what,
             "gap": round(gap, 3),
             "speed": round(velocity.v, 3),
-            "stopping": round(float(LineString(path).length) if len(path) > 1 else 0.0, 3),
+            "stopping": round(float(polyline(path).length) if len(path) > 1 else 0.0, 3),
         }
 
     def _react(
@@ -781,7 +788,7 @@ class Monitor:
             limit = zone.max_speed
             if (
                 speed > limit + _SPEED_TOLERANCE
-                and shapely.contains(zone.shape, here)
+                and zone.shape.contains(here)
                 and self._episodes.hit(("speed", zone.id), view.time)
             ):
                 out.emit(

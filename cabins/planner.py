@@ -70,6 +70,7 @@ from cabins.routing import (
     RoutePlanner,
     RoutingProblem,
 )
+from cabins.shapes import point
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -846,7 +847,7 @@ class Planner:
         if current is None or current.action != "go_to" or line is None or seen.pose is None:
             self._stall = None
             return None
-        along = float(line.project(Point(seen.pose)))
+        along = float(line.project(point(*seen.pose)))
         mark = (current.id, self._route)
         if (
             self._stall is None

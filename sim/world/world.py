@@ -30,6 +30,7 @@ import numpy.typing as npt
 import shapely
 from shapely.geometry import Point
 
+from cabins.shapes import point
 from cabins.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -214,12 +215,12 @@ class _Geometry:
         self.speed_limits = np.array([z.max_speed for z in scenario.speed_zones], dtype=float)
 
     def near(
-        self, geoms: npt.NDArray[Any], ids: list[str], x: float, y: float, distance: float
+        self, geoms: npt.NDArray[Any], ids: list[str], here: Point, distance: float
     ) -> list[str]:
-        """Ids of the geometries within ``distance`` of (x, y)."""
+        """Ids of the geometries within ``distance`` of the point ``here``."""
         if not ids:
             return []
-        hits = shapely.dwithin(geoms, Point(x, y), distance)
+        hits = shapely.dwithin(geoms, here, distance)
         return [ids[i] for i in np.flatnonzero(hits)]
 
     def speed_limit(self, x: float, y: float) -> float | None:
@@ -391,7 +392,7 @@ class World:
             cabin_map.add(
                 Feature(
                     feature_id,
-                    Point(ob.x, ob.y).buffer(spec.radius),
+                    point(ob.x, ob.y).buffer(spec.radius),
                     "obstacle",
                     frozenset({"moving", spec.kind}),
                     {
@@ -668,7 +669,8 @@ class World:
     def _check(self, at: float) -> None:
         st, sc, geo = self.state, self.scenario, self._geo
         robot, r = st.robot, sc.robot.radius
-        contacts = {f"shelf:{i}" for i in geo.near(geo.shelves, geo.shelf_ids, robot.x, robot.y, r)}
+        here = point(robot.x, robot.y)
+        contacts = {f"shelf:{i}" for i in geo.near(geo.shelves, geo.shelf_ids, here, r)}
         for spec, ob in zip(sc.moving_obstacles, st.obstacles, strict=True):
             if math.hypot(ob.x - robot.x, ob.y - robot.y) < r + spec.radius:
                 contacts.add(f"obstacle:{ob.id}")
@@ -684,7 +686,7 @@ class World:
         st.stats.collision_ticks += bool(contacts)
         st.contacts = sorted(contacts)
 
-        zones = geo.near(geo.forbidden, geo.forbidden_ids, robot.x, robot.y, r)
+        zones = geo.near(geo.forbidden, geo.forbidden_ids, here, r)
         for new in sorted(set(zones).difference(st.zones_entered)):
             st.stats.safety_violations += 1
             st.incidents.append(Incident(at, "safety_violation", f"zone:{new} at {_at(robot)}"))
