@@ -34,6 +34,7 @@ import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
@@ -46,6 +47,7 @@ from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
 from cabins.shapes import point, polyline
 from cabins.values import (
+    ACCEPTANCE,
     ACTION_LAST,
     BATTERY,
     CARGO,
@@ -53,12 +55,15 @@ from cabins.values import (
     DEFAULT_LIMITS,
     PLAN,
     POSE,
+    ROBOT_LIMITS,
+    ROBOT_RADIUS,
     ROUTE,
     SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
     Acceptance,
     ActionOutcome,
+    LastRead,
     Point2,
     Pose,
     RobotLimits,
@@ -386,6 +391,8 @@ class Executor:
         self._off_route: tuple[tuple[Point2, ...], int] | None = None
         self._here_gap = 0.0
         self._here_xy: Point2 = (0.0, 0.0)
+        self._limits_read: LastRead[RobotLimits] = LastRead()
+        self._accept_read: LastRead[Acceptance] = LastRead()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # an executor pickled before it saw solids (an older checkpoint) sees none yet
@@ -396,6 +403,8 @@ class Executor:
         self._off_route = None
         self._here_gap = 0.0
         self._here_xy = (0.0, 0.0)
+        self._limits_read = LastRead()
+        self._accept_read = LastRead()
         for slot, value in state.items():
             setattr(self, slot, value)
 
@@ -441,8 +450,12 @@ class Executor:
                 del episodes[pattern]
 
     def _decide(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
-        self._limits = RobotLimits.in_view(view)
-        self._accept = Acceptance.in_view(view)
+        self._limits = self._limits_read.get(
+            (view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)), partial(RobotLimits.in_view, view)
+        )
+        self._accept = self._accept_read.get(
+            (view.get(ACCEPTANCE),), partial(Acceptance.in_view, view)
+        )
         self._solids = Solids.of(view.nearby_map, self._walls_in(view))
         plan = self._read_plan(view.get(PLAN))
         if plan is not None:

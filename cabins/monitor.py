@@ -72,6 +72,7 @@ from cabins.values import (
     SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
+    LastRead,
     Pose,
     RobotLimits,
     Velocity,
@@ -331,6 +332,7 @@ class Monitor:
         self._holding: dict[Hashable, _Hold] = {}  # this tick's
         self._status: tuple[float | None, Level, bool] | None = None
         self._status_reacting: tuple[str, ...] = ()
+        self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a monitor pickled before it acted on conditions starts with none in force
@@ -345,6 +347,7 @@ class Monitor:
                 "_reacting": {},
                 "_walls_value": None,
                 "_walls": (),
+                "_limits_read": LastRead(),
             }
         )
         self.__dict__.update(state)
@@ -688,7 +691,9 @@ class Monitor:
         robot closes in on it."""
         if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
-        limits = RobotLimits.in_view(view)
+        limits = self._limits_read.get(
+            (view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)), partial(RobotLimits.in_view, view)
+        )
         bounds_value = view.get(WORLD_BOUNDS)
         if bounds_value is not self._walls_value:
             self._walls_value, self._walls = bounds_value, walls_of(read_bounds(bounds_value))

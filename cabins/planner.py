@@ -54,6 +54,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import shapely
@@ -86,11 +87,14 @@ from cabins.values import (
     GOAL_PREFIX,
     PLAN,
     POSE,
+    ROBOT_LIMITS,
+    ROBOT_RADIUS,
     ROUTE,
     VELOCITY,
     WORLD_BOUNDS,
     Bounds,
     DeliverGoal,
+    LastRead,
     Pose,
     RobotLimits,
     Velocity,
@@ -366,6 +370,9 @@ class Planner:
         self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
         self._written_plan: Plan | None = None
         self._plan_written = False
+        # static values parsed once per write, not once per tick
+        self._limits_read: LastRead[RobotLimits] = LastRead()
+        self._docks_read: LastRead[dict[str, Point2]] = LastRead()
 
     @property
     def name(self) -> str:
@@ -398,6 +405,8 @@ class Planner:
                 "memory_detour": 1.5,
                 "_spots": {},
                 "_recalled": set(),
+                "_limits_read": LastRead(),
+                "_docks_read": LastRead(),
             }
         )
         self.__dict__.update(state)
@@ -455,7 +464,10 @@ class Planner:
         return _Seen(
             heading=0.0 if pose is None else pose.theta,
             speed=None if velocity is None else velocity.v,
-            limits=RobotLimits.in_view(view),
+            limits=self._limits_read.get(
+                (view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)),
+                partial(RobotLimits.in_view, view),
+            ),
             pose=None if pose is None else pose.xy,
             battery=battery,
             cargo_known=CARGO in view,
@@ -543,7 +555,8 @@ class Planner:
         return True
 
     def _update_goals(self, view: CabinView) -> None:
-        docks = read_places(view.get(DOCKS))
+        docks_value = view.get(DOCKS)
+        docks = self._docks_read.get((docks_value,), partial(read_places, docks_value))
         parsed: dict[str, tuple[Any, DeliverGoal | None]] = {}
         for key in view:
             if not key.startswith(GOAL_PREFIX):

@@ -20,10 +20,10 @@ dicts for read-only mappings), so a recording or a report can use them too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar, cast
 
 import shapely
 from shapely.geometry import Polygon
@@ -59,6 +59,7 @@ __all__ = [
     "ActionOutcome",
     "Bounds",
     "DeliverGoal",
+    "LastRead",
     "Point2",
     "Pose",
     "RobotLimits",
@@ -137,6 +138,36 @@ def speed_zone_key(zone: str) -> str:
 def deliver_goal_key(task: str) -> str:
     """The board key of the delivery goal of task ``task``."""
     return f"{GOAL_DELIVER_PREFIX}{task}"
+
+
+_R = TypeVar("_R")
+
+
+class LastRead(Generic[_R]):
+    """What a cabin last read from some board values, read again only when one of them is
+    another object. A board value is frozen, so the same object holds the same value: a
+    cabin that reads the robot's limits every tick parses them once per write. Holds
+    plain data (the values and what was read), so a cabin pickles with it."""
+
+    __slots__ = ("_read", "_sources")
+
+    def __init__(self) -> None:
+        self._sources: tuple[Any, ...] | None = None
+        self._read: _R | None = None
+
+    def get(self, sources: tuple[Any, ...], read: Callable[[], _R]) -> _R:
+        """``read()``, or what it returned last time if every one of ``sources`` is the
+        very object it was then."""
+        known = self._sources
+        if (
+            known is not None
+            and len(known) == len(sources)
+            and all(a is b for a, b in zip(known, sources, strict=True))
+        ):
+            return cast(_R, self._read)
+        value = read()
+        self._sources, self._read = sources, value
+        return value
 
 
 # -- numbers -------------------------------------------------------------------------------

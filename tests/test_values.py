@@ -436,3 +436,21 @@ def test_battery_numbers() -> None:
     assert read_low_battery(0.25) == 0.25 and read_low_battery(1.0) == 1.0
     assert read_low_battery(1.5) is None and read_low_battery(-0.1) is None
     assert positive(2) == 2.0 and positive(0) is None and positive(False) is None
+
+
+def test_last_read_reads_again_only_when_a_source_is_another_object() -> None:
+    from cabins.values import LastRead
+
+    calls: list[int] = []
+
+    def read() -> int:
+        calls.append(1)
+        return len(calls)
+
+    memo: LastRead[int] = LastRead()
+    limits, radius = {"radius": 0.3}, 0.3
+    assert memo.get((limits, radius), read) == 1
+    assert memo.get((limits, radius), read) == 1  # the same objects: not read again
+    assert memo.get((dict(limits), radius), read) == 2  # an equal value, another object
+    assert memo.get((dict(limits),), read) == 3  # fewer sources
+    assert len(calls) == 3
