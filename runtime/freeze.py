@@ -24,6 +24,8 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, enum.Enum, np.generic)
+_PLAIN = frozenset({type(None), bool, int, float, str})
+"""Exact atom types, frozen as they are without a call (nor the path an error would name)."""
 
 
 class FreezeError(TickworkError, TypeError):
@@ -115,13 +117,20 @@ def _freeze(value: Any, key: str, path: str) -> Any:
         arr.flags.writeable = False
         return arr
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        items = tuple(_freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value))
+        items = tuple(
+            v if type(v) in _PLAIN else _freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value)
+        )
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, (list, tuple)):
         frozen = [_freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value)]
         return type(value)(*frozen) if hasattr(value, "_fields") else tuple(frozen)
     if isinstance(value, Mapping):
-        return FrozenDict({k: _freeze(v, key, f"{path}[{k!r}]") for k, v in value.items()})
+        return FrozenDict(
+            {
+                k: v if type(v) in _PLAIN else _freeze(v, key, f"{path}[{k!r}]")
+                for k, v in value.items()
+            }
+        )
     if isinstance(value, (set, frozenset)):
         return frozenset(_freeze(v, key, f"{path}{{}}") for v in value)
     if isinstance(value, BaseModel):
