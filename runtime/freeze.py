@@ -13,7 +13,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +22,7 @@ from runtime.errors import TickworkError
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, enum.Enum, np.generic)
 _PLAIN = frozenset({type(None), bool, int, float, str})
@@ -52,6 +53,13 @@ class FrozenDict(Mapping[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
+
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, /, default: V | T) -> V | T: ...
+    def get(self, key: K, /, default: Any = None) -> Any:  # one lookup, not Mapping's calls
+        return self._data.get(key, default)
 
     def __hash__(self) -> int:
         if self._hash is None:
