@@ -419,7 +419,8 @@ class World:
             cabin_map.add(
                 Feature(
                     feature_id,
-                    point(ob.x, ob.y).buffer(spec.radius),
+                    # as Point.buffer makes it, without its Python-side argument checks
+                    shapely.buffer(point(ob.x, ob.y), spec.radius, quad_segs=16),
                     "obstacle",
                     frozenset({"moving", spec.kind}),
                     {
