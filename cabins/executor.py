@@ -393,6 +393,7 @@ class Executor:
         self._here_xy: Point2 = (0.0, 0.0)
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._accept_read: LastRead[Acceptance] = LastRead()
+        self._outcome_read: LastRead[ActionOutcome | None] = LastRead()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # an executor pickled before it saw solids (an older checkpoint) sees none yet
@@ -405,6 +406,7 @@ class Executor:
         self._here_xy = (0.0, 0.0)
         self._limits_read = LastRead()
         self._accept_read = LastRead()
+        self._outcome_read = LastRead()
         for slot, value in state.items():
             setattr(self, slot, value)
 
@@ -491,7 +493,8 @@ class Executor:
     # -- outcomes -----------------------------------------------------------------------
 
     def _poll_outcome(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> None:
-        last = ActionOutcome.read(view.get(ACTION_LAST))
+        value = view.get(ACTION_LAST)
+        last = self._outcome_read.get((value,), partial(ActionOutcome.read, value))
         if last is not None and last.id > self._last_action_id:
             self._last_action_id = last.id
             self._outcome(view, out, policy, last)
