@@ -394,6 +394,8 @@ class Executor:
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._accept_read: LastRead[Acceptance] = LastRead()
         self._outcome_read: LastRead[ActionOutcome | None] = LastRead()
+        # shape id -> (shape, its bounds): the shape is held, so its id is not reused
+        self._zone_boxes: dict[int, tuple[BaseGeometry, tuple[float, float, float, float]]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # an executor pickled before it saw solids (an older checkpoint) sees none yet
@@ -407,6 +409,7 @@ class Executor:
         self._limits_read = LastRead()
         self._accept_read = LastRead()
         self._outcome_read = LastRead()
+        self._zone_boxes = {}
         for slot, value in state.items():
             setattr(self, slot, value)
 
@@ -846,12 +849,30 @@ class Executor:
             cap = min(self.blind_max_speed, self._lowest_limit)
         if not zones:
             return cap
-        ahead = track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))
-        path = polyline([here, *ahead])
+        ahead = [here, *track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))]
+        xs, ys = [p[0] for p in ahead], [p[1] for p in ahead]
+        low_x, low_y, high_x, high_y = min(xs), min(ys), max(xs), max(ys)
+        path: BaseGeometry | None = None
         for shape, limit in zones:
-            if limit * _ZONE_SPEED_FACTOR < cap and shape.intersects(path):
+            if limit * _ZONE_SPEED_FACTOR >= cap:
+                continue
+            minx, miny, maxx, maxy = self._bounds_of(shape)
+            if high_x < minx or low_x > maxx or high_y < miny or low_y > maxy:
+                continue  # the boxes do not meet, so neither do the path and the zone
+            if path is None:
+                path = polyline(ahead)
+            if shape.intersects(path):
                 cap = limit * _ZONE_SPEED_FACTOR
         return cap
+
+    def _bounds_of(self, shape: BaseGeometry) -> tuple[float, float, float, float]:
+        """A zone's bounding box, kept while the zone is the same shape object."""
+        known = self._zone_boxes.get(id(shape))
+        if known is None or known[0] is not shape:
+            if len(self._zone_boxes) >= 256:
+                self._zone_boxes.clear()
+            known = self._zone_boxes[id(shape)] = (shape, tuple(shape.bounds))
+        return known[1]
 
     def _read_zones(self, view: CabinView) -> list[tuple[BaseGeometry, float]]:
         """The speed zones in view, (shape, limit); each value is parsed once."""
