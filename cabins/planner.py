@@ -860,7 +860,7 @@ class Planner:
         if current is None or current.action != "go_to" or line is None or seen.pose is None:
             self._stall = None
             return None
-        along = float(line.project(point(*seen.pose)))
+        along = float(shapely.line_locate_point(line, point(*seen.pose)))  # line.project
         mark = (current.id, self._route)
         if (
             self._stall is None
