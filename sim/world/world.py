@@ -254,6 +254,18 @@ class _Geometry:
         self.speed = _Shapes((z.id, z.shape) for z in scenario.speed_zones)
         self.speed_limits = [float(z.max_speed) for z in scenario.speed_zones]
         self.undeliverable = frozenset(scenario.undeliverable)
+        # each moving obstacle's footprint around the origin, moved onto it each tick
+        self.radii = [float(o.radius) for o in scenario.moving_obstacles]
+        self.footprints = [shapely.get_coordinates(point(0.0, 0.0).buffer(r)) for r in self.radii]
+
+    def footprint(self, index: int, x: float, y: float) -> Any:
+        """Moving obstacle ``index``'s disc at (x, y): ``Point(x, y).buffer(radius)``, the
+        same vertices (GEOS adds the centre to each offset as this does), without
+        buffering again; on an axis GEOS keeps the sign of a zero, so it buffers there."""
+        if x == 0.0 or y == 0.0:
+            radius = self.radii[index]
+            return point(x, y).buffer(radius)
+        return shapely.polygons(self.footprints[index] + (x, y))
 
     def near(self, shapes: _Shapes, x: float, y: float, distance: float) -> list[str]:
         """Ids of the ``shapes`` within ``distance`` of (x, y)."""
@@ -409,7 +421,9 @@ class World:
     def _sense_obstacles(self, cabin_map: MapSink, now: float) -> None:
         st, sensors = self.state, self.scenario.sensors
         seen: list[str] = []
-        for spec, ob in zip(self.scenario.moving_obstacles, st.obstacles, strict=True):
+        for index, (spec, ob) in enumerate(
+            zip(self.scenario.moving_obstacles, st.obstacles, strict=True)
+        ):
             feature_id = f"obstacle:{ob.id}"
             if math.hypot(ob.x - st.robot.x, ob.y - st.robot.y) > sensors.obstacle_range:
                 if feature_id in st.obstacles_on_map:
@@ -419,8 +433,7 @@ class World:
             cabin_map.add(
                 Feature(
                     feature_id,
-                    # as Point.buffer makes it, without its Python-side argument checks
-                    shapely.buffer(point(ob.x, ob.y), spec.radius, quad_segs=16),
+                    self._geo.footprint(index, ob.x, ob.y),
                     "obstacle",
                     frozenset({"moving", spec.kind}),
                     {
