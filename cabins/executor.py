@@ -63,6 +63,7 @@ from cabins.values import (
     WORLD_BOUNDS,
     Acceptance,
     ActionOutcome,
+    KeysOf,
     LastRead,
     Point2,
     Pose,
@@ -394,6 +395,7 @@ class Executor:
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._accept_read: LastRead[Acceptance] = LastRead()
         self._outcome_read: LastRead[ActionOutcome | None] = LastRead()
+        self._keys_of = KeysOf()
         # shape id -> (shape, its bounds): the shape is held, so its id is not reused
         self._zone_boxes: dict[int, tuple[BaseGeometry, tuple[float, float, float, float]]] = {}
 
@@ -410,6 +412,7 @@ class Executor:
         self._accept_read = LastRead()
         self._outcome_read = LastRead()
         self._zone_boxes = {}
+        self._keys_of = KeysOf()
         for slot, value in state.items():
             setattr(self, slot, value)
 
@@ -877,9 +880,7 @@ class Executor:
     def _read_zones(self, view: CabinView) -> list[tuple[BaseGeometry, float]]:
         """The speed zones in view, (shape, limit); each value is parsed once."""
         found: list[tuple[BaseGeometry, float]] = []
-        for key in view:
-            if not key.startswith(SPEED_ZONE_PREFIX):
-                continue
+        for key in self._keys_of(view, SPEED_ZONE_PREFIX):
             item = view.provenance[key]
             cached = self._zones.get(key)
             if cached is not None and cached[0] == item.seq:

@@ -72,6 +72,7 @@ from cabins.values import (
     SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
+    KeysOf,
     LastRead,
     Pose,
     RobotLimits,
@@ -333,6 +334,7 @@ class Monitor:
         self._status: tuple[float | None, Level, bool] | None = None
         self._status_reacting: tuple[str, ...] = ()
         self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
+        self._keys_of = KeysOf()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a monitor pickled before it acted on conditions starts with none in force
@@ -348,6 +350,7 @@ class Monitor:
                 "_walls_value": None,
                 "_walls": (),
                 "_limits_read": LastRead(),
+                "_keys_of": KeysOf(),
             }
         )
         self.__dict__.update(state)
@@ -555,7 +558,7 @@ class Monitor:
         self, view: CabinView, out: Outbox, stops: list[str]
     ) -> list[tuple[str, BaseGeometry]]:
         zones: dict[str, BaseGeometry] = {}
-        for key in sorted(k for k in view if k.startswith(FORBIDDEN_PREFIX)):
+        for key in sorted(self._keys_of(view, FORBIDDEN_PREFIX)):
             value = view[key]
             zone = self._zone_values.get(key, value, partial(Zone.read, key))
             if zone is not None:
@@ -778,7 +781,7 @@ class Monitor:
     # -- other alarms -----------------------------------------------------------
 
     def _check_speed(self, view: CabinView, here: Point, speed: float, out: Outbox) -> None:
-        for key in sorted(k for k in view if k.startswith(SPEED_ZONE_PREFIX)):
+        for key in sorted(self._keys_of(view, SPEED_ZONE_PREFIX)):
             value = view[key]
             zone = self._zone_values.get(key, value, partial(Zone.read, key))
             if zone is None or zone.max_speed is None:
@@ -824,9 +827,7 @@ class Monitor:
             )
 
     def _check_late(self, view: CabinView, out: Outbox) -> None:
-        for key in view:
-            if not key.startswith(LATE_PREFIX):
-                continue
+        for key in self._keys_of(view, LATE_PREFIX):
             data = _data(view[key])
             cabin = data.get("cabin", key[len(LATE_PREFIX) :])
             if self._episodes.hit(("late", str(cabin)), view.time):

@@ -94,6 +94,7 @@ from cabins.values import (
     WORLD_BOUNDS,
     Bounds,
     DeliverGoal,
+    KeysOf,
     LastRead,
     Pose,
     RobotLimits,
@@ -373,6 +374,7 @@ class Planner:
         # static values parsed once per write, not once per tick
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._docks_read: LastRead[dict[str, Point2]] = LastRead()
+        self._keys_of = KeysOf()
 
     @property
     def name(self) -> str:
@@ -407,6 +409,7 @@ class Planner:
                 "_recalled": set(),
                 "_limits_read": LastRead(),
                 "_docks_read": LastRead(),
+                "_keys_of": KeysOf(),
             }
         )
         self.__dict__.update(state)
@@ -513,7 +516,7 @@ class Planner:
                 )
             elif feature.kind == "speed_zone":
                 self._remember(self._constraints, f"map:{feature.id}", feature, feature.geometry)
-        for key in view:
+        for key in self._keys_of(view, (FORBIDDEN_PREFIX, CONSTRAINT_PREFIX)):
             if key.startswith(FORBIDDEN_PREFIX):
                 value = view[key]
                 if self._sources.get(key) is not value:
@@ -558,7 +561,7 @@ class Planner:
         docks_value = view.get(DOCKS)
         docks = self._docks_read.get((docks_value,), partial(read_places, docks_value))
         parsed: dict[str, tuple[Any, DeliverGoal | None]] = {}
-        for key in view:
+        for key in self._keys_of(view, GOAL_PREFIX):
             if not key.startswith(GOAL_PREFIX):
                 continue
             value = view[key]

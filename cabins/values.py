@@ -20,7 +20,7 @@ dicts for read-only mappings), so a recording or a report can use them too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any, Final, Generic, TypeVar, cast
@@ -59,6 +59,7 @@ __all__ = [
     "ActionOutcome",
     "Bounds",
     "DeliverGoal",
+    "KeysOf",
     "LastRead",
     "Point2",
     "Pose",
@@ -168,6 +169,27 @@ class LastRead(Generic[_R]):
         value = read()
         self._sources, self._read = sources, value
         return value
+
+
+class KeysOf:
+    """The keys of a view that start with a prefix (or one of several), in the view's
+    order, looked for again only when the view's keys change: from tick to tick they
+    seldom do, and a cabin would otherwise test every key for every prefix it reads."""
+
+    __slots__ = ("_found", "_keys")
+
+    def __init__(self) -> None:
+        self._keys: tuple[str, ...] = ()
+        self._found: dict[str | tuple[str, ...], tuple[str, ...]] = {}
+
+    def __call__(self, view: Iterable[str], prefix: str | tuple[str, ...]) -> tuple[str, ...]:
+        keys = tuple(view)
+        if keys != self._keys:
+            self._keys, self._found = keys, {}
+        found = self._found.get(prefix)
+        if found is None:
+            found = self._found[prefix] = tuple(k for k in keys if k.startswith(prefix))
+        return found
 
 
 # -- numbers -------------------------------------------------------------------------------

@@ -454,3 +454,17 @@ def test_last_read_reads_again_only_when_a_source_is_another_object() -> None:
     assert memo.get((dict(limits), radius), read) == 2  # an equal value, another object
     assert memo.get((dict(limits),), read) == 3  # fewer sources
     assert len(calls) == 3
+
+
+def test_keys_of_finds_prefixed_keys_in_order_and_follows_key_changes() -> None:
+    from cabins.values import KeysOf
+
+    keys_of = KeysOf()
+    view = {"zone:b": 1, "pose": 2, "zone:a": 3, "speed:x": 4}
+    assert keys_of(view, "zone:") == ("zone:b", "zone:a")
+    assert keys_of(view, ("zone:", "speed:")) == ("zone:b", "zone:a", "speed:x")
+    view["zone:c"] = 5  # a new key: looked for again
+    assert keys_of(view, "zone:") == ("zone:b", "zone:a", "zone:c")
+    del view["zone:b"]
+    assert keys_of(view, "zone:") == ("zone:a", "zone:c")
+    assert keys_of({}, "zone:") == ()
