@@ -801,6 +801,8 @@ def _walk(
 
 
 def _is_number(value: object) -> bool:
+    if type(value) is float:  # the common case, without the ABC check below
+        return math.isfinite(value)
     return (
         isinstance(value, numbers.Real)
         and not isinstance(value, (bool, np.bool_))
