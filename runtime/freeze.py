@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -60,6 +60,17 @@ class FrozenDict(Mapping[K, V]):
     def get(self, key: K, /, default: V | T) -> V | T: ...
     def get(self, key: K, /, default: Any = None) -> Any:  # one lookup, not Mapping's calls
         return self._data.get(key, default)
+
+    # the dict's own views (read-only here, as nothing writes the dict): iterating them
+    # runs in C, where Mapping's views call __iter__ and __getitem__ per item
+    def keys(self) -> KeysView[K]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._data.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._data.items()
 
     def __hash__(self) -> int:
         if self._hash is None:
