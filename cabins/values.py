@@ -10,7 +10,10 @@ them back. This module is the one place that says what each of those values look
   parser, the classmethod ``read``, which returns None for a malformed value and never
   raises (a board may hold anything), and ``as_value()``, the exact value the world writes;
 - a reader function for the values that need no model (``read_bounds``, ``read_places``,
-  ``route_points``, ``read_battery``, ``read_low_battery``).
+  ``route_points``, ``read_battery``, ``read_low_battery``);
+- two small caches for a cabin that reads them every tick: ``LastRead`` (a parse kept
+  while its board values are the same objects) and ``KeysOf`` (the keys with a prefix,
+  kept while the key set is the same).
 
 Every position and polyline is read with ``runtime.position``, the runtime's one reader,
 so "an (x, y)" means here what it means to the assembler: finite real numbers, never a
