@@ -380,6 +380,10 @@ def markdown(results: Mapping[str, Any]) -> str:
             "",
             f"Share of the simulator's tick (cProfile, {sprof['ticks']} ticks): "
             + ", ".join(f"{k} {v}%" for k, v in sprof["share_of_tick_percent"].items())
+            + "".join(
+                f"; of the whole tick, {k} {v}%"
+                for k, v in sprof.get("within_tick_percent", {}).items()
+            )
             + ".",
         ]
     if results.get("long_term"):

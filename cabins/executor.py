@@ -34,6 +34,7 @@ import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
@@ -44,7 +45,9 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
+from cabins.shapes import point, polyline
 from cabins.values import (
+    ACCEPTANCE,
     ACTION_LAST,
     BATTERY,
     CARGO,
@@ -52,12 +55,16 @@ from cabins.values import (
     DEFAULT_LIMITS,
     PLAN,
     POSE,
+    ROBOT_LIMITS,
+    ROBOT_RADIUS,
     ROUTE,
     SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
     Acceptance,
     ActionOutcome,
+    KeysOf,
+    LastRead,
     Point2,
     Pose,
     RobotLimits,
@@ -385,6 +392,12 @@ class Executor:
         self._off_route: tuple[tuple[Point2, ...], int] | None = None
         self._here_gap = 0.0
         self._here_xy: Point2 = (0.0, 0.0)
+        self._limits_read: LastRead[RobotLimits] = LastRead()
+        self._accept_read: LastRead[Acceptance] = LastRead()
+        self._outcome_read: LastRead[ActionOutcome | None] = LastRead()
+        self._keys_of = KeysOf()
+        # shape id -> (shape, its bounds): the shape is held, so its id is not reused
+        self._zone_boxes: dict[int, tuple[BaseGeometry, tuple[float, float, float, float]]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # an executor pickled before it saw solids (an older checkpoint) sees none yet
@@ -395,6 +408,11 @@ class Executor:
         self._off_route = None
         self._here_gap = 0.0
         self._here_xy = (0.0, 0.0)
+        self._limits_read = LastRead()
+        self._accept_read = LastRead()
+        self._outcome_read = LastRead()
+        self._zone_boxes = {}
+        self._keys_of = KeysOf()
         for slot, value in state.items():
             setattr(self, slot, value)
 
@@ -440,8 +458,12 @@ class Executor:
                 del episodes[pattern]
 
     def _decide(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
-        self._limits = RobotLimits.in_view(view)
-        self._accept = Acceptance.in_view(view)
+        self._limits = self._limits_read.get(
+            (view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)), partial(RobotLimits.in_view, view)
+        )
+        self._accept = self._accept_read.get(
+            (view.get(ACCEPTANCE),), partial(Acceptance.in_view, view)
+        )
         self._solids = Solids.of(view.nearby_map, self._walls_in(view))
         plan = self._read_plan(view.get(PLAN))
         if plan is not None:
@@ -477,7 +499,8 @@ class Executor:
     # -- outcomes -----------------------------------------------------------------------
 
     def _poll_outcome(self, view: CabinView, out: Outbox, policy: RetryPolicy) -> None:
-        last = ActionOutcome.read(view.get(ACTION_LAST))
+        value = view.get(ACTION_LAST)
+        last = self._outcome_read.get((value,), partial(ActionOutcome.read, value))
         if last is not None and last.id > self._last_action_id:
             self._last_action_id = last.id
             self._outcome(view, out, policy, last)
@@ -755,7 +778,7 @@ class Executor:
         if not solids:
             return track.point_at(s + look), math.inf
         radius = self._limits.radius
-        now = solids.gap(shapely.Point(here)) - radius
+        now = solids.gap(point(*here)) - radius
         self._here_gap = now
         self._here_xy = here
         need = min(_CHORD_CLEARANCE, now - 0.01)
@@ -829,19 +852,35 @@ class Executor:
             cap = min(self.blind_max_speed, self._lowest_limit)
         if not zones:
             return cap
-        ahead = track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))
-        path = shapely.LineString([here, *ahead])
+        ahead = [here, *track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))]
+        xs, ys = [p[0] for p in ahead], [p[1] for p in ahead]
+        low_x, low_y, high_x, high_y = min(xs), min(ys), max(xs), max(ys)
+        path: BaseGeometry | None = None
         for shape, limit in zones:
-            if limit * _ZONE_SPEED_FACTOR < cap and shape.intersects(path):
+            if limit * _ZONE_SPEED_FACTOR >= cap:
+                continue
+            minx, miny, maxx, maxy = self._bounds_of(shape)
+            if high_x < minx or low_x > maxx or high_y < miny or low_y > maxy:
+                continue  # the boxes do not meet, so neither do the path and the zone
+            if path is None:
+                path = polyline(ahead)
+            if shape.intersects(path):
                 cap = limit * _ZONE_SPEED_FACTOR
         return cap
+
+    def _bounds_of(self, shape: BaseGeometry) -> tuple[float, float, float, float]:
+        """A zone's bounding box, kept while the zone is the same shape object."""
+        known = self._zone_boxes.get(id(shape))
+        if known is None or known[0] is not shape:
+            if len(self._zone_boxes) >= 256:
+                self._zone_boxes.clear()
+            known = self._zone_boxes[id(shape)] = (shape, tuple(shape.bounds))
+        return known[1]
 
     def _read_zones(self, view: CabinView) -> list[tuple[BaseGeometry, float]]:
         """The speed zones in view, (shape, limit); each value is parsed once."""
         found: list[tuple[BaseGeometry, float]] = []
-        for key in view:
-            if not key.startswith(SPEED_ZONE_PREFIX):
-                continue
+        for key in self._keys_of(view, SPEED_ZONE_PREFIX):
             item = view.provenance[key]
             cached = self._zones.get(key)
             if cached is not None and cached[0] == item.seq:

@@ -59,6 +59,7 @@ from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.clearance import Solids, braking_path, path_geometry, walls_of
+from cabins.shapes import point, polyline
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -71,6 +72,8 @@ from cabins.values import (
     SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
+    KeysOf,
+    LastRead,
     Pose,
     RobotLimits,
     Velocity,
@@ -330,6 +333,8 @@ class Monitor:
         self._holding: dict[Hashable, _Hold] = {}  # this tick's
         self._status: tuple[float | None, Level, bool] | None = None
         self._status_reacting: tuple[str, ...] = ()
+        self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
+        self._keys_of = KeysOf()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # a monitor pickled before it acted on conditions starts with none in force
@@ -344,6 +349,8 @@ class Monitor:
                 "_reacting": {},
                 "_walls_value": None,
                 "_walls": (),
+                "_limits_read": LastRead(),
+                "_keys_of": KeysOf(),
             }
         )
         self.__dict__.update(state)
@@ -383,15 +390,16 @@ class Monitor:
         radius = self._radius(view, out)
         pose = self._reading(view, POSE, 3, Pose.read, out)
         velocity = self._reading(view, VELOCITY, 2, Velocity.read, out)
+        here = None if pose is None else point(pose.x, pose.y)  # one per tick, for all
         self._check_readings(view, out)
-        self._track_deviation(view, pose, out)
+        self._track_deviation(view, here, out)
 
         stops: list[str] = []
         self._fail_safe(view, out, stops)
         zones = self._zones(view, out, stops)
-        if pose is not None:
+        if pose is not None and here is not None:
             robot = _Robot(
-                Point(pose.x, pose.y),
+                here,
                 math.cos(pose.theta),
                 math.sin(pose.theta),
                 None if velocity is None else velocity.v,
@@ -404,7 +412,7 @@ class Monitor:
                 self._check_speed(view, robot.here, abs(robot.speed), out)
         held = {
             "deviation_growing": self._deviation_growing(view.time),
-            "contact_predicted": self._contact(view, pose, velocity, radius),
+            "contact_predicted": self._contact(view, pose, here, velocity, radius),
         }
         slow = self._react(view, out, held, stops)
         self._held, self._holding = self._holding, {}
@@ -492,7 +500,7 @@ class Monitor:
         self._route_value, self._route_line = value, line
         return line
 
-    def _track_deviation(self, view: CabinView, pose: Pose | None, out: Outbox) -> None:
+    def _track_deviation(self, view: CabinView, here: Point | None, out: Outbox) -> None:
         key = self.spec.route_key
         line = self._line(view, view[key], out) if key in view else None
         if line is None:
@@ -500,10 +508,10 @@ class Monitor:
             if view.missing.get(key, "absent") == "absent":
                 self._level = "ok"  # no route at all: nothing to deviate from
             return
-        if pose is None:
+        if here is None:
             self._deviation = None
             return
-        error = float(line.distance(Point(pose.x, pose.y)))
+        error = float(line.distance(here))
         self._history.append((view.time, error))
         self._deviation = error
         level = self.bands.classify(error, self._level)
@@ -550,7 +558,7 @@ class Monitor:
         self, view: CabinView, out: Outbox, stops: list[str]
     ) -> list[tuple[str, BaseGeometry]]:
         zones: dict[str, BaseGeometry] = {}
-        for key in sorted(k for k in view if k.startswith(FORBIDDEN_PREFIX)):
+        for key in sorted(self._keys_of(view, FORBIDDEN_PREFIX)):
             value = view[key]
             zone = self._zone_values.get(key, value, partial(Zone.read, key))
             if zone is not None:
@@ -634,7 +642,7 @@ class Monitor:
     ) -> None:
         reach = robot.radius + _HOLD_REACH * self.stop_margin
         for zone, shape in zones:
-            if not shapely.dwithin(shape, robot.here, reach):
+            if not shape.dwithin(robot.here, reach):
                 continue
             gap = self._must_stop(shape, robot, self.stop_margin, ("zone", zone), view.time)
             if gap is not None:
@@ -675,13 +683,20 @@ class Monitor:
         return {"deviation": round(self._deviation, 3), "grown": round(grown, 3)}
 
     def _contact(
-        self, view: CabinView, pose: Pose | None, velocity: Velocity | None, radius: float
+        self,
+        view: CabinView,
+        pose: Pose | None,
+        here: Point | None,
+        velocity: Velocity | None,
+        radius: float,
     ) -> dict[str, Any] | None:
         """What the braking path would bring the disc within ``contact_margin`` of, if the
         robot closes in on it."""
-        if pose is None or velocity is None or abs(velocity.v) < 1e-3:
+        if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
-        limits = RobotLimits.in_view(view)
+        limits = self._limits_read.get(
+            (view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)), partial(RobotLimits.in_view, view)
+        )
         bounds_value = view.get(WORLD_BOUNDS)
         if bounds_value is not self._walls_value:
             self._walls_value, self._walls = bounds_value, walls_of(read_bounds(bounds_value))
@@ -690,7 +705,7 @@ class Monitor:
         )
         if not solids:
             return None
-        now_gap = solids.gap(Point(pose.x, pose.y)) - radius
+        now_gap = solids.gap(here) - radius
         speed = abs(velocity.v)
         reach = speed * _PREDICT_DT + speed * speed / (2.0 * limits.max_accel)
         if now_gap >= reach + self.contact_margin:
@@ -716,7 +731,7 @@ class Monitor:
             "with": what,
             "gap": round(gap, 3),
             "speed": round(velocity.v, 3),
-            "stopping": round(float(LineString(path).length) if len(path) > 1 else 0.0, 3),
+            "stopping": round(float(polyline(path).length) if len(path) > 1 else 0.0, 3),
         }
 
     def _react(
@@ -766,7 +781,7 @@ class Monitor:
     # -- other alarms -----------------------------------------------------------
 
     def _check_speed(self, view: CabinView, here: Point, speed: float, out: Outbox) -> None:
-        for key in sorted(k for k in view if k.startswith(SPEED_ZONE_PREFIX)):
+        for key in sorted(self._keys_of(view, SPEED_ZONE_PREFIX)):
             value = view[key]
             zone = self._zone_values.get(key, value, partial(Zone.read, key))
             if zone is None or zone.max_speed is None:
@@ -781,7 +796,7 @@ class Monitor:
             limit = zone.max_speed
             if (
                 speed > limit + _SPEED_TOLERANCE
-                and shapely.contains(zone.shape, here)
+                and zone.shape.contains(here)
                 and self._episodes.hit(("speed", zone.id), view.time)
             ):
                 out.emit(
@@ -812,9 +827,7 @@ class Monitor:
             )
 
     def _check_late(self, view: CabinView, out: Outbox) -> None:
-        for key in view:
-            if not key.startswith(LATE_PREFIX):
-                continue
+        for key in self._keys_of(view, LATE_PREFIX):
             data = _data(view[key])
             cabin = data.get("cabin", key[len(LATE_PREFIX) :])
             if self._episodes.hit(("late", str(cabin)), view.time):

@@ -54,6 +54,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import shapely
@@ -70,6 +71,7 @@ from cabins.routing import (
     RoutePlanner,
     RoutingProblem,
 )
+from cabins.shapes import point
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -85,11 +87,15 @@ from cabins.values import (
     GOAL_PREFIX,
     PLAN,
     POSE,
+    ROBOT_LIMITS,
+    ROBOT_RADIUS,
     ROUTE,
     VELOCITY,
     WORLD_BOUNDS,
     Bounds,
     DeliverGoal,
+    KeysOf,
+    LastRead,
     Pose,
     RobotLimits,
     Velocity,
@@ -365,6 +371,10 @@ class Planner:
         self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
         self._written_plan: Plan | None = None
         self._plan_written = False
+        # static values parsed once per write, not once per tick
+        self._limits_read: LastRead[RobotLimits] = LastRead()
+        self._docks_read: LastRead[dict[str, Point2]] = LastRead()
+        self._keys_of = KeysOf()
 
     @property
     def name(self) -> str:
@@ -397,6 +407,9 @@ class Planner:
                 "memory_detour": 1.5,
                 "_spots": {},
                 "_recalled": set(),
+                "_limits_read": LastRead(),
+                "_docks_read": LastRead(),
+                "_keys_of": KeysOf(),
             }
         )
         self.__dict__.update(state)
@@ -454,7 +467,10 @@ class Planner:
         return _Seen(
             heading=0.0 if pose is None else pose.theta,
             speed=None if velocity is None else velocity.v,
-            limits=RobotLimits.in_view(view),
+            limits=self._limits_read.get(
+                (view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)),
+                partial(RobotLimits.in_view, view),
+            ),
             pose=None if pose is None else pose.xy,
             battery=battery,
             cargo_known=CARGO in view,
@@ -500,7 +516,7 @@ class Planner:
                 )
             elif feature.kind == "speed_zone":
                 self._remember(self._constraints, f"map:{feature.id}", feature, feature.geometry)
-        for key in view:
+        for key in self._keys_of(view, (FORBIDDEN_PREFIX, CONSTRAINT_PREFIX)):
             if key.startswith(FORBIDDEN_PREFIX):
                 value = view[key]
                 if self._sources.get(key) is not value:
@@ -542,9 +558,10 @@ class Planner:
         return True
 
     def _update_goals(self, view: CabinView) -> None:
-        docks = read_places(view.get(DOCKS))
+        docks_value = view.get(DOCKS)
+        docks = self._docks_read.get((docks_value,), partial(read_places, docks_value))
         parsed: dict[str, tuple[Any, DeliverGoal | None]] = {}
-        for key in view:
+        for key in self._keys_of(view, GOAL_PREFIX):
             if not key.startswith(GOAL_PREFIX):
                 continue
             value = view[key]
@@ -846,7 +863,7 @@ class Planner:
         if current is None or current.action != "go_to" or line is None or seen.pose is None:
             self._stall = None
             return None
-        along = float(line.project(Point(seen.pose)))
+        along = float(shapely.line_locate_point(line, point(*seen.pose)))  # line.project
         mark = (current.id, self._route)
         if (
             self._stall is None

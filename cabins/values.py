@@ -10,7 +10,10 @@ them back. This module is the one place that says what each of those values look
   parser, the classmethod ``read``, which returns None for a malformed value and never
   raises (a board may hold anything), and ``as_value()``, the exact value the world writes;
 - a reader function for the values that need no model (``read_bounds``, ``read_places``,
-  ``route_points``, ``read_battery``, ``read_low_battery``).
+  ``route_points``, ``read_battery``, ``read_low_battery``);
+- two small caches for a cabin that reads them every tick: ``LastRead`` (a parse kept
+  while its board values are the same objects) and ``KeysOf`` (the keys with a prefix,
+  kept while the key set is the same).
 
 Every position and polyline is read with ``runtime.position``, the runtime's one reader,
 so "an (x, y)" means here what it means to the assembler: finite real numbers, never a
@@ -20,10 +23,10 @@ dicts for read-only mappings), so a recording or a report can use them too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar, cast
 
 import shapely
 from shapely.geometry import Polygon
@@ -59,6 +62,8 @@ __all__ = [
     "ActionOutcome",
     "Bounds",
     "DeliverGoal",
+    "KeysOf",
+    "LastRead",
     "Point2",
     "Pose",
     "RobotLimits",
@@ -137,6 +142,57 @@ def speed_zone_key(zone: str) -> str:
 def deliver_goal_key(task: str) -> str:
     """The board key of the delivery goal of task ``task``."""
     return f"{GOAL_DELIVER_PREFIX}{task}"
+
+
+_R = TypeVar("_R")
+
+
+class LastRead(Generic[_R]):
+    """What a cabin last read from some board values, read again only when one of them is
+    another object. A board value is frozen, so the same object holds the same value: a
+    cabin that reads the robot's limits every tick parses them once per write. Holds
+    plain data (the values and what was read), so a cabin pickles with it."""
+
+    __slots__ = ("_read", "_sources")
+
+    def __init__(self) -> None:
+        self._sources: tuple[Any, ...] | None = None
+        self._read: _R | None = None
+
+    def get(self, sources: tuple[Any, ...], read: Callable[[], _R]) -> _R:
+        """``read()``, or what it returned last time if every one of ``sources`` is the
+        very object it was then."""
+        known = self._sources
+        if (
+            known is not None
+            and len(known) == len(sources)
+            and all(a is b for a, b in zip(known, sources, strict=True))
+        ):
+            return cast(_R, self._read)
+        value = read()
+        self._sources, self._read = sources, value
+        return value
+
+
+class KeysOf:
+    """The keys of a view that start with a prefix (or one of several), in the view's
+    order, looked for again only when the view's keys change: from tick to tick they
+    seldom do, and a cabin would otherwise test every key for every prefix it reads."""
+
+    __slots__ = ("_found", "_keys")
+
+    def __init__(self) -> None:
+        self._keys: tuple[str, ...] = ()
+        self._found: dict[str | tuple[str, ...], tuple[str, ...]] = {}
+
+    def __call__(self, view: Iterable[str], prefix: str | tuple[str, ...]) -> tuple[str, ...]:
+        keys = tuple(view)
+        if keys != self._keys:
+            self._keys, self._found = keys, {}
+        found = self._found.get(prefix)
+        if found is None:
+            found = self._found[prefix] = tuple(k for k in keys if k.startswith(prefix))
+        return found
 
 
 # -- numbers -------------------------------------------------------------------------------

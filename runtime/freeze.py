@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -22,8 +22,11 @@ from runtime.errors import TickworkError
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, enum.Enum, np.generic)
+_PLAIN = frozenset({type(None), bool, int, float, str})
+"""Exact atom types, frozen as they are without a call (nor the path an error would name)."""
 
 
 class FreezeError(TickworkError, TypeError):
@@ -50,6 +53,24 @@ class FrozenDict(Mapping[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
+
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, /, default: V | T) -> V | T: ...
+    def get(self, key: K, /, default: Any = None) -> Any:  # one lookup, not Mapping's calls
+        return self._data.get(key, default)
+
+    # the dict's own views (read-only here, as nothing writes the dict): iterating them
+    # runs in C, where Mapping's views call __iter__ and __getitem__ per item
+    def keys(self) -> KeysView[K]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._data.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._data.items()
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -115,13 +136,20 @@ def _freeze(value: Any, key: str, path: str) -> Any:
         arr.flags.writeable = False
         return arr
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        items = tuple(_freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value))
+        items = tuple(
+            v if type(v) in _PLAIN else _freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value)
+        )
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, (list, tuple)):
         frozen = [_freeze(v, key, f"{path}[{i}]") for i, v in enumerate(value)]
         return type(value)(*frozen) if hasattr(value, "_fields") else tuple(frozen)
     if isinstance(value, Mapping):
-        return FrozenDict({k: _freeze(v, key, f"{path}[{k!r}]") for k, v in value.items()})
+        return FrozenDict(
+            {
+                k: v if type(v) in _PLAIN else _freeze(v, key, f"{path}[{k!r}]")
+                for k, v in value.items()
+            }
+        )
     if isinstance(value, (set, frozenset)):
         return frozenset(_freeze(v, key, f"{path}{{}}") for v in value)
     if isinstance(value, BaseModel):

@@ -213,6 +213,10 @@ class CabinView(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self.provenance
 
+    def get(self, key: str, default: Any = None) -> Any:  # cabins call it often: one lookup
+        item = self.provenance.get(key)
+        return default if item is None else item.value
+
     @property
     def items(self) -> Provenance:
         """The shared design's name for ``provenance``; ``view.items()`` still works as on any

@@ -23,6 +23,8 @@ Point2 = tuple[float, float]
 
 def finite(value: Any) -> float | None:
     """``value`` as a float if it is a finite real number (not a bool), else None."""
+    if type(value) is float:  # the common case, without the ABC check below
+        return value if math.isfinite(value) else None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         return None
     try:
@@ -34,7 +36,10 @@ def finite(value: Any) -> float | None:
 
 def numbers(value: Any, count: int) -> tuple[float, ...] | None:
     """The first ``count`` entries of a sequence (or 1-D array) of finite numbers, or None."""
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind is tuple or kind is list:  # the common case, without the ABC check below
+        pass
+    elif isinstance(value, np.ndarray):
         if value.ndim != 1:
             return None
     elif not isinstance(value, Sequence) or isinstance(value, (str, bytes)):

@@ -436,3 +436,35 @@ def test_battery_numbers() -> None:
     assert read_low_battery(0.25) == 0.25 and read_low_battery(1.0) == 1.0
     assert read_low_battery(1.5) is None and read_low_battery(-0.1) is None
     assert positive(2) == 2.0 and positive(0) is None and positive(False) is None
+
+
+def test_last_read_reads_again_only_when_a_source_is_another_object() -> None:
+    from cabins.values import LastRead
+
+    calls: list[int] = []
+
+    def read() -> int:
+        calls.append(1)
+        return len(calls)
+
+    memo: LastRead[int] = LastRead()
+    limits, radius = {"radius": 0.3}, 0.3
+    assert memo.get((limits, radius), read) == 1
+    assert memo.get((limits, radius), read) == 1  # the same objects: not read again
+    assert memo.get((dict(limits), radius), read) == 2  # an equal value, another object
+    assert memo.get((dict(limits),), read) == 3  # fewer sources
+    assert len(calls) == 3
+
+
+def test_keys_of_finds_prefixed_keys_in_order_and_follows_key_changes() -> None:
+    from cabins.values import KeysOf
+
+    keys_of = KeysOf()
+    view = {"zone:b": 1, "pose": 2, "zone:a": 3, "speed:x": 4}
+    assert keys_of(view, "zone:") == ("zone:b", "zone:a")
+    assert keys_of(view, ("zone:", "speed:")) == ("zone:b", "zone:a", "speed:x")
+    view["zone:c"] = 5  # a new key: looked for again
+    assert keys_of(view, "zone:") == ("zone:b", "zone:a", "zone:c")
+    del view["zone:b"]
+    assert keys_of(view, "zone:") == ("zone:a", "zone:c")
+    assert keys_of({}, "zone:") == ()

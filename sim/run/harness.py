@@ -115,6 +115,13 @@ def builtin_cabins(
 
 def canonical(value: Any) -> Any:
     """A JSON-able, order-stable form of a frozen board value (for digests and output)."""
+    kind = type(value)  # the common exact types first, without the ABC checks below
+    if kind is float:
+        return value if math.isfinite(value) else repr(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is tuple or kind is list:
+        return [canonical(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (tuple, list)):
@@ -138,8 +145,12 @@ def canonical(value: Any) -> Any:
     return repr(value)
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+"""``json.dumps(record, separators=(",", ":"))``, without building an encoder per call."""
+
+
 def _json_bytes(record: Any) -> bytes:
-    return json.dumps(record, separators=(",", ":")).encode()
+    return _COMPACT.encode(record).encode()
 
 
 class _Digest:

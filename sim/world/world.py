@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 import shapely
 from shapely.geometry import Point
 
+from cabins.shapes import point
 from cabins.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -201,40 +201,80 @@ class WorldState:
     collision_log: list[Contact] = field(default_factory=list)
 
 
+class _Shapes:
+    """Named static shapes, prepared, with their bounding boxes.
+
+    A world has a handful of shelves and zones; a test against each box in Python rules
+    out the shapes a point is far from, so shapely is asked only about the near ones
+    (with the same answer as asking about all of them)."""
+
+    def __init__(self, named: Iterable[tuple[str, Any]]) -> None:
+        pairs = list(named)
+        self.ids = [name for name, _ in pairs]
+        self.shapes = [shape for _, shape in pairs]
+        if self.shapes:
+            shapely.prepare(np.array(self.shapes, dtype=object))
+        self.boxes = [tuple(float(b) for b in shape.bounds) for shape in self.shapes]
+
+    def near(self, x: float, y: float, distance: float) -> list[int]:
+        """Indices of the shapes within ``distance`` of (x, y)."""
+        reach = distance + _BOX_SLACK  # a box farther than this: its shape is farther too
+        found: list[int] = []
+        here: Point | None = None
+        for i, (minx, miny, maxx, maxy) in enumerate(self.boxes):
+            if x < minx - reach or x > maxx + reach or y < miny - reach or y > maxy + reach:
+                continue
+            if here is None:
+                here = point(x, y)
+            if self.shapes[i].dwithin(here, distance):
+                found.append(i)
+        return found
+
+    def containing(self, x: float, y: float) -> list[int]:
+        """Indices of the shapes (x, y) is in or on."""
+        return [
+            i
+            for i, (minx, miny, maxx, maxy) in enumerate(self.boxes)
+            if minx <= x <= maxx
+            and miny <= y <= maxy
+            and bool(shapely.intersects_xy(self.shapes[i], x, y))
+        ]
+
+
+_BOX_SLACK = 1e-6  # m: rounding in a box test must never rule out a shape that is near
+
+
 class _Geometry:
-    """Shapely geometries of the static world, prepared once for fast per-tick queries."""
+    """The static world, prepared once for fast per-tick queries: its shapely shapes, and
+    the tasks that are never posted."""
 
     def __init__(self, scenario: Scenario) -> None:
-        self.shelf_ids = [s.id for s in scenario.shelves]
-        self.shelves = _prepared([s.shape for s in scenario.shelves])
-        self.forbidden_ids = [z.id for z in scenario.forbidden_zones]
-        self.forbidden = _prepared([z.shape for z in scenario.forbidden_zones])
-        self.speed_ids = [z.id for z in scenario.speed_zones]
-        self.speed = _prepared([z.shape for z in scenario.speed_zones])
-        self.speed_limits = np.array([z.max_speed for z in scenario.speed_zones], dtype=float)
+        self.shelves = _Shapes((s.id, s.shape) for s in scenario.shelves)
+        self.forbidden = _Shapes((z.id, z.shape) for z in scenario.forbidden_zones)
+        self.speed = _Shapes((z.id, z.shape) for z in scenario.speed_zones)
+        self.speed_limits = [float(z.max_speed) for z in scenario.speed_zones]
+        self.undeliverable = frozenset(scenario.undeliverable)
+        # each moving obstacle's footprint around the origin, moved onto it each tick
+        self.radii = [float(o.radius) for o in scenario.moving_obstacles]
+        self.footprints = [shapely.get_coordinates(point(0.0, 0.0).buffer(r)) for r in self.radii]
 
-    def near(
-        self, geoms: npt.NDArray[Any], ids: list[str], x: float, y: float, distance: float
-    ) -> list[str]:
-        """Ids of the geometries within ``distance`` of (x, y)."""
-        if not ids:
-            return []
-        hits = shapely.dwithin(geoms, Point(x, y), distance)
-        return [ids[i] for i in np.flatnonzero(hits)]
+    def footprint(self, index: int, x: float, y: float) -> Any:
+        """Moving obstacle ``index``'s disc at (x, y): ``Point(x, y).buffer(radius)``, the
+        same vertices (GEOS adds the centre to each offset as this does), without
+        buffering again; on an axis GEOS keeps the sign of a zero, so it buffers there."""
+        if x == 0.0 or y == 0.0:
+            radius = self.radii[index]
+            return point(x, y).buffer(radius)
+        return shapely.polygons(self.footprints[index] + (x, y))
+
+    def near(self, shapes: _Shapes, x: float, y: float, distance: float) -> list[str]:
+        """Ids of the ``shapes`` within ``distance`` of (x, y)."""
+        return [shapes.ids[i] for i in shapes.near(x, y, distance)]
 
     def speed_limit(self, x: float, y: float) -> float | None:
         """The lowest speed limit of the zones containing (x, y), or None outside them."""
-        if not self.speed_ids:
-            return None
-        inside = shapely.intersects_xy(self.speed, x, y)
-        return float(self.speed_limits[inside].min()) if inside.any() else None
-
-
-def _prepared(shapes: list[Any]) -> npt.NDArray[Any]:
-    arr = np.array(shapes, dtype=object)
-    if len(arr):
-        shapely.prepare(arr)
-    return arr
+        inside = self.speed.containing(x, y)
+        return min(self.speed_limits[i] for i in inside) if inside else None
 
 
 class World:
@@ -276,7 +316,7 @@ class World:
     @property
     def all_delivered(self) -> bool:
         """Every task that can be delivered is (an undeliverable one is never posted)."""
-        skip = self.scenario.undeliverable
+        skip = self._geo.undeliverable
         return all(t.delivered_at is not None or t.id in skip for t in self.state.tasks)
 
     @property
@@ -381,7 +421,9 @@ class World:
     def _sense_obstacles(self, cabin_map: MapSink, now: float) -> None:
         st, sensors = self.state, self.scenario.sensors
         seen: list[str] = []
-        for spec, ob in zip(self.scenario.moving_obstacles, st.obstacles, strict=True):
+        for index, (spec, ob) in enumerate(
+            zip(self.scenario.moving_obstacles, st.obstacles, strict=True)
+        ):
             feature_id = f"obstacle:{ob.id}"
             if math.hypot(ob.x - st.robot.x, ob.y - st.robot.y) > sensors.obstacle_range:
                 if feature_id in st.obstacles_on_map:
@@ -391,7 +433,7 @@ class World:
             cabin_map.add(
                 Feature(
                     feature_id,
-                    Point(ob.x, ob.y).buffer(spec.radius),
+                    self._geo.footprint(index, ob.x, ob.y),
                     "obstacle",
                     frozenset({"moving", spec.kind}),
                     {
@@ -409,7 +451,7 @@ class World:
         st.obstacles_on_map = seen
 
     def _dispatch(self, board: BoardSink, now: float) -> None:
-        undeliverable = self.scenario.undeliverable
+        undeliverable = self._geo.undeliverable
         for task, ts in zip(self.scenario.tasks, self.state.tasks, strict=True):
             if task.id in undeliverable:
                 continue  # its dock cannot be reached: never posted (allow_unreachable)
@@ -668,7 +710,7 @@ class World:
     def _check(self, at: float) -> None:
         st, sc, geo = self.state, self.scenario, self._geo
         robot, r = st.robot, sc.robot.radius
-        contacts = {f"shelf:{i}" for i in geo.near(geo.shelves, geo.shelf_ids, robot.x, robot.y, r)}
+        contacts = {f"shelf:{i}" for i in geo.near(geo.shelves, robot.x, robot.y, r)}
         for spec, ob in zip(sc.moving_obstacles, st.obstacles, strict=True):
             if math.hypot(ob.x - robot.x, ob.y - robot.y) < r + spec.radius:
                 contacts.add(f"obstacle:{ob.id}")
@@ -684,7 +726,7 @@ class World:
         st.stats.collision_ticks += bool(contacts)
         st.contacts = sorted(contacts)
 
-        zones = geo.near(geo.forbidden, geo.forbidden_ids, robot.x, robot.y, r)
+        zones = geo.near(geo.forbidden, robot.x, robot.y, r)
         for new in sorted(set(zones).difference(st.zones_entered)):
             st.stats.safety_violations += 1
             st.incidents.append(Incident(at, "safety_violation", f"zone:{new} at {_at(robot)}"))
@@ -759,6 +801,8 @@ def _walk(
 
 
 def _is_number(value: object) -> bool:
+    if type(value) is float:  # the common case, without the ABC check below
+        return math.isfinite(value)
     return (
         isinstance(value, numbers.Real)
         and not isinstance(value, (bool, np.bool_))
