@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
@@ -189,7 +190,8 @@ def test_the_way_round_does_not_flip_as_the_movers_walk_the_aisle() -> None:
     floor = _Floor(pose=(7.5, 8.45, -2.5))
     movers = [(2.0, 1.0), (3.0, 1.0)]  # (x, direction): the forklift leads
     route: tuple[tuple[float, float], ...] = ()
-    travelled, ends, waits = 0.0, [], 0
+    travelled, waits = 0.0, 0
+    ends: list[str] = []
     for _ in range(1200):  # a minute
         movers = [_walk(x, d, 0.046) for x, d in movers]
         floor.movers = [
@@ -255,3 +257,51 @@ def test_movers_that_shut_the_aisle_get_a_route_through_them_not_a_no_route_hold
     assert wait["around"] is None and wait["way"] > 0
     assert floor.route[-1] == DOCKS["D3"]
     assert not _footprint(floor.route).intersects(shelf)
+
+
+def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_gone() -> None:
+    # A forklift stands at the dead end of its loop, on the dock the robot is going to,
+    # and the robot waits just in front of it, on the forklift's way out: each waits for
+    # the other. After stall_ticks without progress the robot steps out of the line from
+    # the forklift through it; once the forklift has gone, it makes for the dock again.
+    shelf = box(4.0, 2.4, 15.0, 4.0)
+    floor = _Floor(pose=(2.9, 1.1, math.pi), shelf=shelf)
+    dock = (1.6, 1.1)
+    floor.board["docks"] = {"D2": dock, "D0": DOCKS["D0"]}
+    floor.board["goal:deliver:t0"] = {
+        **floor.board["goal:deliver:t0"],
+        "pickup": "D2",
+        "pickup_xy": dock,
+    }
+    forklift = Feature(
+        "obstacle:forklift0",
+        Point(1.75, 1.1).buffer(0.6),
+        "obstacle",
+        frozenset({"moving", "forklift"}),
+        {"id": "forklift0", "kind": "forklift"},
+    )
+    floor.movers = [forklift]
+    gave: list[Any] = []
+    for _ in range(floor.planner.stall_ticks + 5):
+        gave += [e.data for e in floor.step().events if e.kind == "give_way"]
+    [give] = gave
+    assert give["obstacle"] == "obstacle:forklift0"
+    end = floor.route[-1]
+    assert tuple(give["to"]) == pytest.approx(end, abs=1e-3)
+    assert abs(end[1] - 1.1) >= 0.6 + 0.35 + 0.25 - 1e-6  # beside the forklift's way out
+    assert not _footprint(floor.route).intersects(forklift.geometry)
+    assert not _footprint(floor.route).intersects(shelf)
+
+    floor.movers = [
+        Feature(
+            "obstacle:forklift0",
+            Point(6.0, 1.1).buffer(0.6),
+            "obstacle",
+            frozenset({"moving", "forklift"}),
+            {"id": "forklift0", "kind": "forklift"},
+        )
+    ]
+    floor.board["pose"] = (*end, math.pi / 2)
+    out = floor.step()
+    assert not any(e.kind == "give_way" for e in out.events)
+    assert floor.route[-1] == dock
