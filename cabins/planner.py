@@ -13,6 +13,18 @@ Each tick the planner reads its view and, through its outbox only:
   failed twice in a row without progress, or when a step runs too long;
 - routes the robot to the current go-to step's target with ``cabins.routing``,
   keeping the robot radius clear of shelves and never crossing a forbidden zone;
+- passes moving obstacles (people, forklifts) or waits for them: the route keeps clear
+  of where they stand only when that is a pass, at most ``pass_detour`` times the way
+  plus ``pass_slack`` metres; a longer way round, or none, is not taken, and the route
+  keeps to the way (the shortest clear of shelves and zones), before them on which the
+  executor stops and waits (a ``wait_for_obstacles`` event). Treating each re-plan's
+  snapshot of the movers as walls sent the robot round the other end of a shelf after
+  every re-plan, for ever, when they walked the aisle through its dock;
+- gives way in a stand-off: with no progress along the route for ``stall_ticks`` and a
+  mover beside it (each waiting for the other), it drives to the nearest spot out of the
+  line from that mover through the robot (``cabins.give_way``; a ``give_way`` event)
+  until the mover has gone or ``give_way_s`` have passed, then goes round the movers
+  however long the way, until the next step is done;
 - writes ``plan`` and ``route`` to the board when they change.
 
 Missing items (``view.missing``, reason other than "absent"; one reaction per episode

@@ -305,3 +305,18 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
     out = floor.step()
     assert not any(e.kind == "give_way" for e in out.events)
     assert floor.route[-1] == dock
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("pass_detour", 0.9, r"pass_detour must be a number >= 1, got 0\.9"),
+        ("pass_slack", -1.0, r"pass_slack must be a number >= 0, got -1\.0"),
+        ("give_way_s", 0.0, r"give_way_s must be a positive number, got 0\.0"),
+    ],
+)
+def test_bad_pass_and_give_way_settings_are_refused_with_the_value(
+    name: str, value: float, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Planner(SPEC, **{name: value})
