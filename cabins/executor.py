@@ -124,6 +124,7 @@ _HOLD: Final = (0.0, 0.0)
 _ROTATE_THRESHOLD: Final = 0.8  # rad: turn on the spot when the target is further off
 _TURN_GAIN: Final = 2.0  # rad/s per rad of heading error when turning on the spot
 _SPIN_SPEED: Final = 0.25  # m/s: turn on the spot only once slower than this
+_FACE_ANGLE: Final = 0.2  # rad: held by an obstacle, turn to face a route further off
 _BRAKE_FRACTION: Final = 0.8  # plan braking with this share of max_accel
 _CREEP_SPEED: Final = 0.08  # m/s: the least speed while short of the target
 _BACKTRACK: Final = 1.0  # m: how far back along the route the projection may jump
@@ -760,9 +761,19 @@ class Executor:
         moving = max(abs(speed), v)
         stopping = moving * moving / (2.0 * brake) + moving * _REACTION_DT
         v = min(v, self._zone_cap(view, track, s, (x, y), stopping))
-        v = min(v, self._obstacle_cap(view, track, s, pose, stopping, limits.radius, brake))
-        v = min(v, self._path_cap(track, s, brake))
+        obstacle_cap = self._obstacle_cap(view, track, s, pose, stopping, limits.radius, brake)
+        v = min(v, obstacle_cap, self._path_cap(track, s, brake))
         v = max(0.0, v)
+        if (
+            v == 0.0
+            and obstacle_cap == 0.0
+            and abs(alpha) > _FACE_ANGLE
+            and abs(speed) <= _SPIN_SPEED
+        ):
+            # Stopped for an obstacle its heading points at, while the route leads off to
+            # the side (away from a mover it waited beside, say): turn on the spot to face
+            # the route, which sweeps no new ground; ahead along the route may be clear.
+            return 0.0, _clamp(_TURN_GAIN * alpha, limits.max_turn_rate)
         return v, _clamp(v * kappa, limits.max_turn_rate)
 
     def _pursuit_point(

@@ -13,6 +13,18 @@ Each tick the planner reads its view and, through its outbox only:
   failed twice in a row without progress, or when a step runs too long;
 - routes the robot to the current go-to step's target with ``cabins.routing``,
   keeping the robot radius clear of shelves and never crossing a forbidden zone;
+- passes moving obstacles (people, forklifts) or waits for them: the route keeps clear
+  of where they stand only when that is a pass, at most ``pass_detour`` times the way
+  plus ``pass_slack`` metres; a longer way round, or none, is not taken, and the route
+  keeps to the way (the shortest clear of shelves and zones), before them on which the
+  executor stops and waits (a ``wait_for_obstacles`` event). Treating each re-plan's
+  snapshot of the movers as walls sent the robot round the other end of a shelf after
+  every re-plan, for ever, when they walked the aisle through its dock;
+- gives way in a stand-off: with no progress along the route for ``stall_ticks`` and a
+  mover beside it (each waiting for the other), it drives to the nearest spot out of the
+  line from that mover through the robot (``cabins.give_way``; a ``give_way`` event)
+  until the mover has gone or ``give_way_s`` have passed, then goes round the movers
+  however long the way, until the next step is done;
 - writes ``plan`` and ``route`` to the board when they change.
 
 Missing items (``view.missing``, reason other than "absent"; one reaction per episode
@@ -63,6 +75,7 @@ import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from cabins.give_way import give_way_route
 from cabins.routing import (
     DEFAULT_CLEARANCE,
     DEFAULT_RESOLUTION,
@@ -146,6 +159,18 @@ _REACTION_S: Final = 0.1  # s before a new route is acted on
 _DEPART_MARGIN: Final = 0.2  # m added to the braking distance
 _ON_ROUTE: Final = 0.3  # m: nearer the route than this, the robot is following it
 _EMPTY_ROUTE: Route = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _GiveWay:
+    """A stand-off the robot gives way in: the mover it waited for, where that stood and
+    how big it is, and when the robot started giving way (at how many steps done)."""
+
+    mover: str
+    at: Point2
+    size: float
+    since: float
+    progress: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +296,9 @@ class Planner:
         memory_cell: float = 1.0,
         memory_radius: float = 1.0,
         memory_detour: float = 1.5,
+        pass_detour: float = 1.5,
+        pass_slack: float = 2.0,
+        give_way_s: float = 15.0,
     ) -> None:
         for name, count in (
             ("replan_after_ticks", replan_after_ticks),
@@ -296,6 +324,7 @@ class Planner:
             ("route_retry_interval", route_retry_interval),
             ("memory_cell", memory_cell),
             ("memory_radius", memory_radius),
+            ("give_way_s", give_way_s),
         ):
             if not (math.isfinite(value) and value > 0):
                 raise SettingError(f"{name} must be a positive number, got {value!r}")
@@ -303,6 +332,10 @@ class Planner:
             raise SettingError(f"clearance must be a number >= 0, got {clearance!r}")
         if not (math.isfinite(memory_detour) and memory_detour >= 1.0):
             raise SettingError(f"memory_detour must be a number >= 1, got {memory_detour!r}")
+        if not (math.isfinite(pass_detour) and pass_detour >= 1.0):
+            raise SettingError(f"pass_detour must be a number >= 1, got {pass_detour!r}")
+        if not (math.isfinite(pass_slack) and pass_slack >= 0):
+            raise SettingError(f"pass_slack must be a number >= 0, got {pass_slack!r}")
         if long_term is not None and not isinstance(long_term, LongTermMemory):
             raise TypeError(f"long_term must be a LongTermMemory, got {type(long_term).__name__}")
         scope = {"cabin": spec.name} if memory_scope is None else memory_scope
@@ -327,6 +360,9 @@ class Planner:
         self.memory_cell = memory_cell
         self.memory_radius = memory_radius
         self.memory_detour = memory_detour
+        self.pass_detour = pass_detour
+        self.pass_slack = pass_slack
+        self.give_way_s = give_way_s
         self._long_term = long_term
         # blocked spots remembered, by their memory_cell square and kind: read from
         # long-term memory once, here, then learned during the run; the recalled ones
@@ -368,6 +404,9 @@ class Planner:
         self._route_failed_at: float | None = None
         self._last_obstacle_replan = -math.inf
         self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
+        self._waiting = False  # the route keeps to the way through moving obstacles
+        self._waited_out: int | None = None  # _progress when a wait for them ran out
+        self._give_way: _GiveWay | None = None
         self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
         self._written_plan: Plan | None = None
         self._plan_written = False
@@ -405,6 +444,12 @@ class Planner:
                 "memory_cell": 1.0,
                 "memory_radius": 1.0,
                 "memory_detour": 1.5,
+                "pass_detour": 1.5,
+                "pass_slack": 2.0,
+                "give_way_s": 15.0,
+                "_waiting": False,
+                "_waited_out": None,
+                "_give_way": None,
                 "_spots": {},
                 "_recalled": set(),
                 "_limits_read": LastRead(),
@@ -913,6 +958,8 @@ class Planner:
         step = trigger.step
         if step is not None and step in plan and plan.step(step).status in ("running", "pending"):
             plan = plan.with_status(step, "failed")
+        if trigger.reason == "no_progress":
+            self._stand_off(view, seen)
         if trigger.reason == "obstacle_in_corridor":
             new_steps = plan.steps
         else:
@@ -947,6 +994,41 @@ class Planner:
         if self._long_term is not None:
             self._remember_blocked(trigger, view, seen, out)
 
+    def _stand_off(self, view: CabinView, seen: _Seen) -> None:
+        """No progress while waiting for moving obstacles, or with one beside the robot: a
+        stand-off. Until the next step is done, the robot goes round them however long
+        the way round (``_waited_out``), and first gives way to the nearest one."""
+        near = None
+        if seen.pose is not None:
+            pose = Point(seen.pose)
+            gaps = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
+            near = min((g for g in gaps if g[0] <= self._reach + 1.0), default=None)
+        if near is None and not self._waiting:
+            return
+        self._waited_out = self._progress
+        if near is not None and self._give_way is None:
+            mover = near[2].geometry
+            centre = mover.centroid
+            self._give_way = _GiveWay(
+                mover=near[1],
+                at=(float(centre.x), float(centre.y)),
+                size=math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0,
+                since=view.time,
+                progress=self._progress,
+            )
+
+    def _giving_way_over(self, give: _GiveWay, seen: _Seen, now: float) -> bool:
+        """The robot stops giving way once a step is done, after ``give_way_s``, or once
+        the mover has gone (out of sight, or well away from where it stood)."""
+        if give.progress != self._progress or now - give.since > self.give_way_s:
+            return True
+        mover = next((f for f in seen.obstacles if f.id == give.mover), None)
+        if mover is None:
+            return True
+        centre = mover.geometry.centroid
+        moved = math.hypot(float(centre.x) - give.at[0], float(centre.y) - give.at[1])
+        return moved > 2.0 * give.size + self.obstacle_moved
+
     # -- routes -------------------------------------------------------------------------
 
     def _hold_reason(self, seen: _Seen) -> str | None:
@@ -976,6 +1058,10 @@ class Planner:
         assert seen.pose is not None
         router = self._router_for()
         blocking = "constraint:*" in seen.missing
+        give = self._give_way
+        if give is not None and self._giving_way_over(give, seen, view.time):
+            self._give_way = give = None
+            self._route_key = None
         key = (self._task, current.id, plan.revision, self._router_key, blocking)
         if key == self._route_key:
             if self._route_failed_at is not None:
@@ -990,16 +1076,26 @@ class Planner:
         target = read_xy(current.data.get("target_xy"))
         if target is None or router is None:
             return _EMPTY_ROUTE
-        blocked = [_shrunk(f.geometry, (seen.pose, target), self._reach) for f in seen.obstacles]
-        if blocking:
-            blocked.extend(self._constraints.values())
-        clear = [g for g in blocked if g is not None]
-        start, prefix = self._departure(router, seen, clear)
-        route = self._plan_route(router, start, target, clear, current.id, out)
-        if route is not None and prefix:
-            route = (*prefix, *route[1:])
-        elif route is None and prefix:
-            route = self._plan_route(router, seen.pose, target, clear, current.id, out)
+        fixed = list(self._constraints.values()) if blocking else []
+        if give is not None:
+            aside = self._route_aside(router, seen, give, fixed, current.id, out)
+            if aside is not None:
+                self._route_key = key
+                self._route_failed_at = None
+                return aside
+        movers = [_shrunk(f.geometry, (seen.pose, target), self._reach) for f in seen.obstacles]
+        around = [*fixed, *(g for g in movers if g is not None)]
+        start, prefix = self._departure(router, seen, around)
+        route, recalled = self._route_from(router, seen, start, prefix, target, around)
+        self._waiting = False
+        if len(around) > len(fixed):
+            route, recalled = self._pass_or_wait(
+                router, seen, start, prefix, target, fixed, (route, recalled), current.id, out
+            )
+        if recalled is not None:
+            out.emit(
+                "recalled", {"task": self._task, "step": current.id, **recalled}, tags=("memory",)
+            )
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
         self._route_key = key
         if route is None:
@@ -1021,25 +1117,135 @@ class Planner:
         self._route_failed_at = None
         return route
 
+    def _route_aside(
+        self,
+        router: RoutePlanner,
+        seen: _Seen,
+        give: _GiveWay,
+        fixed: list[BaseGeometry],
+        step: str,
+        out: Outbox,
+    ) -> Route | None:
+        """The route out of the way of the mover the robot gives way to (a ``give_way``
+        event says where), or None (and no more giving way) when there is none."""
+        mover = next((f for f in seen.obstacles if f.id == give.mover), None)
+        assert seen.pose is not None
+        route = None
+        if mover is not None:
+            movers = [_shrunk(f.geometry, (seen.pose,), self._reach) for f in seen.obstacles]
+            route = give_way_route(
+                router,
+                seen.pose,
+                mover.geometry,
+                blocked=[*fixed, *(g for g in movers if g is not None)],
+                radius=self._radius,
+                clearance=self.clearance,
+            )
+        if route is None:
+            self._give_way = None
+            return None
+        self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
+        self._waiting = False
+        out.emit(
+            "give_way",
+            {
+                "task": self._task,
+                "step": step,
+                "obstacle": give.mover,
+                "to": [round(route[-1][0], 3), round(route[-1][1], 3)],
+            },
+            tags=("plan",),
+        )
+        return route
+
+    def _route_from(
+        self,
+        router: RoutePlanner,
+        seen: _Seen,
+        start: Point2,
+        prefix: Route,
+        target: Point2,
+        blocked: list[BaseGeometry],
+    ) -> tuple[Route | None, dict[str, Any] | None]:
+        """The route from the departure ``start`` (after its braking ``prefix``), else
+        from where the robot is; and what memory changed about it (None: nothing)."""
+        route, recalled = self._plan_route(router, start, target, blocked)
+        if route is not None and prefix:
+            return (*prefix, *route[1:]), recalled
+        if route is None and prefix:
+            assert seen.pose is not None
+            return self._plan_route(router, seen.pose, target, blocked)
+        return route, recalled
+
+    def _pass_or_wait(
+        self,
+        router: RoutePlanner,
+        seen: _Seen,
+        start: Point2,
+        prefix: Route,
+        target: Point2,
+        fixed: list[BaseGeometry],
+        around: tuple[Route | None, dict[str, Any] | None],
+        step: str,
+        out: Outbox,
+    ) -> tuple[Route | None, dict[str, Any] | None]:
+        """Go round the moving obstacles (``around``: the route that keeps clear of where
+        they stand now) when that is a pass, not a long way round; else keep to the way
+        they stand in and wait for them.
+
+        People and forklifts move on: a route that treats where they stand now as a
+        wall can be many times as long as the way, and it points elsewhere after every
+        re-plan, so a robot that took it would turn back and forth between two ways
+        round and never arrive (with movers on the way to a dock, it did). The way
+        (the shortest route clear of the shelves and zones) is taken instead when the
+        route round is longer than ``pass_detour`` times it plus ``pass_slack`` metres,
+        or when the movers shut every way: the executor stops before an obstacle on its
+        route and waits, as it does for one that steps in.
+        """
+        route, recalled = around
+        if route is not None and self._waited_out == self._progress:
+            return route, recalled  # waited for them without getting further: go round
+        way, way_recalled = self._route_from(router, seen, start, prefix, target, fixed)
+        if way is None:
+            return route, recalled
+        length = float(LineString(way).length) if len(way) >= 2 else 0.0
+        detour: float | None = None
+        if route is not None:
+            detour = float(LineString(route).length) if len(route) >= 2 else 0.0
+            if detour <= self.pass_detour * length + self.pass_slack:
+                return route, recalled
+        out.emit(
+            "wait_for_obstacles",
+            {
+                "task": self._task,
+                "step": step,
+                "obstacles": sorted(f.id for f in seen.obstacles),
+                "way": round(length, 3),
+                "around": None if detour is None else round(detour, 3),
+            },
+            tags=("plan",),
+        )
+        self._waiting = True
+        return way, way_recalled
+
     def _plan_route(
         self,
         router: RoutePlanner,
         start: Point2,
         target: Point2,
         blocked: list[BaseGeometry],
-        step: str,
-        out: Outbox,
-    ) -> Route | None:
+    ) -> tuple[Route | None, dict[str, Any] | None]:
         """The shortest route, or the one clear of remembered blocked spots if it is not
-        more than ``memory_detour`` times as long (and the shortest passes one)."""
+        more than ``memory_detour`` times as long (and the shortest passes one); with the
+        ``recalled`` event's data when memory chose it."""
         route = router.plan(start, target, blocked=blocked)
         if route is None or not self._spots:
-            return route
+            return route, None
         reach = self._reach
         line = LineString(route)
         passed = [s for s in self._spots.values() if line.distance(s.area) <= reach]
         if not passed:
-            return route
+            return route, None
         avoid = [
             shape
             for s in self._spots.values()
@@ -1048,21 +1254,15 @@ class Planner:
         detour = router.plan(start, target, blocked=[*blocked, *avoid]) if avoid else None
         length = float(line.length)
         detour_length = float(LineString(detour).length) if detour is not None else math.inf
-        if detour_length > self.memory_detour * length:
-            return route
-        out.emit(
-            "recalled",
-            {
-                "task": self._task,
-                "step": step,
-                "spots": len(passed),
-                "nearest": [passed[0].x, passed[0].y],
-                "length": round(detour_length, 3),
-                "shortest": round(length, 3),
-            },
-            tags=("memory",),
-        )
-        return detour
+        if detour is None or detour_length > self.memory_detour * length:
+            return route, None
+        recalled = {
+            "spots": len(passed),
+            "nearest": [passed[0].x, passed[0].y],
+            "length": round(detour_length, 3),
+            "shortest": round(length, 3),
+        }
+        return detour, recalled
 
     def _departure(
         self, router: RoutePlanner, seen: _Seen, blocked: list[BaseGeometry]

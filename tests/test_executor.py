@@ -323,6 +323,23 @@ def test_slows_for_a_person_further_along_the_route() -> None:
     assert 0 < slowed < clear
 
 
+def test_held_by_a_person_it_faces_turns_on_the_spot_towards_a_route_leading_aside() -> None:
+    # It waited facing +x, a person just ahead and to the right; the route now leads off
+    # to the left (0.6 rad, not far enough off to turn on the spot for), away from them.
+    # Driving would close on them first, so it does not drive; it turns on the spot to
+    # face the route, which sweeps no new ground, and facing it, it drives off.
+    target = (3.0 * math.cos(0.6), 3.0 * math.sin(0.6))
+    aside = ((0.0, 0.0), target)
+    board = board_with(route=aside, plan=plan_of(step_of("go_to", target)))
+    held = [person(0.31, -0.54)]
+    v, w = drive(tick(Executor(SPEC), board, features=held))
+    assert v == 0 and w > 0
+    facing = board_with(pose=(0.0, 0.0, 0.6), route=aside, plan=plan_of(step_of("go_to", target)))
+    assert drive(tick(Executor(SPEC), facing, features=held))[0] > 0
+    # with the way straight on into them, nothing turns it: it holds
+    assert drive(tick(Executor(SPEC), board_with(), features=[person(0.62, 0.0)])) == (0.0, 0.0)
+
+
 @pytest.mark.parametrize("where", [(1.5, 1.5), (-0.8, 0.0)], ids=["beside", "behind"])
 def test_ignores_a_person_off_the_route_or_behind(where: tuple[float, float]) -> None:
     board = board_with(velocity=(0.5, 0.0))

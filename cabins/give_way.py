@@ -1,0 +1,69 @@
+"""Giving way: where the robot can stand out of a mover's way, and the route there.
+
+A stand-off: the robot waits on its route for a person or forklift to move on, and the
+mover waits for the robot, because the robot stands where the mover's way goes on (a
+forklift at the dead end of its loop, on the very dock the robot waits to reach, in an
+aisle too narrow for the two to pass). Waiting longer changes nothing; the robot has to
+step out of the mover's way. The mover is taken to be heading for the robot (it stopped
+because its next step would bring it nearer), so out of its way is beside the line from
+the mover through the robot, by the mover's size plus the robot's radius and clearance,
+or behind the mover. The nearest such spot the robot may stand on, with a route there
+that keeps clear of the movers, is where it gives way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+from shapely.geometry import Point
+from shapely.geometry.base import BaseGeometry
+
+from cabins.routing import Point2, Route, RoutePlanner
+
+__all__ = ["give_way_route"]
+
+_RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # m from the robot: where to look
+_BEARINGS: Final = 24  # directions looked in on each ring
+_TRIED: Final = 12  # routes planned at most, nearest spots first
+
+
+def give_way_route(
+    router: RoutePlanner,
+    pose: Point2,
+    mover: BaseGeometry,
+    *,
+    blocked: Sequence[BaseGeometry],
+    radius: float,
+    clearance: float,
+) -> Route | None:
+    """A route from ``pose`` to the nearest spot out of ``mover``'s way (see the module
+    docstring), keeping clear of ``blocked``; None when there is no such spot in reach."""
+    centre = mover.centroid
+    mx, my = float(centre.x), float(centre.y)
+    size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
+    dx, dy = pose[0] - mx, pose[1] - my
+    gap = math.hypot(dx, dy)
+    if gap < 1e-9:
+        return None
+    ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
+    beside = size + radius + clearance
+    spots: list[tuple[float, Point2]] = []
+    for ring in _RINGS:
+        for k in range(_BEARINGS):
+            angle = 2.0 * math.pi * k / _BEARINGS
+            spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
+            along = (spot[0] - mx) * ux + (spot[1] - my) * uy
+            lateral = abs((spot[0] - mx) * uy - (spot[1] - my) * ux)
+            if lateral < beside and along > -size:
+                continue  # still on the mover's way
+            if Point(spot).distance(mover) < radius + clearance:
+                continue
+            if router.is_free(spot, blocked=blocked):
+                spots.append((ring, spot))
+    for _, spot in spots[:_TRIED]:
+        route = router.plan(pose, spot, blocked=blocked)
+        if route is not None:
+            return route
+    return None
