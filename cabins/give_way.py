@@ -8,7 +8,10 @@ step out of the mover's way. The mover is taken to be heading for the robot (it 
 because its next step would bring it nearer), so out of its way is beside the line from
 the mover through the robot, by the mover's size plus the robot's radius and clearance,
 or behind the mover. The nearest such spot the robot may stand on, with a route there
-that keeps clear of the movers, is where it gives way.
+that keeps clear of the movers and never closes in on the mover it gives way to, is
+where it gives way. (A robot standing within the safety margin of a person may only
+move away from it: a route that slips past the person's side is stopped at once by the
+monitor, and the stand-off never ends; on one generated world it lasted three minutes.)
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
-from shapely.geometry import Point
+from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.routing import Point2, Route, RoutePlanner
@@ -27,6 +30,7 @@ __all__ = ["give_way_route"]
 _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # m from the robot: where to look
 _BEARINGS: Final = 24  # directions looked in on each ring
 _TRIED: Final = 12  # routes planned at most, nearest spots first
+_CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
 
 
 def give_way_route(
@@ -62,8 +66,18 @@ def give_way_route(
                 continue
             if router.is_free(spot, blocked=blocked):
                 spots.append((ring, spot))
-    for _, spot in spots[:_TRIED]:
+    # the route may not bring the robot nearer the mover than it stands now, nor within
+    # its radius and clearance of it when it stands farther off
+    keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
+    tried = 0
+    for _, spot in spots:
+        if tried >= _TRIED:
+            break
+        tried += 1
         route = router.plan(pose, spot, blocked=blocked)
-        if route is not None:
-            return route
+        if route is None:
+            continue
+        if len(route) >= 2 and LineString(route).distance(mover) < keep:
+            continue
+        return route
     return None

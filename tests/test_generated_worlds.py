@@ -145,6 +145,21 @@ STUCK_WORLDS = {
     "281691": _world(281691, (13.094886272943594, 13.748812504914858), 2.110646669700256, "x", 3),
     "513480": _world(513480, (19.32765808921866, 12.815920846618143), 2.0838541352256787, "y", 3),
     "441365": _world(441365, (19.962030111852236, 11.550524999592975), 2.0427463665294443, "x", 4),
+    # a person at the end of its loop, on the dock, the robot waiting beside it: the spot
+    # it gave way to lay past the person's side, the monitor stopped it at once, and the
+    # stand-off lasted 3 minutes (1 of 2 on run seed 0; 2 of 2 with 5.6 s to spare before)
+    "88490": (
+        88490,
+        GeneratorSettings(
+            size=(16.23888649893803, 10.0),
+            aisle_width=2.5,
+            orientation="x",
+            people=2,
+            forklifts=0,
+            tasks=2,
+            docks=4,
+        ),
+    ),
 }
 """Generated worlds on which a run was safe but left deliveries undone (issue 12's
 liveness gap); each must now deliver everything on both run seeds."""

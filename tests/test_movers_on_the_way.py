@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
@@ -320,3 +322,64 @@ def test_bad_pass_and_give_way_settings_are_refused_with_the_value(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         Planner(SPEC, **{name: value})
+
+
+def _closest_approach(route: tuple[tuple[float, float], ...], mover: BaseGeometry) -> float:
+    return float(LineString(route).distance(mover)) if len(route) >= 2 else math.inf
+
+
+def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> None:
+    # gen:88490 (run seed 0): a person at the end of its loop, on the dock, and the robot
+    # waiting 0.02 m outside its safety margin. The nearest spot out of the line from the
+    # person through the robot lay past the person's side; the route there closed in on
+    # it, the monitor stopped the robot at once, and the stand-off lasted three minutes.
+    from cabins.give_way import give_way_route
+    from cabins.routing import RoutePlanner, RoutingProblem
+
+    router = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 0.0, 16.239, 10.0),
+            obstacles=(box(3.264, 3.264, 10.484, 4.619),),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.1,
+            resolution=0.25,
+        )
+    )
+    pose = (13.83, 2.13)
+    person = Point(14.3, 1.6).buffer(0.3)
+    gap = float(Point(pose).distance(person))
+    route = give_way_route(router, pose, person, blocked=[], radius=0.35, clearance=0.1)
+    assert route is not None
+    assert route[0] == pose
+    assert _closest_approach(route, person) >= gap - 0.01
+    assert float(Point(route[-1]).distance(person)) > gap
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    angle=st.floats(0.0, 2.0 * math.pi),
+    gap=st.floats(0.0, 0.6),
+    x=st.floats(3.0, 12.0),
+)
+def test_a_give_way_route_never_closes_in_on_the_mover(angle: float, gap: float, x: float) -> None:
+    from cabins.give_way import give_way_route
+    from cabins.routing import RoutePlanner, RoutingProblem
+
+    router = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 0.0, 15.0, 10.0),
+            obstacles=(box(3.6, 3.6, 11.5, 4.5),),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.1,
+            resolution=0.25,
+        )
+    )
+    pose = (x, 1.9)
+    centre = 0.35 + 0.3 + gap
+    mover = Point(x + centre * math.cos(angle), 1.9 + centre * math.sin(angle)).buffer(0.3)
+    route = give_way_route(router, pose, mover, blocked=[], radius=0.35, clearance=0.1)
+    if route is not None:
+        keep = min(float(Point(pose).distance(mover)), 0.35 + 0.1)
+        assert _closest_approach(route, mover) >= keep - 0.01 - 1e-9
