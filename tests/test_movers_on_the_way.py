@@ -24,6 +24,7 @@ from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import Planner
+from cabins.routing import RoutePlanner, RoutingProblem
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec
@@ -114,10 +115,13 @@ def _board(pose: tuple[float, float, float]) -> dict[str, Any]:
     }
 
 
-def _mover(name: str, x: float, radius: float = 0.3, kind: str = "person") -> Feature:
+def _mover(
+    name: str, x: float, radius: float = 0.3, kind: str = "person", y: float = AISLE_Y
+) -> Feature:
+    """A person or forklift standing at ``(x, y)``, as the simulator's map holds it."""
     return Feature(
         f"obstacle:{name}",
-        Point(x, AISLE_Y).buffer(radius),
+        Point(x, y).buffer(radius),
         "obstacle",
         frozenset({"moving", kind}),
         {"id": name, "kind": kind},
@@ -238,20 +242,8 @@ def test_movers_that_shut_the_aisle_get_a_route_through_them_not_a_no_route_hold
     floor = _Floor(pose=(12.4, 3.0, -2.3), shelf=shelf)
     floor.step()
     floor.movers = [
-        Feature(
-            "obstacle:forklift0",
-            Point(10.0, 1.0).buffer(0.6),
-            "obstacle",
-            frozenset({"moving", "forklift"}),
-            {"id": "forklift0", "kind": "forklift"},
-        ),
-        Feature(
-            "obstacle:person0",
-            Point(10.0, 2.8).buffer(0.3),
-            "obstacle",
-            frozenset({"moving", "person"}),
-            {"id": "person0", "kind": "person"},
-        ),
+        _mover("forklift0", 10.0, 0.6, "forklift", y=1.0),
+        _mover("person0", 10.0, 0.3, "person", y=2.8),
     ]
     out = floor.step()
     assert not [e for e in out.events if e.kind == "alarm" and e.data["kind"] == "no_route"]
@@ -275,13 +267,7 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
         "pickup": "D2",
         "pickup_xy": dock,
     }
-    forklift = Feature(
-        "obstacle:forklift0",
-        Point(1.75, 1.1).buffer(0.6),
-        "obstacle",
-        frozenset({"moving", "forklift"}),
-        {"id": "forklift0", "kind": "forklift"},
-    )
+    forklift = _mover("forklift0", 1.75, 0.6, "forklift", y=1.1)
     floor.movers = [forklift]
     gave: list[Any] = []
     for _ in range(floor.planner.stall_ticks + 5):
@@ -294,15 +280,7 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
     assert not _footprint(floor.route).intersects(forklift.geometry)
     assert not _footprint(floor.route).intersects(shelf)
 
-    floor.movers = [
-        Feature(
-            "obstacle:forklift0",
-            Point(6.0, 1.1).buffer(0.6),
-            "obstacle",
-            frozenset({"moving", "forklift"}),
-            {"id": "forklift0", "kind": "forklift"},
-        )
-    ]
+    floor.movers = [_mover("forklift0", 6.0, 0.6, "forklift", y=1.1)]
     floor.board["pose"] = (*end, math.pi / 2)
     out = floor.step()
     assert not any(e.kind == "give_way" for e in out.events)
@@ -324,6 +302,20 @@ def test_bad_pass_and_give_way_settings_are_refused_with_the_value(
         Planner(SPEC, **{name: value})
 
 
+def _router(bounds: tuple[float, float, float, float], shelf: BaseGeometry) -> RoutePlanner:
+    """The router of a floor with one shelf, for the robot's radius and clearance."""
+    return RoutePlanner(
+        RoutingProblem(
+            bounds=bounds,
+            obstacles=(shelf,),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.1,
+            resolution=0.25,
+        )
+    )
+
+
 def _closest_approach(route: tuple[tuple[float, float], ...], mover: BaseGeometry) -> float:
     return float(LineString(route).distance(mover)) if len(route) >= 2 else math.inf
 
@@ -334,18 +326,8 @@ def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> No
     # person through the robot lay past the person's side; the route there closed in on
     # it, the monitor stopped the robot at once, and the stand-off lasted three minutes.
     from cabins.give_way import give_way_route
-    from cabins.routing import RoutePlanner, RoutingProblem
 
-    router = RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, 0.0, 16.239, 10.0),
-            obstacles=(box(3.264, 3.264, 10.484, 4.619),),
-            forbidden=(),
-            robot_radius=0.35,
-            clearance=0.1,
-            resolution=0.25,
-        )
-    )
+    router = _router((0.0, 0.0, 16.239, 10.0), box(3.264, 3.264, 10.484, 4.619))
     pose = (13.83, 2.13)
     person = Point(14.3, 1.6).buffer(0.3)
     gap = float(Point(pose).distance(person))
@@ -364,18 +346,8 @@ def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> No
 )
 def test_a_give_way_route_never_closes_in_on_the_mover(angle: float, gap: float, x: float) -> None:
     from cabins.give_way import give_way_route
-    from cabins.routing import RoutePlanner, RoutingProblem
 
-    router = RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, 0.0, 15.0, 10.0),
-            obstacles=(box(3.6, 3.6, 11.5, 4.5),),
-            forbidden=(),
-            robot_radius=0.35,
-            clearance=0.1,
-            resolution=0.25,
-        )
-    )
+    router = _router((0.0, 0.0, 15.0, 10.0), box(3.6, 3.6, 11.5, 4.5))
     pose = (x, 1.9)
     centre = 0.35 + 0.3 + gap
     mover = Point(x + centre * math.cos(angle), 1.9 + centre * math.sin(angle)).buffer(0.3)
