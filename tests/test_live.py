@@ -46,7 +46,9 @@ def test_a_client_subscribes_receives_scene_and_pose_and_leaves() -> None:
 
     runner = threading.Thread(target=drive, daemon=True)
     try:
-        with client.connect(live.url, subprotocols=SUBPROTOCOLS, open_timeout=10) as ws:
+        with client.connect(
+            live.url, subprotocols=SUBPROTOCOLS, open_timeout=10, close_timeout=1
+        ) as ws:
             channels = _advertised(ws)
             assert set(ALL_CHANNELS) <= set(channels)
             assert channels[SCENE.topic]["schemaName"] == "foxglove.SceneUpdate"
