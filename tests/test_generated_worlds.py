@@ -116,9 +116,14 @@ def test_the_generate_command_refuses_an_aisle_below_the_robots_minimum(tmp_path
 
 
 def _world(
-    seed: int, size: tuple[float, float], aisle: float, orientation: Orientation, docks: int
+    seed: int,
+    size: tuple[float, float],
+    aisle: float,
+    orientation: Orientation,
+    docks: int,
+    forklifts: int = 1,
 ) -> tuple[int, GeneratorSettings]:
-    """A world the property test could draw: two people and a forklift, two tasks."""
+    """A world the property test could draw: two people, ``forklifts``, two tasks."""
     return (
         seed,
         GeneratorSettings(
@@ -126,7 +131,7 @@ def _world(
             aisle_width=aisle,
             orientation=orientation,
             people=2,
-            forklifts=1,
+            forklifts=forklifts,
             tasks=2,
             docks=docks,
         ),
@@ -148,31 +153,11 @@ STUCK_WORLDS = {
     # a person at the end of its loop, on the dock, the robot waiting beside it: the spot
     # it gave way to lay past the person's side, the monitor stopped it at once, and the
     # stand-off lasted 3 minutes (1 of 2 on run seed 0; 2 of 2 with 5.6 s to spare before)
-    "88490": (
-        88490,
-        GeneratorSettings(
-            size=(16.23888649893803, 10.0),
-            aisle_width=2.5,
-            orientation="x",
-            people=2,
-            forklifts=0,
-            tasks=2,
-            docks=4,
-        ),
-    ),
+    "88490": _world(88490, (16.23888649893803, 10.0), 2.5, "x", 4, forklifts=0),
     # drawn by CI on the code before 88490's fix: 1 of 2 delivered on one run seed; the
     # same give-way fix delivers both
-    "1": (
-        1,
-        GeneratorSettings(
-            size=(21.27293951035218, 15.003995401144063),
-            aisle_width=1.8535533905932737,
-            orientation="x",
-            people=2,
-            forklifts=0,
-            tasks=2,
-            docks=4,
-        ),
+    "1": _world(
+        1, (21.27293951035218, 15.003995401144063), 1.8535533905932737, "x", 4, forklifts=0
     ),
 }
 """Generated worlds on which a run was safe but left deliveries undone (issue 12's

@@ -136,6 +136,10 @@ class _Damaged(Exception):
     """A record that is there but cannot be used; the message says why."""
 
 
+_UNREADABLE = (McapError, struct.error, EOFError, UnicodeDecodeError, ValueError, OverflowError)
+"""What reading a damaged record can raise, from the mcap library or the bytes themselves."""
+
+
 def _take(out: Salvage, data: bytes, pos: int, opcode: int, content: bytes) -> bool:
     """Keep what the record at ``pos`` holds; True once the file's end was read."""
     try:
@@ -169,14 +173,7 @@ def _take(out: Salvage, data: bytes, pos: int, opcode: int, content: bytes) -> b
             raise _Damaged(f"a record of unknown kind (opcode {opcode}): its bytes were changed")
     except _Damaged:
         raise
-    except (
-        McapError,
-        struct.error,
-        EOFError,
-        UnicodeDecodeError,
-        ValueError,
-        OverflowError,
-    ) as exc:
+    except _UNREADABLE as exc:
         raise _Damaged(f"an unreadable {_name(opcode)} record ({type(exc).__name__})") from None
     return False
 
@@ -286,15 +283,7 @@ def _whole_chunk(content: bytes) -> bool:
         if not chunk.uncompressed_crc:
             return False  # without a checksum a chunk found by searching cannot be trusted
         list(_chunk_records(chunk))
-    except (
-        _Damaged,
-        McapError,
-        struct.error,
-        EOFError,
-        UnicodeDecodeError,
-        ValueError,
-        OverflowError,
-    ):
+    except (_Damaged, *_UNREADABLE):
         return False
     return True
 
