@@ -444,7 +444,13 @@ class Assembler:
         changed_features = cabin_map.changed_since(d.map_version) if d.map_version >= 0 else []
         d.map_version = versions.map_version
         table.offer_map(
-            near, along, self._weighers, self._map_vias, cabin_map.revisions(), changed_features
+            near,
+            along,
+            self._weighers,
+            self._map_vias,
+            cabin_map.revisions(),
+            changed_features,
+            cabin_map.get,
         )
         if laps is not None:
             laps("map")

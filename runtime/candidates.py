@@ -97,7 +97,8 @@ class CandidateTable:
         self.tails: dict[str, list[str]] = {n: [] for n in self.names}  # events, notes
         self.stable_fixes: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in self.names}
         self._notes: list[str] = []  # memory keys of the notes among the stable ones
-        self._awake: set[str] = set()  # stable keys whose stamp is not behind the clock
+        self._awake: set[str] = set()  # candidates whose stamp is not behind the clock
+        self._rerank: set[str] = set()  # of those, the ones the clock has passed since
         # map candidates (value, revision, first-offered time, importance, first via) and
         # each spec's keys; the (revision, time) known before this table's first offer
         self.map_entries: dict[str, Entry] = {}
@@ -139,6 +140,7 @@ class CandidateTable:
             bisect.insort(ranked, rank)
 
     def _stable_rank(self, key: str, entry: Entry) -> Rank | None:
+        self._rerank.discard(key)
         stamp = entry.stamp
         recent = stamp is None or stamp >= self.now  # last_used is the freeze time
         if stamp is not None and recent:
@@ -159,10 +161,10 @@ class CandidateTable:
         now on."""
         self.now = now
         stable, on_map = self.stable, self.map_entries
-        for key in list(self._awake):
+        for key in self._awake:
             entry = stable.get(key) or on_map[key]
             if entry.stamp < now:  # type: ignore[operator]
-                self._set_rank(key, self._stable_rank(key, entry))
+                self._rerank.add(key)  # ranked again at settle, unless refreshed before
                 self._dirty.add(key)  # its last_used is its stamp now, not the freeze time
 
     def seen(self) -> dict[str, tuple[int, float]]:
@@ -220,11 +222,13 @@ class CandidateTable:
         for name in self.names:
             self.heads[name] = self._keys["board"].get(name, [])
             self.tails[name] = self._keys["log"].get(name, []) + self._keys["note"].get(name, [])
-            self.stable_fixes[name] = {
+            fixes = {
                 **self._fixes["board"].get(name, {}),
                 **self._fixes["log"].get(name, {}),
                 **self._fixes["note"].get(name, {}),
             }
+            if fixes != self.stable_fixes[name]:  # else the same object: views compare it
+                self.stable_fixes[name] = fixes
 
     def view_keys(self, group: Group, name: str) -> list[str]:
         """The keys ``name``'s view shows for its offers of ``group``, in its order."""
@@ -251,11 +255,13 @@ class CandidateTable:
         vias: Mapping[str, tuple[str, str]],
         revisions: Mapping[str, int],
         changed: Iterable[str],
+        feature: Callable[[str], Any],
     ) -> None:
         """This tick's map offers: per spec its window's and its corridor's keys and
-        features, in order; ``revisions`` by feature id, and the ids of the features put
-        since the last freeze. Combined again only when some spec's sets changed, else
-        the candidates whose feature was put since are refreshed."""
+        features, in order; ``revisions`` by feature id, the ids of the features put
+        since the last freeze, and ``feature`` (the map's feature of an id). Combined
+        again only when some spec's sets changed, else the candidates whose feature was
+        put since are refreshed."""
         changed_sets = len(self._map_sets) != len(self.names)
         sets = self._map_sets
         if not changed_sets:
@@ -276,8 +282,11 @@ class CandidateTable:
             for feature_id in changed:
                 key = "map:" + feature_id
                 entry = entries.get(key)
-                if entry is not None:
-                    self._refresh_feature(key, entry, near, corridor, revisions[feature_id])
+                if entry is not None and entry.seq != revisions[feature_id]:
+                    entry.value = feature(feature_id)
+                    entry.seq, entry.stamp = revisions[feature_id], self.now
+                    self._set_rank(key, self._stable_rank(key, entry))
+                    self._dirty.add(key)
             for name in self.names:
                 along_keys = corridor[name][0]
                 if along_keys:
@@ -286,31 +295,6 @@ class CandidateTable:
                 self.near[name] = near[name][0]
             return
         self._combine_map(near, corridor, weighers, vias, revisions)
-
-    def _refresh_feature(
-        self,
-        key: str,
-        entry: Entry,
-        near: Mapping[str, tuple[list[str], Sequence[Any]]],
-        corridor: Mapping[str, tuple[list[str], Sequence[Any]]],
-        revision: int,
-    ) -> None:
-        """A map candidate whose feature was put since the last freeze: its new feature
-        (from the first offer that holds it), revision and time."""
-        if entry.seq == revision:
-            return
-        for offers in (near, corridor):
-            for name in self.names:
-                keys, features = offers[name]
-                if key in keys:
-                    entry.value = features[keys.index(key)]
-                    break
-            else:
-                continue
-            break
-        entry.seq, entry.stamp = revision, self.now
-        self._set_rank(key, self._stable_rank(key, entry))
-        self._dirty.add(key)
 
     def _combine_map(
         self,
@@ -321,11 +305,11 @@ class CandidateTable:
         revisions: Mapping[str, int],
     ) -> None:
         """Combine every spec's map offers anew: importance, first via, and each feature's
-        revision and time (kept while its revision stays, else the freeze time)."""
-        now = self.now
-        known = self.map_entries if self._map_sets else None
-        before = self._seen_before
-        entries: dict[str, Entry] = {}
+        revision and time (kept while its revision stays, else the freeze time). A
+        candidate that stays as it was keeps its entry and its rank."""
+        importance: dict[str, float] = {}
+        first: dict[str, str] = {}
+        features: dict[str, Any] = {}
         sets = self._map_sets
         for name in self.names:
             weigh = weighers[name]
@@ -334,55 +318,51 @@ class CandidateTable:
             along_all, along_features = corridor[name]
             near_set = set(near_keys)
             along_keys = [k for k in along_all if k not in near_set]
-            for keys, features, via in (
+            for keys, found, via in (
                 (near_keys, near_features, window_via),
                 (along_all, along_features, corridor_via),
             ):
-                for key, feature in zip(keys, features, strict=True):
-                    if via is corridor_via and key in near_set:
-                        continue
+                for key, feature in zip(keys, found, strict=True):
                     w = weigh(key)
-                    have = entries.get(key)
-                    if have is not None:
-                        if w > have.importance:
-                            have.importance = w
-                        continue
-                    revision = revisions[key[4:]]
-                    if known is not None:
-                        old = known.get(key)
-                        stamp = old.stamp if old is not None and old.seq == revision else now
-                    else:
-                        seen = before.get(key)
-                        stamp = seen[1] if seen is not None and seen[0] == revision else now
-                    entries[key] = Entry(feature, "map", stamp, revision, w, via)
+                    have = importance.get(key)
+                    if have is None:
+                        importance[key] = w
+                        first[key] = via
+                        features[key] = feature
+                    elif w > have:
+                        importance[key] = w
             sets[name] = (near_set, set(along_all))
             self.near[name] = near_keys
             self.along[name] = along_keys
-        for name in self.names:
-            window_via, corridor_via = vias[name]
-            self.map_fixes[name] = {
-                **{k: (window_via, k) for k in self.near[name] if entries[k].via != window_via},
-                **{
-                    k: (corridor_via, k) for k in self.along[name] if entries[k].via != corridor_via
-                },
+            fixes = {
+                **{k: (window_via, k) for k in near_keys if first[k] != window_via},
+                **{k: (corridor_via, k) for k in along_keys if first[k] != corridor_via},
             }
+            if fixes != self.map_fixes[name]:  # else the same object: views compare it
+                self.map_fixes[name] = fixes
+        now = self.now
         old_entries = self.map_entries
+        before = self._seen_before
+        entries: dict[str, Entry] = {}
+        for key, w in importance.items():
+            revision = revisions[key[4:]]
+            via = first[key]
+            old = old_entries.get(key)
+            if old is not None and old.seq == revision:
+                if old.importance == w and old.via == via:
+                    entries[key] = old  # as it was: same entry, same rank
+                    continue
+                stamp = old.stamp
+            else:
+                seen = before.get(key)
+                stamp = seen[1] if seen is not None and seen[0] == revision else now
+            entry = entries[key] = Entry(features[key], "map", stamp, revision, w, via)
+            self._set_rank(key, self._stable_rank(key, entry))
+            self._dirty.add(key)
         for key in old_entries:
             if key not in entries:
                 self._set_rank(key, None)
                 self._awake.discard(key)
-        for key, entry in entries.items():
-            old = old_entries.get(key)
-            if (
-                old is None
-                or old.value is not entry.value
-                or old.seq != entry.seq
-                or old.importance != entry.importance
-                or old.via != entry.via
-                or old.stamp != entry.stamp
-            ):
-                self._dirty.add(key)
-            self._set_rank(key, self._stable_rank(key, entry))
         self.map_entries = entries
         self._seen_before = {}
         self._reoffered = True
@@ -434,6 +414,12 @@ class CandidateTable:
         memory = self.memory
         now = self.now
         stable, on_map = self.stable, self.map_entries
+        for key in list(self._rerank):
+            entry = stable.get(key) or on_map.get(key)
+            if entry is None:
+                self._rerank.discard(key)
+            else:
+                self._set_rank(key, self._stable_rank(key, entry))
         excess = len(stable) + len(on_map) - memory.capacity
         losers = self._ranked[:excess] if excess > 0 else []
         victims = {r[3] for r in losers}
