@@ -902,3 +902,37 @@ def test_a_map_item_is_as_old_as_its_feature_not_as_the_freeze(policy: type) -> 
     now = w.clock.now()
     shelf = assembler.assemble(6, now).items["map:shelf"]
     assert (shelf.last_used, shelf.first_seen) == (now, now)  # seen anew
+
+
+def test_a_pickled_assembler_keeps_when_its_map_items_were_first_offered() -> None:
+    """A checkpoint (the sources, memory and assembler pickled together) resumes with the
+    same map items' times as the run that was not interrupted."""
+    import io
+    import pickle
+
+    class Pickler(pickle.Pickler):  # a lock pickles as a new lock, as checkpoints do
+        def reducer_override(self, obj: Any) -> Any:
+            if type(obj) is type(threading.RLock()):
+                return (threading.RLock, ())
+            return NotImplemented
+
+    world = _TwinWorld(ValueEviction(), 8)
+    world.apply(("write", "pose", 2, None))
+    for n in range(4):
+        world.apply(("feature", n, n - 2, 0, "shelf", False))
+    for tick in range(3):
+        world.assembler.assemble(tick, world.clock.now())
+        world.clock.advance(0.05)
+    buffer = io.BytesIO()
+    Pickler(buffer).dump(world)
+    copy = pickle.loads(buffer.getvalue())
+    for tick in range(3, 6):
+        world.apply(("feature", 0, 1, 1, "shelf", False))
+        copy.apply(("feature", 0, 1, 1, "shelf", False))
+        now = world.clock.now()
+        got = copy.assembler.assemble(tick, now)
+        want = world.assembler.assemble(tick, now)
+        assert _everything(got, copy.memory) == _everything(want, world.memory)
+        assert got.items["map:f1"].last_used == 0.0  # first offered at the first freeze
+        world.clock.advance(0.05)
+        copy.clock.advance(0.05)
