@@ -46,7 +46,8 @@ Row = tuple[str, Any, float, float, Source, "float | None", int, str]
 
 
 class Entry:
-    """One stable candidate: its value and provenance, importance and first ``via``."""
+    """One candidate (a reading, an event, a note or a map feature): its value and
+    provenance, importance and first ``via``."""
 
     __slots__ = ("importance", "seq", "source", "stamp", "value", "via")
 
