@@ -223,13 +223,11 @@ class CandidateTable:
         for name in self.names:
             self.heads[name] = self._keys["board"].get(name, [])
             self.tails[name] = self._keys["log"].get(name, []) + self._keys["note"].get(name, [])
-            fixes = {
+            self.stable_fixes[name] = {
                 **self._fixes["board"].get(name, {}),
                 **self._fixes["log"].get(name, {}),
                 **self._fixes["note"].get(name, {}),
             }
-            if fixes != self.stable_fixes[name]:  # else the same object: views compare it
-                self.stable_fixes[name] = fixes
 
     def view_keys(self, group: Group, name: str) -> list[str]:
         """The keys ``name``'s view shows for its offers of ``group``, in its order."""
@@ -335,12 +333,10 @@ class CandidateTable:
             sets[name] = (near_set, set(along_all))
             self.near[name] = near_keys
             self.along[name] = along_keys
-            fixes = {
+            self.map_fixes[name] = {
                 **{k: (window_via, k) for k in near_keys if first[k] != window_via},
                 **{k: (corridor_via, k) for k in along_keys if first[k] != corridor_via},
             }
-            if fixes != self.map_fixes[name]:  # else the same object: views compare it
-                self.map_fixes[name] = fixes
         now = self.now
         old_entries = self.map_entries
         before = self._seen_before
