@@ -17,7 +17,10 @@ At every tick it computes, for the union of the specs, in spec order:
   ``event_limit`` events stamped in ``[now - event_window, now]`` of its kinds and tags);
 - the candidates: an item offered by several specs takes the highest of their weights and
   the ``via`` of the first that offered it; its ``last_used`` is its source's stamp (never
-  later than now), or now for a map feature;
+  later than now). A map feature's ``seq`` is its revision (the map version its last put
+  made: the map is loaded by adding the features in order, each put one version) and its
+  stamp the freeze time at which a window first offered that revision, kept for as long
+  as some window or corridor offers it at every freeze;
 - working memory: what no spec offered leaves it (``retracted`` or ``stale`` when its
   source no longer backs it, else ``expired``), offered items are written (a held one keeps
   its place and ``first_seen``), and while it is over capacity the non-pinned item with the
@@ -217,7 +220,6 @@ class ReferenceModel:
         readings: Iterable[Any],
         features: Iterable[Any],
         events: Iterable[Any],
-        map_version: int,
         capacity: int,
     ) -> None:
         self.specs = dict(specs)
@@ -225,11 +227,13 @@ class ReferenceModel:
         self.board: dict[str, Any] = {r.key: r for r in readings}
         self.sorted_keys = sorted(self.board)
         self.features: dict[str, Any] = {}
+        self.revision: dict[str, int] = {}  # feature id -> the map version its put made
         self.grid = _Grid()
+        self.map_version = 0
         for feature in features:
-            self.features[feature.id] = feature
-            self.grid.put(feature.id, shapely.bounds(feature.geometry).tolist())
-        self.map_version = map_version
+            self.put_feature(feature)
+        # map key -> (revision, time first offered) of what the last freeze offered
+        self.seen: dict[str, tuple[int, float]] = {}
         self.by_kind: dict[str, list[Any]] = {}
         self.stamps: dict[str, list[float]] = {}
         for event in events:
@@ -252,6 +256,7 @@ class ReferenceModel:
         self.features[feature.id] = feature
         self.grid.put(feature.id, shapely.bounds(feature.geometry).tolist())
         self.map_version += 1
+        self.revision[feature.id] = self.map_version
 
     def append(self, event: Any) -> None:
         self.by_kind.setdefault(event.kind, []).append(event)
@@ -348,6 +353,7 @@ class ReferenceModel:
         maps: dict[str, tuple[list[Any], list[Any]]] = {}
         windows: dict[str, list[Any]] = {}
         stale: set[str] = set()
+        seen: dict[str, tuple[int, float]] = {}
         for name, spec in self.specs.items():
             mine: dict[str, str] = {}
             chosen[name] = mine
@@ -403,10 +409,16 @@ class ReferenceModel:
             maps[name] = (nearby, corridor)
             window_via = f"map:window({spec.map_center},{spec.map_radius:g})"
             corridor_via = f"map:corridor({spec.route_key},{spec.corridor_width:g})"
-            for feature in nearby:
-                offer(f"map:{feature.id}", feature, "map", None, self.map_version, window_via)
-            for feature in corridor:
-                offer(f"map:{feature.id}", feature, "map", None, self.map_version, corridor_via)
+            for features, via in ((nearby, window_via), (corridor, corridor_via)):
+                for feature in features:
+                    key = f"map:{feature.id}"
+                    if key not in seen:
+                        revision = self.revision[feature.id]
+                        before = self.seen.get(key)
+                        fresh = before is None or before[0] != revision
+                        seen[key] = (revision, now) if fresh else before  # type: ignore[assignment]
+                    revision, stamp = seen[key]
+                    offer(key, feature, "map", stamp, revision, via)
             recent = self._events(spec, now) if spec.event_window > 0 else []
             windows[name] = recent
             log_via = f"log:window({spec.event_window:g}s)"
@@ -415,6 +427,7 @@ class ReferenceModel:
                     f"event:{event.kind}:{event.seq}", event, "log", event.stamp, event.seq, log_via
                 )
         stale = {k for k in stale if k in self.board}  # read, and stale (not absent)
+        self.seen = seen
 
         evictions: list[tuple[int, str, float, float, str]] = []
         memory = self.memory

@@ -300,7 +300,6 @@ class SeedWorld:
             readings=runtime.board.readings("*"),
             features=data.features,
             events=self.log._events,
-            map_version=runtime.cabin_map.version,
             capacity=runtime.memory.capacity,
         )
 

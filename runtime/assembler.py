@@ -7,6 +7,14 @@ working memory; lets memory evict down to capacity; and freezes the result,
 with each spec's selection and what each spec required but cannot have.
 Queries that several specs share are made once per tick.
 
+An item's ``last_used`` is when its source last refreshed it: a reading's or an event's
+stamp (never later than the freeze), the freeze time for a note, and for a map feature
+the freeze time at which some spec's window or corridor first offered its current
+revision (``CabinMap.revision``, the item's ``seq``). A feature keeps that time while it
+is offered at every freeze and not replaced; one replaced, or one that left every window
+and came back, is fresh at the freeze that offers it. The assembler carries those times
+from freeze to freeze (and pickles them), so a map that never changes costs no writes.
+
 Two paths freeze the same working set. The delta path (when memory forgets by
 ``ValueEviction``, the default) keeps a ``CandidateTable`` from tick to tick: it reads
 only the board keys written since the last freeze (the board's change feed), combines
@@ -141,6 +149,9 @@ class Assembler:
         self._keys_version = -1  # the board's key set is unchanged
         self._windows: dict[tuple[Any, ...], tuple[float, int, int, tuple[Event, ...]]] = {}
         self._delta: _Delta | None = None  # what the delta path carries between ticks
+        # per map candidate of the last freeze: its feature's revision and the freeze time
+        # a window first offered that revision (while the delta path runs, its table's)
+        self._map_seen: dict[str, tuple[int, float]] = {}
         self.laps: Callable[[str], None] | None = None
         """For profiling: called with each stage's name as the stage ends (the delta path's
         stages, in order: ``STAGES``), so that a caller can time them inside the real tick."""
@@ -164,7 +175,9 @@ class Assembler:
                 ws = self._assemble_delta(tick, now)
                 if ws is not None:
                     return ws
-            self._delta = None
+            if self._delta is not None:
+                self._map_seen = self._delta.table.seen()
+                self._delta = None
             return self._assemble_from_scratch(tick, now)
         finally:
             for lock in reversed(locks):
@@ -186,7 +199,21 @@ class Assembler:
             k.split(":", 2)[1] for k in self._board_keys("goal:*") if k.count(":") >= 1
         )
         fresh: dict[str, Any] = {}  # key -> its reading this tick, None when absent or stale
-        map_version = versions.map_version
+        # a map feature's seq is its revision, its stamp the freeze time a window first
+        # offered that revision (kept while it stays offered unchanged)
+        revisions = self.cabin_map.revisions()
+        seen_before = self._map_seen
+        seen: dict[str, tuple[int, float]] = {}
+
+        def first_offered(key: str) -> tuple[int, float]:
+            known = seen.get(key)
+            if known is None:
+                revision = revisions[key[4:]]
+                before = seen_before.get(key)
+                known = seen[key] = (
+                    before if before is not None and before[0] == revision else (revision, now)
+                )
+            return known
 
         for name, spec in self.specs.items():
             chosen: dict[str, str] = {}
@@ -228,10 +255,11 @@ class Assembler:
 
             nearby, corridor = self._map_for(spec, now, goal_kinds, window_cache)
             maps[name] = (nearby, corridor)
-            for feature in nearby:
-                offer(feature.key, feature, "map", None, map_version, vias.window)
-            for feature in corridor:
-                offer(feature.key, feature, "map", None, map_version, vias.corridor)
+            for features, via in ((nearby, vias.window), (corridor, vias.corridor)):
+                for feature in features:
+                    key = feature.key
+                    revision, stamp = first_offered(key)
+                    offer(key, feature, "map", stamp, revision, via)
 
             recent: tuple[Event, ...] = ()
             if spec.event_window > 0:
@@ -254,6 +282,7 @@ class Assembler:
                     chosen[held_key] = "note:scratchpad"
                     renamed[held_key] = view_key
 
+        self._map_seen = seen
         evictions = self._let_go(candidates, tick, now)
         for key, c in candidates.items():
             # recency is when the source last refreshed the item: a reading not rewritten for
@@ -344,7 +373,7 @@ class Assembler:
         self._end_finished_tasks(tick)
         d = self._delta
         if d is None or now < d.table.now or memory.pinned is not d.table.pinned_patterns:
-            d = self._delta = _Delta(self._names, memory)
+            d = self._delta = _Delta(self._names, memory, self._seen_map())
         table = d.table
         table.advance(now)
 
@@ -353,7 +382,6 @@ class Assembler:
         changed: list[str] = []
         if changes is None or board.key_set_version != d.key_set_version:
             if not d.expand(self, board):
-                self._delta = None
                 return None
             changes = None
         else:
@@ -412,7 +440,18 @@ class Assembler:
 
         # the map: one query per centre key, each spec's window a prefix of it
         near, along = self._offer_map(d, now)
-        table.offer_map(near, along, self._weighers, self._map_vias, versions.map_version)
+        cabin_map = self.cabin_map
+        changed_features = cabin_map.changed_since(d.map_version) if d.map_version >= 0 else []
+        d.map_version = versions.map_version
+        table.offer_map(
+            near,
+            along,
+            self._weighers,
+            self._map_vias,
+            cabin_map.revisions(),
+            changed_features,
+            cabin_map.get,
+        )
         if laps is not None:
             laps("map")
 
@@ -638,6 +677,10 @@ class Assembler:
             _kept(found, found_keys, victims),
         )
 
+    def _seen_map(self) -> dict[str, tuple[int, float]]:
+        """Each map candidate of the last freeze: its revision and first-offered time."""
+        return self._map_seen if self._delta is None else self._delta.table.seen()
+
     def _board_keys(self, pattern: str) -> tuple[str, ...]:
         if self._keys_version != self.board.key_set_version:
             self._keys_of.clear()
@@ -651,12 +694,14 @@ class Assembler:
         state = self.__dict__.copy()
         state["_keys_of"], state["_keys_version"] = {}, -1  # rebuilt from the board
         state["_windows"] = {}  # and from the log
+        state["_map_seen"] = self._seen_map()
         state["_delta"] = None  # the delta path starts afresh
         state["_weighers"] = None  # bound methods of the specs: made again
         state["laps"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("_map_seen", {})
         self.__dict__.update(state)
         self._delta = None
         self.laps = None
@@ -796,8 +841,14 @@ _NONE_MISSING: FrozenDict[str, MissingReason] = FrozenDict()
 class _Delta:
     """What the delta path carries from one freeze to the next (see the module doc)."""
 
-    def __init__(self, names: Sequence[str], memory: WorkingMemory) -> None:
-        self.table = CandidateTable(names, memory)
+    def __init__(
+        self,
+        names: Sequence[str],
+        memory: WorkingMemory,
+        seen: Mapping[str, tuple[int, float]],
+    ) -> None:
+        self.table = CandidateTable(names, memory, seen)
+        self.map_version = -1  # the map version last caught up with
         self.board_seq = -1  # the board seq last caught up with; -1 reads everything
         self.key_set_version = -1
         self.selected: set[str] = set()  # board keys some spec selects

@@ -13,6 +13,11 @@ at the next query, only once overflow plus mask outgrow ``max(overflow_limit,
 isqrt(n))``; features that move every tick keep replacing their own overflow
 entry, so they never force a rebuild. A map pickles (for checkpoints) without its
 lock and its index; the index is rebuilt when it is unpickled.
+
+Each feature carries a *revision*: the map version its last add or replace made
+(``revision``, ``revisions``). ``changed_since(version)`` lists the features put since a
+version, newest first, in time proportional to their number: a reader that caught up
+with the map at one version learns what to read again.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -390,6 +396,8 @@ class CabinMap:
         self._overflow_limit = overflow_limit
         self._features: dict[str, Feature] = {}
         self._version = 0
+        # feature id -> the version its last put made, oldest first (a put moves it last)
+        self._revisions: dict[str, int] = {}
         # The index: a tree over base features, plus overflow and mask (see module doc).
         self._tree: shapely.STRtree | None = None
         self._base: list[Feature] = []
@@ -412,6 +420,7 @@ class CabinMap:
         return {
             "features": self._features,
             "version": self._version,
+            "revisions": self._revisions,
             "overflow_limit": self._overflow_limit,
             "rebuilds": self._rebuilds,
         }
@@ -422,6 +431,8 @@ class CabinMap:
         self._overflow_limit = state["overflow_limit"]
         self._features = state["features"]
         self._version = state["version"]
+        # a map pickled before revisions were kept: every feature as of that version
+        self._revisions = state.get("revisions") or dict.fromkeys(self._features, self._version)
         self._rebuilds = state["rebuilds"]
         self._tree = None
         self._overflow_arrays = None
@@ -448,6 +459,9 @@ class CabinMap:
             self._overflow_arrays = None
             self._overflow_version += 1
             self._version += 1
+            revisions = self._revisions
+            revisions.pop(feature.id, None)
+            revisions[feature.id] = self._version
 
     def remove(self, feature_id: str) -> Feature:
         """Remove and return the feature ``feature_id``; KeyError if it is not on the map."""
@@ -468,6 +482,7 @@ class CabinMap:
                 self._overflow_arrays = None
                 self._overflow_version += 1
             self._version += 1
+            del self._revisions[feature_id]
             return removed
 
     def _mask(self, feature_id: str) -> None:
@@ -488,6 +503,30 @@ class CabinMap:
     def get(self, feature_id: str) -> Feature | None:
         with self.lock:
             return self._features.get(feature_id)
+
+    def revision(self, feature_id: str) -> int | None:
+        """The map version at which ``feature_id`` was last added or replaced (None when it
+        is not on the map): it changes only when that feature does."""
+        with self.lock:
+            return self._revisions.get(feature_id)
+
+    def revisions(self) -> Mapping[str, int]:
+        """Every feature's ``revision``, by id: a live, read-only view (read it under
+        ``lock`` while the map may change)."""
+        return MappingProxyType(self._revisions)
+
+    def changed_since(self, version: int) -> list[str]:
+        """The ids of the features added or replaced after map version ``version`` and still
+        on the map, newest first; the time it takes grows with their number only."""
+        with self.lock:
+            out: list[str] = []
+            if version >= self._version:
+                return out
+            for feature_id, revision in reversed(self._revisions.items()):
+                if revision <= version:
+                    break
+                out.append(feature_id)
+            return out
 
     def __len__(self) -> int:
         with self.lock:

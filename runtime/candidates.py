@@ -11,16 +11,21 @@ tick and changes only what changed:
   shape changes (the board's key set, which readings are stale, an event window, a pad),
   and otherwise refreshed one by one from the board's change feed;
 - *map* candidates are combined again only when a spec's window or corridor gains or
-  loses a feature; their values (the features) and ``seq`` (the map version) are taken
-  every tick;
+  loses a feature, and otherwise refreshed one by one from the map's change feed (the
+  features added or replaced since the last freeze). A map candidate's ``seq`` is its
+  feature's revision (the map version its last put made) and its ``stamp`` the freeze
+  time at which a window first offered that revision, so a feature that stays in view
+  unchanged keeps both, as a reading nobody rewrites does;
 - the non-pinned candidates are kept sorted by rank, so the victims of a freeze are the
   first few and are known before anything is written: an item that loses never becomes
   a ``WorkItem``. A candidate's rank is ``(importance, last_used, key)`` where
-  ``last_used`` is the freeze time for map features and notes and ``min(stamp, now)``
-  for readings and events. All candidates used "now" share that time, so their order
-  among themselves does not change as the clock advances: the table ranks them by
-  ``(importance, 1, 0.0, key)`` and the others by ``(importance, 0, stamp, key)``, which
-  orders every pair as the rank does at any one freeze.
+  ``last_used`` is ``min(stamp, now)`` (the freeze time for notes, which have no stamp).
+  All candidates used "now" share that time, so their order among themselves does not
+  change as the clock advances: the table ranks them by ``(importance, 1, 0.0, key)``
+  and the others by ``(importance, 0, stamp, key)``, which orders every pair as the rank
+  does at any one freeze. Only what changed, what was stamped at or after the last
+  freeze, the notes and the last freeze's victims are written again: a candidate that
+  did not change is held as it would be written.
 
 The assembler feeds the table and builds the views; ``tests/test_assembler.py`` checks
 that this freezes exactly what the assembler's from-scratch path freezes.
@@ -41,7 +46,8 @@ Row = tuple[str, Any, float, float, Source, "float | None", int, str]
 
 
 class Entry:
-    """One stable candidate: its value and provenance, importance and first ``via``."""
+    """One candidate (a reading, an event, a note or a map feature): its value and
+    provenance, importance and first ``via``."""
 
     __slots__ = ("importance", "seq", "source", "stamp", "value", "via")
 
@@ -69,7 +75,12 @@ class CandidateTable:
     """The candidates of the last freeze, their combination, their ranks, and what memory
     was left holding. One table serves one assembler and one memory."""
 
-    def __init__(self, names: Sequence[str], memory: WorkingMemory) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        memory: WorkingMemory,
+        seen: Mapping[str, tuple[int, float]] | None = None,
+    ) -> None:
         self.names = tuple(names)
         self.memory = memory
         self.pinned_patterns = memory.pinned
@@ -87,14 +98,14 @@ class CandidateTable:
         self.tails: dict[str, list[str]] = {n: [] for n in self.names}  # events, notes
         self.stable_fixes: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in self.names}
         self._notes: list[str] = []  # memory keys of the notes among the stable ones
-        self._awake: set[str] = set()  # stable keys whose stamp is not behind the clock
-        # map candidates: importance and first via; each spec's keys and features
-        self.map_importance: dict[str, float] = {}
-        self.map_via: dict[str, str] = {}
+        self._awake: set[str] = set()  # candidates whose stamp is not behind the clock
+        self._rerank: set[str] = set()  # of those, the ones the clock has passed since
+        # map candidates (value, revision, first-offered time, importance, first via) and
+        # each spec's keys; the (revision, time) known before this table's first offer
+        self.map_entries: dict[str, Entry] = {}
         self.map_fixes: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in self.names}
         self._map_sets: dict[str, tuple[set[str], set[str]]] = {}
-        self.map_values: dict[str, Any] = {}
-        self.map_seq = 0
+        self._seen_before: dict[str, tuple[int, float]] = dict(seen or {})
         self.near: dict[str, list[str]] = {n: [] for n in self.names}
         self.along: dict[str, list[str]] = {n: [] for n in self.names}  # corridor, not near
         # ranks of the non-pinned candidates, sorted
@@ -106,6 +117,7 @@ class CandidateTable:
         self._victims: set[str] = set()
         self._dirty: set[str] = set()
         self._whole = True  # memory changed behind the table's back: look at everything
+        self._reoffered = True  # the candidates' key set may have changed since let_go
 
     # -- pinning and ranks --------------------------------------------------------------
 
@@ -129,6 +141,7 @@ class CandidateTable:
             bisect.insort(ranked, rank)
 
     def _stable_rank(self, key: str, entry: Entry) -> Rank | None:
+        self._rerank.discard(key)
         stamp = entry.stamp
         recent = stamp is None or stamp >= self.now  # last_used is the freeze time
         if stamp is not None and recent:
@@ -144,13 +157,22 @@ class CandidateTable:
     # -- offers -------------------------------------------------------------------------
 
     def advance(self, now: float) -> None:
-        """Move to the freeze at ``now`` (never earlier than the last one): readings and
-        events stamped at the last freeze's time rank as older ones from now on."""
+        """Move to the freeze at ``now`` (never earlier than the last one): readings,
+        events and map features stamped at the last freeze's time rank as older ones from
+        now on."""
         self.now = now
-        stable = self.stable
-        for key in [k for k in self._awake if stable[k].stamp < now]:  # type: ignore[operator]
-            self._set_rank(key, self._stable_rank(key, stable[key]))
-            self._dirty.add(key)  # its last_used is its stamp now, no longer the freeze time
+        stable, on_map = self.stable, self.map_entries
+        for key in self._awake:
+            entry = stable.get(key) or on_map[key]
+            if entry.stamp < now:  # type: ignore[operator]
+                self._rerank.add(key)  # ranked again at settle, unless refreshed before
+                self._dirty.add(key)  # its last_used is its stamp now, not the freeze time
+
+    def seen(self) -> dict[str, tuple[int, float]]:
+        """Each map candidate's revision and the time a window first offered it."""
+        if not self._map_sets:  # not offered yet
+            return dict(self._seen_before)
+        return {k: (e.seq, e.stamp) for k, e in self.map_entries.items()}  # type: ignore[misc]
 
     def offer(self, group: Group, offers: Mapping[str, Sequence[tuple[Any, ...]]]) -> None:
         """Combine one group of stable offers anew (its shape changed): per spec, in its
@@ -191,6 +213,7 @@ class CandidateTable:
                 self._awake.discard(key)
         self._groups[group] = entries
         self._keys[group] = keys
+        self._reoffered = True
         for key, entry in entries.items():
             self._set_rank(key, self._stable_rank(key, entry))
         self._dirty.update(entries)
@@ -229,29 +252,40 @@ class CandidateTable:
         corridor: Mapping[str, tuple[list[str], Sequence[Any]]],
         weighers: Mapping[str, Callable[[str], float]],
         vias: Mapping[str, tuple[str, str]],
-        seq: int,
+        revisions: Mapping[str, int],
+        changed: Iterable[str],
+        feature: Callable[[str], Any],
     ) -> None:
         """This tick's map offers: per spec its window's and its corridor's keys and
-        features, in order. Combined again only when some spec's sets changed."""
-        values: dict[str, Any] = {}
-        changed = len(self._map_sets) != len(self.names)
+        features, in order; ``revisions`` by feature id, the ids of the features put
+        since the last freeze, and ``feature`` (the map's feature of an id). Combined
+        again only when some spec's sets changed, else the candidates whose feature was
+        put since are refreshed."""
+        changed_sets = len(self._map_sets) != len(self.names)
         sets = self._map_sets
-        for name in self.names:
-            near_keys, near_features = near[name]
-            along_keys, along_features = corridor[name]
-            values.update(zip(along_keys, along_features, strict=True))
-            values.update(zip(near_keys, near_features, strict=True))
-            if not changed:
+        if not changed_sets:
+            for name in self.names:
+                near_keys = near[name][0]
+                along_keys = corridor[name][0]
                 had_near, had_along = sets[name]
-                changed = (
+                if (
                     len(near_keys) != len(had_near)
                     or len(along_keys) != len(had_along)
                     or not had_near.issuperset(near_keys)
                     or not had_along.issuperset(along_keys)
-                )
-        self.map_values = values
-        self.map_seq = seq
-        if not changed:
+                ):
+                    changed_sets = True
+                    break
+        if not changed_sets:
+            entries = self.map_entries
+            for feature_id in changed:
+                key = "map:" + feature_id
+                entry = entries.get(key)
+                if entry is not None and entry.seq != revisions[feature_id]:
+                    entry.value = feature(feature_id)
+                    entry.seq, entry.stamp = revisions[feature_id], self.now
+                    self._set_rank(key, self._stable_rank(key, entry))
+                    self._dirty.add(key)
             for name in self.names:
                 along_keys = corridor[name][0]
                 if along_keys:
@@ -259,39 +293,79 @@ class CandidateTable:
                     self.along[name] = [k for k in along_keys if k not in near_set]
                 self.near[name] = near[name][0]
             return
+        self._combine_map(near, corridor, weighers, vias, revisions)
+
+    def _combine_map(
+        self,
+        near: Mapping[str, tuple[list[str], Sequence[Any]]],
+        corridor: Mapping[str, tuple[list[str], Sequence[Any]]],
+        weighers: Mapping[str, Callable[[str], float]],
+        vias: Mapping[str, tuple[str, str]],
+        revisions: Mapping[str, int],
+    ) -> None:
+        """Combine every spec's map offers anew: importance, first via, and each feature's
+        revision and time (kept while its revision stays, else the freeze time). A
+        candidate that stays as it was keeps its entry and its rank."""
         importance: dict[str, float] = {}
         first: dict[str, str] = {}
+        features: dict[str, Any] = {}
+        sets = self._map_sets
         for name in self.names:
             weigh = weighers[name]
             window_via, corridor_via = vias[name]
-            near_keys = near[name][0]
+            near_keys, near_features = near[name]
+            along_all, along_features = corridor[name]
             near_set = set(near_keys)
-            along_keys = [k for k in corridor[name][0] if k not in near_set]
-            for keys, via in ((near_keys, window_via), (along_keys, corridor_via)):
-                for key in keys:
+            along_keys = [k for k in along_all if k not in near_set]
+            for keys, found, via in (
+                (near_keys, near_features, window_via),
+                (along_all, along_features, corridor_via),
+            ):
+                for key, feature in zip(keys, found, strict=True):
                     w = weigh(key)
                     have = importance.get(key)
                     if have is None:
                         importance[key] = w
                         first[key] = via
+                        features[key] = feature
                     elif w > have:
                         importance[key] = w
-            sets[name] = (near_set, set(corridor[name][0]))
+            sets[name] = (near_set, set(along_all))
             self.near[name] = near_keys
             self.along[name] = along_keys
             self.map_fixes[name] = {
                 **{k: (window_via, k) for k in near_keys if first[k] != window_via},
                 **{k: (corridor_via, k) for k in along_keys if first[k] != corridor_via},
             }
-        for key in [k for k in self.map_importance if k not in importance]:
-            self._set_rank(key, None)
+        now = self.now
+        old_entries = self.map_entries
+        before = self._seen_before
+        entries: dict[str, Entry] = {}
         for key, w in importance.items():
-            self._set_rank(key, None if self._is_pinned(key) else (w, 1, 0.0, key))
-        self.map_importance = importance
-        self.map_via = first
+            revision = revisions[key[4:]]
+            via = first[key]
+            old = old_entries.get(key)
+            if old is not None and old.seq == revision:
+                if old.importance == w and old.via == via:
+                    entries[key] = old  # as it was: same entry, same rank
+                    continue
+                stamp = old.stamp
+            else:
+                seen = before.get(key)
+                stamp = seen[1] if seen is not None and seen[0] == revision else now
+            entry = entries[key] = Entry(features[key], "map", stamp, revision, w, via)
+            self._set_rank(key, self._stable_rank(key, entry))
+            self._dirty.add(key)
+        for key in old_entries:
+            if key not in entries:
+                self._set_rank(key, None)
+                self._awake.discard(key)
+        self.map_entries = entries
+        self._seen_before = {}
+        self._reoffered = True
 
     def is_candidate(self, key: str) -> bool:
-        return key in self.stable or key in self.map_importance
+        return key in self.stable or key in self.map_entries
 
     # -- settling -------------------------------------------------------------------------
 
@@ -311,13 +385,16 @@ class CandidateTable:
         window (``expired``), each group in memory's order."""
         memory = self.memory
         self._whole = memory.version != self._memory_version
-        stable, on_map = self.stable, self.map_importance
+        stable, on_map = self.stable, self.map_entries
+        out: list[Eviction] = []
+        if not self._whole and not self._reoffered:
+            return out  # memory holds the last settle's candidates, and they are the same
+        self._reoffered = False
         gone = [
             (item, retraction(item))
             for item in memory.items()
             if item.key not in stable and item.key not in on_map
         ]
-        out: list[Eviction] = []
         if not gone:
             return out
         for item, reason in gone:
@@ -333,55 +410,45 @@ class CandidateTable:
         capacity evictions (in eviction order) and their keys. Call ``let_go`` first."""
         memory = self.memory
         now = self.now
-        stable = self.stable
-        map_importance = self.map_importance
-        excess = len(stable) + len(map_importance) - memory.capacity
+        stable, on_map = self.stable, self.map_entries
+        for key in list(self._rerank):
+            entry = stable.get(key) or on_map.get(key)
+            if entry is None:
+                self._rerank.discard(key)
+            else:
+                self._set_rank(key, self._stable_rank(key, entry))
+        excess = len(stable) + len(on_map) - memory.capacity
         losers = self._ranked[:excess] if excess > 0 else []
         victims = {r[3] for r in losers}
+        touched: Iterable[str]
         if self._whole:
-            touched: Iterable[str] = list(stable)
+            touched = [*stable, *on_map]
         else:
-            touched = {*self._dirty, *self._awake, *self._notes, *self._victims} - victims
-        held = memory.holding().get
-        staying: Iterable[str]
-        old_rows: list[Row] = []
+            touched = {*self._dirty, *self._awake, *self._notes, *self._victims}
+        held = memory.holding()
+        rows: list[Row] = []
         new_keys: list[str] = []
         for key in touched:
             if key in victims:
                 continue
-            entry = stable.get(key)
+            entry = stable.get(key) or on_map.get(key)
             if entry is None:
-                continue  # a map candidate: written below
-            if held(key) is None:
-                new_keys.append(key)
+                continue  # no longer a candidate
+            if key in held:
+                rows.append(_row(key, entry, now))
             else:
-                old_rows.append(_row(key, entry, now))
-        values, seq, vias = self.map_values, self.map_seq, self.map_via
-        holding = memory.holding()
-        staying = [k for k in map_importance if k not in victims] if victims else map_importance
-        old_rows += [
-            (k, values[k], map_importance[k], now, "map", None, seq, vias[k])
-            for k in staying
-            if k in holding
-        ]
-        new_keys += [k for k in staying if k not in holding]
+                new_keys.append(key)
         if len(new_keys) > 1:
             wanted = set(new_keys)
             new_keys = [k for k in self.order() if k in wanted]
         for key in new_keys:
-            entry = stable.get(key)
-            if entry is None:
-                old_rows.append(
-                    (key, values[key], map_importance[key], now, "map", None, seq, vias[key])
-                )
-            else:
-                old_rows.append(_row(key, entry, now))
+            rows.append(_row(key, stable.get(key) or on_map[key], now))
         evicted = memory.settle(
             [
                 (key, importance, now if klass else stamp)
                 for importance, klass, stamp, key in losers
             ],
-            old_rows,
+            rows,
             tick=tick,
             now=now,
         )
@@ -391,8 +458,8 @@ class CandidateTable:
         return evicted, victims
 
 
-def _row(key: str, entry: Any, now: float) -> tuple[Any, ...]:
-    """The working-memory row of a stable candidate: used now, or at its stamp if older."""
+def _row(key: str, entry: Entry, now: float) -> Row:
+    """The working-memory row of a candidate: used now, or at its stamp if older."""
     stamp = entry.stamp
     used = now if stamp is None or stamp > now else stamp
     return (key, entry.value, entry.importance, used, entry.source, stamp, entry.seq, entry.via)

@@ -41,14 +41,17 @@ DEFAULT_PINNED = ("goal:*", "safety:*")
 class WorkItem:
     """One working-memory item and its provenance.
 
-    ``last_used`` is when the item was last refreshed: the assembler sets it to the
-    source's stamp (a reading's write time, an event's time) or, for map features and
-    notes, which are current whenever they are selected, to the time of the freeze.
+    ``last_used`` is when the item's source last refreshed it, never later than the
+    freeze: the assembler sets it to the source's stamp (a reading's write time, an
+    event's time, the freeze time at which a window first offered a map feature's
+    current revision) or, for notes, which are current whenever they are selected, to
+    the time of the freeze.
 
     ``source`` is the layer it came from, ``stamp`` the source's time for it
-    (reading or event stamp), ``seq`` the source's sequence number for it
-    (board reading seq, event seq, map version), ``via`` the spec filter that
-    let it in (e.g. ``board:goal:*``, ``map:window(pose,8.0)``).
+    (reading or event stamp, a map feature's first-offered time), ``seq`` the
+    source's sequence number for it (board reading seq, event seq, the map
+    feature's revision: the map version its last add or replace made), ``via`` the
+    spec filter that let it in (e.g. ``board:goal:*``, ``map:window(pose,8.0)``).
     """
 
     key: str

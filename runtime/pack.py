@@ -147,7 +147,10 @@ class CabinView(Mapping[str, Any]):
     recent_events: tuple[Event, ...]
     provenance: FrozenDict[str, WorkItem]
     """Key → ``WorkItem``: each item with its provenance (source, stamp, seq, importance,
-    first_seen, last_used, and ``via``, the filter that let it in)."""
+    first_seen, last_used, and ``via``, the filter that let it in). ``stamp`` and
+    ``last_used`` say when the source last refreshed the item (for a map feature: the
+    freeze at which a window first offered its current revision, its ``seq``), not when
+    it was read."""
 
     def __init__(
         self, cabin: str, ws: WorkingSet, selection: Selection, suppress: tuple[str, ...]

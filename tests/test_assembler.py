@@ -426,11 +426,16 @@ _SPECS = (
 
 
 def _seen(ws: Any) -> dict[str, Any]:
+    """What each view shows; of a map item its revision rather than its time, which is
+    when a window first offered that revision (history a new assembler does not have)."""
     out = {}
     for name in ws.cabins:
         view = ws.view(name)
         out[name] = (
-            {k: (i.value, i.importance, i.last_used, i.via) for k, i in view.provenance.items()},
+            {
+                k: (i.value, i.importance, i.seq if i.source == "map" else i.last_used, i.via)
+                for k, i in view.provenance.items()
+            },
             view.nearby_map,
             view.corridor_map,
             view.recent_events,
@@ -856,3 +861,78 @@ def test_a_reading_stamped_ahead_of_the_freeze_is_used_now_until_its_stamp() -> 
         assert _everything(got, delta.memory) == _everything(want, scratch.memory), tick
         seen.append(got.items["pose"].last_used)
     assert seen == pytest.approx([0.0, 0.05, 0.1, 0.12, 0.12, 0.12])
+
+
+@pytest.mark.parametrize("policy", [ValueEviction, _FromScratch], ids=["delta", "from-scratch"])
+def test_a_map_item_is_as_old_as_its_feature_not_as_the_freeze(policy: type) -> None:
+    """A map item's seq is its feature's revision and its stamp and last_used the freeze
+    time at which a window first offered that revision: a shelf that stays in view
+    unchanged is the same WorkItem tick after tick while a person walking beside it is
+    fresh at every freeze; a shelf replaced, or one that left every window and came
+    back, is fresh again."""
+    w = World()
+    w.memory = WorkingMemory(capacity=64, policy=policy())
+    spec = ContextSpec(name="cabin", board_keys=("pose",), map_center="pose", map_radius=3.0)
+    assembler = w.assembler(spec)
+    w.map.add(Feature("shelf", box(1, 1, 2, 2), "shelf"))
+    shelf_revision = w.map.revision("shelf")
+    held = []
+    for tick in range(4):
+        now = w.clock.now()
+        w.board.write("pose", (0.0, 0.0, 0.0))
+        w.map.add(Feature("worker", Point(0.5, float(tick) * 0.1), "obstacle"), replace=True)
+        ws = assembler.assemble(tick, now)
+        shelf, worker = ws.items["map:shelf"], ws.items["map:worker"]
+        assert (shelf.seq, shelf.stamp, shelf.last_used) == (shelf_revision, 0.0, 0.0)
+        assert (worker.seq, worker.stamp, worker.last_used) == (w.map.revision("worker"), now, now)
+        assert ws.view("cabin").provenance["map:shelf"] is shelf
+        held.append(shelf)
+        w.clock.advance(0.05)
+    if policy is ValueEviction:  # written once: no new WorkItem for what did not change
+        assert all(item is held[0] for item in held)
+    w.map.add(Feature("shelf", box(1, 1, 2, 2), "shelf"), replace=True)  # refreshed
+    now = w.clock.now()
+    shelf = assembler.assemble(4, now).items["map:shelf"]
+    assert (shelf.seq, shelf.last_used, shelf.first_seen) == (w.map.revision("shelf"), now, 0.0)
+    w.board.write("pose", (50.0, 0.0, 0.0))  # out of view: the item expires
+    w.clock.advance(0.05)
+    assert "map:shelf" not in assembler.assemble(5, w.clock.now()).items
+    w.board.write("pose", (0.0, 0.0, 0.0))
+    w.clock.advance(0.05)
+    now = w.clock.now()
+    shelf = assembler.assemble(6, now).items["map:shelf"]
+    assert (shelf.last_used, shelf.first_seen) == (now, now)  # seen anew
+
+
+def test_a_pickled_assembler_keeps_when_its_map_items_were_first_offered() -> None:
+    """A checkpoint (the sources, memory and assembler pickled together) resumes with the
+    same map items' times as the run that was not interrupted."""
+    import io
+    import pickle
+
+    class Pickler(pickle.Pickler):  # a lock pickles as a new lock, as checkpoints do
+        def reducer_override(self, obj: Any) -> Any:
+            if type(obj) is type(threading.RLock()):
+                return (threading.RLock, ())
+            return NotImplemented
+
+    world = _TwinWorld(ValueEviction(), 8)
+    world.apply(("write", "pose", 2, None))
+    for n in range(4):
+        world.apply(("feature", n, n - 2, 0, "shelf", False))
+    for tick in range(3):
+        world.assembler.assemble(tick, world.clock.now())
+        world.clock.advance(0.05)
+    buffer = io.BytesIO()
+    Pickler(buffer).dump(world)
+    copy = pickle.loads(buffer.getvalue())
+    for tick in range(3, 6):
+        world.apply(("feature", 0, 1, 1, "shelf", False))
+        copy.apply(("feature", 0, 1, 1, "shelf", False))
+        now = world.clock.now()
+        got = copy.assembler.assemble(tick, now)
+        want = world.assembler.assemble(tick, now)
+        assert _everything(got, copy.memory) == _everything(want, world.memory)
+        assert got.items["map:f1"].last_used == 0.0  # first offered at the first freeze
+        world.clock.advance(0.05)
+        copy.clock.advance(0.05)

@@ -118,6 +118,46 @@ def test_version_changes_on_every_change_and_only_then() -> None:
     assert m.version == before
 
 
+_change = st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 6)),
+    st.tuples(st.just("drop"), st.integers(0, 6)),
+    st.tuples(st.just("mark")),
+    st.tuples(st.just("pickle")),
+)
+
+
+@given(st.lists(_change, max_size=40))
+def test_revisions_and_the_change_feed_follow_every_put(steps: list[tuple[Any, ...]]) -> None:
+    """A feature's revision is the map version its last add or replace made; the change
+    feed since a version lists, newest first, exactly the features put after it that are
+    still on the map; both survive pickling."""
+    m = CabinMap()
+    revision: dict[str, int] = {}  # the model: what each put made
+    marks = [m.version]
+    for step in steps:
+        if step[0] == "put":
+            fid = f"f{step[1]}"
+            m.add(pt(fid, float(step[1]), 0.0), replace=True)
+            revision[fid] = m.version
+        elif step[0] == "drop":
+            fid = f"f{step[1]}"
+            if m.discard(fid) is not None:
+                del revision[fid]
+        elif step[0] == "mark":
+            marks.append(m.version)
+        else:
+            m = pickle.loads(pickle.dumps(m))
+        assert dict(m.revisions()) == revision
+        for fid in revision:
+            assert m.revision(fid) == revision[fid]
+        assert m.revision("nope") is None
+        for mark in marks:
+            newer = sorted((r, f) for f, r in revision.items() if r > mark)
+            assert m.changed_since(mark) == [f for _, f in reversed(newer)]
+    with pytest.raises(TypeError):
+        m.revisions()["f0"] = 1  # type: ignore[index]
+
+
 def test_duplicate_add_is_refused_and_changes_nothing() -> None:
     m = CabinMap()
     m.add(pt("a", 0, 0))
