@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,8 @@ import shapely
 from shapely.geometry import box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.shapes import polyline
+from cabins.shapes import point, polyline
+from cabins.shapes import points as points_of
 from cabins.values import Bounds
 from runtime.cabin_map import Feature
 
@@ -38,10 +39,23 @@ _BOX_SLACK = 1e-9  # m: rounding in a box distance must never rule out the neare
 
 @dataclass(frozen=True, slots=True)
 class Solids:
-    """What the robot must not touch this tick, as an array of geometries, with names."""
+    """What the robot must not touch this tick, as an array of geometries, with names, and
+    their bounding boxes (minx, miny, maxx, maxy: one row per solid)."""
 
     shapes: npt.NDArray[np.object_]
     names: tuple[str, ...]
+    boxes: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "boxes", shapely.bounds(self.shapes).reshape(-1, 4))
+
+    def __getstate__(self) -> tuple[npt.NDArray[np.object_], tuple[str, ...]]:
+        return self.shapes, self.names  # as before the boxes were kept: they are derived
+
+    def __setstate__(self, state: tuple[npt.NDArray[np.object_], tuple[str, ...]]) -> None:
+        object.__setattr__(self, "shapes", state[0])
+        object.__setattr__(self, "names", state[1])
+        self.__post_init__()
 
     @classmethod
     def of(
@@ -50,8 +64,13 @@ class Solids:
         walls: Sequence[tuple[str, BaseGeometry]] = (),
         *,
         kinds: frozenset[str] = SOLID_KINDS,
+        last: Solids | None = None,
     ) -> Solids:
-        """The features of ``kinds`` among ``features``, and ``walls`` (``walls_of``)."""
+        """The features of ``kinds`` among ``features``, and ``walls`` (``walls_of``).
+
+        ``last`` is given back when it holds the same geometry objects under the same names
+        (the shelves and zones in view are the same objects tick after tick), so that its
+        array and boxes are not made again."""
         shapes: list[BaseGeometry] = []
         names: list[str] = []
         for feature in features:
@@ -61,6 +80,12 @@ class Solids:
         for name, strip in walls:
             shapes.append(strip)
             names.append(name)
+        if (
+            last is not None
+            and last.names == tuple(names)
+            and all(a is b for a, b in zip(last.shapes, shapes, strict=True))
+        ):
+            return last
         return cls(np.array(shapes, dtype=object), tuple(names))
 
     def __bool__(self) -> bool:
@@ -91,13 +116,13 @@ class Solids:
         if not self.names or not points:
             return np.full(len(points), math.inf)
         xy = np.asarray(points, dtype=float)
-        boxes = shapely.bounds(self.shapes)  # (solids, 4): minx, miny, maxx, maxy
+        boxes = self.boxes
         x, y = xy[:, 0:1], xy[:, 1:2]
         dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
         dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
         lower = np.hypot(dx, dy)  # (points, solids)
         first = lower.argmin(axis=1)
-        grid = shapely.points(xy)
+        grid = points_of(xy)
         best = np.asarray(shapely.distance(grid, self.shapes[first]), dtype=float)
         maybe = lower <= best[:, None] + _BOX_SLACK
         maybe[np.arange(len(xy)), first] = False
@@ -159,5 +184,5 @@ def braking_path(
 def path_geometry(points: Sequence[tuple[float, float]]) -> BaseGeometry:
     """A polyline through ``points`` (a point when there is only one place)."""
     if len(points) == 1 or all(p == points[0] for p in points):
-        return shapely.points(points[0])
+        return point(*points[0])
     return polyline(points)

@@ -46,6 +46,7 @@ from shapely.geometry.base import BaseGeometry
 from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
 from cabins.shapes import point, polyline
+from cabins.shapes import points as points_of
 from cabins.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -465,7 +466,7 @@ class Executor:
         self._accept = self._accept_read.get(
             (view.get(ACCEPTANCE),), partial(Acceptance.in_view, view)
         )
-        self._solids = Solids.of(view.nearby_map, self._walls_in(view))
+        self._solids = Solids.of(view.nearby_map, self._walls_in(view), last=self._solids)
         plan = self._read_plan(view.get(PLAN))
         if plan is not None:
             self._follow_plan(plan)
@@ -933,7 +934,7 @@ class Executor:
         arcs, points = track.samples(s, end, _SAMPLE_SPACING)
         arcs.insert(0, s)
         points.insert(0, (x, y))
-        grid = shapely.points(np.asarray(points, dtype=float))
+        grid = points_of(np.asarray(points, dtype=float))
         hard, soft = radius + _CONTACT_MARGIN, radius + self.obstacle_margin
         cap = math.inf
         cos_t, sin_t = math.cos(theta), math.sin(theta)

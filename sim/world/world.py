@@ -29,7 +29,7 @@ import numpy as np
 import shapely
 from shapely.geometry import Point
 
-from cabins.shapes import point
+from cabins.shapes import point, polygon
 from cabins.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -265,7 +265,7 @@ class _Geometry:
         if x == 0.0 or y == 0.0:
             radius = self.radii[index]
             return point(x, y).buffer(radius)
-        return shapely.polygons(self.footprints[index] + (x, y))
+        return polygon(self.footprints[index] + (x, y))
 
     def near(self, shapes: _Shapes, x: float, y: float, distance: float) -> list[str]:
         """Ids of the ``shapes`` within ``distance`` of (x, y)."""
