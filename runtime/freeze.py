@@ -114,6 +114,8 @@ def freeze(value: Any, *, key: str = "") -> Any:
     ``key`` only serves the error message: it names the board key, event or field
     the value was meant for.
     """
+    if type(value) in _PLAIN:
+        return value
     return _freeze(value, key, "")
 
 
