@@ -39,15 +39,22 @@ _BOX_SLACK = 1e-9  # m: rounding in a box distance must never rule out the neare
 
 @dataclass(frozen=True, slots=True)
 class Solids:
-    """What the robot must not touch this tick, as an array of geometries, with names, and
-    their bounding boxes (minx, miny, maxx, maxy: one row per solid)."""
+    """What the robot must not touch this tick, as an array of geometries, with names."""
 
     shapes: npt.NDArray[np.object_]
     names: tuple[str, ...]
-    boxes: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)
+    _boxes: npt.NDArray[np.float64] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "boxes", shapely.bounds(self.shapes).reshape(-1, 4))
+    @property
+    def boxes(self) -> npt.NDArray[np.float64]:
+        """The solids' bounding boxes, (minx, miny, maxx, maxy) a row, made on first use."""
+        boxes = self._boxes
+        if boxes is None:
+            boxes = shapely.bounds(self.shapes).reshape(-1, 4)
+            object.__setattr__(self, "_boxes", boxes)
+        return boxes
 
     def __getstate__(self) -> tuple[npt.NDArray[np.object_], tuple[str, ...]]:
         return self.shapes, self.names  # as before the boxes were kept: they are derived
@@ -55,7 +62,7 @@ class Solids:
     def __setstate__(self, state: tuple[npt.NDArray[np.object_], tuple[str, ...]]) -> None:
         object.__setattr__(self, "shapes", state[0])
         object.__setattr__(self, "names", state[1])
-        self.__post_init__()
+        object.__setattr__(self, "_boxes", None)
 
     @classmethod
     def of(

@@ -402,11 +402,11 @@ class World:
         if dropout:
             st.stats.pose_dropouts += 1
         else:
-            nx, ny, nt = self.rng.normal(0.0, 1.0, size=3)
+            nx, ny, nt = self.rng.normal(0.0, 1.0, size=3).tolist()  # the same floats
             pose = Pose(
-                robot.x + float(nx) * sensors.pose_noise,
-                robot.y + float(ny) * sensors.pose_noise,
-                _wrap(robot.theta + float(nt) * sensors.heading_noise),
+                robot.x + nx * sensors.pose_noise,
+                robot.y + ny * sensors.pose_noise,
+                _wrap(robot.theta + nt * sensors.heading_noise),
             )
             board.write(POSE, pose.as_value(), ttl=sensors.pose_ttl, source=WORLD)
         velocity = Velocity(robot.v, robot.w)
