@@ -14,6 +14,7 @@ keeping its turn rate: the unicycle integrated tick by tick, as the world moves 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +47,10 @@ class Solids:
     _boxes: npt.NDArray[np.float64] | None = field(
         init=False, default=None, repr=False, compare=False
     )
+    _geometries: tuple[BaseGeometry, ...] = field(init=False, default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_geometries", tuple(self.shapes.tolist()))
 
     @property
     def boxes(self) -> npt.NDArray[np.float64]:
@@ -63,6 +68,7 @@ class Solids:
         object.__setattr__(self, "shapes", state[0])
         object.__setattr__(self, "names", state[1])
         object.__setattr__(self, "_boxes", None)
+        self.__post_init__()
 
     @classmethod
     def of(
@@ -90,7 +96,7 @@ class Solids:
         if (
             last is not None
             and last.names == tuple(names)
-            and all(a is b for a, b in zip(last.shapes, shapes, strict=True))
+            and all(map(operator.is_, last._geometries, shapes))
         ):
             return last
         return cls(np.array(shapes, dtype=object), tuple(names))
@@ -98,19 +104,41 @@ class Solids:
     def __bool__(self) -> bool:
         return bool(self.names)
 
+    # ``gap`` and ``nearest`` measure solid by solid through the geometry method, which
+    # shapely runs without numpy's machinery: for the handful of solids in view that is
+    # cheaper than one array call, and each distance is the same GEOS call on the same
+    # pair in the same order. A NaN (an empty geometry) goes to the array call, so that
+    # it propagates as numpy's minimum does.
+
     def gap(self, geometry: BaseGeometry) -> float:
         """The distance from ``geometry`` to the nearest solid (inf when there is none)."""
-        if not self.names:
-            return math.inf
-        return float(shapely.distance(self.shapes, geometry).min())
+        best = math.inf
+        for shape in self._geometries:
+            d = shape.distance(geometry)
+            if not d >= best:  # nearer, or NaN
+                if d != d:
+                    return float(shapely.distance(self.shapes, geometry).min())
+                best = d
+        return float(best)
 
     def nearest(self, geometry: BaseGeometry) -> tuple[str, float] | None:
-        """The nearest solid's name and distance, or None when there is none."""
-        if not self.names:
-            return None
-        distances = shapely.distance(self.shapes, geometry)
-        i = int(np.argmin(distances))
-        return self.names[i], float(distances[i])
+        """The nearest solid's name and distance (the first of equals), or None when
+        there is none."""
+        best, index = math.inf, -1
+        for i, shape in enumerate(self._geometries):
+            d = shape.distance(geometry)
+            if not d >= best:
+                if d != d:
+                    index = -1
+                    break
+                best, index = d, i
+        if index < 0:
+            if not self.names:
+                return None
+            distances = shapely.distance(self.shapes, geometry)
+            index = int(np.argmin(distances))
+            best = distances[index]
+        return self.names[index], float(best)
 
     def gaps(self, points: Sequence[tuple[float, float]]) -> npt.NDArray[np.float64]:
         """For each point, the distance to the nearest solid.
