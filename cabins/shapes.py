@@ -24,7 +24,7 @@ import shapely
 from shapely import lib
 from shapely.geometry import LineString, Point, Polygon
 
-__all__ = ["point", "points", "polygon", "polyline"]
+__all__ = ["locate", "point", "points", "polygon", "polyline"]
 
 _ALLOW_NAN = np.intc(0)  # shapely.HandleNaN.allow, the public constructors' default
 _NO_HOLES = np.empty((0,), dtype=object)
@@ -60,6 +60,18 @@ else:  # pragma: no cover - shapely 2.0
     _points: Callable[[Any], Any] = shapely.points  # type: ignore[no-redef]
     _linestring: Callable[[Any], Any] = shapely.linestrings  # type: ignore[no-redef]
     _polygon: Callable[[Any], Any] = shapely.polygons  # type: ignore[no-redef]
+
+
+_locate_scalar: Callable[[Any, Any], float] | None = getattr(lib, "line_locate_point_scalar", None)
+"""shapely 2.2's scalar form of ``line_locate_point`` (what its geometry methods use for
+other measures), without numpy's ufunc machinery; the same GEOS call."""
+
+
+def locate(line: LineString, where: Point) -> float:
+    """How far along ``line`` its point nearest ``where`` is: ``line.project(where)``."""
+    if _locate_scalar is not None:
+        return float(_locate_scalar(line, where))
+    return float(shapely.line_locate_point(line, where))
 
 
 def point(x: float, y: float) -> Point:
