@@ -166,6 +166,29 @@ class Solids:
             np.minimum.at(best, rows, shapely.distance(grid[rows], self.shapes[cols]))
         return best
 
+    def gaps_within(
+        self, points: Sequence[tuple[float, float]], limit: float
+    ) -> npt.NDArray[np.float64]:
+        """For each point, the distance to the nearest solid where it is less than
+        ``limit``, exactly as ``gaps`` gives it; elsewhere a distance of at least ``limit``
+        (infinity when no solid's box comes within ``limit``).
+
+        For a caller that only tells the near from the far: shapely measures only the
+        pairs whose boxes are nearer than ``limit``, and no pass finds each point's
+        nearest box first."""
+        if not self.names or not points:
+            return np.full(len(points), math.inf)
+        xy = np.asarray(points, dtype=float)
+        boxes = self.boxes
+        x, y = xy[:, 0:1], xy[:, 1:2]
+        dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
+        dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
+        rows, cols = np.nonzero(np.hypot(dx, dy) < limit + _BOX_SLACK)
+        best = np.full(len(xy), math.inf)
+        if rows.size:
+            np.minimum.at(best, rows, shapely.distance(points_of(xy[rows]), self.shapes[cols]))
+        return best
+
 
 def walls_of(bounds: Bounds | None) -> tuple[tuple[str, BaseGeometry], ...]:
     """The floor's four walls as named strips outside ``bounds`` (none without bounds);

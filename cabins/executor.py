@@ -142,6 +142,7 @@ _CHORD_CLEARANCE: Final = 0.12  # m the disc keeps from solids on the way to its
 _CORNER_CUT: Final = 0.1  # m an arc through a route corner may cut inside it
 _CORNER_SPEED: Final = 0.2  # m/s at a corner too sharp to take on an arc
 _FULL_CLEARANCE: Final = 0.2  # m of clearance beyond which the route is driven at full speed
+_NEAR_MARGIN: Final = 1e-6  # m: measured exactly a little beyond _FULL_CLEARANCE
 _CLEAR_SPEED: Final = 0.3  # m/s: the least speed a narrow stretch is driven at
 _PATH_SPACING: Final = 0.2  # m between route samples checked for clearance
 _DT: Final = 0.05  # s: the tick the braking prediction steps by (20 Hz)
@@ -842,7 +843,11 @@ class Executor:
         offset = math.dist(track.point_at(s), self._here_xy)
         if self._solids and end > s and self._here_gap - (end - s) - offset < _FULL_CLEARANCE:
             arcs, points = track.samples(s, end, _PATH_SPACING)
-            gaps = self._solids.gaps(points) - limits.radius
+            # a sample _FULL_CLEARANCE or more from every solid allows full speed: only
+            # the nearer ones need their exact gap (the margin covers the rounding of
+            # ``gap - radius``)
+            near = _FULL_CLEARANCE + limits.radius + _NEAR_MARGIN
+            gaps = self._solids.gaps_within(points, near) - limits.radius
             for arc, gap in zip(arcs, gaps.tolist(), strict=True):
                 allowed = max(_CLEAR_SPEED, limits.max_speed * min(1.0, gap / _FULL_CLEARANCE))
                 if allowed < limits.max_speed:

@@ -74,3 +74,20 @@ def test_solids_are_given_back_while_the_same_geometries_are_in_view() -> None:
     assert Solids.of((), [("shelf", shelf)], last=first) is first
     assert Solids.of((), [("shelf", box(0, 0, 1, 1))], last=first) is not first
     assert Solids.of((), [("other", shelf)], last=first) is not first
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(shapes(), min_size=1, max_size=8),
+    st.lists(st.tuples(coordinate, coordinate), min_size=1, max_size=30),
+    st.floats(0.0, 10.0),
+)
+def test_gaps_within_are_exact_below_the_limit_and_at_least_it_above(
+    solids: list[shapely.Geometry], points: list[tuple[float, float]], limit: float
+) -> None:
+    found = Solids(np.array(solids, dtype=object), tuple(str(i) for i in range(len(solids))))
+    exact = found.gaps(points)
+    within = found.gaps_within(points, limit)
+    near = exact < limit
+    assert np.array_equal(within[near], exact[near])
+    assert np.all(within[~near] >= limit)
