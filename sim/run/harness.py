@@ -174,6 +174,11 @@ def _json_bytes(record: Any) -> bytes:
     return "".join(_C_ENCODER(record, 0)).encode()
 
 
+def _finite_floats(values: tuple[Any, ...]) -> bool:
+    """Whether every entry is a finite float (a pose, a velocity: most board writes)."""
+    return all(type(v) is float and math.isfinite(v) for v in values)
+
+
 class _Digest:
     """A sha256 chain over every board write and delete: ``h = sha256(h + record)``.
 
@@ -190,14 +195,10 @@ class _Digest:
         if reading is None:
             record: Any = ["delete", key]
         else:
-            record = [
-                reading.seq,
-                key,
-                canonical(reading.value),
-                reading.stamp,
-                reading.ttl,
-                reading.source,
-            ]
+            value = reading.value
+            if not (type(value) is tuple and _finite_floats(value)):
+                value = canonical(value)  # a tuple of finite floats is its own JSON text
+            record = [reading.seq, key, value, reading.stamp, reading.ttl, reading.source]
         self.value = hashlib.sha256(self.value + _json_bytes(record)).digest()
 
     def hexdigest(self) -> str:
