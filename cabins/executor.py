@@ -269,7 +269,8 @@ class _Track:
     def polyline(self, s0: float, s1: float) -> list[Point2]:
         """The track between arc lengths ``s0`` and ``s1`` (its vertices in between kept)."""
         out = [self.point_at(s0)]
-        out.extend(p for p, s in zip(self.points, self.cum, strict=True) if s0 < s < s1)
+        cum = self.cum  # non-decreasing: the vertices strictly between are one slice
+        out.extend(self.points[bisect.bisect_right(cum, s0) : bisect.bisect_left(cum, s1)])
         out.append(self.point_at(s1))
         return out
 
