@@ -119,10 +119,7 @@ def freeze(value: Any, *, key: str = "") -> Any:
         return value
     if kind is dict:  # keyword arguments, most event data: the mapping case at once
         return FrozenDict(
-            {
-                k: v if type(v) in _PLAIN else _freeze(v, key, f"[{k!r}]")
-                for k, v in value.items()
-            }
+            {k: v if type(v) in _PLAIN else _freeze(v, key, f"[{k!r}]") for k, v in value.items()}
         )
     return _freeze(value, key, "")
 
