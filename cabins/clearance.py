@@ -14,8 +14,9 @@ keeping its turn rate: the unicycle integrated tick by tick, as the world moves 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +24,8 @@ import shapely
 from shapely.geometry import box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.shapes import polyline
+from cabins.shapes import point, polyline
+from cabins.shapes import points as points_of
 from cabins.values import Bounds
 from runtime.cabin_map import Feature
 
@@ -42,6 +44,31 @@ class Solids:
 
     shapes: npt.NDArray[np.object_]
     names: tuple[str, ...]
+    _boxes: npt.NDArray[np.float64] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+    _geometries: tuple[BaseGeometry, ...] = field(init=False, default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_geometries", tuple(self.shapes.tolist()))
+
+    @property
+    def boxes(self) -> npt.NDArray[np.float64]:
+        """The solids' bounding boxes, (minx, miny, maxx, maxy) a row, made on first use."""
+        boxes = self._boxes
+        if boxes is None:
+            boxes = shapely.bounds(self.shapes).reshape(-1, 4)
+            object.__setattr__(self, "_boxes", boxes)
+        return boxes
+
+    def __getstate__(self) -> tuple[npt.NDArray[np.object_], tuple[str, ...]]:
+        return self.shapes, self.names  # as before the boxes were kept: they are derived
+
+    def __setstate__(self, state: tuple[npt.NDArray[np.object_], tuple[str, ...]]) -> None:
+        object.__setattr__(self, "shapes", state[0])
+        object.__setattr__(self, "names", state[1])
+        object.__setattr__(self, "_boxes", None)
+        self.__post_init__()
 
     @classmethod
     def of(
@@ -50,8 +77,13 @@ class Solids:
         walls: Sequence[tuple[str, BaseGeometry]] = (),
         *,
         kinds: frozenset[str] = SOLID_KINDS,
+        last: Solids | None = None,
     ) -> Solids:
-        """The features of ``kinds`` among ``features``, and ``walls`` (``walls_of``)."""
+        """The features of ``kinds`` among ``features``, and ``walls`` (``walls_of``).
+
+        ``last`` is given back when it holds the same geometry objects under the same names
+        (the shelves and zones in view are the same objects tick after tick), so that its
+        array and boxes are not made again."""
         shapes: list[BaseGeometry] = []
         names: list[str] = []
         for feature in features:
@@ -61,24 +93,52 @@ class Solids:
         for name, strip in walls:
             shapes.append(strip)
             names.append(name)
+        if (
+            last is not None
+            and last.names == tuple(names)
+            and all(map(operator.is_, last._geometries, shapes))
+        ):
+            return last
         return cls(np.array(shapes, dtype=object), tuple(names))
 
     def __bool__(self) -> bool:
         return bool(self.names)
 
+    # ``gap`` and ``nearest`` measure solid by solid through the geometry method, which
+    # shapely runs without numpy's machinery: for the handful of solids in view that is
+    # cheaper than one array call, and each distance is the same GEOS call on the same
+    # pair in the same order. A NaN (an empty geometry) goes to the array call, so that
+    # it propagates as numpy's minimum does.
+
     def gap(self, geometry: BaseGeometry) -> float:
         """The distance from ``geometry`` to the nearest solid (inf when there is none)."""
-        if not self.names:
-            return math.inf
-        return float(shapely.distance(self.shapes, geometry).min())
+        best = math.inf
+        for shape in self._geometries:
+            d = shape.distance(geometry)
+            if not d >= best:  # nearer, or NaN
+                if d != d:
+                    return float(shapely.distance(self.shapes, geometry).min())
+                best = d
+        return float(best)
 
     def nearest(self, geometry: BaseGeometry) -> tuple[str, float] | None:
-        """The nearest solid's name and distance, or None when there is none."""
-        if not self.names:
-            return None
-        distances = shapely.distance(self.shapes, geometry)
-        i = int(np.argmin(distances))
-        return self.names[i], float(distances[i])
+        """The nearest solid's name and distance (the first of equals), or None when
+        there is none."""
+        best, index = math.inf, -1
+        for i, shape in enumerate(self._geometries):
+            d = shape.distance(geometry)
+            if not d >= best:
+                if d != d:
+                    index = -1
+                    break
+                best, index = d, i
+        if index < 0:
+            if not self.names:
+                return None
+            distances = shapely.distance(self.shapes, geometry)
+            index = int(np.argmin(distances))
+            best = distances[index]
+        return self.names[index], float(best)
 
     def gaps(self, points: Sequence[tuple[float, float]]) -> npt.NDArray[np.float64]:
         """For each point, the distance to the nearest solid.
@@ -91,19 +151,42 @@ class Solids:
         if not self.names or not points:
             return np.full(len(points), math.inf)
         xy = np.asarray(points, dtype=float)
-        boxes = shapely.bounds(self.shapes)  # (solids, 4): minx, miny, maxx, maxy
+        boxes = self.boxes
         x, y = xy[:, 0:1], xy[:, 1:2]
         dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
         dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
         lower = np.hypot(dx, dy)  # (points, solids)
         first = lower.argmin(axis=1)
-        grid = shapely.points(xy)
+        grid = points_of(xy)
         best = np.asarray(shapely.distance(grid, self.shapes[first]), dtype=float)
         maybe = lower <= best[:, None] + _BOX_SLACK
         maybe[np.arange(len(xy)), first] = False
         rows, cols = np.nonzero(maybe)
         if rows.size:
             np.minimum.at(best, rows, shapely.distance(grid[rows], self.shapes[cols]))
+        return best
+
+    def gaps_within(
+        self, points: Sequence[tuple[float, float]], limit: float
+    ) -> npt.NDArray[np.float64]:
+        """For each point, the distance to the nearest solid where it is less than
+        ``limit``, exactly as ``gaps`` gives it; elsewhere a distance of at least ``limit``
+        (infinity when no solid's box comes within ``limit``).
+
+        For a caller that only tells the near from the far: shapely measures only the
+        pairs whose boxes are nearer than ``limit``, and no pass finds each point's
+        nearest box first."""
+        if not self.names or not points:
+            return np.full(len(points), math.inf)
+        xy = np.asarray(points, dtype=float)
+        boxes = self.boxes
+        x, y = xy[:, 0:1], xy[:, 1:2]
+        dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
+        dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
+        rows, cols = np.nonzero(np.hypot(dx, dy) < limit + _BOX_SLACK)
+        best = np.full(len(xy), math.inf)
+        if rows.size:
+            np.minimum.at(best, rows, shapely.distance(points_of(xy[rows]), self.shapes[cols]))
         return best
 
 
@@ -159,5 +242,5 @@ def braking_path(
 def path_geometry(points: Sequence[tuple[float, float]]) -> BaseGeometry:
     """A polyline through ``points`` (a point when there is only one place)."""
     if len(points) == 1 or all(p == points[0] for p in points):
-        return shapely.points(points[0])
+        return point(*points[0])
     return polyline(points)

@@ -46,6 +46,7 @@ from shapely.geometry.base import BaseGeometry
 from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
 from cabins.shapes import point, polyline
+from cabins.shapes import points as points_of
 from cabins.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -141,6 +142,7 @@ _CHORD_CLEARANCE: Final = 0.12  # m the disc keeps from solids on the way to its
 _CORNER_CUT: Final = 0.1  # m an arc through a route corner may cut inside it
 _CORNER_SPEED: Final = 0.2  # m/s at a corner too sharp to take on an arc
 _FULL_CLEARANCE: Final = 0.2  # m of clearance beyond which the route is driven at full speed
+_NEAR_MARGIN: Final = 1e-6  # m: measured exactly a little beyond _FULL_CLEARANCE
 _CLEAR_SPEED: Final = 0.3  # m/s: the least speed a narrow stretch is driven at
 _PATH_SPACING: Final = 0.2  # m between route samples checked for clearance
 _DT: Final = 0.05  # s: the tick the braking prediction steps by (20 Hz)
@@ -267,7 +269,8 @@ class _Track:
     def polyline(self, s0: float, s1: float) -> list[Point2]:
         """The track between arc lengths ``s0`` and ``s1`` (its vertices in between kept)."""
         out = [self.point_at(s0)]
-        out.extend(p for p, s in zip(self.points, self.cum, strict=True) if s0 < s < s1)
+        cum = self.cum  # non-decreasing: the vertices strictly between are one slice
+        out.extend(self.points[bisect.bisect_right(cum, s0) : bisect.bisect_left(cum, s1)])
         out.append(self.point_at(s1))
         return out
 
@@ -465,7 +468,7 @@ class Executor:
         self._accept = self._accept_read.get(
             (view.get(ACCEPTANCE),), partial(Acceptance.in_view, view)
         )
-        self._solids = Solids.of(view.nearby_map, self._walls_in(view))
+        self._solids = Solids.of(view.nearby_map, self._walls_in(view), last=self._solids)
         plan = self._read_plan(view.get(PLAN))
         if plan is not None:
             self._follow_plan(plan)
@@ -841,7 +844,11 @@ class Executor:
         offset = math.dist(track.point_at(s), self._here_xy)
         if self._solids and end > s and self._here_gap - (end - s) - offset < _FULL_CLEARANCE:
             arcs, points = track.samples(s, end, _PATH_SPACING)
-            gaps = self._solids.gaps(points) - limits.radius
+            # a sample _FULL_CLEARANCE or more from every solid allows full speed: only
+            # the nearer ones need their exact gap (the margin covers the rounding of
+            # ``gap - radius``)
+            near = _FULL_CLEARANCE + limits.radius + _NEAR_MARGIN
+            gaps = self._solids.gaps_within(points, near) - limits.radius
             for arc, gap in zip(arcs, gaps.tolist(), strict=True):
                 allowed = max(_CLEAR_SPEED, limits.max_speed * min(1.0, gap / _FULL_CLEARANCE))
                 if allowed < limits.max_speed:
@@ -933,7 +940,7 @@ class Executor:
         arcs, points = track.samples(s, end, _SAMPLE_SPACING)
         arcs.insert(0, s)
         points.insert(0, (x, y))
-        grid = shapely.points(np.asarray(points, dtype=float))
+        grid = points_of(np.asarray(points, dtype=float))
         hard, soft = radius + _CONTACT_MARGIN, radius + self.obstacle_margin
         cap = math.inf
         cos_t, sin_t = math.cos(theta), math.sin(theta)

@@ -122,6 +122,7 @@ _AT_REST_TURN: Final = 0.05  # rad/s: slower turns count as at rest
 _HOLD_REACH: Final = 2.0  # a hold lasts while the measured gap is within this many margins
 _ALARM_TAGS: Final = ("alarm",)
 _STOP_TAGS: Final = ("safety",)
+_CONTACT_KINDS: Final = frozenset({"shelf", "forbidden", "obstacle"})  # what contact counts
 
 
 def _finite(value: float, name: str, *, low: float = 0.0, strict: bool = False) -> float:
@@ -318,6 +319,7 @@ class Monitor:
         self._reacting: dict[str, tuple[float, float]] = {}  # condition -> (since, last held)
         self._walls_value: Any = None
         self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
+        self._solids: Solids | None = None  # last tick's, given back while the same
         self._history: deque[tuple[float, float]] = deque(maxlen=history)
         self._level: Level = "ok"
         self._deviation: float | None = None
@@ -349,6 +351,7 @@ class Monitor:
                 "_reacting": {},
                 "_walls_value": None,
                 "_walls": (),
+                "_solids": None,
                 "_limits_read": LastRead(),
                 "_keys_of": KeysOf(),
             }
@@ -700,8 +703,8 @@ class Monitor:
         bounds_value = view.get(WORLD_BOUNDS)
         if bounds_value is not self._walls_value:
             self._walls_value, self._walls = bounds_value, walls_of(read_bounds(bounds_value))
-        solids = Solids.of(
-            view.nearby_map, self._walls, kinds=frozenset({"shelf", "forbidden", "obstacle"})
+        solids = self._solids = Solids.of(
+            view.nearby_map, self._walls, kinds=_CONTACT_KINDS, last=self._solids
         )
         if not solids:
             return None

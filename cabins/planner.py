@@ -84,7 +84,7 @@ from cabins.routing import (
     RoutePlanner,
     RoutingProblem,
 )
-from cabins.shapes import point
+from cabins.shapes import locate, point
 from cabins.values import (
     BATTERY,
     BATTERY_LOW,
@@ -908,7 +908,7 @@ class Planner:
         if current is None or current.action != "go_to" or line is None or seen.pose is None:
             self._stall = None
             return None
-        along = float(shapely.line_locate_point(line, point(*seen.pose)))  # line.project
+        along = locate(line, point(*seen.pose))
         mark = (current.id, self._route)
         if (
             self._stall is None

@@ -66,10 +66,18 @@ def _after(prefix: str) -> str:
 
 def check_write(key: str, ttl: float | None) -> None:
     """Refuse a board key or ttl that a write cannot take (``ValueError`` saying why)."""
+    _check_key(key)
+    _check_ttl(key, ttl)
+
+
+def _check_key(key: str) -> None:
     if not isinstance(key, str) or not key or is_glob(key) or any(c.isspace() for c in key):
         raise SettingError(
             f"board key {key!r} must be a non-empty string without wildcards or white space"
         )
+
+
+def _check_ttl(key: str, ttl: float | None) -> None:
     if ttl is not None and (
         isinstance(ttl, bool)
         or not isinstance(ttl, numbers.Real)
@@ -109,7 +117,11 @@ class StateBoard(PicklableSource):
 
     def write(self, key: str, value: Any, *, ttl: float | None = None, source: str = "") -> Reading:
         """Freeze ``value`` and make it the current reading of ``key``."""
-        check_write(key, ttl)
+        # a key the board holds passed the check when it was first written
+        if type(key) is not str or key not in self._readings:
+            _check_key(key)
+        if ttl is not None and not (type(ttl) is float and 0.0 < ttl < math.inf):
+            _check_ttl(key, ttl)
         frozen = freeze(value, key=key)
         with self.lock:
             self._seq += 1

@@ -143,11 +143,11 @@ class Outbox:
         self.events.append(EmittedEvent(kind, freeze(data, key=kind), frozenset(tags)))
 
     def command(self, name: str, **args: Any) -> None:
-        self.commands.append(Command(self.cabin, name, FrozenDict(freeze(args, key=name))))
+        self.commands.append(Command(self.cabin, name, freeze(args, key=name)))  # a FrozenDict
 
     def react(self, pattern: str, reaction: str, **detail: Any) -> None:
         self.reactions.append(
-            Reaction(self.cabin, pattern, reaction, FrozenDict(freeze(detail, key=reaction)))
+            Reaction(self.cabin, pattern, reaction, freeze(detail, key=reaction))  # a FrozenDict
         )
 
     def note(self, key: str, value: Any, description: str = "") -> None:

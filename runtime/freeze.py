@@ -114,6 +114,13 @@ def freeze(value: Any, *, key: str = "") -> Any:
     ``key`` only serves the error message: it names the board key, event or field
     the value was meant for.
     """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:  # keyword arguments, most event data: the mapping case at once
+        return FrozenDict(
+            {k: v if type(v) in _PLAIN else _freeze(v, key, f"[{k!r}]") for k, v in value.items()}
+        )
     return _freeze(value, key, "")
 
 

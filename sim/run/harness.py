@@ -148,9 +148,35 @@ def canonical(value: Any) -> Any:
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 """``json.dumps(record, separators=(",", ":"))``, without building an encoder per call."""
 
+_make_c_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # None without _json
+_C_ENCODER = (
+    None
+    if _make_c_encoder is None
+    else _make_c_encoder(
+        None,  # no circular check: canonical values are trees
+        _COMPACT.default,
+        json.encoder.encode_basestring_ascii,  # ensure_ascii, as _COMPACT
+        None,  # no indent
+        ":",
+        ",",
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+)
+"""The C encoder ``_COMPACT.encode`` makes on every call (with the same settings: the
+same text), made once. It keeps no state between calls."""
+
 
 def _json_bytes(record: Any) -> bytes:
-    return _COMPACT.encode(record).encode()
+    if _C_ENCODER is None:
+        return _COMPACT.encode(record).encode()
+    return "".join(_C_ENCODER(record, 0)).encode()
+
+
+def _finite_floats(values: tuple[Any, ...]) -> bool:
+    """Whether every entry is a finite float (a pose, a velocity: most board writes)."""
+    return all(type(v) is float and math.isfinite(v) for v in values)
 
 
 class _Digest:
@@ -169,14 +195,10 @@ class _Digest:
         if reading is None:
             record: Any = ["delete", key]
         else:
-            record = [
-                reading.seq,
-                key,
-                canonical(reading.value),
-                reading.stamp,
-                reading.ttl,
-                reading.source,
-            ]
+            value = reading.value
+            if not (type(value) is tuple and _finite_floats(value)):
+                value = canonical(value)  # a tuple of finite floats is its own JSON text
+            record = [reading.seq, key, value, reading.stamp, reading.ttl, reading.source]
         self.value = hashlib.sha256(self.value + _json_bytes(record)).digest()
 
     def hexdigest(self) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 import shapely
 from shapely.geometry import Point
 
-from cabins.shapes import point
+from cabins.shapes import point, polygon
 from cabins.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -265,7 +265,7 @@ class _Geometry:
         if x == 0.0 or y == 0.0:
             radius = self.radii[index]
             return point(x, y).buffer(radius)
-        return shapely.polygons(self.footprints[index] + (x, y))
+        return polygon(self.footprints[index] + (x, y))
 
     def near(self, shapes: _Shapes, x: float, y: float, distance: float) -> list[str]:
         """Ids of the ``shapes`` within ``distance`` of (x, y)."""
@@ -402,11 +402,11 @@ class World:
         if dropout:
             st.stats.pose_dropouts += 1
         else:
-            nx, ny, nt = self.rng.normal(0.0, 1.0, size=3)
+            nx, ny, nt = self.rng.normal(0.0, 1.0, size=3).tolist()  # the same floats
             pose = Pose(
-                robot.x + float(nx) * sensors.pose_noise,
-                robot.y + float(ny) * sensors.pose_noise,
-                _wrap(robot.theta + float(nt) * sensors.heading_noise),
+                robot.x + nx * sensors.pose_noise,
+                robot.y + ny * sensors.pose_noise,
+                _wrap(robot.theta + nt * sensors.heading_noise),
             )
             board.write(POSE, pose.as_value(), ttl=sensors.pose_ttl, source=WORLD)
         velocity = Velocity(robot.v, robot.w)
