@@ -75,7 +75,7 @@ import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.give_way import give_way_route
+from cabins.give_way import give_way_route, travel_direction
 from cabins.routing import (
     DEFAULT_CLEARANCE,
     DEFAULT_RESOLUTION,
@@ -407,6 +407,7 @@ class Planner:
         self._waiting = False  # the route keeps to the way through moving obstacles
         self._waited_out: int | None = None  # _progress when a wait for them ran out
         self._give_way: _GiveWay | None = None
+        self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
         self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
         self._written_plan: Plan | None = None
         self._plan_written = False
@@ -450,6 +451,7 @@ class Planner:
                 "_waiting": False,
                 "_waited_out": None,
                 "_give_way": None,
+                "_headings": {},
                 "_spots": {},
                 "_recalled": set(),
                 "_limits_read": LastRead(),
@@ -476,6 +478,7 @@ class Planner:
 
     def step(self, view: CabinView, out: Outbox) -> None:
         seen = self._read(view)
+        self._watch_movers(seen)
         self._react_to_missing(seen, out)
         self._learn_geometry(view)
         goals_visible = "goal:*" not in seen.missing
@@ -524,6 +527,14 @@ class Planner:
             obstacles=obstacles + extra,
             missing=missing,
         )
+
+    def _watch_movers(self, seen: _Seen) -> None:
+        """Remember the way each mover in view last moved: one waiting for the robot
+        stands still, and giving way to it needs the way it goes on."""
+        for feature in seen.obstacles:
+            direction = travel_direction(feature.props)
+            if direction is not None:
+                self._headings[feature.id] = direction
 
     def _react_to_missing(self, seen: _Seen, out: Outbox) -> None:
         for pattern, reaction in REACTIONS.items():
@@ -1140,6 +1151,7 @@ class Planner:
                 blocked=[*fixed, *(g for g in movers if g is not None)],
                 radius=self._radius,
                 clearance=self.clearance,
+                heading=self._headings.get(give.mover),
             )
         if route is None:
             self._give_way = None
