@@ -62,6 +62,7 @@ that memory changed. Without long-term memory the planner behaves exactly as bef
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Mapping
@@ -171,6 +172,19 @@ class _GiveWay:
     size: float
     since: float
     progress: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Stall:
+    """The robot's progress on a go-to step: it was last ``progress_step`` further on at
+    tick ``since``, and has got ``latest - origin`` metres on since then (both measured
+    along ``route``, the route it follows now)."""
+
+    step: str
+    route: Route | None
+    origin: float
+    latest: float
+    since: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +422,7 @@ class Planner:
         self._waited_out: int | None = None  # _progress when a wait for them ran out
         self._give_way: _GiveWay | None = None
         self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
-        self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
+        self._stall: _Stall | None = None
         self._written_plan: Plan | None = None
         self._plan_written = False
         # static values parsed once per write, not once per tick
@@ -920,15 +934,25 @@ class Planner:
             self._stall = None
             return None
         along = float(shapely.line_locate_point(line, point(*seen.pose)))  # line.project
-        mark = (current.id, self._route)
-        if (
-            self._stall is None
-            or self._stall[0] != mark
-            or along >= self._stall[1] + self.progress_step
-        ):
-            self._stall = (mark, along, tick)
+        stall = self._stall if isinstance(self._stall, _Stall) else None
+        if stall is None or stall.step != current.id:
+            self._stall = _Stall(current.id, self._route, along, along, tick)
             return None
-        if tick - self._stall[2] < self.stall_ticks:
+        if stall.route != self._route:
+            # A new route for the same step (a re-plan each time a mover near the way
+            # moved on): the progress made since ``since`` carries over to it, and the
+            # clock runs on. Restarting it with every route hid a stand-off for 90 s: two
+            # people at the dead end of their aisle, the robot waiting for them in it,
+            # re-planning every second or two as they stepped to and fro.
+            gained = stall.latest - stall.origin
+            stall = _Stall(current.id, self._route, along - gained, along, stall.since)
+        else:
+            stall = dataclasses.replace(stall, latest=along)
+        if along >= stall.origin + self.progress_step:
+            self._stall = _Stall(current.id, self._route, along, along, tick)
+            return None
+        self._stall = stall
+        if tick - stall.since < self.stall_ticks:
             return None
         self._stall = None
         return ReplanTrigger(

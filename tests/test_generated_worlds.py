@@ -37,9 +37,11 @@ small_worlds = st.builds(
 )
 
 
-def _check_world(seed: int, world_settings: GeneratorSettings) -> None:
-    """Safe on every run, and every reachable delivery done within the duration."""
+def _check_world(seed: int, world_settings: GeneratorSettings) -> list[float]:
+    """Safe on every run, and every reachable delivery done within the duration; the
+    share of the duration each run (run seeds 0, 1) took."""
     scenario = generate(seed, world_settings)
+    used: list[float] = []
     for run_seed in (0, 1):
         summary = Simulation(scenario, seed=run_seed).run()
         where = f"generate({seed}, {world_settings}) run seed {run_seed}:\n{to_toml(scenario)}"
@@ -47,6 +49,8 @@ def _check_world(seed: int, world_settings: GeneratorSettings) -> None:
         assert summary["safety_violations"] == 0, where
         reachable = summary["tasks_total"] - len(summary["tasks_undeliverable"])
         assert summary["deliveries_done"] == reachable, (summary["deliveries_done"], where)
+        used.append(summary["sim_time"] / scenario.duration)
+    return used
 
 
 def _safe_and_delivered(examples: int) -> None:
@@ -180,3 +184,23 @@ liveness gap); each must now deliver everything on both run seeds."""
 def test_a_once_stuck_world_delivers_every_task_on_both_run_seeds(name: str) -> None:
     seed, world = STUCK_WORLDS[name]
     _check_world(seed, world)
+
+
+NEAR_MISSES = {
+    # found by a sweep of the property test's draws after 173's fix: it delivered, but
+    # run seed 0 used 91 % of its duration (193 s of 212 s). Two people at the dead end
+    # of their 1.85 m aisle, the robot waiting for them in it; a re-plan every second or
+    # two as they stepped to and fro restarted the count of ticks without progress, so
+    # the robot gave way after 90 s, not 10. Now 57 s and 35 s (run seeds 0, 1).
+    "457": _world(457, (12.0, 12.0), 1.8535533905932737, "y", 4, tasks=1),
+}
+"""Generated worlds that delivered everything, but only just: a stand-off found late.
+Each must deliver within half its duration on both run seeds."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_a_near_miss_world_delivers_within_half_its_duration(name: str) -> None:
+    seed, world = NEAR_MISSES[name]
+    used = _check_world(seed, world)
+    assert max(used) <= 0.5, used

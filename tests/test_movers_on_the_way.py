@@ -437,3 +437,27 @@ def test_a_movers_direction_is_read_from_its_sensed_velocity_only_when_it_moves(
     assert travel_direction({"vx": "fast", "vy": 0.0}) is None
     assert travel_direction({"vx": math.nan, "vy": 1.0}) is None
     assert travel_direction({"vx": True, "vy": 0.0}) is None
+
+
+def test_a_stand_off_is_found_though_a_mover_stepping_to_and_fro_re_plans_the_route() -> None:
+    # gen:457 (run seed 0): two people at the dead end of their aisle, the robot waiting
+    # for them in it. As they stepped to and fro (yielding, turning back) the route was
+    # planned again every second or two (obstacle_in_corridor), and each new route
+    # restarted the count of ticks without progress: the stand-off was found after 90 s,
+    # not 10, and the run delivered with 19 s of its 212 s to spare.
+    shelf = box(4.0, 2.4, 15.0, 4.0)
+    floor = _Floor(pose=(2.9, 1.1, math.pi), shelf=shelf)
+    dock = (1.0, 1.1)
+    floor.board["docks"] = {"D2": dock, "D0": DOCKS["D0"]}
+    floor.board["goal:deliver:t0"] = {
+        **floor.board["goal:deliver:t0"],
+        "pickup": "D2",
+        "pickup_xy": dock,
+    }
+    reasons: list[str] = []
+    for tick in range(floor.planner.stall_ticks + 40):
+        x = 1.9 if (tick // 25) % 2 == 0 else 1.2  # steps 0.7 m every 1.25 s
+        floor.movers = [_mover("person0", x, y=1.1)]
+        reasons += [e.data["reason"] for e in floor.step().events if e.kind == "replan"]
+    assert reasons.count("obstacle_in_corridor") >= 5  # the route changed again and again
+    assert "no_progress" in reasons  # and the robot, standing still, made no progress
