@@ -7,7 +7,13 @@ aisle too narrow for the two to pass). Waiting longer changes nothing; the robot
 step out of the mover's way. The mover is taken to be heading for the robot (it stopped
 because its next step would bring it nearer), so out of its way is beside the line from
 the mover through the robot, by the mover's size plus the robot's radius and clearance,
-or behind the mover. The nearest such spot the robot may stand on, with a route there
+or behind the mover. When the mover was seen moving, its way is also the line it last
+moved along, both ways (a mover turns back in a stand-off): a spot beside the line from
+the mover through the robot may still lie on that way, where the mover cannot pass
+either. (A forklift at the dead end of its lane, the robot waiting diagonally below it:
+the spot beside the line from the forklift through the robot lay on the lane, between
+it and the wall; the forklift never came out and the robot never reached the dock on the
+lane, for a whole run.) The nearest such spot the robot may stand on, with a route there
 that keeps clear of the movers and never closes in on the mover it gives way to, is
 where it gives way. (A robot standing within the safety margin of a person may only
 move away from it: a route that slips past the person's side is stopped at once by the
@@ -17,20 +23,37 @@ monitor, and the stand-off never ends; on one generated world it lasted three mi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.routing import Point2, Route, RoutePlanner
 
-__all__ = ["give_way_route"]
+__all__ = ["give_way_route", "travel_direction"]
 
 _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # m from the robot: where to look
 _BEARINGS: Final = 24  # directions looked in on each ring
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
+_MOVING: Final = 0.05  # m/s a mover's sensed speed must reach to say where it is heading
+
+
+def travel_direction(props: Mapping[str, Any]) -> Point2 | None:
+    """The unit direction a mover moves in, from its map feature's sensed ``vx`` and
+    ``vy``; None when it stands (or they are missing or malformed)."""
+    vx, vy = props.get("vx"), props.get("vy")
+    if not all(
+        isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
+        for c in (vx, vy)
+    ):
+        return None
+    assert isinstance(vx, (int, float)) and isinstance(vy, (int, float))
+    speed = math.hypot(vx, vy)
+    if speed < _MOVING:
+        return None
+    return (vx / speed, vy / speed)
 
 
 def give_way_route(
@@ -41,9 +64,11 @@ def give_way_route(
     blocked: Sequence[BaseGeometry],
     radius: float,
     clearance: float,
+    heading: Point2 | None = None,
 ) -> Route | None:
     """A route from ``pose`` to the nearest spot out of ``mover``'s way (see the module
-    docstring), keeping clear of ``blocked``; None when there is no such spot in reach."""
+    docstring), keeping clear of ``blocked``; None when there is no such spot in reach.
+    ``heading`` is the unit direction the mover was last seen moving in, if known."""
     centre = mover.centroid
     mx, my = float(centre.x), float(centre.y)
     size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
@@ -62,6 +87,8 @@ def give_way_route(
             lateral = abs((spot[0] - mx) * uy - (spot[1] - my) * ux)
             if lateral < beside and along > -size:
                 continue  # still on the mover's way
+            if heading is not None and _across(spot, (mx, my), heading) < beside:
+                continue  # on the line it moves along, ahead or behind
             if Point(spot).distance(mover) < radius + clearance:
                 continue
             if router.is_free(spot, blocked=blocked):
@@ -81,3 +108,8 @@ def give_way_route(
             continue
         return route
     return None
+
+
+def _across(spot: Point2, centre: Point2, direction: Point2) -> float:
+    """How far ``spot`` lies from the line through ``centre`` along unit ``direction``."""
+    return abs((spot[0] - centre[0]) * direction[1] - (spot[1] - centre[1]) * direction[0])

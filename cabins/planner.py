@@ -62,6 +62,7 @@ that memory changed. Without long-term memory the planner behaves exactly as bef
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Mapping
@@ -75,7 +76,7 @@ import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.give_way import give_way_route
+from cabins.give_way import give_way_route, travel_direction
 from cabins.routing import (
     DEFAULT_CLEARANCE,
     DEFAULT_RESOLUTION,
@@ -171,6 +172,19 @@ class _GiveWay:
     size: float
     since: float
     progress: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Stall:
+    """The robot's progress on a go-to step: it was last ``progress_step`` further on at
+    tick ``since``, and has got ``latest - origin`` metres on since then (both measured
+    along ``route``, the route it follows now)."""
+
+    step: str
+    route: Route | None
+    origin: float
+    latest: float
+    since: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +421,8 @@ class Planner:
         self._waiting = False  # the route keeps to the way through moving obstacles
         self._waited_out: int | None = None  # _progress when a wait for them ran out
         self._give_way: _GiveWay | None = None
-        self._stall: tuple[Any, float, int] | None = None  # (step, route), best along, tick
+        self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
+        self._stall: _Stall | None = None
         self._written_plan: Plan | None = None
         self._plan_written = False
         # static values parsed once per write, not once per tick
@@ -450,6 +465,7 @@ class Planner:
                 "_waiting": False,
                 "_waited_out": None,
                 "_give_way": None,
+                "_headings": {},
                 "_spots": {},
                 "_recalled": set(),
                 "_limits_read": LastRead(),
@@ -476,6 +492,7 @@ class Planner:
 
     def step(self, view: CabinView, out: Outbox) -> None:
         seen = self._read(view)
+        self._watch_movers(seen)
         self._react_to_missing(seen, out)
         self._learn_geometry(view)
         goals_visible = "goal:*" not in seen.missing
@@ -524,6 +541,14 @@ class Planner:
             obstacles=obstacles + extra,
             missing=missing,
         )
+
+    def _watch_movers(self, seen: _Seen) -> None:
+        """Remember the way each mover in view last moved: one waiting for the robot
+        stands still, and giving way to it needs the way it goes on."""
+        for feature in seen.obstacles:
+            direction = travel_direction(feature.props)
+            if direction is not None:
+                self._headings[feature.id] = direction
 
     def _react_to_missing(self, seen: _Seen, out: Outbox) -> None:
         for pattern, reaction in REACTIONS.items():
@@ -909,15 +934,25 @@ class Planner:
             self._stall = None
             return None
         along = locate(line, point(*seen.pose))
-        mark = (current.id, self._route)
-        if (
-            self._stall is None
-            or self._stall[0] != mark
-            or along >= self._stall[1] + self.progress_step
-        ):
-            self._stall = (mark, along, tick)
+        stall = self._stall if isinstance(self._stall, _Stall) else None
+        if stall is None or stall.step != current.id:
+            self._stall = _Stall(current.id, self._route, along, along, tick)
             return None
-        if tick - self._stall[2] < self.stall_ticks:
+        if stall.route != self._route:
+            # A new route for the same step (a re-plan each time a mover near the way
+            # moved on): the progress made since ``since`` carries over to it, and the
+            # clock runs on. Restarting it with every route hid a stand-off for 90 s: two
+            # people at the dead end of their aisle, the robot waiting for them in it,
+            # re-planning every second or two as they stepped to and fro.
+            gained = stall.latest - stall.origin
+            stall = _Stall(current.id, self._route, along - gained, along, stall.since)
+        else:
+            stall = dataclasses.replace(stall, latest=along)
+        if along >= stall.origin + self.progress_step:
+            self._stall = _Stall(current.id, self._route, along, along, tick)
+            return None
+        self._stall = stall
+        if tick - stall.since < self.stall_ticks:
             return None
         self._stall = None
         return ReplanTrigger(
@@ -1140,6 +1175,7 @@ class Planner:
                 blocked=[*fixed, *(g for g in movers if g is not None)],
                 radius=self._radius,
                 clearance=self.clearance,
+                heading=self._headings.get(give.mover),
             )
         if route is None:
             self._give_way = None

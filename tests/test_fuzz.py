@@ -100,6 +100,7 @@ RUN_FLAGS = ["--seed", "--rate", "--capacity", "--scenario", "--fault", "--specs
     flags=st.lists(st.tuples(st.sampled_from(RUN_FLAGS), FLAG_VALUES), max_size=3),
     ticks=st.integers(1, 3),
 )
+@example(flags=[("--seed", "-1")], ticks=1)  # drawn once: numpy's ValueError, a traceback
 def test_run_with_any_flags_ends_in_a_documented_outcome(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

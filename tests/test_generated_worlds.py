@@ -37,9 +37,11 @@ small_worlds = st.builds(
 )
 
 
-def _check_world(seed: int, world_settings: GeneratorSettings) -> None:
-    """Safe on every run, and every reachable delivery done within the duration."""
+def _check_world(seed: int, world_settings: GeneratorSettings) -> list[float]:
+    """Safe on every run, and every reachable delivery done within the duration; the
+    share of the duration each run (run seeds 0, 1) took."""
     scenario = generate(seed, world_settings)
+    used: list[float] = []
     for run_seed in (0, 1):
         summary = Simulation(scenario, seed=run_seed).run()
         where = f"generate({seed}, {world_settings}) run seed {run_seed}:\n{to_toml(scenario)}"
@@ -47,6 +49,8 @@ def _check_world(seed: int, world_settings: GeneratorSettings) -> None:
         assert summary["safety_violations"] == 0, where
         reachable = summary["tasks_total"] - len(summary["tasks_undeliverable"])
         assert summary["deliveries_done"] == reachable, (summary["deliveries_done"], where)
+        used.append(summary["sim_time"] / scenario.duration)
+    return used
 
 
 def _safe_and_delivered(examples: int) -> None:
@@ -122,17 +126,21 @@ def _world(
     orientation: Orientation,
     docks: int,
     forklifts: int = 1,
+    *,
+    people: int = 2,
+    tasks: int = 2,
 ) -> tuple[int, GeneratorSettings]:
-    """A world the property test could draw: two people, ``forklifts``, two tasks."""
+    """A world the property test could draw: ``people`` (two), ``forklifts`` (one) and
+    ``tasks`` (two)."""
     return (
         seed,
         GeneratorSettings(
             size=size,
             aisle_width=aisle,
             orientation=orientation,
-            people=2,
+            people=people,
             forklifts=forklifts,
-            tasks=2,
+            tasks=tasks,
             docks=docks,
         ),
     )
@@ -159,6 +167,13 @@ STUCK_WORLDS = {
     "1": _world(
         1, (21.27293951035218, 15.003995401144063), 1.8535533905932737, "x", 4, forklifts=0
     ),
+    # drawn by CI after 88490's fix: no people, a forklift whose lane (the drop dock on
+    # it) ends at a dead end, 3.4 m aisles; the robot waited diagonally below the
+    # forklift at the dead end, and the spot it gave way to, beside the line from the
+    # forklift through the robot, lay on the lane: the forklift never came out (0 of 1
+    # on run seed 1, 28 re-plans, a battery alarm and a charge in between); it now gives
+    # way off the line the forklift was seen moving along
+    "173": _world(173, (15.759609135075497, 10.0), 3.405772553687126, "x", 4, people=0, tasks=1),
 }
 """Generated worlds on which a run was safe but left deliveries undone (issue 12's
 liveness gap); each must now deliver everything on both run seeds."""
@@ -171,19 +186,21 @@ def test_a_once_stuck_world_delivers_every_task_on_both_run_seeds(name: str) -> 
     _check_world(seed, world)
 
 
+NEAR_MISSES = {
+    # found by a sweep of the property test's draws after 173's fix: it delivered, but
+    # run seed 0 used 91 % of its duration (193 s of 212 s). Two people at the dead end
+    # of their 1.85 m aisle, the robot waiting for them in it; a re-plan every second or
+    # two as they stepped to and fro restarted the count of ticks without progress, so
+    # the robot gave way after 90 s, not 10. Now 57 s and 35 s (run seeds 0, 1).
+    "457": _world(457, (12.0, 12.0), 1.8535533905932737, "y", 4, tasks=1),
+}
+"""Generated worlds that delivered everything, but only just: a stand-off found late.
+Each must deliver within half its duration on both run seeds."""
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="open liveness gap, issue 12: 0 of 1 on run seed 1")
-def test_a_forklift_world_ci_drew_after_the_give_way_fix_delivers_its_task() -> None:
-    # Drawn by CI on the code with every fix above: no people, one forklift, 3.4 m aisles;
-    # run seed 1 re-plans 28 times, raises a battery alarm and delivers nothing in 223 s.
-    # Not diagnosed yet; strict, so that the fix shows here.
-    world = GeneratorSettings(
-        size=(15.759609135075497, 10.0),
-        aisle_width=3.405772553687126,
-        orientation="x",
-        people=0,
-        forklifts=1,
-        tasks=1,
-        docks=4,
-    )
-    _check_world(173, world)
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_a_near_miss_world_delivers_within_half_its_duration(name: str) -> None:
+    seed, world = NEAR_MISSES[name]
+    used = _check_world(seed, world)
+    assert max(used) <= 0.5, used

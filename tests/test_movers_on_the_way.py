@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shapely.geometry import LineString, Point, box
+from shapely.geometry import LineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import Planner
@@ -355,3 +355,109 @@ def test_a_give_way_route_never_closes_in_on_the_mover(angle: float, gap: float,
     if route is not None:
         keep = min(float(Point(pose).distance(mover)), 0.35 + 0.1)
         assert _closest_approach(route, mover) >= keep - 0.01 - 1e-9
+
+
+LANE_Y = 8.666  # gen:173: the forklift's lane, from the west wall to a dead end at 14.426
+
+
+def _forklift_on_the_lane(x: float, vx: float) -> Feature:
+    """gen:173's forklift at ``x`` on its lane, moving at ``vx`` (0: waiting)."""
+    return Feature(
+        "obstacle:forklift0",
+        Point(x, LANE_Y).buffer(0.6),
+        "obstacle",
+        frozenset({"moving", "forklift"}),
+        {"id": "forklift0", "kind": "forklift", "radius": 0.6, "vx": vx, "vy": 0.0},
+    )
+
+
+def test_in_a_stand_off_off_the_movers_lane_it_gives_way_off_the_lane_not_beside_the_line() -> None:
+    # gen:173 (run seed 1): a forklift at the dead end of its lane, on which the dock
+    # lies, and the robot waiting diagonally below it. The spot beside the line from the
+    # forklift through the robot lay on the lane, between it and the north wall (1.3 m
+    # off): the forklift could not come out past it, the stand-off came back after every
+    # give_way, and the robot delivered nothing in 223 s. The forklift was seen moving
+    # along its lane, so the spot is now off the lane, by its size and the robot's.
+    shelf = Polygon([(4.244, 2.668), (8.042, 2.668), (9.618, 3.692), (2.668, 3.692)])
+    floor = _Floor(pose=(13.43, 7.99, 1.11), shelf=shelf)
+    dock = (13.79, LANE_Y)
+    floor.board["world:bounds"] = (0.0, 0.0, 15.76, 10.0)
+    floor.board["docks"] = {"D3": dock, "D0": DOCKS["D0"]}
+    floor.board["goal:deliver:t0"] = {
+        **floor.board["goal:deliver:t0"],
+        "pickup": "D3",
+        "pickup_xy": dock,
+    }
+    floor.movers = [_forklift_on_the_lane(14.0, 0.8)]  # seen driving to its dead end
+    floor.step()
+    forklift = _forklift_on_the_lane(14.13, 0.0)  # back from it, waiting for the robot
+    floor.movers = [forklift]
+    gave: list[Any] = []
+    for _ in range(floor.planner.stall_ticks + 5):
+        gave += [e.data for e in floor.step().events if e.kind == "give_way"]
+    [give] = gave
+    end = floor.route[-1]
+    assert tuple(give["to"]) == pytest.approx(end, abs=1e-3)
+    assert abs(end[1] - LANE_Y) >= 0.6 + 0.35 + 0.25 - 1e-6  # off the forklift's lane
+    assert not _footprint(floor.route).intersects(forklift.geometry)
+    assert not _footprint(floor.route).intersects(shelf)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    angle=st.floats(0.0, 2.0 * math.pi),
+    heading=st.floats(0.0, math.pi),
+    gap=st.floats(0.0, 0.6),
+)
+def test_a_give_way_spot_is_off_the_line_the_mover_moves_along(
+    angle: float, heading: float, gap: float
+) -> None:
+    from cabins.give_way import give_way_route
+
+    router = _router((0.0, 0.0, 15.0, 10.0), box(3.6, 3.6, 11.5, 4.5))
+    pose = (7.5, 7.0)
+    centre = 0.35 + 0.6 + gap
+    mx, my = pose[0] + centre * math.cos(angle), pose[1] + centre * math.sin(angle)
+    mover = Point(mx, my).buffer(0.6)
+    way = (math.cos(heading), math.sin(heading))
+    route = give_way_route(router, pose, mover, blocked=[], radius=0.35, clearance=0.1, heading=way)
+    if route is not None:
+        x, y = route[-1]
+        beside = math.sqrt(mover.area / math.pi) + 0.35 + 0.1
+        assert abs((x - mx) * way[1] - (y - my) * way[0]) >= beside - 1e-9
+
+
+def test_a_movers_direction_is_read_from_its_sensed_velocity_only_when_it_moves() -> None:
+    from cabins.give_way import travel_direction
+
+    assert travel_direction({"vx": 0.6, "vy": -0.8}) == pytest.approx((0.6, -0.8))
+    assert travel_direction({"vx": 0.0, "vy": 0.0}) is None  # waiting
+    assert travel_direction({"vx": 0.01, "vy": 0.02}) is None  # sensor noise, not a way
+    assert travel_direction({}) is None
+    assert travel_direction({"vx": "fast", "vy": 0.0}) is None
+    assert travel_direction({"vx": math.nan, "vy": 1.0}) is None
+    assert travel_direction({"vx": True, "vy": 0.0}) is None
+
+
+def test_a_stand_off_is_found_though_a_mover_stepping_to_and_fro_re_plans_the_route() -> None:
+    # gen:457 (run seed 0): two people at the dead end of their aisle, the robot waiting
+    # for them in it. As they stepped to and fro (yielding, turning back) the route was
+    # planned again every second or two (obstacle_in_corridor), and each new route
+    # restarted the count of ticks without progress: the stand-off was found after 90 s,
+    # not 10, and the run delivered with 19 s of its 212 s to spare.
+    shelf = box(4.0, 2.4, 15.0, 4.0)
+    floor = _Floor(pose=(2.9, 1.1, math.pi), shelf=shelf)
+    dock = (1.0, 1.1)
+    floor.board["docks"] = {"D2": dock, "D0": DOCKS["D0"]}
+    floor.board["goal:deliver:t0"] = {
+        **floor.board["goal:deliver:t0"],
+        "pickup": "D2",
+        "pickup_xy": dock,
+    }
+    reasons: list[str] = []
+    for tick in range(floor.planner.stall_ticks + 40):
+        x = 1.9 if (tick // 25) % 2 == 0 else 1.2  # steps 0.7 m every 1.25 s
+        floor.movers = [_mover("person0", x, y=1.1)]
+        reasons += [e.data["reason"] for e in floor.step().events if e.kind == "replan"]
+    assert reasons.count("obstacle_in_corridor") >= 5  # the route changed again and again
+    assert "no_progress" in reasons  # and the robot, standing still, made no progress

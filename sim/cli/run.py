@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sim.cli.args import duration, positive_int, rate
+from sim.cli.args import at_least, duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
 from sim.cli.tables import counts_text
 
@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
         help="a shipped scenario name (see `python -m sim scenarios`) or a TOML file "
         "(default: warehouse)",
     )
-    run.add_argument("--seed", type=int, help="random seed (default: 0)")
+    run.add_argument("--seed", type=at_least(0, what="seed"), help="random seed (default: 0)")
     length = run.add_mutually_exclusive_group()
     length.add_argument(
         "--ticks",
