@@ -140,6 +140,15 @@ class Solids:
             best = distances[index]
         return self.names[index], float(best)
 
+    def _box_distances(self, xy: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """The distance from each point to each solid's bounding box, (points, solids): a
+        lower bound of its distance to the solid."""
+        boxes = self.boxes
+        x, y = xy[:, 0:1], xy[:, 1:2]
+        dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
+        dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
+        return np.asarray(np.hypot(dx, dy), dtype=float)
+
     def gaps(self, points: Sequence[tuple[float, float]]) -> npt.NDArray[np.float64]:
         """For each point, the distance to the nearest solid.
 
@@ -151,11 +160,7 @@ class Solids:
         if not self.names or not points:
             return np.full(len(points), math.inf)
         xy = np.asarray(points, dtype=float)
-        boxes = self.boxes
-        x, y = xy[:, 0:1], xy[:, 1:2]
-        dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
-        dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
-        lower = np.hypot(dx, dy)  # (points, solids)
+        lower = self._box_distances(xy)
         first = lower.argmin(axis=1)
         grid = points_of(xy)
         best = np.asarray(shapely.distance(grid, self.shapes[first]), dtype=float)
@@ -179,11 +184,7 @@ class Solids:
         if not self.names or not points:
             return np.full(len(points), math.inf)
         xy = np.asarray(points, dtype=float)
-        boxes = self.boxes
-        x, y = xy[:, 0:1], xy[:, 1:2]
-        dx = np.maximum(np.maximum(boxes[:, 0] - x, x - boxes[:, 2]), 0.0)
-        dy = np.maximum(np.maximum(boxes[:, 1] - y, y - boxes[:, 3]), 0.0)
-        rows, cols = np.nonzero(np.hypot(dx, dy) < limit + _BOX_SLACK)
+        rows, cols = np.nonzero(self._box_distances(xy) < limit + _BOX_SLACK)
         best = np.full(len(xy), math.inf)
         if rows.size:
             np.minimum.at(best, rows, shapely.distance(points_of(xy[rows]), self.shapes[cols]))
