@@ -69,6 +69,7 @@ from cabins.values import (
     POSE,
     ROBOT_LIMITS,
     ROBOT_RADIUS,
+    SCANNER,
     SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
@@ -76,6 +77,7 @@ from cabins.values import (
     LastRead,
     Pose,
     RobotLimits,
+    Scan,
     Velocity,
     Zone,
     positive,
@@ -105,6 +107,7 @@ Level = Literal["ok", "warn", "alarm"]
 _RANK: Final[dict[Level, int]] = {"ok": 0, "warn": 1, "alarm": 2}
 
 SAFETY: Final = "safety:*"
+_FAIL_SAFE_ON: Final = (SAFETY, SCANNER)  # required items whose absence stops the robot
 FAIL_SAFE: Final = "stop:fail_safe"
 READING_REACTION: Final = "alarm:missing_reading"
 STATUS_KEY: Final = "monitor:status"
@@ -330,7 +333,7 @@ class Monitor:
         self._route_line: BaseGeometry | None = None
         self._seen_events: dict[int, float] = {}
         self._missing: dict[str, str] = {}
-        self._safety_missing: str | None = None
+        self._safety_missing: tuple[str, str] | None = None  # (pattern, reason)
         self._held: dict[Hashable, _Hold] = {}  # last tick's holds, by shape
         self._holding: dict[Hashable, _Hold] = {}  # this tick's
         self._status: tuple[float | None, Level, bool] | None = None
@@ -399,6 +402,7 @@ class Monitor:
 
         stops: list[str] = []
         self._fail_safe(view, out, stops)
+        scanned = self._scanned(view, out, stops)
         zones = self._zones(view, out, stops)
         if pose is not None and here is not None:
             robot = _Robot(
@@ -415,7 +419,7 @@ class Monitor:
                 self._check_speed(view, robot.here, abs(robot.speed), out)
         held = {
             "deviation_growing": self._deviation_growing(view.time),
-            "contact_predicted": self._contact(view, pose, here, velocity, radius),
+            "contact_predicted": self._contact(view, pose, here, velocity, radius, scanned),
         }
         slow = self._react(view, out, held, stops)
         self._held, self._holding = self._holding, {}
@@ -470,7 +474,7 @@ class Monitor:
         missing: dict[str, str] = {}
         for pattern in self.spec.required:
             reason = view.missing.get(pattern)
-            if pattern == SAFETY or reason is None or reason == "absent":
+            if pattern in _FAIL_SAFE_ON or reason is None or reason == "absent":
                 continue
             missing[pattern] = reason
             if self._missing.get(pattern) != reason:
@@ -546,16 +550,50 @@ class Monitor:
         return True
 
     def _fail_safe(self, view: CabinView, out: Outbox, stops: list[str]) -> None:
-        """Stop every tick while safety items are missing; report it when that starts."""
-        reason = view.missing.get(SAFETY)
-        before, self._safety_missing = self._safety_missing, reason
-        if reason is None or reason == "absent":
+        """Stop every tick while safety items (``safety:*``, or the scanner's reading) are
+        missing; report it when that starts."""
+        missing = view.missing
+        found = next(
+            ((p, r) for p in _FAIL_SAFE_ON if (r := missing.get(p)) not in (None, "absent")),
+            None,
+        )
+        before, self._safety_missing = self._safety_missing, found
+        if found is None:
             return
+        pattern, reason = found
         stops.append("fail_safe")
         self._episodes.hit(("stop", "fail_safe", reason), view.time)
-        if reason != before:
-            out.emit("emergency_stop", {"reason": "fail_safe", "missing": reason}, tags=_STOP_TAGS)
-            out.react(SAFETY, FAIL_SAFE, reason=reason)
+        if found != before:
+            out.emit(
+                "emergency_stop",
+                {"reason": "fail_safe", "missing": reason, "pattern": pattern},
+                tags=_STOP_TAGS,
+            )
+            out.react(pattern, FAIL_SAFE, reason=reason)
+
+    def _scanned(
+        self, view: CabinView, out: Outbox, stops: list[str]
+    ) -> tuple[tuple[str, BaseGeometry], ...]:
+        """The people and vehicles the safety scanner sees, as named discs; an unreadable
+        scan is a bad reading and a fail-safe stop."""
+        if SCANNER not in view:
+            return ()
+        value = view[SCANNER]
+        scan = Scan.read(value)
+        if scan is None:
+            self._bad(
+                view,
+                out,
+                SCANNER,
+                f"a scan must be {{range: r > 0, hits: ((x, y, radius > 0), ...)}}, got {value!r}",
+            )
+            self._stop(
+                view, out, stops, "fail_safe", SCANNER, {"missing": "unreadable", "key": SCANNER}
+            )
+            return ()
+        return tuple(
+            (f"scanner:{i}", point(x, y).buffer(r)) for i, (x, y, r) in enumerate(scan.hits)
+        )
 
     def _zones(
         self, view: CabinView, out: Outbox, stops: list[str]
@@ -692,9 +730,10 @@ class Monitor:
         here: Point | None,
         velocity: Velocity | None,
         radius: float,
+        scanned: tuple[tuple[str, BaseGeometry], ...] = (),
     ) -> dict[str, Any] | None:
         """What the braking path would bring the disc within ``contact_margin`` of, if the
-        robot closes in on it."""
+        robot closes in on it: a solid on the map, a wall, or what the scanner sees."""
         if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
         limits = self._limits_read.get(
@@ -704,7 +743,10 @@ class Monitor:
         if bounds_value is not self._walls_value:
             self._walls_value, self._walls = bounds_value, walls_of(read_bounds(bounds_value))
         solids = self._solids = Solids.of(
-            view.nearby_map, self._walls, kinds=_CONTACT_KINDS, last=self._solids
+            view.nearby_map,
+            self._walls + scanned if scanned else self._walls,
+            kinds=_CONTACT_KINDS,
+            last=self._solids,
         )
         if not solids:
             return None

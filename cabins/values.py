@@ -55,6 +55,7 @@ __all__ = [
     "ROBOT_LIMITS",
     "ROBOT_RADIUS",
     "ROUTE",
+    "SCANNER",
     "SPEED_ZONE_PREFIX",
     "VELOCITY",
     "WORLD_BOUNDS",
@@ -67,6 +68,7 @@ __all__ = [
     "Point2",
     "Pose",
     "RobotLimits",
+    "Scan",
     "Velocity",
     "Zone",
     "deliver_goal_key",
@@ -121,6 +123,9 @@ GOAL_PREFIX: Final = "goal:"
 """Every goal item's key starts so; the dispatcher's deliveries are ``GOAL_DELIVER_PREFIX``."""
 GOAL_DELIVER_PREFIX: Final = "goal:deliver:"
 """``goal:deliver:<task>``: one delivery to make (``DeliverGoal``)."""
+SCANNER: Final = "safety:scanner"
+"""What the safety scanner sees of the people and vehicles around the robot, with a
+time-to-live (``Scan``): a channel of its own, beside the map's obstacle sightings."""
 FORBIDDEN_PREFIX: Final = "safety:forbidden:"
 """``safety:forbidden:<zone>``: ground the robot's disc must never touch (``Zone``)."""
 CONSTRAINT_PREFIX: Final = "constraint:"
@@ -284,6 +289,37 @@ class Velocity:
     def as_value(self) -> tuple[float, float]:
         """The ``velocity`` board value."""
         return (self.v, self.w)
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """A ``safety:scanner`` reading: the discs (x, y, radius) of the moving obstacles within
+    ``range`` metres of the robot, nearest first (none: the scanner sees nothing there)."""
+
+    range: float
+    hits: tuple[tuple[float, float, float], ...]
+
+    @classmethod
+    def read(cls, value: Any) -> Scan | None:
+        """The scan in a mapping {"range": r > 0, "hits": ((x, y, radius > 0), ...)}, else
+        None."""
+        if not isinstance(value, Mapping):
+            return None
+        reach = positive(value.get("range"))
+        hits = value.get("hits")
+        if reach is None or isinstance(hits, (str, bytes)) or not isinstance(hits, Sequence):
+            return None
+        discs: list[tuple[float, float, float]] = []
+        for hit in hits:
+            xs = numbers(hit, 3)
+            if xs is None or not xs[2] > 0:
+                return None
+            discs.append((xs[0], xs[1], xs[2]))
+        return cls(reach, tuple(discs))
+
+    def as_value(self) -> dict[str, Any]:
+        """The ``safety:scanner`` board value."""
+        return {"range": self.range, "hits": self.hits}
 
 
 @dataclass(frozen=True, slots=True)

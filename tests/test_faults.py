@@ -107,7 +107,13 @@ def test_plan_acts_exactly_in_its_range(start: int, length: int, tick: int) -> N
 
 def test_plan_gates() -> None:
     plan = FaultPlan([DropoutFault(start=0, end=5), StaleFault(key="battery", start=3, end=9)])
-    assert sorted(plan.frozen_keys(4)) == ["battery", "battery", "pose", "velocity"]
+    assert sorted(plan.frozen_keys(4)) == [
+        "battery",
+        "battery",
+        "pose",
+        "safety:scanner",
+        "velocity",
+    ]
     assert plan.frozen_keys(6) == ["battery"]
     assert plan.hidden_features(1) == ["obstacle:*"]
     assert plan.hidden_features(6) == []

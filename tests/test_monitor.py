@@ -80,9 +80,9 @@ def obstacle(x: float, y: float, radius: float = 0.3) -> Feature:
 
 def test_spec_declares_a_reaction_for_every_required_pattern() -> None:
     assert SPEC.name == "monitor"
-    assert set(SPEC.required) == {"pose", "safety:*", "route"}
+    assert set(SPEC.required) == {"pose", "safety:*", "safety:scanner", "route"}
     assert set(SPEC.on_missing) == set(SPEC.required)
-    assert SPEC.on_missing["safety:*"] == "stop:fail_safe"
+    assert SPEC.on_missing["safety:*"] == SPEC.on_missing["safety:scanner"] == "stop:fail_safe"
     assert SPEC.map_center == "pose" and set(SPEC.map_kinds) == {"obstacle", "forbidden", "shelf"}
     assert {"cabin_failed", "tick_overrun", "capacity_alarm"} <= set(SPEC.event_kinds)
     assert SPEC.weight_for("safety:forbidden:hv") == 1.0
@@ -450,7 +450,7 @@ def test_fail_safe_stops_every_tick_while_safety_is_hidden() -> None:
     monitor = Monitor(SPEC)
     first = step(monitor, suppress=["safety:*"])
     assert stop_reasons(first) == ["fail_safe"]
-    assert estops(first) == [{"reason": "fail_safe", "missing": "fault"}]
+    assert estops(first) == [{"reason": "fail_safe", "missing": "fault", "pattern": "safety:*"}]
     assert [(r.pattern, r.reaction, dict(r.detail)) for r in first.reactions] == [
         ("safety:*", "stop:fail_safe", {"reason": "fault"})
     ]

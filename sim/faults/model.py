@@ -10,8 +10,8 @@ run). The kinds, and their command-line form (``--fault TEXT``, repeatable):
     the board keys matching KEY stop updating (the world's writes are dropped), so a
     reading with a time-to-live goes stale.
 ``dropout[:SENSOR]@START-END``
-    a sensor drop-out: SENSOR (``pose``, ``velocity``, ``battery``, ``obstacles``, or
-    ``all``, the default) writes nothing.
+    a sensor drop-out: SENSOR (``pose``, ``velocity``, ``battery``, ``obstacles``,
+    ``scanner``, or ``all``, the default) writes nothing.
 ``map-loss:FEATURE@START-END``
     the map features whose id matches FEATURE disappear from the map (not from the world).
 ``event-loss:KIND@START-END``
@@ -43,6 +43,7 @@ SENSOR_KEYS: dict[str, tuple[str, ...]] = {
     "velocity": ("velocity",),
     "battery": ("battery",),
     "obstacles": (),
+    "scanner": ("safety:scanner",),
 }
 """The board keys each sensor writes (``obstacles`` writes map features instead)."""
 
@@ -108,7 +109,7 @@ class DropoutFault(_Fault):
     """A sensor writes nothing."""
 
     kind: Literal["dropout"] = "dropout"
-    sensor: Literal["all", "pose", "velocity", "battery", "obstacles"] = "all"
+    sensor: Literal["all", "pose", "velocity", "battery", "obstacles", "scanner"] = "all"
 
     def _head(self) -> str:
         return "dropout" if self.sensor == "all" else f"dropout:{self.sensor}"

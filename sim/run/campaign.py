@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtime import ContextSpec, Event
-from runtime.patterns import overlaps
+from runtime.patterns import matches, overlaps
 from sim.faults.model import (
     SENSOR_KEYS,
     CrashFault,
@@ -92,13 +92,17 @@ def auto_faults(
 
 
 def expectations(
-    fault: Fault, specs: Mapping[str, ContextSpec], ttl_of: Callable[[str], Iterable[float | None]]
+    fault: Fault,
+    specs: Mapping[str, ContextSpec],
+    readings_of: Callable[[str], Iterable[tuple[str, float | None]]],
 ) -> list[Expectation]:
     """What the specs say should happen when ``fault`` starts.
 
-    ``ttl_of(pattern)`` gives the time-to-live of the board readings a pattern
-    names at that moment: a key that stops updating only goes missing (stale) if
-    its readings expire.
+    ``readings_of(pattern)`` gives the (key, time-to-live) of the board readings a
+    pattern names at that moment. A key that stops updating only goes missing (stale) if
+    its reading expires, and a required pattern only goes missing when every key it
+    names does: ``safety:*`` is still seen while the forbidden zones are, when the
+    scanner's reading has gone stale.
     """
     out: list[Expectation] = []
     if isinstance(fault, MissingFault):
@@ -118,10 +122,12 @@ def expectations(
                 SENSOR_KEYS if fault.sensor == "all" else {fault.sensor: SENSOR_KEYS[fault.sensor]}
             )
             keys = [k for ks in sensors.values() for k in ks]
-        expiring = [k for k in keys if any(t is not None for t in ttl_of(k))]
         for name, spec in specs.items():
             for pattern in spec.required:
-                if any(overlaps(pattern, k) for k in expiring):
+                named = list(readings_of(pattern))
+                if named and all(
+                    ttl is not None and any(matches(key, k) for k in keys) for key, ttl in named
+                ):
                     reaction = spec.reaction_for(pattern)
                     if reaction is not None:
                         out.append(Expectation(name, reaction, f"{pattern} stale"))
@@ -174,15 +180,15 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     expected: list[Expectation] = []
     fault = request.fault
 
-    def ttl_of(pattern: str) -> list[float | None]:
-        return [r.ttl for r in sim.board.readings(pattern)]
+    def readings_of(pattern: str) -> list[tuple[str, float | None]]:
+        return [(r.key, r.ttl) for r in sim.board.readings(pattern)]
 
     total = sim.max_ticks if request.ticks is None else request.ticks
     must_run_to = 0 if fault is None else min(total, fault.start + request.within + 1)
     started = fault is None
     for tick in range(total):
         if fault is not None and tick == fault.start:
-            expected = expectations(fault, sim.specs, ttl_of)
+            expected = expectations(fault, sim.specs, readings_of)
             started = True
         sim.loop.step()
         if sim.done and tick + 1 >= must_run_to:

@@ -273,6 +273,12 @@ class Sensors(_Model):
     obstacle_ttl: Num = Field(
         default=0.5, gt=0, description="How long an obstacle sighting holds (s); in its props."
     )
+    scanner_range: Num = Field(
+        default=4.0, gt=0, description="The safety scanner sees people and vehicles within (m)."
+    )
+    scanner_ttl: Num = Field(
+        default=0.25, gt=0, description="Time-to-live of the safety scanner's reading (s)."
+    )
 
 
 class Acceptance(_Model):

@@ -8,7 +8,8 @@ three moments of a tick:
 - ``install`` puts the static map features and constraint items on the board and
   the map, once;
 - ``sense`` writes the sensor readings, the outcome of last tick's actions, the
-  moving obstacles in range and the dispatcher's goals;
+  moving obstacles in range (on the map, and on the board as the safety scanner's
+  ``safety:scanner``, a channel that map faults do not touch) and the dispatcher's goals;
 - ``apply`` carries out the cabins' commands for one period: it integrates the
   unicycle robot, walks the moving obstacles and checks collisions, forbidden
   zones and speed limits with shapely.
@@ -41,6 +42,7 @@ from cabins.values import (
     POSE,
     ROBOT_LIMITS,
     ROBOT_RADIUS,
+    SCANNER,
     VELOCITY,
     WORLD_BOUNDS,
     Acceptance,
@@ -48,6 +50,7 @@ from cabins.values import (
     DeliverGoal,
     Pose,
     RobotLimits,
+    Scan,
     Velocity,
     Zone,
     deliver_goal_key,
@@ -416,7 +419,22 @@ class World:
         )
         board.write(CARGO, robot.cargo, source=WORLD)
         self._sense_obstacles(cabin_map, now)
+        self._scan(board)
         self._dispatch(board, now)
+
+    def _scan(self, board: BoardSink) -> None:
+        """The safety scanner: the true discs of the moving obstacles within its range, on
+        the board, whatever the map shows."""
+        st, sc = self.state, self.scenario
+        reach = sc.sensors.scanner_range
+        near: list[tuple[float, tuple[float, float, float]]] = []
+        for spec, ob in zip(sc.moving_obstacles, st.obstacles, strict=True):
+            gap = math.hypot(ob.x - st.robot.x, ob.y - st.robot.y) - spec.radius
+            if gap <= reach:
+                near.append((gap, (ob.x, ob.y, float(spec.radius))))
+        near.sort(key=lambda item: item[0])
+        scan = Scan(reach, tuple(disc for _, disc in near))
+        board.write(SCANNER, scan.as_value(), ttl=sc.sensors.scanner_ttl, source=WORLD)
 
     def _sense_obstacles(self, cabin_map: MapSink, now: float) -> None:
         st, sensors = self.state, self.scenario.sensors
