@@ -414,7 +414,7 @@ class Monitor:
                 radius,
             )
             self._guard_zones(view, zones, robot, out, stops)
-            self._guard_obstacles(view, robot, out, stops)
+            self._guard_obstacles(view, robot, out, stops, scanned)
             if robot.speed is not None:
                 self._check_speed(view, robot.here, abs(robot.speed), out)
         held = {
@@ -573,9 +573,9 @@ class Monitor:
 
     def _scanned(
         self, view: CabinView, out: Outbox, stops: list[str]
-    ) -> tuple[tuple[str, BaseGeometry], ...]:
-        """The people and vehicles the safety scanner sees, as named discs; an unreadable
-        scan is a bad reading and a fail-safe stop."""
+    ) -> tuple[tuple[str, BaseGeometry, Point], ...]:
+        """The people and vehicles the safety scanner sees: (name, disc, centre), nearest
+        first; an unreadable scan is a bad reading and a fail-safe stop."""
         if SCANNER not in view:
             return ()
         value = view[SCANNER]
@@ -591,9 +591,11 @@ class Monitor:
                 view, out, stops, "fail_safe", SCANNER, {"missing": "unreadable", "key": SCANNER}
             )
             return ()
-        return tuple(
-            (f"scanner:{i}", point(x, y).buffer(r)) for i, (x, y, r) in enumerate(scan.hits)
-        )
+        seen: list[tuple[str, BaseGeometry, Point]] = []
+        for i, (x, y, r) in enumerate(scan.hits):
+            centre = point(x, y)
+            seen.append((f"scanner:{i}", centre.buffer(r), centre))
+        return tuple(seen)
 
     def _zones(
         self, view: CabinView, out: Outbox, stops: list[str]
@@ -692,23 +694,28 @@ class Monitor:
                 )
 
     def _guard_obstacles(
-        self, view: CabinView, robot: _Robot, out: Outbox, stops: list[str]
+        self,
+        view: CabinView,
+        robot: _Robot,
+        out: Outbox,
+        stops: list[str],
+        scanned: tuple[tuple[str, BaseGeometry, Point], ...] = (),
     ) -> None:
+        """Stop short of the obstacles on the map, and of those the scanner sees where the
+        map shows none (a map that lost them: the scanner's disc is guarded alike)."""
+        on_map: list[BaseGeometry] = []
+        guarded: list[tuple[str, BaseGeometry]] = []
         for feature in view.nearby_map:
-            if feature.kind != "obstacle":
-                continue
-            gap = self._must_stop(
-                feature.geometry, robot, self.obstacle_margin, ("obstacle", feature.id), view.time
-            )
+            if feature.kind == "obstacle":
+                on_map.append(feature.geometry)
+                guarded.append((feature.id, feature.geometry))
+        for name, disc, centre in scanned:
+            if not any(shape.intersects(centre) for shape in on_map):
+                guarded.append((name, disc))
+        for name, shape in guarded:
+            gap = self._must_stop(shape, robot, self.obstacle_margin, ("obstacle", name), view.time)
             if gap is not None:
-                self._stop(
-                    view,
-                    out,
-                    stops,
-                    "obstacle",
-                    feature.id,
-                    {"obstacle": feature.id, "distance": gap},
-                )
+                self._stop(view, out, stops, "obstacle", name, {"obstacle": name, "distance": gap})
 
     # -- conditions it acts on -------------------------------------------------
 
@@ -730,7 +737,7 @@ class Monitor:
         here: Point | None,
         velocity: Velocity | None,
         radius: float,
-        scanned: tuple[tuple[str, BaseGeometry], ...] = (),
+        scanned: tuple[tuple[str, BaseGeometry, Point], ...] = (),
     ) -> dict[str, Any] | None:
         """What the braking path would bring the disc within ``contact_margin`` of, if the
         robot closes in on it: a solid on the map, a wall, or what the scanner sees."""
@@ -744,7 +751,9 @@ class Monitor:
             self._walls_value, self._walls = bounds_value, walls_of(read_bounds(bounds_value))
         solids = self._solids = Solids.of(
             view.nearby_map,
-            self._walls + scanned if scanned else self._walls,
+            self._walls + tuple((name, disc) for name, disc, _ in scanned)
+            if scanned
+            else self._walls,
             kinds=_CONTACT_KINDS,
             last=self._solids,
         )
