@@ -10,14 +10,17 @@ Each tick it reads only its view and, through its outbox:
   ``missing_reading``, and reports the reaction ``alarm:missing_reading``;
 - commands ``stop`` while the robot's disc is within ``stop_margin`` of a forbidden zone
   (``safety:forbidden:*`` items, and forbidden zones on its map) and moving towards it,
-  or within ``obstacle_margin`` of an obstacle and moving towards it. A robot moving
+  or within ``obstacle_margin`` of an obstacle and moving towards it (an obstacle on its
+  map, or a disc in the safety scanner's ``safety:scanner`` reading that no obstacle on
+  the map covers: a map that lost its people leaves the scanner). A robot moving
   away, alongside or turning on the spot is let go, so it cannot get stuck beside a
   zone; a robot at rest that faces a shape from close by is held, with a free tick now
   and then to start turning away (see ``Monitor._must_stop``);
-- fail-safe: while ``safety:*`` is missing for a reason other than "absent" (fault,
-  stale, evicted), or a safety item cannot be read, it commands ``stop`` every tick
-  and reports the reaction ``stop:fail_safe`` ("absent" means the scenario has no
-  forbidden zones, so there is nothing to stop for);
+- fail-safe: while ``safety:*`` or ``safety:scanner`` is missing for a reason other
+  than "absent" (fault, stale, evicted), or a safety item cannot be read, it commands
+  ``stop`` every tick and reports the reaction ``stop:fail_safe`` ("absent" means the
+  scenario has no forbidden zones, or the robot no scanner, so there is nothing to
+  stop for);
 - raises alarms on ``cabin_failed`` and ``tick_overrun`` events (one per event), on
   capacity alarms, on speeding inside a speed zone and on a low battery, and an
   ``alarm`` {"kind": "cabin_late"} while an asynchronous cabin is late (a ``late:<cabin>``
@@ -29,11 +32,11 @@ Each tick it reads only its view and, through its outbox:
   (``slow:deviation``: a ``slow`` command capping the speed at ``slow_speed``) or stops it;
   ``contact_predicted``, the robot's braking path (where it goes if it brakes now at its
   ``max_accel``, keeping its turn rate) bringing its disc within ``contact_margin`` of a
-  shelf, a forbidden zone, a wall or a person, commands a protective stop
-  (``stop:protective``) or a slow-down. The reaction is reported (a ``reaction`` event)
-  when the condition starts and a ``reaction_lifted`` event when it has stayed clear for
-  ``clear_after`` seconds; a stop is commanded on the ticks the condition holds, a
-  slow-down until it is lifted;
+  shelf, a forbidden zone, a wall or a person (on the map or in the scan), commands a
+  protective stop (``stop:protective``) or a slow-down. The reaction is reported (a
+  ``reaction`` event) when the condition starts and a ``reaction_lifted`` event when it
+  has stayed clear for ``clear_after`` seconds; a stop is commanded on the ticks the
+  condition holds, a slow-down until it is lifted;
 - writes ``monitor:status`` = {"deviation", "level", "estop", "reacting"} when it changes.
 
 Missing readings and the fail-safe are reported on the tick they start (or their reason
