@@ -936,3 +936,28 @@ def test_a_pickled_assembler_keeps_when_its_map_items_were_first_offered() -> No
         assert got.items["map:f1"].last_used == 0.0  # first offered at the first freeze
         world.clock.advance(0.05)
         copy.clock.advance(0.05)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_d_steps, capacity=st.integers(2, 16))
+def test_the_first_offered_times_stay_bounded_by_the_map(
+    steps: list[tuple[Any, ...]], capacity: int
+) -> None:
+    """The table of when each map item was first offered holds only features the map still
+    has, at their current revision, on both paths: a long run that sees many features
+    come and go does not grow it."""
+    worlds = (_TwinWorld(ValueEviction(), capacity), _TwinWorld(_FromScratch(), capacity))
+    tick = 0
+    for step in [*steps, ("tick", 0.05)]:
+        for world in worlds:
+            if step[0] != "tick":
+                world.apply(step)
+                continue
+            world.assembler.assemble(tick, world.clock.now())
+            world.clock.advance(step[1])
+            seen = world.assembler._seen_map()
+            on_map = {f"map:{f.id}": world.map.revision(f.id) for f in world.map.features()}
+            assert set(seen) <= set(on_map)
+            assert all(revision == on_map[key] for key, (revision, _) in seen.items())
+        if step[0] == "tick":
+            tick += 1
