@@ -43,6 +43,8 @@ from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, Work
 Rank = tuple[float, int, float, str]
 Group = Literal["board", "log", "note"]
 Row = tuple[str, Any, float, float, Source, "float | None", int, str]
+MapOffers = Mapping[str, tuple[list[str], Sequence[Any]]]
+"""Per spec: the keys and features its window (or its corridor) offers, in order."""
 
 
 class Entry:
@@ -248,8 +250,8 @@ class CandidateTable:
 
     def offer_map(
         self,
-        near: Mapping[str, tuple[list[str], Sequence[Any]]],
-        corridor: Mapping[str, tuple[list[str], Sequence[Any]]],
+        near: MapOffers,
+        corridor: MapOffers,
         weighers: Mapping[str, Callable[[str], float]],
         vias: Mapping[str, tuple[str, str]],
         revisions: Mapping[str, int],
@@ -297,8 +299,8 @@ class CandidateTable:
 
     def _combine_map(
         self,
-        near: Mapping[str, tuple[list[str], Sequence[Any]]],
-        corridor: Mapping[str, tuple[list[str], Sequence[Any]]],
+        near: MapOffers,
+        corridor: MapOffers,
         weighers: Mapping[str, Callable[[str], float]],
         vias: Mapping[str, tuple[str, str]],
         revisions: Mapping[str, int],

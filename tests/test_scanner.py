@@ -17,7 +17,7 @@ from cabins.monitor import Monitor
 from cabins.values import SCANNER, Scan
 from runtime import Feature, load_spec, load_specs
 from runtime.testing import Stale, make_view, run_step
-from sim.faults.model import DropoutFault, MapLossFault, MissingFault
+from sim.faults.model import DropoutFault, FaultPlan, MapLossFault, MissingFault
 from sim.run.campaign import auto_faults, expectations
 from sim.run.harness import Simulation
 from sim.world.generate import generate
@@ -232,3 +232,9 @@ def test_a_silent_scanner_is_expected_to_stop_the_robot_and_only_hides_what_it_n
 def test_auto_faults_hide_the_scanner_from_the_monitor() -> None:
     faults = auto_faults(load_specs(SPECS))
     assert MissingFault(cabin="monitor", pattern=SCANNER, start=200, end=600) in faults
+
+
+def test_only_a_scanner_or_total_drop_out_silences_the_scanner() -> None:
+    for sensor, silenced in (("scanner", True), ("all", True), ("obstacles", False)):
+        keys = FaultPlan([DropoutFault(sensor=sensor, start=0)]).frozen_keys(1)
+        assert (SCANNER in keys) is silenced, sensor
