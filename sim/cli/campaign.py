@@ -16,6 +16,7 @@ examples:
   python -m sim campaign --fault missing:executor:event:action_failed*@100-400 --seeds 0-9
   python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
   python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
+  python -m sim campaign --scenario gen:0-99 --faults auto --journal c.jsonl   resumable
 exit status: 0 every declared reaction seen and no safety violation, 1 otherwise, 2 bad input
 """
 
@@ -101,6 +102,13 @@ def register(sub: Any) -> None:
     )
     campaign.add_argument("--out", metavar="FILE", help="write every run's result as JSON")
     campaign.add_argument(
+        "--journal",
+        metavar="FILE.jsonl",
+        help="append each run's result to FILE as soon as the run finishes; started again "
+        "with the same FILE, the campaign runs only what FILE does not hold yet (same "
+        "world, seed, fault, settings and tickwork code)",
+    )
+    campaign.add_argument(
         "--memory",
         metavar="FILE.sqlite",
         help="one long-term memory file for every run of the campaign "
@@ -125,6 +133,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
+    import contextlib
     import json
     import os
 
@@ -164,7 +173,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from sim.cli.outputs import check_outputs
 
     check_outputs(
-        [("--out", args.out), ("--report", args.report), ("--memory", args.memory)],
+        [
+            ("--out", args.out),
+            ("--report", args.report),
+            ("--memory", args.memory),
+            ("--journal", args.journal),
+        ],
         inputs=[("--scenario", name) for name in scenarios if os.path.isfile(name)]
         + [("--faults", args.faults if args.faults not in (None, "auto", "none") else None)],
     )
@@ -212,23 +226,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         )
     else:
         campaign = cp.Campaign(requests, cp.local_executor, workers)
-    if args.json or not sys.stderr.isatty():
-        results = campaign.run()
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    with contextlib.ExitStack() as stack:
+        if args.journal is not None:
+            from sim.run.journal import Journal
 
-        with Progress(
-            TextColumn("[bold]campaign"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.description}"),
-            transient=True,
-        ) as bar:
-            task = bar.add_task("", total=len(requests))
-            campaign.progress = lambda r: bar.update(
-                task, advance=1, description=f"{r['fault']} seed {r['seed']}"
-            )
-            results = campaign.run()
+            campaign.journal = stack.enter_context(Journal(args.journal))
+        results = _run(campaign, len(requests), quiet=args.json or not sys.stderr.isatty())
     rows = cp.table(results)
     report = {
         "scenarios": scenarios,
@@ -241,6 +244,18 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     }
     if args.memory is not None:
         report["memory"] = shared["memory"]
+    if campaign.journal is not None:
+        report["journal"] = {
+            "path": args.journal,
+            "reused": campaign.journal.reused,
+            "ran": campaign.journal.appended,
+        }
+        if not args.json:
+            print(
+                f"journal {args.journal}: {campaign.journal.reused} run(s) taken from it, "
+                f"{campaign.journal.appended} run and appended",
+                file=sys.stderr,
+            )
     if args.out:
         from runtime.files import atomic_output
 
@@ -262,6 +277,28 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     else:
         _print_campaign(rows, report["passed"])
     return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+def _run(campaign: Any, total: int, *, quiet: bool) -> list[dict[str, Any]]:
+    """``campaign.run()``, under a progress bar unless ``quiet``."""
+    if quiet:
+        results: list[dict[str, Any]] = campaign.run()
+        return results
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("[bold]campaign"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=total)
+        campaign.progress = lambda r: bar.update(
+            task, advance=1, description=f"{r['fault']} seed {r['seed']}"
+        )
+        results = campaign.run()
+    return results
 
 
 def scenario_worlds(names: list[str]) -> dict[str, Any]:

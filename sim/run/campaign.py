@@ -33,6 +33,7 @@ from sim.faults.model import (
 
 if TYPE_CHECKING:
     from sim.run.harness import CabinRef, ExtraCabin
+    from sim.run.journal import Journal
     from sim.world.scenario import Scenario
 
 DEFAULT_WITHIN = 40
@@ -261,7 +262,11 @@ def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
 
 @dataclass
 class Campaign:
-    """Runs requests on an executor and keeps their results in request order."""
+    """Runs requests on an executor and keeps their results in request order.
+
+    With a ``journal``, runs it holds are not run again, and each run that finishes is
+    appended to it at once.
+    """
 
     requests: Sequence[RunRequest]
     executor_factory: Callable[[int], cf.Executor]
@@ -270,10 +275,19 @@ class Campaign:
     runner: Callable[[RunRequest], dict[str, Any]] = run_one
     progress: Callable[[dict[str, Any]], None] | None = None
     results: list[dict[str, Any] | None] = field(default_factory=list)
+    journal: Journal | None = None
 
     def run(self) -> list[dict[str, Any]]:
         self.results = [None] * len(self.requests)
-        pending = list(range(len(self.requests)))
+        pending = []
+        for index, request in enumerate(self.requests):
+            kept = self.journal.get(request) if self.journal is not None else None
+            if kept is None:
+                pending.append(index)
+            else:
+                self.results[index] = kept
+                if self.progress is not None:
+                    self.progress(kept)
         lost = self._round(pending, self.workers)
         for index in lost:  # retried once, alone, so that a crash is its own
             if self._round([index], 1):
@@ -292,19 +306,21 @@ class Campaign:
             for future in cf.as_completed(futures):
                 index = futures[future]
                 try:
-                    self._finish(index, future.result())
+                    result = future.result()
                 except self.lost_errors:
                     lost.append(index)
+                    continue
                 except Exception as exc:  # the run itself raised: report it, go on
-                    self._finish(
-                        index, crashed_result(self.requests[index], f"{type(exc).__name__}: {exc}")
-                    )
+                    result = crashed_result(self.requests[index], f"{type(exc).__name__}: {exc}")
+                self._finish(index, result)
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
         return sorted(lost)
 
     def _finish(self, index: int, result: dict[str, Any]) -> None:
         self.results[index] = result
+        if self.journal is not None:
+            self.journal.append(self.requests[index], result)
         if self.progress is not None:
             self.progress(result)
 
