@@ -238,3 +238,22 @@ def test_only_a_scanner_or_total_drop_out_silences_the_scanner() -> None:
     for sensor, silenced in (("scanner", True), ("all", True), ("obstacles", False)):
         keys = FaultPlan([DropoutFault(sensor=sensor, start=0)]).frozen_keys(1)
         assert (SCANNER in keys) is silenced, sensor
+
+
+def test_a_hidden_key_is_expected_to_take_a_pattern_away_only_with_every_key_it_names() -> None:
+    """``missing:planner:safety:scanner`` leaves the zones in the planner's ``safety:*``:
+    no reaction is due, and none is seen; hiding ``safety:*`` itself is reacted to."""
+    from sim.faults.model import parse_fault
+    from sim.run.campaign import RunRequest, run_one
+
+    specs = load_specs(SPECS)
+    partial = run_one(
+        RunRequest(
+            "warehouse", 0, parse_fault("missing:planner:safety:scanner@20-60"), 70, specs=specs
+        )
+    )
+    assert partial["expected"] == [] and partial["passed"]
+    whole = run_one(
+        RunRequest("warehouse", 0, parse_fault("missing:planner:safety:*@20-60"), 70, specs=specs)
+    )
+    assert [(c["cabin"], c["ok"]) for c in whole["expected"]] == [("planner", True)]

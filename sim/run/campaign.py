@@ -103,7 +103,9 @@ def expectations(
     pattern names at that moment. A key that stops updating only goes missing (stale) if
     its reading expires, and a required pattern only goes missing when every key it
     names does: ``safety:*`` is still seen while the forbidden zones are, when the
-    scanner's reading has gone stale.
+    scanner's reading has gone stale or is hidden. A hidden pattern that names no board
+    reading (map items, events) is expected to be missed wherever the two patterns can
+    name a common key.
     """
     out: list[Expectation] = []
     if isinstance(fault, MissingFault):
@@ -111,7 +113,12 @@ def expectations(
             if fault.cabin not in ("*", name):
                 continue
             for pattern in spec.required:
-                if overlaps(pattern, fault.pattern):
+                named = [key for key, _ttl in readings_of(pattern)]
+                if (
+                    all(matches(key, fault.pattern) for key in named)
+                    if named
+                    else overlaps(pattern, fault.pattern)
+                ):
                     reaction = spec.reaction_for(pattern)
                     if reaction is not None:
                         out.append(Expectation(name, reaction, f"{pattern} hidden"))
