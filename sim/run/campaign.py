@@ -113,10 +113,10 @@ def expectations(
             if fault.cabin not in ("*", name):
                 continue
             for pattern in spec.required:
-                named = [key for key, _ttl in readings_of(pattern)]
+                hidden = [key for key, _ttl in readings_of(pattern)]
                 if (
-                    all(matches(key, fault.pattern) for key in named)
-                    if named
+                    all(matches(key, fault.pattern) for key in hidden)
+                    if hidden
                     else overlaps(pattern, fault.pattern)
                 ):
                     reaction = spec.reaction_for(pattern)

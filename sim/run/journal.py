@@ -7,8 +7,9 @@ campaign started again with the same journal runs only what the journal does not
 
 A run is found again by its key: a digest of everything its result depends on (the
 scenario's content, the seed, the fault, ``ticks``, ``within``, the specs, the user
-cabins, the long-term memory file) and of tickwork's own code, so a journal written by
-other code, or for another world of the same name, is never taken for this campaign's.
+cabins, the long-term memory file) and of the code a run executes (tickwork's packages
+but the command line, the reports and the doctor), so a journal written by other code,
+or for another world of the same name, is never taken for this campaign's.
 Runs that ended in an error (a worker that died twice, a run that raised) are kept in the
 file but run again. The file starts with a header line; a last line cut short by a crash
 is dropped when the journal is opened; any other line that is not an entry makes the
@@ -36,24 +37,47 @@ HEADER = json.dumps({"tickwork_journal": FORMAT}).encode() + b"\n"
 
 _CODE_PACKAGES = ("runtime", "cabins", "sim")
 _CODE_SUFFIXES = (".py", ".toml", ".json")
+NOT_RUN_CODE = (
+    "sim/__main__.py",
+    "sim/cli/",
+    "sim/report/",
+    "sim/analysis/",
+    "sim/run/journal.py",
+)
+"""Code a run never imports (``python -m sim``, the reports, the doctor, this module):
+editing it keeps a journal's runs."""
 
 
 class JournalError(TickworkError):
     """A journal that cannot be used: not a journal, damaged, locked, or not writable."""
 
 
-def code_digest() -> str:
-    """A digest of tickwork's source (the ``runtime``, ``cabins`` and ``sim`` packages)."""
+def run_code() -> list[tuple[str, Path]]:
+    """The source files a run's result can depend on: ``runtime``, ``cabins`` and ``sim``
+    but ``NOT_RUN_CODE``, as (name in the package tree, path), sorted by name."""
     import importlib
 
+    files = []
+    for package in _CODE_PACKAGES:
+        root = Path(importlib.import_module(package).__file__ or "").parent
+        for path in root.rglob("*"):
+            name = f"{package}/{path.relative_to(root).as_posix()}"
+            if (
+                path.suffix in _CODE_SUFFIXES
+                and "__pycache__" not in path.parts
+                and not name.startswith(NOT_RUN_CODE)
+            ):
+                files.append((name, path))
+    return sorted(files)
+
+
+def code_digest() -> str:
+    """A digest of the code a run's result can depend on (``run_code()``)."""
     digest = hashlib.sha256()
-    for name in _CODE_PACKAGES:
-        root = Path(importlib.import_module(name).__file__ or "").parent
-        for path in sorted(root.rglob("*")):
-            if path.suffix in _CODE_SUFFIXES and "__pycache__" not in path.parts:
-                digest.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode())
-                digest.update(path.read_bytes())
-                digest.update(b"\0")
+    for name, path in run_code():
+        digest.update(f"{name}\0".encode())
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
