@@ -33,6 +33,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ def measure_size(n: int, *, repeats: int, seed: int, folder: Path) -> dict[str, 
             f"is the {p} {i} blocked by a {k}?"
             for i, (p, k) in enumerate(zip(_PLACES * repeats, _KINDS * repeats, strict=False))
         ][:repeats]
-        recall = _timed([lambda q=q: memory.recall(q, scope=SCOPE, k=5) for q in queries])
+        recall = _timed([partial(memory.recall, q, scope=SCOPE, k=5) for q in queries])
         vectors = [np.asarray(memory.embed(q), dtype=np.float64) for q in queries]
         exact = all(
             [r.id for r in memory.recall(q, scope=SCOPE, k=5)]
@@ -152,29 +153,22 @@ def measure_size(n: int, *, repeats: int, seed: int, folder: Path) -> dict[str, 
         )
         base_reps = max(3, repeats // (10 if n >= 100_000 else 2))
         baseline = _timed(
-            [lambda v=v: baseline_recall(path, v / np.linalg.norm(v)) for v in vectors[:base_reps]]
+            [partial(baseline_recall, path, v / np.linalg.norm(v)) for v in vectors[:base_reps]]
         )
         fresh = sentences(repeats, seed + 1, start=n)
-        remember = _timed(
-            [lambda t=t: memory.remember(t, scope=SCOPE, stamp=float(n)) for t in fresh]
-        )
-        refused = _timed(
-            [lambda t=t: memory.remember(t, scope=SCOPE, stamp=float(n)) for t in fresh]
-        )
+        remember = _timed([partial(memory.remember, t, scope=SCOPE, stamp=float(n)) for t in fresh])
+        refused = _timed([partial(memory.remember, t, scope=SCOPE, stamp=float(n)) for t in fresh])
         facts = [
             (f"spot {i} is blocked", MemoryTerms(subject=f"spot:{i}").attach())
             for i in range(repeats)
         ]
         structured = _timed(
-            [
-                lambda c=c, m=m: memory.remember(c, scope=SCOPE, metadata=m, stamp=float(n))
-                for c, m in facts
-            ]
+            [partial(memory.remember, c, scope=SCOPE, metadata=m, stamp=float(n)) for c, m in facts]
         )
         writer = MemoryWriter(memory)
         queued_texts = sentences(repeats, seed + 2, start=2 * n)
         queue = _timed(
-            [lambda t=t: writer.remember(t, scope=SCOPE, stamp=float(n)) for t in queued_texts]
+            [partial(writer.remember, t, scope=SCOPE, stamp=float(n)) for t in queued_texts]
         )
         flush = _timed([writer.flush])
         index_bytes = memory.index_bytes()
@@ -189,7 +183,7 @@ def measure_size(n: int, *, repeats: int, seed: int, folder: Path) -> dict[str, 
         untraced_load_s = time.perf_counter() - t0
         one_claim = _timed(
             [
-                lambda t=t: one.remember(t, scope=SCOPE, stamp=float(n))
+                partial(one.remember, t, scope=SCOPE, stamp=float(n))
                 for t in sentences(repeats, seed + 4, start=4 * n)
             ]
         )
