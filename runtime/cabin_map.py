@@ -278,6 +278,23 @@ def _slack(geometry: BaseGeometry, distance: float) -> float:
     return 1e-9 * (1.0 + distance + extent)
 
 
+def _objects(values: Sequence[Any]) -> npt.NDArray[np.object_]:
+    """``values`` in a one-dimensional object array (never split into their own items)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _id_ranks(features: Sequence[Feature]) -> npt.NDArray[np.intp]:
+    """Each feature's place among ``features`` sorted by id (numpy orders strings by code
+    point, as Python does)."""
+    ranks = np.empty(len(features), dtype=np.intp)
+    ranks[np.argsort(np.array([f.id for f in features], dtype=str), kind="stable")] = np.arange(
+        len(features)
+    )
+    return ranks
+
+
 def _picked(
     features: Sequence[Feature],
     geoms: npt.NDArray[np.object_],
@@ -336,7 +353,9 @@ class _Window:
         "base_features",
         "base_geoms",
         "base_keys",
-        "base_picked",
+        "base_objects",
+        "base_order",
+        "base_ranks",
         "features",
         "geoms",
         "keys",
@@ -361,7 +380,18 @@ class _Window:
         # the base part measured from a centre (x, y, masks), and the last answer
         # (x, y, masks, overflow_version)
         self.base_at: tuple[float, float, int] | None = None
-        self.base_picked: list[tuple[float, str, int, int]] = []
+        self.base_objects: tuple[npt.NDArray[np.object_], npt.NDArray[np.object_]] = (
+            _objects([]),
+            _objects([]),
+        )
+        """``base_features`` and ``base_keys`` as object arrays, to be indexed at once."""
+        self.base_ranks: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        # the base part within the radius, nearest first and ties by id: positions in
+        # base_features and their distances
+        self.base_order: tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]] = (
+            self.base_ranks,
+            np.zeros(0),
+        )
         self.answer_at: tuple[float, float, int, int] | None = None
         self.answer: tuple[tuple[Feature, ...], tuple[float, ...], list[str]] = ((), (), [])
 
@@ -649,6 +679,8 @@ class CabinMap:
             known.base_features = [base[n] for n in positions]
             known.base_keys = ["map:" + f.id for f in known.base_features]
             known.base_geoms = self._base_geoms[positions]
+            known.base_objects = (_objects(known.base_features), _objects(known.base_keys))
+            known.base_ranks = _id_ranks(known.base_features)
             known.masks = self._masks
             known.overflow_version = -1
         if known.overflow_version != self._overflow_version:
@@ -658,27 +690,40 @@ class CabinMap:
             known.geoms = np.array([f.geometry for f in extra], dtype=object)
             known.overflow_version = self._overflow_version
         at = (x, y, known.masks, known.overflow_version)
-        if known.answer_at == at:  # the same centre, nothing on the map changed
-            features, distances, chosen = known.answer
-            return features, distances, list(chosen)
-        point = _point_at(x, y)
-        # (distance, id, part, index) of what lies within, each part measured only when
-        # the centre moved or the part changed
-        if known.base_at != at[:3]:
-            known.base_picked = _picked(known.base_features, known.base_geoms, point, radius, 0)
-            known.base_at = at[:3]
-        picked = known.base_picked + _picked(known.features, known.geoms, point, radius, 1)
-        picked.sort()  # nearest first, ties by id
-        found = (known.base_features, known.features)
-        named = (known.base_keys, known.keys)
-        known.answer = (
-            tuple([found[part][i] for _, _, part, i in picked]),
-            tuple([d for d, _, _, _ in picked]),
-            [named[part][i] for _, _, part, i in picked],
-        )
-        known.answer_at = at
+        if known.answer_at != at:  # else the same centre, and nothing on the map changed
+            self._measure_window(known, x, y, radius, at)
         features, distances, chosen = known.answer
         return features, distances, list(chosen)
+
+    def _measure_window(
+        self, known: _Window, x: float, y: float, radius: float, at: tuple[float, float, int, int]
+    ) -> None:
+        """``known.answer`` around (``x``, ``y``) as of ``at``."""
+        point = _point_at(x, y)
+        # each part measured only when the centre moved or the part changed; the base
+        # part ordered by numpy, nearest first and ties by id
+        if known.base_at != at[:3]:
+            gaps = _distances(known.base_geoms, point)
+            inside = np.flatnonzero(gaps <= radius)
+            order = inside[np.lexsort((known.base_ranks[inside], gaps[inside]))]
+            known.base_order = (order, gaps[order])
+            known.base_at = at[:3]
+        order, gaps = known.base_order
+        objects, names = known.base_objects
+        found: list[Feature] = objects[order].tolist()
+        distances: list[float] = gaps.tolist()
+        chosen: list[str] = names[order].tolist()
+        for d, fid, _, i in sorted(
+            _picked(known.features, known.geoms, point, radius, 1)
+        ):  # the overflow's few, merged in by (distance, id)
+            n = bisect.bisect_left(distances, d)
+            while n < len(distances) and distances[n] == d and found[n].id < fid:
+                n += 1
+            found.insert(n, known.features[i])
+            distances.insert(n, d)
+            chosen.insert(n, known.keys[i])
+        known.answer = (tuple(found), tuple(distances), chosen)
+        known.answer_at = at
 
     def corridor(
         self,
