@@ -106,7 +106,13 @@ class Worker:
     """One version's world in a process of its own, ticked on request."""
 
     def __init__(self, tree: Path, size: tuple[int, int, int], seed: int) -> None:
-        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+        # one hash seed for both: a set's order (and so a value's repr) must not differ
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(tree),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+        }
         self.tree = tree
         self.process = subprocess.Popen(
             [sys.executable, "-c", WORKER, *map(str, size), str(seed)],

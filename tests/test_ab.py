@@ -22,6 +22,7 @@ def _copy(into: Path) -> Path:
     return into
 
 
+@pytest.mark.slow
 def test_a_version_against_itself_freezes_the_same_working_sets(tmp_path: Path) -> None:
     result = compare(_copy(tmp_path), ROOT, size=TOY, ticks=30, warmup=5)
     assert result["parity"] == {"ticks_compared": 30, "ticks_differing": 0, "first_differing": None}
@@ -32,6 +33,7 @@ def test_a_version_against_itself_freezes_the_same_working_sets(tmp_path: Path) 
         assert low <= figures["ratio_mean"] <= high
 
 
+@pytest.mark.slow
 def test_a_base_that_weighs_items_otherwise_is_caught_by_the_parity_check(tmp_path: Path) -> None:
     base = _copy(tmp_path)
     spec = base / "runtime" / "spec.py"
@@ -49,6 +51,7 @@ def test_a_ref_git_cannot_archive_is_a_clear_error(tmp_path: Path) -> None:
         extract("no-such-ref", tmp_path)
 
 
+@pytest.mark.slow
 def test_the_command_compares_against_a_git_ref() -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")

@@ -321,6 +321,7 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_campaign_journal_end_to_end(tmp_path: Path) -> None:
     journal = tmp_path / "c.jsonl"
     base = ["campaign", "--scenario", "warehouse", "--ticks", "60", "--workers", "1"]

@@ -227,10 +227,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     else:
         campaign = cp.Campaign(requests, cp.local_executor, workers)
     with contextlib.ExitStack() as stack:
+        journal = None
         if args.journal is not None:
             from sim.run.journal import Journal
 
-            campaign.journal = stack.enter_context(Journal(args.journal))
+            journal = campaign.journal = stack.enter_context(Journal(args.journal))
         results = _run(campaign, len(requests), quiet=args.json or not sys.stderr.isatty())
     rows = cp.table(results)
     report = {
@@ -244,16 +245,16 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     }
     if args.memory is not None:
         report["memory"] = shared["memory"]
-    if campaign.journal is not None:
+    if journal is not None:
         report["journal"] = {
             "path": args.journal,
-            "reused": campaign.journal.reused,
-            "ran": campaign.journal.appended,
+            "reused": journal.reused,
+            "ran": journal.appended,
         }
         if not args.json:
             print(
-                f"journal {args.journal}: {campaign.journal.reused} run(s) taken from it, "
-                f"{campaign.journal.appended} run and appended",
+                f"journal {args.journal}: {journal.reused} run(s) taken from it, "
+                f"{journal.appended} run and appended",
                 file=sys.stderr,
             )
     if args.out:

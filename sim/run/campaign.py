@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime import ContextSpec, Event
 from runtime.patterns import matches, overlaps
@@ -33,7 +33,6 @@ from sim.faults.model import (
 
 if TYPE_CHECKING:
     from sim.run.harness import CabinRef, ExtraCabin
-    from sim.run.journal import Journal
     from sim.world.scenario import Scenario
 
 DEFAULT_WITHIN = 40
@@ -267,6 +266,16 @@ def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
     }
 
 
+class RunStore(Protocol):
+    """Where a campaign keeps finished runs and finds them again (``sim.run.journal``)."""
+
+    def get(self, request: RunRequest) -> dict[str, Any] | None:
+        """The kept result of ``request``, or None when it must run."""
+
+    def append(self, request: RunRequest, result: Mapping[str, Any]) -> None:
+        """Keep ``result``, durably, before returning."""
+
+
 @dataclass
 class Campaign:
     """Runs requests on an executor and keeps their results in request order.
@@ -282,7 +291,7 @@ class Campaign:
     runner: Callable[[RunRequest], dict[str, Any]] = run_one
     progress: Callable[[dict[str, Any]], None] | None = None
     results: list[dict[str, Any] | None] = field(default_factory=list)
-    journal: Journal | None = None
+    journal: RunStore | None = None
 
     def run(self) -> list[dict[str, Any]]:
         self.results = [None] * len(self.requests)
