@@ -286,12 +286,11 @@ def _objects(values: Sequence[Any]) -> npt.NDArray[np.object_]:
 
 
 def _id_ranks(features: Sequence[Feature]) -> npt.NDArray[np.intp]:
-    """Each feature's place among ``features`` sorted by id (numpy orders strings by code
-    point, as Python does)."""
-    ranks = np.empty(len(features), dtype=np.intp)
-    ranks[np.argsort(np.array([f.id for f in features], dtype=str), kind="stable")] = np.arange(
-        len(features)
-    )
+    """Each feature's place among ``features`` sorted by id, as Python orders strings (a
+    numpy string array would not: it drops trailing NUL characters)."""
+    ids = [f.id for f in features]
+    ranks = np.empty(len(ids), dtype=np.intp)
+    ranks[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
     return ranks
 
 

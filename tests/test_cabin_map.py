@@ -555,31 +555,44 @@ def test_a_repeated_corridor_follows_every_change_on_the_map(
     ),
     radius=st.sampled_from([1.0, 2.0, 3.5]),
     limit=st.integers(1, 8),
+    names=st.one_of(
+        st.just([f"f{n}" for n in range(16)]),
+        # any ids: NUL characters, other scripts, prefixes of each other, which the order
+        # of equal distances must break as Python compares strings
+        st.lists(st.text(min_size=1, max_size=3), min_size=16, max_size=16, unique=True),
+        st.lists(
+            st.text(alphabet="ab\x00é", min_size=1, max_size=3),
+            min_size=16,
+            max_size=16,
+            unique=True,
+        ),
+    ),
 )
 def test_a_window_moving_in_small_steps_answers_as_a_scan_does(
-    steps: list[tuple[Any, ...]], radius: float, limit: int
+    steps: list[tuple[Any, ...]], radius: float, limit: int, names: list[str]
 ) -> None:
     """A window that follows a robot is answered from a wider tree query made where the
-    centre was (until it moves too far): never a feature short, never one too many. A centre
-    that did not move gets the last answer only while the map did not change; the distances
-    are the exact ones, and the keys a list of the caller's own."""
+    centre was (until it moves too far): never a feature short, never one too many, in the
+    order of (distance, id). A centre that did not move gets the last answer only while the
+    map did not change; the distances are the exact ones, and the keys a list of the
+    caller's own."""
     m = CabinMap(overflow_limit=limit)
     model: dict[str, Feature] = {}
     for n in range(16):  # a built tree to start from, so that the moving window is used
         kind = "shelf" if n % 2 else "dock"
-        model[f"f{n}"] = pt(f"f{n}", (n % 4) - 1.5, (n // 4) - 1.5, kind=kind)
-        m.add(model[f"f{n}"])
+        model[names[n]] = pt(names[n], (n % 4) - 1.5, (n // 4) - 1.5, kind=kind)
+        m.add(model[names[n]])
     m.window((0, 0), 1.0)
     x = y = 0.0
     for step in steps:
         if step[0] == "move":
             x, y = x + step[1], y + step[2]
         elif step[0] == "put":
-            model[f"f{step[1]}"] = pt(f"f{step[1]}", step[2], step[3], kind="dock")
-            m.add(model[f"f{step[1]}"], replace=True)
+            model[names[step[1]]] = pt(names[step[1]], step[2], step[3], kind="dock")
+            m.add(model[names[step[1]]], replace=True)
         else:
-            model.pop(f"f{step[1]}", None)
-            m.discard(f"f{step[1]}")
+            model.pop(names[step[1]], None)
+            m.discard(names[step[1]])
         for kinds in (None, ("dock",)):
             features, distances, keys = m.nearest_keyed((x, y), radius, kinds=kinds)
             assert ids(features) == _brute_window(model, (x, y), radius, kinds, None)
