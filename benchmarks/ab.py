@@ -11,8 +11,8 @@ the time the process was not running) and in wall time, and reports a fingerprin
 its working set (every view's keys, values, importance, missing reasons and map and event
 ids), so the run also says whether the two versions froze the same working sets.
 
-The base is a git ref (its ``runtime``, ``cabins``, ``benchmarks`` and ``sim`` folders,
-taken with ``git archive``) or a folder holding them (``--base-dir``); the other side is
+The base is a git ref (its ``runtime``, ``cabins``, ``benchmarks``, ``sim`` and ``specs``
+folders, taken with ``git archive``) or a folder holding them (``--base-dir``); the other side is
 this checkout (or ``--this-dir``). Both workers run the worker code of this file, so a
 base only needs what ``benchmarks.world`` offered when the delta path came in.
 """
@@ -20,6 +20,7 @@ base only needs what ``benchmarks.world`` offered when the delta path came in.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -36,7 +37,7 @@ import numpy as np
 from runtime.errors import TickworkError
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ("runtime", "cabins", "benchmarks", "sim")
+TREES = ("runtime", "cabins", "benchmarks", "sim", "specs")
 LARGEST = (10_000, 100_000, 1_000_000)
 BOOTSTRAP = 2000
 
@@ -53,6 +54,16 @@ world = RuntimeWorld(data, load_shipped_specs())
 driver = Driver(data, world, np.random.default_rng(seed + 1))
 
 
+def canon(value):  # a value's form whatever order a set or a mapping was built in
+    if isinstance(value, (set, frozenset)):
+        return ("set", sorted(repr(canon(v)) for v in value))
+    if hasattr(value, "items") and callable(value.items):
+        return ("map", sorted((repr(canon(k)), repr(canon(v))) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(canon(v) for v in value)
+    return repr(value)
+
+
 def fingerprint(views):
     parts = []
     for view in views:
@@ -60,7 +71,7 @@ def fingerprint(views):
         parts.append(
             (
                 view.cabin,
-                tuple((k, repr(items[k].value), round(items[k].importance, 9)) for k in view),
+                tuple((k, canon(items[k].value), round(items[k].importance, 9)) for k in view),
                 tuple(sorted(view.missing.items())),
                 tuple(f.id for f in view.nearby_map),
                 tuple(f.id for f in view.corridor_map),
@@ -98,14 +109,19 @@ def extract(ref: str, into: Path) -> Path:
     if done.returncode != 0:
         raise ABError(f"--base {ref!r}: git archive failed: {done.stderr.decode().strip()}")
     with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
-        tar.extractall(folder, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+            tar.extractall(folder, filter="data")
+        else:  # pragma: no cover - git's own archive of this repository
+            tar.extractall(folder)
     return folder
 
 
 class Worker:
     """One version's world in a process of its own, ticked on request."""
 
-    def __init__(self, tree: Path, size: tuple[int, int, int], seed: int) -> None:
+    def __init__(self, tree: Path, *, size: tuple[int, int, int], seed: int) -> None:
+        if not (tree / "benchmarks" / "world.py").is_file():
+            raise ABError(f"{tree}: no benchmarks/world.py there (not a tickwork tree)")
         # one hash seed for both: a set's order (and so a value's repr) must not differ
         env = {
             **os.environ,
@@ -114,13 +130,14 @@ class Worker:
             "PYTHONHASHSEED": "0",
         }
         self.tree = tree
+        self._errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
         self.process = subprocess.Popen(
             [sys.executable, "-c", WORKER, *map(str, size), str(seed)],
             cwd=tree,
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._errors,
             text=True,
         )
         if self._line() != "ready":
@@ -139,8 +156,14 @@ class Worker:
 
     def close(self) -> None:
         if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait(timeout=60)
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._errors.close()
 
     def _line(self) -> str:
         stdout: IO[str] = self.process.stdout  # type: ignore[assignment]
@@ -148,8 +171,10 @@ class Worker:
 
     def _stderr(self) -> str:
         self.process.kill()
-        _, err = self.process.communicate(timeout=60)
-        return err.strip().splitlines()[-1] if err.strip() else "(no message)"
+        self.process.wait()
+        self._errors.seek(0)
+        lines = self._errors.read().strip().splitlines()
+        return lines[-1] if lines else "(no message)"
 
 
 def compare(
@@ -162,8 +187,11 @@ def compare(
     warmup: int = 200,
 ) -> dict[str, Any]:
     """Tick ``base``'s and ``this``'s worlds in turn; their per-tick costs and ratios."""
-    workers = (Worker(base, size, seed), Worker(this, size, seed))
+    started: list[Worker] = []
     try:
+        started.append(Worker(base, size=size, seed=seed))
+        started.append(Worker(this, size=size, seed=seed))
+        workers = tuple(started)
         samples: list[list[tuple[int, int, str]]] = [[], []]
         for n in range(warmup + ticks):
             order = (0, 1) if n % 2 == 0 else (1, 0)  # neither always goes first
@@ -172,7 +200,7 @@ def compare(
                 for side in (0, 1):
                     samples[side].append(got[side])
     finally:
-        for worker in workers:
+        for worker in started:
             worker.close()
     return summary(samples[0], samples[1], seed=seed) | {
         "size": {"board": size[0], "features": size[1], "events": size[2]},
@@ -249,10 +277,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError
         size = (counts[0], counts[1], counts[2])
     except ValueError:
-        print(f"--size {args.size!r}: give three positive counts: BOARD,FEATURES,EVENTS")
+        print(
+            f"error: --size {args.size!r}: give three positive counts: BOARD,FEATURES,EVENTS",
+            file=sys.stderr,
+        )
         return 2
     if args.ticks < 1 or args.warmup < 0:
-        print("--ticks must be at least 1 and --warmup at least 0")
+        print("error: --ticks must be at least 1 and --warmup at least 0", file=sys.stderr)
         return 2
     try:
         with tempfile.TemporaryDirectory(prefix="tickwork-ab-") as tmp:

@@ -73,4 +73,12 @@ def test_the_command_compares_against_a_git_ref() -> None:
         text=True,
         timeout=60,
     )
-    assert bad.returncode == 2 and "three positive counts" in bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "three positive counts" in bad.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ab", "--base-dir", "/nonexistent", "--ticks", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2 and "not a tickwork tree" in missing.stderr

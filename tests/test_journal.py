@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from runtime import load_specs
 from sim.faults.model import parse_fault
-from sim.run.campaign import Campaign, RunRequest
-from sim.run.harness import SPECS_DIR
+from sim.run.campaign import RESULT_FIELDS, Campaign, RunRequest, crashed_result
+from sim.run.harness import SPECS_DIR, CabinRef
 from sim.run.journal import (
     HEADER,
     NOT_RUN_CODE,
@@ -63,11 +63,7 @@ def requests(seeds: range) -> list[RunRequest]:
 
 
 def fake_result(request: RunRequest) -> dict[str, Any]:
-    return {
-        "scenario": request.scenario,
-        "seed": request.seed,
-        "fault": request.label,
-        "expected": [],
+    return crashed_result(request, "") | {
         "collision_details": [{"at": [1.0, 2.0], "speed": 0.5}],
         "passed": True,
         "error": None,
@@ -195,6 +191,8 @@ KEYED = st.fixed_dictionaries(
         "world": st.sampled_from(["warehouse", "tight"]),
         "monitor_window": st.sampled_from([None, 3.0]),
         "code": st.sampled_from(["a", "b"]),
+        "name": st.sampled_from(["warehouse", "gen:7"]),
+        "cabin": st.sampled_from([None, "tw_no_such_cabin_a", "tw_no_such_cabin_b"]),
     }
 )
 
@@ -204,8 +202,11 @@ def _keyed(d: dict[str, Any]) -> str:
     if d["monitor_window"] is not None:
         specs["monitor"] = specs["monitor"].model_copy(update={"event_window": d["monitor_window"]})
     world = WORLD if d["world"] == "warehouse" else WORLD.model_copy(update={"name": "tight"})
+    cabins = ()
+    if d["cabin"] is not None:
+        cabins = (CabinRef(d["cabin"], "Cabin", SPECS["planner"], "/nonexistent"),)
     request = RunRequest(
-        "warehouse",
+        d["name"],
         d["seed"],
         FAULTS[d["fault"]],
         ticks=d["ticks"],
@@ -213,6 +214,7 @@ def _keyed(d: dict[str, Any]) -> str:
         memory=d["memory"],
         specs=specs,
         world=world,
+        cabins=cabins,
     )
     return run_key(request, code=d["code"])
 
@@ -223,6 +225,23 @@ def test_two_runs_share_a_key_exactly_when_everything_their_result_depends_on_ag
     a: dict[str, Any], b: dict[str, Any]
 ) -> None:
     assert (_keyed(a) == _keyed(b)) == (a == b)
+
+
+def test_editing_a_user_cabin_s_module_changes_its_runs_keys(tmp_path: Path) -> None:
+    module = tmp_path / "tw_edited_cabin.py"
+    module.write_text("class Cabin: ...\n")
+    ref = CabinRef("tw_edited_cabin", "Cabin", SPECS["planner"], str(tmp_path))
+    request = RunRequest("warehouse", 0, specs=SPECS, world=WORLD, cabins=(ref,))
+    before = run_key(request, code="c")
+    assert run_key(request, code="c") == before
+    module.write_text("class Cabin:\n    speed = 2\n")
+    assert run_key(request, code="c") != before
+
+
+def test_without_specs_a_run_is_keyed_by_the_shipped_ones() -> None:
+    bare = RunRequest("warehouse", 0, world=WORLD)
+    shipped = RunRequest("warehouse", 0, world=WORLD, specs=SPECS)
+    assert run_key(bare, code="c") == run_key(shipped, code="c")
 
 
 def _filled(path: Path, n: int) -> bytes:
@@ -244,6 +263,11 @@ def test_a_journal_cut_short_anywhere_keeps_every_complete_line(
     whole = _filled(path, n)
     cut = min(cut, len(whole))
     path.write_bytes(whole[:cut])
+    if 0 < cut < len(HEADER):  # only an empty file is a new journal
+        with pytest.raises(JournalError, match="not a campaign journal"):
+            Journal(path, code="c")
+        assert path.read_bytes() == whole[:cut]
+        return
     with Journal(path, code="c") as journal:
         complete = whole[:cut].count(b"\n") - 1
         assert journal.held == max(complete, 0)
@@ -254,7 +278,7 @@ def test_a_journal_cut_short_anywhere_keeps_every_complete_line(
         assert journal.get(request) == fake_result(request)
     after = path.read_bytes()
     assert after.startswith(HEADER)
-    kept = whole[: whole[:cut].rfind(b"\n") + 1] if cut >= len(HEADER) else HEADER
+    kept = whole[: whole[:cut].rfind(b"\n") + 1] if cut else HEADER
     assert after.startswith(kept) and after.endswith(b"\n")
 
 
@@ -274,9 +298,39 @@ def test_any_file_is_opened_or_refused_with_a_journal_error_and_left_as_it_was(
             assert path.read_bytes() == body
         else:
             after = path.read_bytes()
-            # only a header cut short, or a last line without its newline, is dropped
-            assert after == HEADER or body.startswith(after)
+            # an empty file gets its header; of any other, only a last line without its
+            # newline is dropped
+            assert after == HEADER if not body else body.startswith(after)
             assert after.endswith(b"\n")
+
+
+def test_every_result_has_the_fields_a_journal_requires(tmp_path: Path) -> None:
+    from sim.run.campaign import run_one
+
+    request = RunRequest("warehouse", 0, FAULTS[1], ticks=25, specs=SPECS, world=WORLD)
+    assert run_one(request).keys() == RESULT_FIELDS == crashed_result(request, "x").keys()
+    with Journal(tmp_path / "c.jsonl", code="c") as journal:
+        partial = {k: v for k, v in fake_result(request).items() if k != "ticks"}
+        journal.append(request, partial)  # a line someone edited: kept, but not taken
+        assert journal.held == 1 and journal.get(request) is None
+
+
+def test_odd_files_and_odd_lines_are_refused_with_a_journal_error(tmp_path: Path) -> None:
+    for path in (Path("/dev/null"),):
+        with pytest.raises(JournalError, match="not a regular file"):
+            Journal(path, code="c")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(JournalError, match="not a regular file"):
+        Journal(fifo, code="c")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(HEADER + b"[" * 100_000 + b"\n")
+    with pytest.raises(JournalError, match="line 2"):
+        Journal(deep, code="c")
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(HEADER.replace(b"\n", b"\r\n"))
+    Journal(crlf, code="c").close()  # a header with Windows line ends is still the header
+    assert crlf.read_bytes() == HEADER.replace(b"\n", b"\r\n")
 
 
 def test_a_foreign_or_damaged_file_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
@@ -346,3 +400,40 @@ def test_campaign_journal_end_to_end(tmp_path: Path) -> None:
         *base, "--seeds", "0", "--faults", "none", "--journal", str(notes), "--out", str(notes)
     )
     assert clash.returncode == 2 and "same file" in clash.stderr
+
+
+FULL_DISK = """
+import resource, signal, sys
+from sim.run.campaign import RunRequest, crashed_result
+from sim.run.journal import Journal, JournalError
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+path = sys.argv[1]
+request = RunRequest("warehouse", 0)
+with Journal(path, code="c") as journal:
+    journal.append(request, crashed_result(request, "small"))
+    limit = len(open(path, "rb").read()) + 100
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    try:
+        journal.append(request, crashed_result(request, "x" * 10_000))
+    except JournalError as exc:
+        print("refused:", exc)
+"""
+
+
+@pytest.mark.slow
+def test_a_write_that_fails_is_a_journal_error_and_leaves_no_half_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(path)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused:" in done.stdout and "cannot append a run" in done.stdout
+    with Journal(path, code="c") as journal:  # the first run kept, nothing of the second
+        assert journal.held == 1
+    assert path.read_bytes().count(b"\n") == 2

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.cli.args import positive_int, seeds
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
+
+if TYPE_CHECKING:
+    from sim.run.campaign import Campaign
 
 CAMPAIGN_EPILOG = """\
 examples:
@@ -191,47 +194,48 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             "no faults: give --fault FAULT (repeatable), --faults auto|FILE, or --faults none "
             "for the control runs alone"
         )
-    shared: dict[str, Any] = {}
-    if args.memory is not None:
-        shared["memory"] = memory_file(args.memory)
-    requests = [
-        cp.RunRequest(
-            scenario=name,
-            seed=seed,
-            fault=fault,
-            ticks=args.ticks,
-            within=args.within,
-            specs={n: specs[n] for n in BUILTIN_CABINS},
-            world=worlds[name],
-            cabins=tuple(refs),
-            **shared,
-        )
-        for name in scenarios
-        for seed in args.seeds
-        for fault in [None, *faults]
-    ]
-    workers = args.workers or os.cpu_count() or 1
-    if args.backend == "ray":
-        try:
-            folders = sorted({ref.folder for ref in refs})
-            if len(folders) > 1:
-                raise InputError("--backend ray: give every --cabin from one folder")
-            ray_executor = cp.RayExecutor(
-                address=args.address, working_dir=folders[0] if folders else None
-            )
-        except ImportError:
-            raise InputError("the Ray backend needs Ray: pip install 'tickwork[ray]'") from None
-        campaign = cp.Campaign(
-            requests, lambda _n: ray_executor, workers, lost_errors=cp.ray_lost_errors()
-        )
-    else:
-        campaign = cp.Campaign(requests, cp.local_executor, workers)
+    if args.backend == "ray" and len({ref.folder for ref in refs}) > 1:
+        raise InputError("--backend ray: give every --cabin from one folder")
+    journal = None
     with contextlib.ExitStack() as stack:
-        journal = None
-        if args.journal is not None:
+        if args.journal is not None:  # opened (checked, locked) before anything is written
             from sim.run.journal import Journal
 
-            journal = campaign.journal = stack.enter_context(Journal(args.journal))
+            journal = stack.enter_context(Journal(args.journal))
+        shared: dict[str, Any] = {}
+        if args.memory is not None:
+            shared["memory"] = memory_file(args.memory)
+        requests = [
+            cp.RunRequest(
+                scenario=name,
+                seed=seed,
+                fault=fault,
+                ticks=args.ticks,
+                within=args.within,
+                specs={n: specs[n] for n in BUILTIN_CABINS},
+                world=worlds[name],
+                cabins=tuple(refs),
+                **shared,
+            )
+            for name in scenarios
+            for seed in args.seeds
+            for fault in [None, *faults]
+        ]
+        workers = args.workers or os.cpu_count() or 1
+        if args.backend == "ray":
+            try:
+                folders = sorted({ref.folder for ref in refs})
+                ray_executor = cp.RayExecutor(
+                    address=args.address, working_dir=folders[0] if folders else None
+                )
+            except ImportError:
+                raise InputError("the Ray backend needs Ray: pip install 'tickwork[ray]'") from None
+            campaign = cp.Campaign(
+                requests, lambda _n: ray_executor, workers, lost_errors=cp.ray_lost_errors()
+            )
+        else:
+            campaign = cp.Campaign(requests, cp.local_executor, workers)
+        campaign.journal = journal
         results = _run(campaign, len(requests), quiet=args.json or not sys.stderr.isatty())
     rows = cp.table(results)
     report = {
@@ -280,11 +284,10 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return EXIT_OK if report["passed"] else EXIT_FAILED
 
 
-def _run(campaign: Any, total: int, *, quiet: bool) -> list[dict[str, Any]]:
+def _run(campaign: Campaign, total: int, *, quiet: bool) -> list[dict[str, Any]]:
     """``campaign.run()``, under a progress bar unless ``quiet``."""
     if quiet:
-        results: list[dict[str, Any]] = campaign.run()
-        return results
+        return campaign.run()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(

@@ -242,6 +242,32 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     }
 
 
+RESULT_FIELDS = frozenset(
+    {
+        "scenario",
+        "cabins",
+        "collision_details",
+        "tasks_undeliverable",
+        "seed",
+        "fault",
+        "fault_kind",
+        "expected",
+        "fault_started",
+        "reactions_ok",
+        "safe",
+        "passed",
+        "deliveries_done",
+        "tasks_total",
+        "safety_violations",
+        "collisions",
+        "ticks",
+        "board_digest",
+        "error",
+    }
+)
+"""The fields of every run's result (``run_one``'s and ``crashed_result``'s)."""
+
+
 def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
     return {
         "scenario": request.scenario,
@@ -291,7 +317,7 @@ class Campaign:
     runner: Callable[[RunRequest], dict[str, Any]] = run_one
     progress: Callable[[dict[str, Any]], None] | None = None
     results: list[dict[str, Any] | None] = field(default_factory=list)
-    journal: RunStore | None = None
+    journal: RunStore | None = field(default=None, kw_only=True)
 
     def run(self) -> list[dict[str, Any]]:
         self.results = [None] * len(self.requests)

@@ -18,12 +18,15 @@ journal refused, never rewritten. One campaign at a time may hold a journal (a l
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -81,6 +84,10 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+_LIBRARIES = ("numpy", "shapely", "pydantic", "structlog")
+"""Libraries a run's numbers go through: their versions are part of every key."""
+
+
 def run_key(request: RunRequest, *, code: str) -> str:
     """The digest a run's result is kept under: what the result depends on, and ``code``."""
     world = request.world
@@ -88,7 +95,12 @@ def run_key(request: RunRequest, *, code: str) -> str:
         from sim.world.scenario import load_scenario
 
         world = load_scenario(request.scenario)
-    specs = request.specs or {}
+    specs = request.specs
+    if specs is None:  # what the worker reads: the shipped specs
+        from runtime import load_specs
+        from sim.run.harness import SPECS_DIR
+
+        specs = load_specs(SPECS_DIR)
     fields = {
         "scenario": request.scenario,
         "world": hashlib.sha256(world.model_dump_json().encode()).hexdigest(),
@@ -98,21 +110,68 @@ def run_key(request: RunRequest, *, code: str) -> str:
         "within": request.within,
         "memory": request.memory,
         "specs": {name: specs[name].model_dump(mode="json") for name in sorted(specs)},
-        "cabins": [[c.label, c.spec.model_dump(mode="json")] for c in request.cabins],
+        "cabins": [
+            [c.label, c.spec.model_dump(mode="json"), _module_digest(c.module, c.folder)]
+            for c in request.cabins
+        ],
         "extra": [
-            [getattr(e.factory, "__qualname__", type(e.factory).__name__), e.spec.name]
-            for e in request.extra
+            [_factory_name(e.factory), e.spec.model_dump(mode="json")] for e in request.extra
         ],
         "code": code,
+        "python": sys.version,
+        "libraries": {name: _version(name) for name in _LIBRARIES},
     }
     text = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _module_digest(module: str, folder: str) -> str | None:
+    """A digest of a user cabin's module file (not of what it imports), None if not found."""
+    import importlib.util
+
+    loaded = sys.modules.get(module)
+    where = getattr(loaded, "__file__", None)
+    if where is None:
+        base = Path(folder, *module.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                where = str(candidate)
+                break
+        else:
+            try:
+                found = importlib.util.find_spec(module)
+            except (ImportError, ValueError):
+                found = None
+            where = found.origin if found is not None else None
+    try:
+        return hashlib.sha256(Path(where).read_bytes()).hexdigest() if where else None
+    except OSError:
+        return None
+
+
+def _factory_name(factory: object) -> str:
+    """A factory by its module and name; anything else (a ``functools.partial``) by its
+    ``repr``, which names its arguments (or their addresses: then nothing is reused)."""
+    qualname = getattr(factory, "__qualname__", None)
+    if qualname is None or "<" in qualname:
+        return repr(factory)
+    return f"{getattr(factory, '__module__', '?')}.{qualname}"
+
+
+def _version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
 class Journal:
     """The runs one journal file holds, and the file, locked, to append new ones to.
 
-    ``code`` stands for tickwork's code in the keys (default: ``code_digest()``).
+    ``code`` stands for tickwork's code in the keys (default: ``code_digest()``), taken
+    once, when the journal is opened.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, code: str | None = None) -> None:
@@ -122,11 +181,11 @@ class Journal:
         self.appended = 0
         self._log = structlog.get_logger("tickwork.journal").bind(journal=self.path)
         self._entries: dict[str, dict[str, Any]] = {}
-        self._file = self._open()
+        self._fd = self._open()
         try:
             self._load()
         except BaseException:
-            self._file.close()
+            os.close(self._fd)
             raise
 
     @property
@@ -135,22 +194,31 @@ class Journal:
         return len(self._entries)
 
     def get(self, request: RunRequest) -> dict[str, Any] | None:
-        """The result the journal holds for ``request``, unless it ended in an error."""
+        """The result the journal holds for ``request``, unless it ended in an error or
+        lacks a field a campaign's result has (a hand-edited line)."""
+        from sim.run.campaign import RESULT_FIELDS
+
         result = self._entries.get(run_key(request, code=self.code))
-        if result is None or result.get("error") is not None:
+        if result is None or result.get("error") is not None or not result.keys() >= RESULT_FIELDS:
             return None
         self.reused += 1
         return result
 
     def append(self, request: RunRequest, result: Mapping[str, Any]) -> None:
-        """Keep ``result`` on disk (written and fsynced) before returning."""
+        """Keep ``result`` on disk (written and fsynced) before returning. A write that
+        fails is cut off again, so the file never keeps half a line of it."""
         key = run_key(request, code=self.code)
         line = json.dumps({"key": key, "result": result}, sort_keys=True, default=_plain)
+        data = line.encode() + b"\n"
+        end = os.lseek(self._fd, 0, os.SEEK_END)
         try:
-            self._file.write(line.encode() + b"\n")
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, end)
             raise JournalError(
                 f"journal {self.path!r}: cannot append a run ({exc.strerror or exc})"
             ) from None
@@ -158,7 +226,8 @@ class Journal:
         self.appended += 1
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # everything kept was fsynced already
+            os.close(self._fd)
 
     def __enter__(self) -> Journal:
         return self
@@ -166,38 +235,54 @@ class Journal:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def _open(self) -> IO[bytes]:
+    def _open(self) -> int:
         import fcntl
 
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
         except IsADirectoryError:
             raise JournalError(f"journal {self.path!r} is a folder; give a file name") from None
         except OSError as exc:
             raise JournalError(
                 f"journal {self.path!r}: cannot be opened ({exc.strerror or exc})"
             ) from None
-        fh = os.fdopen(fd, "r+b")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            raise JournalError(
-                f"journal {self.path!r}: another campaign is writing it; wait for it to end "
-                "or give another file"
-            ) from None
-        return fh
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise JournalError(f"journal {self.path!r} is not a regular file")
+            os.set_blocking(fd, True)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise JournalError(
+                    f"journal {self.path!r}: another campaign is writing it; wait for it to "
+                    "end or give another file"
+                ) from None
+            except OSError as exc:
+                raise JournalError(
+                    f"journal {self.path!r}: cannot be locked ({exc.strerror or exc})"
+                ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _load(self) -> None:
-        data = self._file.read()
-        if not data or (b"\n" not in data and HEADER.startswith(data)):
-            self._rewrite(0, HEADER)  # new, or a header cut short before any run was kept
+        try:
+            size = os.fstat(self._fd).st_size
+            data = os.pread(self._fd, size, 0) if size else b""
+        except OSError as exc:
+            raise JournalError(
+                f"journal {self.path!r}: cannot be read ({exc.strerror or exc})"
+            ) from None
+        if not data:
+            self._rewrite(0, HEADER)  # a new journal
             return
-        first, _, _rest = data.partition(b"\n")
-        if first + b"\n" != HEADER:
+        first, newline, _rest = data.partition(b"\n")
+        if not newline or _parsed(first) != {"tickwork_journal": FORMAT}:
             raise JournalError(self._not_a_journal(first))
+        start = len(first) + 1
         complete = data.rfind(b"\n") + 1
-        for number, line in enumerate(data[len(HEADER) : complete].split(b"\n")[:-1], start=2):
+        for number, line in enumerate(data[start:complete].split(b"\n")[:-1], start=2):
             entry = _entry(line)
             if entry is None:
                 raise JournalError(
@@ -210,17 +295,18 @@ class Journal:
             self._rewrite(complete, b"")
 
     def _rewrite(self, at: int, tail: bytes) -> None:
-        self._file.seek(at)
-        self._file.truncate()
-        self._file.write(tail)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            os.ftruncate(self._fd, at)
+            if tail:
+                os.pwrite(self._fd, tail, at)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise JournalError(
+                f"journal {self.path!r}: cannot be written ({exc.strerror or exc})"
+            ) from None
 
     def _not_a_journal(self, first: bytes) -> str:
-        try:
-            header = json.loads(first)
-        except ValueError:
-            header = None
+        header = _parsed(first)
         if isinstance(header, dict) and "tickwork_journal" in header:
             return (
                 f"journal {self.path!r} is in format {header['tickwork_journal']!r}; this "
@@ -229,11 +315,16 @@ class Journal:
         return f"journal {self.path!r} is not a campaign journal (it was left as it is)"
 
 
-def _entry(line: bytes) -> tuple[str, dict[str, Any]] | None:
+def _parsed(line: bytes) -> Any:
+    """``line`` as JSON, or None when it is not JSON (or nested too deep to read)."""
     try:
-        entry = json.loads(line)
-    except ValueError:
+        return json.loads(line)
+    except (ValueError, RecursionError):
         return None
+
+
+def _entry(line: bytes) -> tuple[str, dict[str, Any]] | None:
+    entry = _parsed(line)
     if not isinstance(entry, dict) or set(entry) != {"key", "result"}:
         return None
     key, result = entry["key"], entry["result"]
