@@ -171,8 +171,14 @@ def test_the_code_digest_covers_all_a_run_can_import() -> None:
         if not name.endswith(".py"):
             continue
         for node in _run_time_nodes(ast.parse(path.read_text(), name)):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                imported = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if isinstance(node, ast.ImportFrom):
+                package = name.removesuffix(".py").replace("/", ".").split(".")
+                if node.level:  # a relative import, made absolute
+                    base = ".".join(package[: len(package) - node.level])
+                    module = f"{base}.{node.module}" if node.module else base
+                else:
+                    module = node.module or ""
+                imported = [module, *(f"{module}.{a.name}" for a in node.names)]
             elif isinstance(node, ast.Import):
                 imported = [a.name for a in node.names]
             else:

@@ -102,7 +102,7 @@ def expectations(
     pattern names at that moment. A key that stops updating only goes missing (stale) if
     its reading expires, and a required pattern only goes missing when every key it
     names does: ``safety:*`` is still seen while the forbidden zones are, when the
-    scanner's reading has gone stale or is hidden. A hidden pattern that names no board
+    scanner's reading has gone stale or is hidden. A required pattern that names no board
     reading (map items, events) is expected to be missed wherever the two patterns can
     name a common key.
     """
