@@ -51,34 +51,25 @@ def test_a_ref_git_cannot_archive_is_a_clear_error(tmp_path: Path) -> None:
         extract("no-such-ref", tmp_path)
 
 
-@pytest.mark.slow
-def test_the_command_compares_against_a_git_ref() -> None:
-    if not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout")
-    command = [sys.executable, "-m", "benchmarks.ab", "--base", "HEAD", "--size", "40,150,300"]
-    done = subprocess.run(
-        [*command, "--ticks", "12", "--warmup", "2", "--json"],
+def ab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.ab", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+@pytest.mark.slow
+def test_the_command_compares_against_a_git_ref() -> None:
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    done = ab("--base", "HEAD", "--size", "40,150,300", "--ticks", "12", "--warmup", "2", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["base"] == "HEAD" and result["parity"]["ticks_compared"] == 12
-    bad = subprocess.run(
-        [sys.executable, "-m", "benchmarks.ab", "--base", "HEAD", "--size", "1,2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = ab("--base", "HEAD", "--size", "1,2")
     assert bad.returncode == 2 and "three positive counts" in bad.stderr
-    missing = subprocess.run(
-        [sys.executable, "-m", "benchmarks.ab", "--base-dir", "/nonexistent", "--ticks", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    missing = ab("--base-dir", "/nonexistent", "--ticks", "1")
     assert missing.returncode == 2 and "not a tickwork tree" in missing.stderr

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_campaign import cli
 
 from runtime import load_specs
 from sim.faults.model import parse_fault
@@ -367,18 +368,6 @@ def test_one_campaign_at_a_time_holds_a_journal(tmp_path: Path) -> None:
     with Journal(path, code="c"), pytest.raises(JournalError, match="another campaign"):
         Journal(path, code="c")
     Journal(path, code="c").close()  # free again once the first is closed
-
-
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "sim", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 @pytest.mark.slow
