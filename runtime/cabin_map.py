@@ -299,14 +299,13 @@ def _picked(
     geoms: npt.NDArray[np.object_],
     point: Point,
     radius: float,
-    part: int,
-) -> list[tuple[float, str, int, int]]:
-    """``(distance, id, part, index)`` of each of ``features`` within ``radius`` of
-    ``point`` (``geoms`` are their geometries)."""
+) -> list[tuple[float, str, int]]:
+    """``(distance, id, index)`` of each of ``features`` within ``radius`` of ``point``
+    (``geoms`` are their geometries), nearest first and ties by id."""
     if not features:
         return []
     gaps: list[float] = _distances(geoms, point).tolist()
-    return [(d, features[i].id, part, i) for i, d in enumerate(gaps) if d <= radius]
+    return sorted((d, features[i].id, i) for i, d in enumerate(gaps) if d <= radius)
 
 
 def _reach_boxes(line: LineString, reach: float) -> npt.NDArray[np.object_]:
@@ -712,9 +711,8 @@ class CabinMap:
         found: list[Feature] = objects[order].tolist()
         distances: list[float] = gaps.tolist()
         chosen: list[str] = names[order].tolist()
-        for d, fid, _, i in sorted(
-            _picked(known.features, known.geoms, point, radius, 1)
-        ):  # the overflow's few, merged in by (distance, id)
+        # the overflow's few (people walking), merged in by (distance, id)
+        for d, fid, i in _picked(known.features, known.geoms, point, radius):
             n = bisect.bisect_left(distances, d)
             while n < len(distances) and distances[n] == d and found[n].id < fid:
                 n += 1
