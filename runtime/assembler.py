@@ -147,7 +147,9 @@ class Assembler:
         self._vias = {name: _Vias.of(spec) for name, spec in self.specs.items()}
         self._keys_of: dict[str, tuple[str, ...]] = {}  # pattern -> board keys, while
         self._keys_version = -1  # the board's key set is unchanged
-        self._windows: dict[tuple[Any, ...], tuple[float, int, int, tuple[Event, ...]]] = {}
+        # per event filter: the last answer, its time, the log's last seq and the newest
+        # event of its kinds then
+        self._windows: dict[tuple[Any, ...], tuple[float, int, int, float, tuple[Event, ...]]] = {}
         self._delta: _Delta | None = None  # what the delta path carries between ticks
         # per map candidate of the last freeze: its feature's revision and the freeze time
         # a window first offered that revision (while the delta path runs, its table's)
@@ -504,13 +506,18 @@ class Assembler:
         offers: dict[str, list[tuple[Any, ...]]] = {}
         for name, found in zip(self._names, windows, strict=True):
             weight = self._weighers[name]
-            keys = [e.key for e in found]
-            d.windows[name] = (found, keys)
             via = self._vias[name].log
-            offers[name] = [
-                (key, via, weight(key), e, e.stamp, e.seq)
-                for key, e in zip(keys, found, strict=True)
-            ]
+            last = d.event_offers.get(name, {})
+            mine = []
+            for e in found:
+                offer = last.get(e.seq)
+                if offer is None or offer[3] is not e:  # the same event as last offered
+                    key = e.key
+                    offer = (key, via, weight(key), e, e.stamp, e.seq)
+                mine.append(offer)
+            d.event_offers[name] = {offer[5]: offer for offer in mine}
+            d.windows[name] = (found, [offer[0] for offer in mine])
+            offers[name] = mine
         d.table.offer("log", offers)
 
     def _offer_notes(self, d: _Delta) -> None:
@@ -711,30 +718,46 @@ class Assembler:
         self._requires = {name: tuple(spec.required) for name, spec in self.specs.items()}
 
     def _recent_events(self, spec: ContextSpec, now: float) -> tuple[Event, ...]:
-        """The spec's event window at ``now``: the last tick's answer while it cannot have
-        changed (no newer event of its kinds, none aged out, the clock not gone back),
-        else a new query. Specs with the same event filter share one answer."""
+        """The spec's event window at ``now``, carried on from the last tick's answer:
+        events that aged out leave its front, events logged since join its back (the same
+        ``Event`` objects stay). A new query only when that cannot be trusted: the clock
+        went back, or the log dropped one of the answer's events. Specs with the same
+        event filter share one answer."""
         kinds = spec.event_kinds or None
-        query = (spec.event_window, spec.event_kinds, spec.event_tags, spec.event_limit)
+        tags = spec.event_tags or None
+        limit = spec.event_limit
+        query = (spec.event_window, spec.event_kinds, spec.event_tags, limit)
         since = now - spec.event_window
         log = self.log
-        newest = log.newest(kinds)
+        last = log.seq
         known = self._windows.get(query)
-        if known is not None:
-            at, dropped, marker, found = known
-            if (
-                at <= now
-                and dropped == log.dropped
-                and marker == newest[0]
-                and (not found or found[0].stamp >= since)
-            ):
-                self._windows[query] = (now, dropped, marker, found)
-                return found
-        found = log.query(
-            since, now, kinds=kinds, tags=spec.event_tags or None, limit=spec.event_limit
-        )
+        # the answer holds while the clock did not go back and the log kept its events
+        if (
+            known is not None
+            and known[0] <= now
+            and (not known[4] or known[4][0].seq > log.dropped)
+        ):
+            _, logged, marker, marker_stamp, found = known
+            newest = (marker, marker_stamp) if last == logged else log.newest(kinds)
+            if found and found[0].stamp < since:
+                found = found[bisect_left(found, since, key=_event_stamp) :]
+            if marker != newest[0]:  # every event logged since is newer than the answer's
+                fresh = [
+                    e
+                    for e in log.query(
+                        max(since, marker_stamp), now, kinds=kinds, tags=tags, limit=limit
+                    )
+                    if e.seq > marker
+                ]
+                if fresh:
+                    found = (*found, *fresh)
+                    if limit is not None and len(found) > limit:
+                        found = found[-limit:]
+        else:
+            newest = log.newest(kinds)
+            found = log.query(since, now, kinds=kinds, tags=tags, limit=limit)
         if newest[1] <= now:  # an event stamped after now would enter the window later
-            self._windows[query] = (now, log.dropped, newest[0], found)
+            self._windows[query] = (now, last, newest[0], newest[1], found)
         else:
             self._windows.pop(query, None)
         return found
@@ -861,6 +884,7 @@ class _Delta:
         self.pads_shape: tuple[Any, ...] | None = None
         self.windows_seen: tuple[tuple[Event, ...], ...] = ()
         self.windows: dict[str, tuple[tuple[Event, ...], list[str]]] = {}
+        self.event_offers: dict[str, dict[int, tuple[Any, ...]]] = {}  # per spec, by seq
         self.requirements: dict[
             str, tuple[tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool], ...]
         ] = {}
@@ -980,6 +1004,10 @@ class _Delta:
             self._copies.clear()
         self._copies[(name, item.key)] = (item, mine)
         return mine
+
+
+def _event_stamp(event: Event) -> float:
+    return event.stamp
 
 
 def _xy(value: Any) -> tuple[float, float] | None:

@@ -209,16 +209,31 @@ class CandidateTable:
             }
             for name, mine in vias.items()
         }
-        for key in self._groups[group]:
+        previous = self._groups[group]
+        for key in previous:
             if key not in entries:
                 self._set_rank(key, None)
                 self._awake.discard(key)
+        # a candidate offered as it was stays as it was: ranked and written already
+        changed = []
+        for key, entry in entries.items():
+            old = previous.get(key)
+            if (
+                old is not None
+                and old.value is entry.value
+                and old.seq == entry.seq
+                and old.stamp == entry.stamp
+                and old.importance == entry.importance
+                and old.via == entry.via
+            ):
+                entries[key] = old
+            else:
+                changed.append(key)
+                self._set_rank(key, self._stable_rank(key, entry))
         self._groups[group] = entries
         self._keys[group] = keys
         self._reoffered = True
-        for key, entry in entries.items():
-            self._set_rank(key, self._stable_rank(key, entry))
-        self._dirty.update(entries)
+        self._dirty.update(changed)
         board, log, notes = self._groups["board"], self._groups["log"], self._groups["note"]
         self.stable = {**board, **log, **notes}
         self._notes = list(notes)

@@ -486,6 +486,58 @@ def test_a_long_lived_assembler_sees_what_a_new_one_would(steps: list[tuple[Any,
             w.clock.advance(step[1])
 
 
+_WINDOW_SPECS = (
+    ContextSpec(name="all", event_window=2.0, event_limit=3),
+    ContextSpec(name="one", event_window=1.0, event_kinds=("a",), event_limit=1),
+    ContextSpec(name="two", event_window=5.0, event_kinds=("a", "b"), event_limit=50),
+    ContextSpec(name="tagged", event_window=3.0, event_tags=("x",), event_limit=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("event"),
+                st.sampled_from(["a", "b", "c"]),
+                st.sampled_from([(), ("x",), ("y",), ("x", "y")]),
+                st.sampled_from([0.0, 0.0, 0.0, 0.3, 3.0]),  # > 0: stamped ahead of now
+            ),
+            st.tuples(st.just("tick"), st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.5, -0.7])),
+        ),
+        max_size=80,
+    ),
+    retention=st.sampled_from([None, 2, 5]),
+)
+def test_an_event_window_carried_from_tick_to_tick_is_the_logs_answer(
+    steps: list[tuple[Any, ...]], retention: int | None
+) -> None:
+    """Each view's events, carried on from the last tick (aged out at the front, logged
+    since at the back), equal a new query of the log: with many events at one stamp,
+    events stamped ahead of the clock, the log dropping old events, the clock going back."""
+    w = World(capacity=1000)
+    w.log = EventLog(clock=w.clock, lock=w.lock, retention=retention)
+    assembler = w.assembler(*_WINDOW_SPECS)
+    now = 0.0
+    for tick, step in enumerate([*steps, ("tick", 0.0)]):
+        if step[0] == "event":
+            last = w.log.newest()[1]
+            w.log.append(step[1], tags=step[2], stamp=max(now + step[3], last))
+            continue
+        now = max(0.0, now + step[1])
+        ws = assembler.assemble(tick, now)
+        for spec in _WINDOW_SPECS:
+            expected = w.log.query(
+                now - spec.event_window,
+                now,
+                kinds=spec.event_kinds or None,
+                tags=spec.event_tags or None,
+                limit=spec.event_limit,
+            )
+            assert ws.view(spec.name).recent_events == expected, spec.name
+
+
 @given(
     keys=st.lists(st.text("ab:*?[]x", min_size=1, max_size=5), max_size=12),
     pattern=st.sampled_from(
@@ -961,3 +1013,28 @@ def test_the_first_offered_times_stay_bounded_by_the_map(
             assert all(revision == on_map[key] for key, (revision, _) in seen.items())
         if step[0] == "tick":
             tick += 1
+
+
+def test_a_candidate_offered_again_changed_is_written_again() -> None:
+    """When a group is offered anew, a candidate whose value is the same object but whose
+    reading or first spec changed is not taken for the one already held."""
+    w = World()
+    first = ContextSpec(name="first", board_keys=("mode", "extra"), event_window=1.0)
+    second = ContextSpec(name="second", board_keys=("mode",), event_window=5.0)
+    assembler = w.assembler(first, second)
+    mode = "auto"
+    w.board.write("mode", mode)
+    event = w.log.append("bump", stamp=0.0)
+    assembler.assemble(tick=0, now=0.0)
+    held = w.memory.get(event.key)
+    assert held is not None and held.via == assembler._vias["first"].log
+    w.board.write("mode", mode)  # the same object again, with the key set changing too
+    w.board.write("extra", 1)
+    reading = w.board.read("mode")
+    assert reading is not None
+    w.clock.advance(2.0)
+    ws = assembler.assemble(tick=1, now=2.0)  # the event left first's window, not second's
+    item = ws.view("first").provenance["mode"]
+    assert (item.seq, item.stamp) == (reading.seq, reading.stamp)
+    held = w.memory.get(event.key)
+    assert held is not None and held.via == assembler._vias["second"].log
