@@ -541,11 +541,14 @@ class Assembler:
         table = d.table
         for group in groups:
             part: dict[str, list[tuple[str, ...]]] = {}
+            every = _GROUP_PREFIX.get(group, "")  # what every view key of the group starts with
             for name in self._names:
                 keys = table.view_keys(group, name)
                 part[name] = [
-                    () if rx is None else tuple(k for k in keys if rx(k))
-                    for _, rx, _ in self._required[name]
+                    tuple(k for k in keys if rx(k))
+                    if rx is not None and (every.startswith(prefix) or prefix.startswith(every))
+                    else ()
+                    for _, rx, prefix in self._required[name]
                 ]
             d.matches[group] = part
         board, log, notes = d.matches["board"], d.matches["log"], d.matches["note"]
@@ -1004,6 +1007,10 @@ class _Delta:
             self._copies.clear()
         self._copies[(name, item.key)] = (item, mine)
         return mine
+
+
+_GROUP_PREFIX: dict[Group, str] = {"log": "event:", "note": NOTE_PREFIX}
+"""What every view key of a stable group starts with (the board's keys: anything)."""
 
 
 def _event_stamp(event: Event) -> float:

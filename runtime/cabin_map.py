@@ -702,9 +702,10 @@ class CabinMap:
         # part ordered by numpy, nearest first and ties by id
         if known.base_at != at[:3]:
             gaps = _distances(known.base_geoms, point)
-            inside = np.flatnonzero(gaps <= radius)
-            order = inside[np.lexsort((known.base_ranks[inside], gaps[inside]))]
-            known.base_order = (order, gaps[order])
+            order = np.lexsort((known.base_ranks, gaps))
+            gaps = gaps[order]
+            inside = int(np.searchsorted(gaps, radius, side="right"))
+            known.base_order = (order[:inside], gaps[:inside])
             known.base_at = at[:3]
         order, gaps = known.base_order
         objects, names = known.base_objects
