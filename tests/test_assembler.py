@@ -17,6 +17,7 @@ from runtime import (
     ContextSpec,
     EventLog,
     Feature,
+    FifoEviction,
     Scratchpad,
     SimClock,
     StateBoard,
@@ -1038,3 +1039,18 @@ def test_a_candidate_offered_again_changed_is_written_again() -> None:
     assert (item.seq, item.stamp) == (reading.seq, reading.stamp)
     held = w.memory.get(event.key)
     assert held is not None and held.via == assembler._vias["second"].log
+
+
+def test_a_held_event_is_not_admitted_again_when_a_newer_one_arrives() -> None:
+    """An event held is written again only if it changes, so under FIFO it keeps its
+    place: a newer event and a newer reading arriving together push out the oldest."""
+    w = World()
+    w.memory = WorkingMemory(capacity=2, policy=FifoEviction())
+    assembler = w.assembler(ContextSpec(name="c", board_keys=("b",), event_window=10.0))
+    w.clock.advance(1.0)
+    first = w.log.append("a")
+    assembler.assemble(tick=0, now=1.0)
+    w.board.write("b", 1)
+    w.log.append("a")  # both stamped 1.0, like the first event
+    ws = assembler.assemble(tick=1, now=1.0)
+    assert [(e.key, e.reason) for e in ws.evictions] == [(first.key, "capacity")]
