@@ -926,11 +926,12 @@ class Executor:
         """The speed that stops short of the first obstacle the route ahead runs into.
 
         An obstacle counts with the ground it covers in the next ``_PREDICT_S`` seconds
-        at its sensed velocity. A route that would bring the robot's disc within
-        ``_CONTACT_MARGIN`` of that is a conflict: stop before it. One that only passes within
-        ``obstacle_margin`` of it is passed at ``_PASS_SPEED``. Only stretches where the
-        route closes in on the obstacle count, unless the obstacle is ahead of the robot:
-        driving away from something behind cannot hit it.
+        at its sensed velocity, either way along it (it may turn back). A route that would
+        bring the robot's disc within ``_CONTACT_MARGIN`` of that is a conflict: stop before
+        it. One that only passes within ``obstacle_margin`` of it is passed at
+        ``_PASS_SPEED``. Only stretches where the route closes in on the obstacle count,
+        unless the obstacle is ahead of the robot: driving away from something behind
+        cannot hit it.
         """
         obstacles = [f for f in view.nearby_map if f.kind == "obstacle"]
         if not obstacles:
@@ -1003,7 +1004,8 @@ def _speed_zone(key: str, value: Any) -> Zone | None:
 
 
 def _swept(feature: Feature) -> BaseGeometry:
-    """The obstacle's geometry, swept along its sensed velocity for ``_PREDICT_S``."""
+    """The obstacle's geometry, swept along its sensed velocity for ``_PREDICT_S`` and as
+    far the other way, in case it turns back."""
     props = feature.props
     vx, vy = props.get("vx", 0.0), props.get("vy", 0.0)
     if (
@@ -1011,8 +1013,10 @@ def _swept(feature: Feature) -> BaseGeometry:
         or math.hypot(vx, vy) < 0.05
     ):
         return feature.geometry
+    # both ways: a forklift the robot follows down an aisle may turn back at its loop's end
     moved = shapely.affinity.translate(feature.geometry, vx * _PREDICT_S, vy * _PREDICT_S)
-    return shapely.convex_hull(shapely.GeometryCollection([feature.geometry, moved]))
+    back = shapely.affinity.translate(feature.geometry, -vx * _PREDICT_S, -vy * _PREDICT_S)
+    return shapely.convex_hull(shapely.GeometryCollection([feature.geometry, moved, back]))
 
 
 def _clamp(value: float, limit: float) -> float:

@@ -310,3 +310,19 @@ def test_slow_caps_the_speed_a_drive_asks_for() -> None:
     assert world.state.robot.v == pytest.approx(0.4)
     world.apply([("monitor", "slow", {"v": -1.0})], world.time, 0.05)
     assert world.state.stats.commands_rejected == 1
+
+
+def test_following_a_forklift_that_turns_back_while_the_pose_is_stale_ends_clear() -> None:
+    """``gen:96`` run seed 2 under ``stale:pose@200-600``, the one collision of the target
+    campaign's 6,000 runs: the robot followed a forklift down an aisle at 1.49 m/s, its
+    pose went stale (so it braked blind), the forklift turned back at its loop's end and
+    stopped, and the robot slid into its side at 0.056 m/s (tick 243). Keeping back from a
+    mover as if it could turn back leaves room to stop."""
+    from sim.faults.model import StaleFault
+    from sim.run.harness import Simulation
+    from sim.world.generate import generate
+
+    sim = Simulation(generate(96), seed=2, faults=[StaleFault(key="pose", start=200, end=600)])
+    for _ in range(260):
+        sim.loop.step()
+    assert sim.world.state.stats.collisions == 0
