@@ -43,7 +43,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from math import isfinite
+from math import inf, isfinite
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -511,7 +512,7 @@ class Assembler:
             mine = []
             for e in found:
                 offer = last.get(e.seq)
-                if offer is None or offer[3] is not e:  # the same event as last offered
+                if offer is None or offer[3] is not e:  # not the event offered last time
                     key = e.key
                     offer = (key, via, weight(key), e, e.stamp, e.seq)
                 mine.append(offer)
@@ -733,17 +734,12 @@ class Assembler:
         since = now - spec.event_window
         log = self.log
         last = log.seq
-        known = self._windows.get(query)
-        # the answer holds while the clock did not go back and the log kept its events
-        if (
-            known is not None
-            and known[0] <= now
-            and (not known[4] or known[4][0].seq > log.dropped)
-        ):
-            _, logged, marker, marker_stamp, found = known
+        at, logged, marker, marker_stamp, found = self._windows.get(query, _NO_WINDOW)
+        # the last answer holds while the clock did not go back and the log kept its events
+        if at <= now and (not found or found[0].seq > log.dropped):
             newest = (marker, marker_stamp) if last == logged else log.newest(kinds)
             if found and found[0].stamp < since:
-                found = found[bisect_left(found, since, key=_event_stamp) :]
+                found = found[bisect_left(found, since, key=_EVENT_STAMP) :]
             if marker != newest[0]:  # every event logged since is newer than the answer's
                 fresh = [
                     e
@@ -1009,12 +1005,14 @@ class _Delta:
         return mine
 
 
+_NO_WINDOW: tuple[float, int, int, float, tuple[Event, ...]] = (inf, -1, -1, -inf, ())
+"""The entry of an event filter with no last answer: never held (its time is later than
+any clock)."""
+
+_EVENT_STAMP = attrgetter("stamp")
+
 _GROUP_PREFIX: dict[Group, str] = {"log": "event:", "note": NOTE_PREFIX}
 """What every view key of a stable group starts with (the board's keys: anything)."""
-
-
-def _event_stamp(event: Event) -> float:
-    return event.stamp
 
 
 def _xy(value: Any) -> tuple[float, float] | None:

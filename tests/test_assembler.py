@@ -1018,7 +1018,9 @@ def test_the_first_offered_times_stay_bounded_by_the_map(
 
 def test_a_candidate_offered_again_changed_is_written_again() -> None:
     """When a group is offered anew, a candidate whose value is the same object but whose
-    reading or first spec changed is not taken for the one already held."""
+    reading changed (a new seq) is not taken for the one already held; and an event that
+    only a second spec still offers is held with that spec's via (the two windows' events
+    are distinct objects, so this part holds with or without the via comparison)."""
     w = World()
     first = ContextSpec(name="first", board_keys=("mode", "extra"), event_window=1.0)
     second = ContextSpec(name="second", board_keys=("mode",), event_window=5.0)

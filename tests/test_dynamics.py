@@ -326,3 +326,22 @@ def test_following_a_forklift_that_turns_back_while_the_pose_is_stale_ends_clear
     for _ in range(260):
         sim.loop.step()
     assert sim.world.state.stats.collisions == 0
+
+
+@pytest.mark.parametrize(("vx", "vy"), [(1.2, 0.0), (0.0, -1.19), (0.7, 0.7)])
+def test_a_movers_swept_ground_reaches_as_far_behind_it_as_ahead(vx: float, vy: float) -> None:
+    """The executor takes a moving obstacle to cover the next second's ground either way
+    along its velocity: the point a second behind it is inside, as is the one ahead; a
+    standing one covers only itself."""
+    from cabins.executor import _PREDICT_S, _swept
+
+    mover = Feature(
+        "obstacle:f", Point(5.0, 5.0).buffer(0.6), "obstacle", props={"vx": vx, "vy": vy}
+    )
+    swept = _swept(mover)
+    for sign in (1.0, -1.0):
+        assert swept.covers(Point(5.0 + sign * vx * _PREDICT_S, 5.0 + sign * vy * _PREDICT_S))
+    still = Feature(
+        "obstacle:s", Point(5.0, 5.0).buffer(0.6), "obstacle", props={"vx": 0.0, "vy": 0.0}
+    )
+    assert _swept(still).equals(still.geometry)
