@@ -405,28 +405,34 @@ def test_a_changed_byte_mid_file_loses_only_its_chunk(
     assert not again.damaged and again.ticks() == ticks
 
 
-@settings(max_examples=25, deadline=None)
-@given(where=st.floats(0.0, 1.0, exclude_max=True), bits=st.integers(1, 255))
+@pytest.mark.parametrize(
+    "examples", [pytest.param(6, id="few"), pytest.param(40, id="many", marks=pytest.mark.slow)]
+)
 def test_a_changed_byte_anywhere_is_caught_and_nothing_else_is_lost(
     run: Run,
     recording: Recording,
     tmp_path_factory: pytest.TempPathFactory,
-    where: float,
-    bits: int,
+    examples: int,
 ) -> None:
-    data = bytearray(run.path.read_bytes())
-    at = int(where * len(data))
-    data[at] ^= bits
-    broken = tmp_path_factory.mktemp("flip") / "flipped.mcap"
-    broken.write_bytes(bytes(data))
-    try:
-        damaged = Recording.open(broken)
-    except RecordingError:
-        return  # the header, the magic or the run metadata itself: a clear error
-    assert damaged.damaged  # no byte of a recording is unchecked
+    data = run.path.read_bytes()
     original = _records(recording)
-    for topic, messages in _records(damaged).items():
-        assert _subsequence(messages, original[topic]), topic
+
+    @settings(max_examples=examples, deadline=None)
+    @given(where=st.floats(0.0, 1.0, exclude_max=True), bits=st.integers(1, 255))
+    def flip(where: float, bits: int) -> None:
+        flipped = bytearray(data)
+        flipped[int(where * len(flipped))] ^= bits
+        broken = tmp_path_factory.mktemp("flip") / "flipped.mcap"
+        broken.write_bytes(bytes(flipped))
+        try:
+            damaged = Recording.open(broken)
+        except RecordingError:
+            return  # the header, the magic or the run metadata itself: a clear error
+        assert damaged.damaged  # no byte of a recording is unchecked
+        for topic, messages in _records(damaged).items():
+            assert _subsequence(messages, original[topic]), topic
+
+    flip()
 
 
 @pytest.mark.parametrize("size", [0, 5, 30])
