@@ -51,7 +51,7 @@ class Run:
     board_changes: int
     log_seq: int
 
-    def __repr__(self) -> str:  # hypothesis prints its arguments on a failure: keep it short
+    def __repr__(self) -> str:  # failure messages print it: keep it short
         return f"Run({self.path.name}, {len(self.results)} ticks)"
 
 
