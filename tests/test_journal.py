@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_campaign import cli
 
@@ -258,7 +258,28 @@ def _filled(path: Path, n: int) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (b'{"tickwork_journal": 2}\n', r"is in format 2; this tickwork reads format 1"),
+        (b'{"tickwork_journal": "1"}\n', r"is in format '1'; this tickwork reads format 1"),
+        (b'{"tickwork_journal": 1}', r"not a campaign journal: its header line is cut short"),
+        (b'{"tickwork_journal": 1, "x": 0}\n', r"is not a campaign journal \(it was left"),
+        (b'{"journal": 1}\n', r"is not a campaign journal \(it was left"),
+    ],
+)
+def test_a_header_that_is_not_this_format_says_what_it_is(
+    tmp_path: Path, header: bytes, message: str
+) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(header)
+    with pytest.raises(JournalError, match=message):
+        Journal(path, code="c")
+    assert path.read_bytes() == header
+
+
 @given(n=st.integers(0, 4), cut=st.integers(0, 10_000))
+@example(n=0, cut=len(HEADER) - 1)  # the whole header but its newline
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -271,8 +292,9 @@ def test_a_journal_cut_short_anywhere_keeps_every_complete_line(
     cut = min(cut, len(whole))
     path.write_bytes(whole[:cut])
     if 0 < cut < len(HEADER):  # only an empty file is a new journal
-        with pytest.raises(JournalError, match="not a campaign journal"):
+        with pytest.raises(JournalError, match="not a campaign journal") as raised:
             Journal(path, code="c")
+        assert "is in format" not in str(raised.value)
         assert path.read_bytes() == whole[:cut]
         return
     with Journal(path, code="c") as journal:

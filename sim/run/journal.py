@@ -279,7 +279,7 @@ class Journal:
             return
         first, newline, _rest = data.partition(b"\n")
         if not newline or _parsed(first) != {"tickwork_journal": FORMAT}:
-            raise JournalError(self._not_a_journal(first))
+            raise JournalError(self._not_a_journal(first, ended=bool(newline)))
         start = len(first) + 1
         complete = data.rfind(b"\n") + 1
         for number, line in enumerate(data[start:complete].split(b"\n")[:-1], start=2):
@@ -305,14 +305,16 @@ class Journal:
                 f"journal {self.path!r}: cannot be written ({exc.strerror or exc})"
             ) from None
 
-    def _not_a_journal(self, first: bytes) -> str:
+    def _not_a_journal(self, first: bytes, *, ended: bool) -> str:
         header = _parsed(first)
-        if isinstance(header, dict) and "tickwork_journal" in header:
+        if isinstance(header, dict) and header.get("tickwork_journal", FORMAT) != FORMAT:
             return (
                 f"journal {self.path!r} is in format {header['tickwork_journal']!r}; this "
                 f"tickwork reads format {FORMAT}"
             )
-        return f"journal {self.path!r} is not a campaign journal (it was left as it is)"
+        cut = not ended and header == {"tickwork_journal": FORMAT}
+        why = ": its header line is cut short" if cut else ""
+        return f"journal {self.path!r} is not a campaign journal{why} (it was left as it is)"
 
 
 def _parsed(line: bytes) -> Any:
