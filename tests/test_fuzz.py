@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from edit_loop import few_and_many
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -226,10 +227,7 @@ def _damaged_recording_case(
             assert scan(path).complete
 
 
-CASES = [
-    pytest.param(FEW.max_examples, id="few"),
-    pytest.param(MANY.max_examples, id="many", marks=pytest.mark.slow),
-]
+CASES = few_and_many(FEW.max_examples, MANY.max_examples)
 
 
 def _fuzz(examples: int, case: Callable[[st.DataObject], None]) -> None:

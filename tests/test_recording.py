@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from edit_loop import few_and_many
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcap.writer import Writer
@@ -405,9 +406,7 @@ def test_a_changed_byte_mid_file_loses_only_its_chunk(
     assert not again.damaged and again.ticks() == ticks
 
 
-@pytest.mark.parametrize(
-    "examples", [pytest.param(6, id="few"), pytest.param(40, id="many", marks=pytest.mark.slow)]
-)
+@pytest.mark.parametrize("examples", few_and_many(6, 40))
 def test_a_changed_byte_anywhere_is_caught_and_nothing_else_is_lost(
     run: Run,
     recording: Recording,
