@@ -278,8 +278,9 @@ class Journal:
             self._rewrite(0, HEADER)  # a new journal
             return
         first, newline, _rest = data.partition(b"\n")
-        if not newline or _parsed(first) != {"tickwork_journal": FORMAT}:
-            raise JournalError(self._not_a_journal(first, ended=bool(newline)))
+        header = _parsed(first)
+        if not newline or header != {"tickwork_journal": FORMAT}:
+            raise JournalError(self._not_a_journal(header, ended=bool(newline)))
         start = len(first) + 1
         complete = data.rfind(b"\n") + 1
         for number, line in enumerate(data[start:complete].split(b"\n")[:-1], start=2):
@@ -305,8 +306,7 @@ class Journal:
                 f"journal {self.path!r}: cannot be written ({exc.strerror or exc})"
             ) from None
 
-    def _not_a_journal(self, first: bytes, *, ended: bool) -> str:
-        header = _parsed(first)
+    def _not_a_journal(self, header: Any, *, ended: bool) -> str:
         if isinstance(header, dict) and header.get("tickwork_journal", FORMAT) != FORMAT:
             return (
                 f"journal {self.path!r} is in format {header['tickwork_journal']!r}; this "
