@@ -266,6 +266,8 @@ def _filled(path: Path, n: int) -> bytes:
         (b'{"tickwork_journal": 1}', r"not a campaign journal: its header line is cut short"),
         (b'{"tickwork_journal": 1, "x": 0}\n', r"is not a campaign journal \(it was left"),
         (b'{"journal": 1}\n', r"is not a campaign journal \(it was left"),
+        (b'{"tickwork_journal": true}\n', r"is not a campaign journal \(it was left"),
+        (b'{"tickwork_journal": 1.0}\n', r"is not a campaign journal \(it was left"),
     ],
 )
 def test_a_header_that_is_not_this_format_says_what_it_is(

@@ -279,8 +279,8 @@ class Journal:
             return
         first, newline, _rest = data.partition(b"\n")
         header = _parsed(first)
-        if not newline or header != {"tickwork_journal": FORMAT}:
-            raise JournalError(self._not_a_journal(header, ended=bool(newline)))
+        if not newline or not _is_header(header):
+            raise JournalError(self._not_a_journal(header, cut=not newline and _is_header(header)))
         start = len(first) + 1
         complete = data.rfind(b"\n") + 1
         for number, line in enumerate(data[start:complete].split(b"\n")[:-1], start=2):
@@ -306,15 +306,19 @@ class Journal:
                 f"journal {self.path!r}: cannot be written ({exc.strerror or exc})"
             ) from None
 
-    def _not_a_journal(self, header: Any, *, ended: bool) -> str:
+    def _not_a_journal(self, header: Any, *, cut: bool) -> str:
         if isinstance(header, dict) and header.get("tickwork_journal", FORMAT) != FORMAT:
             return (
                 f"journal {self.path!r} is in format {header['tickwork_journal']!r}; this "
                 f"tickwork reads format {FORMAT}"
             )
-        cut = not ended and header == {"tickwork_journal": FORMAT}
         why = ": its header line is cut short" if cut else ""
         return f"journal {self.path!r} is not a campaign journal{why} (it was left as it is)"
+
+
+def _is_header(header: Any) -> bool:
+    """Whether parsed JSON is this format's header (``true`` and ``1.0`` equal 1 in Python)."""
+    return header == {"tickwork_journal": FORMAT} and type(header["tickwork_journal"]) is int
 
 
 def _parsed(line: bytes) -> Any:
