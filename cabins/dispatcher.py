@@ -4,7 +4,7 @@
 docks, the cargo and its own last order. When that changes, it asks its model for the
 order in which the deliveries should be made; the model answers with the ``set_order``
 tool (task ids, each a pending delivery), which writes ``dispatch:order``; the planner
-takes its next task from that order (``cabins.values.DISPATCH_ORDER``). It is
+takes its next task from that order (``cabins.warehouse.values.DISPATCH_ORDER``). It is
 asynchronous (its spec, ``specs/examples/dispatcher.toml``, declares ``[timing]``): the
 robot drives on while the model thinks, and an order that comes back late is applied only
 if the pending deliveries are still the ones it ordered (``recheck``).
@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import Field
 
 from cabins.llm import ActionTool, ChatReply, LLMCabin, LLMEndpoint, ScriptedClient
-from cabins.values import DISPATCH_ORDER, GOAL_DELIVER_PREFIX
+from cabins.warehouse.values import DISPATCH_ORDER, GOAL_DELIVER_PREFIX
 from runtime.agent.tools import ToolArgs
 from runtime.cabin import Outbox
 from runtime.errors import SettingError

@@ -43,11 +43,11 @@ import shapely.affinity
 import structlog
 from shapely.geometry.base import BaseGeometry
 
-from cabins.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
-from cabins.shapes import point, polyline
-from cabins.shapes import points as points_of
-from cabins.values import (
+from cabins.warehouse.clearance import Solids, braking_path, path_geometry, walls_of
+from cabins.warehouse.shapes import point, polyline
+from cabins.warehouse.shapes import points as points_of
+from cabins.warehouse.values import (
     ACCEPTANCE,
     ACTION_LAST,
     BATTERY,
@@ -150,7 +150,7 @@ _TOUCH_GAP: Final = 0.02  # m: a straight way back to the route closer than this
 
 
 Limits = RobotLimits
-"""The robot's physical limits: ``cabins.values.RobotLimits`` (the executor's old name)."""
+"""The robot's physical limits: ``RobotLimits`` of the warehouse contract (an old name)."""
 
 
 @dataclass(frozen=True, slots=True)

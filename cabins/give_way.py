@@ -29,7 +29,7 @@ from typing import Any, Final
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.routing import Point2, Route, RoutePlanner
+from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
 __all__ = ["give_way_route", "travel_direction"]
 

@@ -61,9 +61,9 @@ import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.clearance import Solids, braking_path, path_geometry, walls_of
-from cabins.shapes import point, polyline
-from cabins.values import (
+from cabins.warehouse.clearance import Solids, braking_path, path_geometry, walls_of
+from cabins.warehouse.shapes import point, polyline
+from cabins.warehouse.values import (
     BATTERY,
     BATTERY_LOW,
     DEFAULT_LIMITS,
@@ -457,8 +457,8 @@ class Monitor:
         return reading
 
     def _radius(self, view: CabinView, out: Outbox) -> float:
-        """The robot radius (``cabins.values.radius_in``), with an alarm for each unreadable
-        radius on the way to it."""
+        """The robot radius (``cabins.warehouse.values.radius_in``), with an alarm for each
+        unreadable radius on the way to it."""
         limits = view.get(ROBOT_LIMITS)
         if isinstance(limits, Mapping) and "radius" in limits:
             radius = positive(limits["radius"])

@@ -11,7 +11,7 @@ Each tick the planner reads its view and, through its outbox only:
   or failed, and re-plans (keeping done steps, with a ``replan`` event) when a step
   failed, when an obstacle enters the route corridor ahead, when the same action
   failed twice in a row without progress, or when a step runs too long;
-- routes the robot to the current go-to step's target with ``cabins.routing``,
+- routes the robot to the current go-to step's target with ``cabins.warehouse.routing``,
   keeping the robot radius clear of shelves and never crossing a forbidden zone;
 - passes moving obstacles (people, forklifts) or waits for them: the route keeps clear
   of where they stand only when that is a pass, at most ``pass_detour`` times the way
@@ -77,7 +77,7 @@ from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.give_way import give_way_route, travel_direction
-from cabins.routing import (
+from cabins.warehouse.routing import (
     DEFAULT_CLEARANCE,
     DEFAULT_RESOLUTION,
     Point2,
@@ -85,8 +85,8 @@ from cabins.routing import (
     RoutePlanner,
     RoutingProblem,
 )
-from cabins.shapes import locate, point
-from cabins.values import (
+from cabins.warehouse.shapes import locate, point
+from cabins.warehouse.values import (
     BATTERY,
     BATTERY_LOW,
     CARGO,

@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from shapely.geometry import Polygon, box
 
-from cabins.clearance import Solids
+from cabins.warehouse.clearance import Solids
 
 coordinate = st.floats(-20, 20, allow_nan=False)
 size = st.floats(0.01, 5, allow_nan=False)

@@ -15,7 +15,7 @@ from shapely.geometry import LineString, Point, box
 
 from cabins.executor import Executor
 from cabins.monitor import CONDITIONS, Monitor
-from cabins.values import route_points
+from cabins.warehouse.values import route_points
 from runtime import ContextSpec, Feature, load_spec
 from runtime.errors import SettingError
 from runtime.testing import make_view, run_step

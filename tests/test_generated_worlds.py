@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from cabins.routing import min_aisle_width
+from cabins.warehouse.routing import min_aisle_width
 from sim.run.harness import Simulation
 from sim.world.generate import GeneratorSettings, Orientation, generate, to_toml
 from sim.world.scenario import Scenario

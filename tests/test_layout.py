@@ -3,6 +3,8 @@
 Every import counts, at the top of a module or inside a function: a lazy import is a
 dependency too. ``runtime`` imports nothing of ``cabins`` or ``sim``, ``cabins`` nothing
 of ``sim``, and inside ``sim`` the layers go cli → analysis/report → run → world/faults.
+The warehouse contract (``cabins.warehouse``) imports no cabin, and the ground truth
+(``sim.world``) imports the contract and never a cabin.
 """
 
 from __future__ import annotations
@@ -79,9 +81,12 @@ def _layer(name: str) -> str | None:
 
 
 def test_the_graph_sees_the_packages() -> None:
-    assert {"runtime.loop", "runtime.recording.format", "cabins.values", "sim.cli.app"} <= set(
-        MODULES
-    )
+    assert {
+        "runtime.loop",
+        "runtime.recording.format",
+        "cabins.warehouse.values",
+        "sim.cli.app",
+    } <= set(MODULES)
     assert "runtime.recording.format" in GRAPH["runtime.recording.writer"]
     assert "sim.run.harness" in GRAPH["sim.cli.inputs"]  # a lazy import, inside a function
 
@@ -101,6 +106,30 @@ def test_cabins_know_nothing_of_sim() -> None:
         (m, t) for m, ts in GRAPH.items() for t in ts if _top(m) == "cabins" and _top(t) == "sim"
     }
     assert not wrong
+
+
+CONTRACT = "cabins.warehouse"
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_warehouse_contract_imports_no_cabin() -> None:
+    wrong = {
+        (m, t)
+        for m, ts in GRAPH.items()
+        for t in ts
+        if _in(m, CONTRACT) and _top(t) == "cabins" and not _in(t, CONTRACT)
+    }
+    assert not wrong
+
+
+def test_the_world_imports_the_contract_and_never_a_cabin() -> None:
+    imported = {(m, t) for m, ts in GRAPH.items() for t in ts if _in(m, "sim.world")}
+    wrong = {(m, t) for m, t in imported if _top(t) == "cabins" and not _in(t, CONTRACT)}
+    assert not wrong
+    assert any(_in(t, CONTRACT) for _, t in imported)  # the rule is not vacuous
 
 
 def test_sim_layers_import_downwards() -> None:

@@ -24,7 +24,7 @@ from shapely.geometry import LineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import Planner
-from cabins.routing import RoutePlanner, RoutingProblem
+from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec

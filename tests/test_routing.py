@@ -1,4 +1,4 @@
-"""Tests for cabins.routing: routes keep the robot's disc clear and stay on the floor."""
+"""Tests for cabins.warehouse.routing: routes keep the robot's disc clear and stay on the floor."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.routing import Point2, Route, RoutePlanner, RoutingProblem
+from cabins.warehouse.routing import Point2, Route, RoutePlanner, RoutingProblem
 
 RADIUS = 0.3
 CLEARANCE = 0.05

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from shapely.geometry import Point
 
 from cabins.monitor import Monitor
-from cabins.values import SCANNER, Scan
+from cabins.warehouse.values import SCANNER, Scan
 from runtime import Feature, load_spec, load_specs
 from runtime.testing import Stale, make_view, run_step
 from sim.faults.model import DropoutFault, FaultPlan, MapLossFault, MissingFault

@@ -353,7 +353,7 @@ def test_allow_unreachable_loads_and_its_tasks_count_as_undeliverable() -> None:
 
 
 def test_a_wide_enough_aisle_is_reachable_whatever_the_grid_alignment() -> None:
-    from cabins.routing import min_aisle_width
+    from cabins.warehouse.routing import min_aisle_width
 
     least = min_aisle_width(0.35)
     assert 1.80 < least < 1.81

@@ -1,4 +1,4 @@
-"""``cabins.shapes`` makes exactly the geometries shapely's own constructors make."""
+"""``cabins.warehouse.shapes`` makes exactly the geometries shapely's own constructors make."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shapely.geometry import LineString, Point
 
-from cabins.shapes import locate, point, points, polygon, polyline
+from cabins.warehouse.shapes import locate, point, points, polygon, polyline
 
 coordinate = st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 1e-300])
 xy = st.tuples(coordinate, coordinate)

@@ -1,4 +1,4 @@
-"""cabins.values: every parser reads what the world writes, refuses what is malformed, and
+"""cabins.warehouse.values: every parser reads what the world writes, refuses what is malformed, and
 never raises, on the board's form of a value and on its JSON form alike."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from shapely.geometry import box
 
-from cabins.values import (
+from cabins.warehouse.values import (
     ACCEPTANCE,
     DEFAULT_ACCEPTANCE,
     DEFAULT_LIMITS,
@@ -439,7 +439,7 @@ def test_battery_numbers() -> None:
 
 
 def test_last_read_reads_again_only_when_a_source_is_another_object() -> None:
-    from cabins.values import LastRead
+    from cabins.warehouse.values import LastRead
 
     calls: list[int] = []
 
@@ -457,7 +457,7 @@ def test_last_read_reads_again_only_when_a_source_is_another_object() -> None:
 
 
 def test_keys_of_finds_prefixed_keys_in_order_and_follows_key_changes() -> None:
-    from cabins.values import KeysOf
+    from cabins.warehouse.values import KeysOf
 
     keys_of = KeysOf()
     view = {"zone:b": 1, "pose": 2, "zone:a": 3, "speed:x": 4}

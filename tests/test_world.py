@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from shapely.geometry import Point
 
-from cabins import values
+from cabins.warehouse import values
 from runtime.board import StateBoard
 from runtime.cabin import Command
 from runtime.cabin_map import CabinMap

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from cabins.values import ACTION_LAST, POSE, ROUTE, ActionOutcome, Point2, Pose, route_points
+from cabins.warehouse.values import (
+    ACTION_LAST,
+    POSE,
+    ROUTE,
+    ActionOutcome,
+    Point2,
+    Pose,
+    route_points,
+)
 from runtime.recording.format import BOARD, EVENTS, EVICTIONS, FAULTS, STATS, WORKING_SET
 from runtime.recording.inspect import brief
 from runtime.recording.reader import Recording

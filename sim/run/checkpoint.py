@@ -46,10 +46,11 @@ if TYPE_CHECKING:
     from sim.run.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 6  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
+FORMAT = 7  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
 # 4: the layout of issue 11 (modules moved, board values typed in cabins.values);
 # 5: asynchronous decisions in flight (the loop's executor and its jobs);
-# 6: the header carries a checksum of its own
+# 6: the header carries a checksum of its own; 7: the cabins redesign (cabins as
+# packages, the warehouse contract in cabins.warehouse, settings objects)
 _HEADER_LIMIT = 1 << 20
 
 

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from cabins.shipped import shipped_specs_dir
-from cabins.values import ROUTE
+from cabins.warehouse.values import ROUTE
 from runtime import (
     Assembler,
     Cabin,

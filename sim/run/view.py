@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import shapely
 from shapely.geometry import LineString, Point, Polygon
 
-from cabins.values import route_points
+from cabins.warehouse.values import route_points
 from runtime.log import Event
 from runtime.loop import TickResult
 from runtime.recording.format import (

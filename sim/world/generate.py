@@ -4,7 +4,7 @@ here wrote.
 ``generate(seed, settings)`` draws one warehouse from a seeded ``numpy.random.Generator``
 (same seed and settings, same scenario, so the same TOML): a floor of a drawn size with
 rows of shelves along x or along y, cut by cross aisles, in aisles from just above the
-robot's minimum (``cabins.routing.min_aisle_width``) to wide; shelves that are boxes,
+robot's minimum (``cabins.warehouse.routing.min_aisle_width``) to wide; shelves that are boxes,
 chamfered boxes, trapezoids or notched (L-shaped) outlines; docks and a charger in the
 perimeter lane and in the aisles; a forbidden zone against a wall and a speed zone on a
 lane where routes run; people walking loops that cross the aisles and forklifts on the
@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from shapely.geometry import LineString, Point, box
 
-from cabins.routing import DEFAULT_CLEARANCE, min_aisle_width
+from cabins.warehouse.routing import DEFAULT_CLEARANCE, min_aisle_width
 from runtime.errors import SettingError
 from sim.world.scenario import YIELD_MARGIN, Scenario
 
@@ -220,7 +220,7 @@ def _draw(seed: int, settings: GeneratorSettings, rng: np.random.Generator) -> S
     if aisle is not None and aisle < least:
         raise SettingError(
             f"aisle width {aisle:g} m is below the {least:.2f} m a robot of radius "
-            f"{radius:g} m needs (cabins.routing.min_aisle_width)"
+            f"{radius:g} m needs (cabins.warehouse.routing.min_aisle_width)"
         )
     if aisle is None:
         aisle = least + 0.05 + float(rng.uniform(0, 1) ** 1.5) * max(0.0, 4.0 - least - 0.05)

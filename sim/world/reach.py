@@ -3,7 +3,7 @@
 A scenario is only worth running if the planner can route the robot (its radius plus the
 planner's clearance, on the planner's grid) from its start to every place its tasks and
 its battery need. ``unreachable`` asks the same route planner the planner cabin uses
-(``cabins.routing`` with its default clearance and resolution), with one flood fill of the
+(``cabins.warehouse.routing`` with its default clearance and resolution), with one flood fill of the
 grid, so the check costs about one route search however many places there are.
 
 For a place it cannot reach, ``narrowest_gap`` says why in metres: it routes a thin robot
@@ -22,7 +22,7 @@ import shapely
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.routing import (
+from cabins.warehouse.routing import (
     DEFAULT_CLEARANCE,
     DEFAULT_RESOLUTION,
     RoutePlanner,

@@ -30,8 +30,8 @@ import numpy as np
 import shapely
 from shapely.geometry import Point
 
-from cabins.shapes import point, polygon
-from cabins.values import (
+from cabins.warehouse.shapes import point, polygon
+from cabins.warehouse.values import (
     ACCEPTANCE,
     ACTION_LAST,
     BATTERY,

@@ -24,9 +24,9 @@ import shapely
 from shapely.geometry import box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.shapes import point, polyline
-from cabins.shapes import points as points_of
-from cabins.values import Bounds
+from cabins.warehouse.shapes import point, polyline
+from cabins.warehouse.shapes import points as points_of
+from cabins.warehouse.values import Bounds
 from runtime.cabin_map import Feature
 
 __all__ = ["SOLID_KINDS", "Solids", "braking_path", "path_geometry", "walls_of"]
