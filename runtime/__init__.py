@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from runtime.clock import Clock as Clock
     from runtime.clock import SimClock as SimClock
     from runtime.clock import WallClock as WallClock
+    from runtime.episodes import Episodes as Episodes
+    from runtime.episodes import QuietSeconds as QuietSeconds
+    from runtime.episodes import QuietTicks as QuietTicks
+    from runtime.episodes import UntilSeen as UntilSeen
     from runtime.errors import SettingError as SettingError
     from runtime.errors import TickworkError as TickworkError
     from runtime.freeze import FreezeError as FreezeError
@@ -75,6 +79,7 @@ if TYPE_CHECKING:
     from runtime.pack import WorkingSet as WorkingSet
     from runtime.scratchpad import Note as Note
     from runtime.scratchpad import Scratchpad as Scratchpad
+    from runtime.settings import Settings as Settings
     from runtime.spec import ContextSpec as ContextSpec
     from runtime.spec import SpecError as SpecError
     from runtime.spec import load_spec as load_spec
@@ -93,6 +98,7 @@ _WHERE: dict[str, str] = {
     "Command": "runtime.cabin",
     "DropLate": "runtime.asynchronous",
     "ContextSpec": "runtime.spec",
+    "Episodes": "runtime.episodes",
     "Event": "runtime.log",
     "EventLog": "runtime.log",
     "Eviction": "runtime.memory",
@@ -110,12 +116,15 @@ _WHERE: dict[str, str] = {
     "NoteOp": "runtime.cabin",
     "Occupancy": "runtime.pack",
     "Outbox": "runtime.cabin",
+    "QuietSeconds": "runtime.episodes",
+    "QuietTicks": "runtime.episodes",
     "Reaction": "runtime.cabin",
     "Reading": "runtime.board",
     "RecheckLate": "runtime.asynchronous",
     "Returned": "runtime.asynchronous",
     "Scratchpad": "runtime.scratchpad",
     "SettingError": "runtime.errors",
+    "Settings": "runtime.settings",
     "ShortTermMemory": "runtime.agent.memory",
     "SimClock": "runtime.clock",
     "SimulatedExecutor": "runtime.asynchronous",
@@ -133,6 +142,7 @@ _WHERE: dict[str, str] = {
     "ToolDispatcher": "runtime.agent.tools",
     "Timing": "runtime.timing",
     "ToolResult": "runtime.agent.tools",
+    "UntilSeen": "runtime.episodes",
     "ValueEviction": "runtime.memory",
     "Versions": "runtime.pack",
     "WallClock": "runtime.clock",
