@@ -333,7 +333,7 @@ def test_a_movers_swept_ground_reaches_as_far_behind_it_as_ahead(vx: float, vy: 
     """The executor takes a moving obstacle to cover the next second's ground either way
     along its velocity: the point a second behind it is inside, as is the one ahead; a
     standing one covers only itself."""
-    from cabins.executor import _PREDICT_S, _swept
+    from cabins.executor.cabin import _PREDICT_S, _swept
 
     mover = Feature(
         "obstacle:f", Point(5.0, 5.0).buffer(0.6), "obstacle", props={"vx": vx, "vy": vy}

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from shapely.geometry import Point, box
 
 from cabins.executor import REACTIONS, Executor
-from cabins.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
+from cabins.executor.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
 from cabins.warehouse.values import DEFAULT_LIMITS
 from runtime import ContextSpec, Feature, Outbox, load_spec
 from runtime.testing import Stale, make_view, run_step

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cabins.executor import _Track
+from cabins.executor.cabin import _Track
 
 coordinate = st.floats(-50, 50, allow_nan=False)
 arc = st.floats(-10, 200, allow_nan=False)

@@ -13,7 +13,7 @@ step:
   holds (near the dock and nearly stopped; otherwise it creeps closer or brakes
   first), then waits for an ``action:last`` with a newer id to learn the outcome. It
   reports ``action_done`` or ``action_failed`` and retries under the ``RetryPolicy``
-  in force (``cabins.retry``), with ``final: true`` once the attempts are spent.
+  in force (``cabins.executor.retry``), with ``final: true`` once the attempts are spent.
 - ``charge``: commands ``charge`` every tick while stopped at the charger until the
   battery reaches ``charge_until``.
 
@@ -43,7 +43,7 @@ import shapely.affinity
 import structlog
 from shapely.geometry.base import BaseGeometry
 
-from cabins.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
+from cabins.executor.retry import FAILURE_PATTERN, RetryChooser, RetryPolicy
 from cabins.warehouse.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.warehouse.shapes import point, polyline
 from cabins.warehouse.shapes import points as points_of
