@@ -333,15 +333,15 @@ def test_a_movers_swept_ground_reaches_as_far_behind_it_as_ahead(vx: float, vy: 
     """The executor takes a moving obstacle to cover the next second's ground either way
     along its velocity: the point a second behind it is inside, as is the one ahead; a
     standing one covers only itself."""
-    from cabins.executor import _PREDICT_S, _swept
+    from cabins.executor.obstacles import PREDICT_S, swept
 
     mover = Feature(
         "obstacle:f", Point(5.0, 5.0).buffer(0.6), "obstacle", props={"vx": vx, "vy": vy}
     )
-    swept = _swept(mover)
+    ground = swept(mover)
     for sign in (1.0, -1.0):
-        assert swept.covers(Point(5.0 + sign * vx * _PREDICT_S, 5.0 + sign * vy * _PREDICT_S))
+        assert ground.covers(Point(5.0 + sign * vx * PREDICT_S, 5.0 + sign * vy * PREDICT_S))
     still = Feature(
         "obstacle:s", Point(5.0, 5.0).buffer(0.6), "obstacle", props={"vx": 0.0, "vy": 0.0}
     )
-    assert _swept(still).equals(still.geometry)
+    assert swept(still).equals(still.geometry)

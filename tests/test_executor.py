@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from shapely.geometry import Point, box
 
-from cabins.executor import REACTIONS, Executor
-from cabins.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
+from cabins.executor import REACTIONS, Executor, ExecutorSettings
+from cabins.executor.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
 from cabins.warehouse.values import DEFAULT_LIMITS
 from runtime import ContextSpec, Feature, Outbox, load_spec
 from runtime.testing import Stale, make_view, run_step
@@ -172,9 +172,9 @@ def with_reactions(chosen: Mapping[str, str]) -> ContextSpec:
     ],
 )
 def test_bad_settings_are_refused_naming_the_setting_and_value(name: str, value: float) -> None:
-    with pytest.raises(ValueError, match=rf"{name} must be .*{value!r}"):
+    with pytest.raises(ValueError, match=rf"{name}: .*, got {value!r}"):
         settings: dict[str, Any] = {name: value}
-        Executor(SPEC, **settings)
+        Executor(SPEC, ExecutorSettings(**settings))
 
 
 def test_retry_policies_validate_and_presets_differ() -> None:
@@ -512,7 +512,7 @@ def test_a_refusal_that_retrying_cannot_fix_is_final_at_once() -> None:
 
 
 def test_no_outcome_in_time_counts_as_a_failed_attempt() -> None:
-    cabin = Executor(SPEC, outcome_timeout_ticks=5)
+    cabin = Executor(SPEC, ExecutorSettings(outcome_timeout_ticks=5))
     tick(cabin, at_dock(), tick=0)
     assert tick(cabin, at_dock(), tick=5).events == []
     (event,) = emitted(tick(cabin, at_dock(), tick=6), "action_failed")

@@ -130,11 +130,11 @@ def test_a_recorded_cabin_not_given_is_skipped_not_drift(tallied: Path) -> None:
 
 
 def test_a_changed_cabin_drifts(clean: Path) -> None:
-    from cabins.executor import Executor
+    from cabins.executor import Executor, ExecutorSettings
     from sim.analysis.replay import recorded_specs
 
     spec = recorded_specs(Recording.open(clean))["executor"]
-    report = replay(clean, cabins=[Executor(spec, lookahead=1.3)])
+    report = replay(clean, cabins=[Executor(spec, ExecutorSettings(lookahead=1.3))])
     assert report.drifted and {d.cabin for d in report.drifts} == {"executor"}
     assert "commands" in report.drifts[0].fields
 
