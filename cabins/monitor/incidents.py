@@ -6,6 +6,12 @@ within ``episode_gap`` seconds (a stopped robot that creeps on is still the same
 All of them share one ``Episodes(QuietSeconds(episode_gap))`` whose keys say what the
 trouble is (``("stop", reason, what)``, ``("bad", key)``, ``("speed", zone)``, ...): the
 open stop episodes are the monitor's emergency stop.
+
+The step expires the episodes that are over at its start, so that the emergency stop ends
+on time. A hit may be stamped earlier than the step (an event's stamp: two capacity alarms
+stamped more than ``episode_gap`` apart, seen in one step, are two episodes, and so are a
+capacity alarm event and the view's capacity alarm after it), so each hit also ends its
+own episode first when that is over at the hit's time.
 """
 
 from __future__ import annotations
@@ -33,11 +39,12 @@ class Incidents:
 
     def opens(self, key: Hashable, *, tick: int, time: float) -> bool:
         """``key``'s trouble holds at ``time``; True when this opens its episode."""
+        self._episodes.miss(key, tick=tick, time=time)  # over at ``time``: a new one opens
         return self._episodes.hit(key, tick=tick, time=time)
 
     def bad(self, out: Outbox, key: str, problem: str, *, tick: int, time: float) -> None:
         """An ``alarm`` {"kind": "bad_reading"} for ``key``, once per episode."""
-        if self._episodes.hit(("bad", key), tick=tick, time=time):
+        if self.opens(("bad", key), tick=tick, time=time):
             out.emit(
                 "alarm",
                 {"kind": "bad_reading", "level": "alarm", "key": key, "error": problem},
