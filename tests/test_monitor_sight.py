@@ -78,7 +78,10 @@ def test_zones_come_in_key_order_with_their_values() -> None:
         "late:llm": {"cabin": "llm"},
     }
     sight, _ = read(board)
-    assert sight.forbidden == (("safety:forbidden:a", "unreadable"), ("safety:forbidden:b", ZONE))
+    assert list(sight.forbidden) == [
+        ("safety:forbidden:a", "unreadable"),
+        ("safety:forbidden:b", ZONE),
+    ]
     assert [k for k, _ in sight.speed_zones] == ["constraint:speed:s"]
     assert [k for k, _ in sight.late] == ["late:llm"]
 

@@ -10,7 +10,7 @@ order the monitor reports on them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -58,9 +58,10 @@ class Robot:
     radius: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sight:
-    """One tick's view, as the monitor reads it."""
+    """One tick's view, as the monitor reads it. Built once per tick and only read after
+    (not frozen: it is built every tick, and a frozen one costs more to build)."""
 
     tick: int
     time: float
@@ -79,11 +80,11 @@ class Sight:
     scan_shown: bool
     scan: Any
     """The ``safety:scanner`` value, when ``scan_shown``."""
-    forbidden: tuple[tuple[str, Any], ...]
+    forbidden: Sequence[tuple[str, Any]]
     """The ``safety:forbidden:*`` items (key, value), in key order."""
-    speed_zones: tuple[tuple[str, Any], ...]
+    speed_zones: Sequence[tuple[str, Any]]
     """The speed zones (key, value), in key order."""
-    late: tuple[tuple[str, Any], ...]
+    late: Sequence[tuple[str, Any]]
     """The ``late:*`` items (key, value), in the view's order."""
     nearby_map: tuple[Feature, ...]
     limits_value: Any
@@ -137,9 +138,9 @@ class Reader:
             route=view[route_key] if route_shown else None,
             scan_shown=scan_shown,
             scan=view[SCANNER] if scan_shown else None,
-            forbidden=tuple((k, view[k]) for k in sorted(keys_of(view, FORBIDDEN_PREFIX))),
-            speed_zones=tuple((k, view[k]) for k in sorted(keys_of(view, SPEED_ZONE_PREFIX))),
-            late=tuple((k, view[k]) for k in keys_of(view, LATE_PREFIX)),
+            forbidden=[(k, view[k]) for k in sorted(keys_of(view, FORBIDDEN_PREFIX))],
+            speed_zones=[(k, view[k]) for k in sorted(keys_of(view, SPEED_ZONE_PREFIX))],
+            late=[(k, view[k]) for k in keys_of(view, LATE_PREFIX)],
             nearby_map=view.nearby_map,
             limits_value=limits,
             radius_value=radius_value,
