@@ -4,9 +4,9 @@ The robot is stopped while its disc is within ``stop_margin`` of a forbidden zon
 ``safety:forbidden:*`` items, and the forbidden zones on its map) or within
 ``obstacle_margin`` of an obstacle (on its map, or a disc in the safety scanner's reading
 that no obstacle on the map covers: a map that lost its people leaves the scanner), as
-``Holds`` rules. An unreadable zone or scan is a bad reading and a fail-safe stop. Each
-stop opens an episode: its ``emergency_stop`` event is reported once per episode, while
-the stop itself holds every tick.
+the stop rule of ``cabins.monitor.holds`` says. An unreadable zone or scan is a bad
+reading and a fail-safe stop. Each stop opens an episode: its ``emergency_stop`` event is
+reported once per episode, while the stop itself holds every tick.
 """
 
 from __future__ import annotations
