@@ -642,6 +642,22 @@ class LLMCabin:
         if task is not None:
             out.scope_notes(task)
         before = {n.key: n for n in draft.notes()}
+        mark = _Mark.of(out)
+        d = self._decide(view, out, draft, task)
+        self.last_call = LastCall(view.time, fingerprint, d.error is None)
+        if d.stopped == "max_steps":
+            self._report_max_steps(view, out, d)
+        written, lost = self._settle(d, draft, before, mark, out)
+        self._emit_outcome(out, d, task, written, lost, mark.queued(out, written))
+        if self.answer_key is not None and d.answer is not None:
+            out.write(self.answer_key, d.answer)
+
+    def _decide(
+        self, view: CabinView, out: Outbox, draft: Scratchpad, task: str | None
+    ) -> _Decision:
+        """The tool loop of one decision: ask the model, run the tools it calls and tell it
+        their results, round after round, until it answers without tool calls, the call
+        fails or is filtered, or ``max_steps`` rounds are used up."""
         tools = self.tools_for(view)
         actions = {t.name for t in tools}
         dispatcher = ToolDispatcher(
@@ -650,7 +666,6 @@ class LLMCabin:
         schemas = dispatcher.schemas(strict=self.strict_tools)
         trace = ShortTermMemory(max_messages=self.history, summarize=self.summarize)
         trace.set_goal(self._goal_text(view, task))
-        mark = _Mark.of(out)
         d = _Decision()
         for d.rounds in range(1, self.max_steps + 1):
             trace.set_system(self.render_prompt(view, draft))
@@ -678,28 +693,41 @@ class LLMCabin:
                 trace.add_tool_result(
                     call.id, self._call(dispatcher, call, actions, d, view, out), name=call.name
                 )
-        self.last_call = LastCall(view.time, fingerprint, d.error is None)
-        if d.stopped == "max_steps":
-            out.emit(
-                "llm_max_steps",
-                {
-                    "cabin": self.name,
-                    "max_steps": self.max_steps,
-                    "tool_calls": d.calls_made,
-                    "last_tools": d.last_tools,
-                },
-                tags=("llm",),
-            )
-            _log.warning(
-                "llm_max_steps",
-                cabin=self.name,
-                tick=view.tick,
-                max_steps=self.max_steps,
-                last_tools=d.last_tools,
-            )
-        kept = d.error is None or self.on_error.keep
+        return d
+
+    def _report_max_steps(self, view: CabinView, out: Outbox, d: _Decision) -> None:
+        """An ``llm_max_steps`` event (and a warning): the decision used up its rounds."""
+        out.emit(
+            "llm_max_steps",
+            {
+                "cabin": self.name,
+                "max_steps": self.max_steps,
+                "tool_calls": d.calls_made,
+                "last_tools": d.last_tools,
+            },
+            tags=("llm",),
+        )
+        _log.warning(
+            "llm_max_steps",
+            cabin=self.name,
+            tick=view.tick,
+            max_steps=self.max_steps,
+            last_tools=d.last_tools,
+        )
+
+    def _settle(
+        self,
+        d: _Decision,
+        draft: Scratchpad,
+        before: Mapping[str, Note],
+        mark: _Mark,
+        out: Outbox,
+    ) -> tuple[list[str], dict[str, Any]]:
+        """Keep what the decision queued (its draft notes flushed to ``out``), or, after a
+        failed call under ``DropQueued``, take it out of ``out`` again: the notes written,
+        and what was lost (with the answer and the rounds left when the call failed)."""
         lost: dict[str, Any] = {}
-        if kept:
+        if d.error is None or self.on_error.keep:
             written = self._flush_notes(draft, before, out)
         else:
             written = []
@@ -710,6 +738,18 @@ class LLMCabin:
         if d.error is not None:
             lost["answer"] = True
             lost["rounds_left"] = self.max_steps - d.rounds
+        return written, lost
+
+    def _emit_outcome(
+        self,
+        out: Outbox,
+        d: _Decision,
+        task: str | None,
+        written: list[str],
+        lost: dict[str, Any],
+        queued: dict[str, list[str]],
+    ) -> None:
+        """The ``llm_outcome`` event: how the decision ended, what it queued and lost."""
         out.emit(
             "llm_outcome",
             {
@@ -725,13 +765,11 @@ class LLMCabin:
                 "truncated": d.truncated,
                 "repeated_actions": d.repeats,
                 "error": d.error,
-                "queued": mark.queued(out, written),
+                "queued": queued,
                 "lost": lost,
             },
             tags=("llm",),
         )
-        if self.answer_key is not None and d.answer is not None:
-            out.write(self.answer_key, d.answer)
 
     def _call(
         self,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shapely.geometry import Point
 
-from cabins.monitor import DeviationBands, Level, Monitor
+from cabins.monitor import DeviationBands, Level, Monitor, MonitorSettings
 from runtime import ContextSpec, Feature, load_spec
 from runtime.cabin import Outbox
 from runtime.testing import Stale, make_view, run_step
@@ -115,7 +115,9 @@ def test_nothing_is_missing_and_nothing_happens_in_a_calm_state() -> None:
 
 
 def test_deviation_bands_alarm_on_entering_a_band_only() -> None:
-    monitor = Monitor(SPEC, warn_deviation=0.5, alarm_deviation=1.0, hysteresis=0.05)
+    monitor = Monitor(
+        SPEC, MonitorSettings(warn_deviation=0.5, alarm_deviation=1.0, hysteresis=0.05)
+    )
     seen: list[tuple[Level, list[str]]] = []
     for tick, y in enumerate([0.1, 0.6, 0.7, 1.2, 1.3, 0.97, 0.5, 0.2, 0.6]):
         out = step(
@@ -155,7 +157,7 @@ def test_deviation_alarm_carries_the_error_and_the_band_limit() -> None:
 
 
 def test_history_is_bounded() -> None:
-    monitor = Monitor(SPEC, history=3)
+    monitor = Monitor(SPEC, MonitorSettings(history=3))
     for tick in range(5):
         step(monitor, now=10 + tick, tick=tick, board=board(pose=(1.0, 0.1 * tick, 0.0)))
     assert [t for t, _ in monitor.history] == [12.0, 13.0, 14.0]
@@ -190,7 +192,7 @@ def test_a_one_point_route_measures_distance_to_the_point() -> None:
 
 
 def test_status_is_written_only_when_it_changes() -> None:
-    monitor = Monitor(SPEC, status_step=0.05)
+    monitor = Monitor(SPEC, MonitorSettings(status_step=0.05))
     writes = []
     for tick, y in enumerate([0.0, 0.01, 0.02, 0.2, 0.21, 0.6]):
         out = step(monitor, now=10 + tick * 0.05, tick=tick, board=board(pose=(1.0, y, 0.0)))
@@ -255,11 +257,11 @@ def test_bad_values_raise_a_bad_reading_alarm_instead_of_failing() -> None:
 
 def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="alarm_deviation"):
-        Monitor(SPEC, warn_deviation=1.0, alarm_deviation=0.5)
+        Monitor(SPEC, MonitorSettings(warn_deviation=1.0, alarm_deviation=0.5))
     with pytest.raises(ValueError, match="stop_margin"):
-        Monitor(SPEC, stop_margin=-0.1)
+        Monitor(SPEC, MonitorSettings(stop_margin=-0.1))
     with pytest.raises(ValueError, match="history"):
-        Monitor(SPEC, history=0)
+        Monitor(SPEC, MonitorSettings(history=0))
     with pytest.raises(TypeError, match="ContextSpec"):
         Monitor({"name": "monitor"})  # type: ignore[arg-type]
 
@@ -268,7 +270,7 @@ def test_settings_are_checked() -> None:
 
 
 def test_stops_near_a_forbidden_zone_when_moving_towards_it() -> None:
-    monitor = Monitor(SPEC, stop_margin=0.1)
+    monitor = Monitor(SPEC, MonitorSettings(stop_margin=0.1))
     near = board(pose=(1.6, 0.0, 0.0), velocity=(0.5, 0.0))  # disc 0.05 m from the zone
     out = step(monitor, board=near)
     assert stop_reasons(out) == ["forbidden_zone"]
@@ -301,7 +303,7 @@ def test_holds_a_robot_at_rest_that_faces_the_zone_at_close_range() -> None:
 
 
 def test_a_hold_outlasts_pose_noise_but_not_a_real_move() -> None:
-    monitor = Monitor(SPEC, hold_release=1.0)
+    monitor = Monitor(SPEC, MonitorSettings(hold_release=1.0))
     at_rest = (0.0, 0.0)
     assert stop_reasons(step(monitor, board=board(pose=(1.62, 0.0, 0.0), velocity=at_rest)))
     # the robot has not moved: a pose 0.12 m off the zone is noise, the hold goes on
@@ -399,7 +401,10 @@ def drive_at_zone(
 
 def test_a_driver_pushing_at_the_zone_is_held_short_of_it() -> None:
     trace = drive_at_zone(
-        Monitor(SPEC, hold_release=1.0), (0.0, 0.0, 0.0), 1200, lambda x, y, theta: (1.0, 0.0)
+        Monitor(SPEC, MonitorSettings(hold_release=1.0)),
+        (0.0, 0.0, 0.0),
+        1200,
+        lambda x, y, theta: (1.0, 0.0),
     )
     gaps = [2.0 - x - 0.35 for x, _, _, _ in trace]
     assert gaps[399] < 0.05  # held inside the hold band after 20 s ...
@@ -415,7 +420,9 @@ def test_a_held_driver_that_turns_away_gets_free() -> None:
     def turn_then_leave(x: float, y: float, theta: float) -> tuple[float, float]:
         return (0.5, 0.0) if math.cos(theta) < -0.9 else (0.0, 2.0)
 
-    trace = drive_at_zone(Monitor(SPEC, hold_release=1.0), (1.62, 0.0, 0.0), 100, turn_then_leave)
+    trace = drive_at_zone(
+        Monitor(SPEC, MonitorSettings(hold_release=1.0)), (1.62, 0.0, 0.0), 100, turn_then_leave
+    )
     held = [tick for tick, (_, _, _, stopped) in enumerate(trace) if stopped]
     assert held == list(range(20))  # held at first, for hold_release ...
     assert trace[-1][0] < 1.0  # ... then it turned and left
@@ -576,7 +583,7 @@ def test_cabin_failures_and_overruns_alarm_once_per_event() -> None:
 
 
 def test_capacity_alarms_raise_one_alarm_per_episode() -> None:
-    monitor = Monitor(SPEC, episode_gap=1.0)
+    monitor = Monitor(SPEC, MonitorSettings(episode_gap=1.0))
     events = [
         ("capacity_alarm", {"tick": t, "held": 70, "pinned": 66, "capacity": 64}, 9.0 + 0.05 * t)
         for t in range(10)

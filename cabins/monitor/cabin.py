@@ -1,0 +1,112 @@
+"""The monitor cabin: one step over its parts (see the package docstring for what it does).
+
+Each tick it expires the episodes of trouble that are over, reads its view once into a
+``Sight``, and hands the sight to its parts in the order their reports go to the outbox:
+missing readings, deviation, the fail-safe and the stop guards, speeding, the conditions
+and their reactions, the stop or slow-down command, the battery, late cabins, events, and
+last the status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cabins.monitor.absences import Absences
+from cabins.monitor.alarms import Alarms
+from cabins.monitor.bands import Level
+from cabins.monitor.contact import ContactForecast
+from cabins.monitor.deviation import Deviation
+from cabins.monitor.guards import StopGuards
+from cabins.monitor.incidents import Incidents
+from cabins.monitor.reactions import Reactions
+from cabins.monitor.settings import MonitorSettings
+from cabins.monitor.sight import Reader
+from cabins.monitor.status import StatusWriter
+from runtime.cabin import Outbox
+from runtime.pack import CabinView
+from runtime.spec import ContextSpec
+
+__all__ = ["Monitor"]
+
+
+class Monitor:
+    """Deviation bands, stale readings, emergency stops and alarms for one robot."""
+
+    def __init__(self, spec: ContextSpec, settings: MonitorSettings | None = None) -> None:
+        if not isinstance(spec, ContextSpec):
+            raise TypeError(f"spec must be a ContextSpec, got {type(spec).__name__}")
+        settings = MonitorSettings() if settings is None else settings
+        self.spec = spec
+        self.settings = settings
+        self._reactions = Reactions(spec, settings)
+        self._incidents = incidents = Incidents(settings.episode_gap)
+        self._reader = Reader(spec.route_key, incidents)
+        self._absences = Absences(spec, incidents)
+        self._deviation = Deviation(spec.route_key, settings, incidents)
+        self._guards = StopGuards(settings, incidents)
+        self._contact = ContactForecast(settings)
+        self._alarms = Alarms(
+            incidents, event_window=spec.event_window, episode_gap=settings.episode_gap
+        )
+        self._status = StatusWriter(settings.status_step)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def reactions(self) -> Mapping[str, str]:
+        """Condition -> the reaction in force: the spec's choice, else the default."""
+        return self._reactions.chosen
+
+    @property
+    def reacting(self) -> tuple[str, ...]:
+        """The conditions whose reaction is in force now."""
+        return self._reactions.reacting
+
+    @property
+    def level(self) -> Level:
+        """The deviation band the robot is in now."""
+        return self._deviation.level
+
+    @property
+    def deviation(self) -> float | None:
+        """The last cross-track error (m), or None when it cannot be measured."""
+        return self._deviation.error
+
+    @property
+    def history(self) -> tuple[tuple[float, float], ...]:
+        """Recent (time, cross-track error) samples, oldest first."""
+        return tuple(self._deviation.history)
+
+    @property
+    def estop(self) -> bool:
+        """True while an emergency-stop episode is open."""
+        return self._incidents.estop
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        self._incidents.expire(tick=view.tick, time=view.time)
+        sight = self._reader.read(view, out)
+        self._absences.report_missing(sight, out)
+        self._deviation.track(sight, out)
+        stops: list[str] = []
+        self._absences.fail_safe(sight, out, stops)
+        scanned = self._guards.guard(sight, out, stops)
+        robot = sight.robot
+        if robot is not None and robot.speed is not None:
+            self._alarms.speeding(sight, robot.here, abs(robot.speed), out)
+        held = {
+            "deviation_growing": self._deviation.growing(sight.time),
+            "contact_predicted": self._contact.predict(sight, scanned),
+        }
+        slow = self._reactions.react(sight.time, out, held, stops)
+        if stops:
+            out.command("stop", reason=stops[0])
+        elif slow is not None:
+            out.command("slow", v=slow[0], reason=slow[1])
+        self._alarms.battery(sight, out)
+        self._alarms.late(sight, out)
+        self._alarms.events(sight, out)
+        self._status.write(
+            out, self._deviation.error, self._deviation.level, self.estop, self.reacting
+        )
