@@ -325,7 +325,7 @@ def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> No
     # waiting 0.02 m outside its safety margin. The nearest spot out of the line from the
     # person through the robot lay past the person's side; the route there closed in on
     # it, the monitor stopped the robot at once, and the stand-off lasted three minutes.
-    from cabins.give_way import give_way_route
+    from cabins.planner import give_way_route
 
     router = _router((0.0, 0.0, 16.239, 10.0), box(3.264, 3.264, 10.484, 4.619))
     pose = (13.83, 2.13)
@@ -345,7 +345,7 @@ def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> No
     x=st.floats(3.0, 12.0),
 )
 def test_a_give_way_route_never_closes_in_on_the_mover(angle: float, gap: float, x: float) -> None:
-    from cabins.give_way import give_way_route
+    from cabins.planner import give_way_route
 
     router = _router((0.0, 0.0, 15.0, 10.0), box(3.6, 3.6, 11.5, 4.5))
     pose = (x, 1.9)
@@ -412,7 +412,7 @@ def test_in_a_stand_off_off_the_movers_lane_it_gives_way_off_the_lane_not_beside
 def test_a_give_way_spot_is_off_the_line_the_mover_moves_along(
     angle: float, heading: float, gap: float
 ) -> None:
-    from cabins.give_way import give_way_route
+    from cabins.planner import give_way_route
 
     router = _router((0.0, 0.0, 15.0, 10.0), box(3.6, 3.6, 11.5, 4.5))
     pose = (7.5, 7.0)
@@ -428,7 +428,7 @@ def test_a_give_way_spot_is_off_the_line_the_mover_moves_along(
 
 
 def test_a_movers_direction_is_read_from_its_sensed_velocity_only_when_it_moves() -> None:
-    from cabins.give_way import travel_direction
+    from cabins.planner import travel_direction
 
     assert travel_direction({"vx": 0.6, "vy": -0.8}) == pytest.approx((0.6, -0.8))
     assert travel_direction({"vx": 0.0, "vy": 0.0}) is None  # waiting

@@ -76,7 +76,7 @@ import structlog
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
-from cabins.give_way import give_way_route, travel_direction
+from cabins.planner.give_way import give_way_route, travel_direction
 from cabins.warehouse.routing import (
     DEFAULT_CLEARANCE,
     DEFAULT_RESOLUTION,
