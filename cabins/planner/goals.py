@@ -31,6 +31,10 @@ class Choice(NamedTuple):
     started: DeliverGoal | None
 
 
+_KEPT_ON = Choice(False, None)
+_FINISHED = Choice(True, None)
+
+
 class Goals:
     """The delivery goals known and the active task (see the module docstring)."""
 
@@ -97,4 +101,4 @@ class Goals:
         if self._task is None and self._busy:
             self._busy = False
             out.emit("plan_done", {"tasks_done": self._tasks_done}, tags=("plan",))
-        return Choice(finished, None)
+        return _FINISHED if finished else _KEPT_ON

@@ -140,35 +140,35 @@ class Planner:
 
     def step(self, view: CabinView, out: Outbox) -> None:
         seen = self._reader.read(view)
+        layout, goals, steps, keeper = self._layout, self._goals, self._steps, self._route
         self._standoff.watch(seen)
-        self._reactions.react(seen, len(self._layout.constraints), out)
-        self._layout.learn(seen)
+        self._reactions.react(seen, len(layout.constraints), out)
+        layout.learn(seen)
         goals_visible = "goal:*" not in seen.missing
         if goals_visible:
-            self._goals.update(seen)
-        self._steps.read_events(seen)
+            goals.update(seen)
+        steps.read_events(seen)
 
-        hold = self._layout.hold_reason(seen)
+        hold = layout.hold_reason(seen)
         if goals_visible:
             self._choose_task(seen, out)
-        if self._steps.plan is not None and hold is None:
-            keeper = self._route
-            self._steps.advance(
-                seen, out, route=keeper.route, line=keeper.line, replan=self._replan
-            )
+        replan = self._replan
+        if steps.plan is not None and hold is None:
+            steps.advance(seen, out, route=keeper.route, line=keeper.line, replan=replan)
 
-        route = self._route.desired(
+        task = goals.task
+        route = keeper.desired(
             seen,
             hold,
-            plan=self._steps.plan,
-            task=self._goals.task,
-            progress=self._steps.progress,
-            replan=self._replan,
+            plan=steps.plan,
+            task=task,
+            progress=steps.progress,
+            replan=replan,
             out=out,
         )
-        self._route.publish(route, out)
-        self._steps.publish(self._goals.task, out)
-        self._spots.clear(seen, self._layout.reach, out)
+        keeper.publish(route, out)
+        steps.publish(task, out)
+        self._spots.clear(seen, layout.reach, out)
 
     def _choose_task(self, seen: Seen, out: Outbox) -> None:
         finished, started = self._goals.choose(seen, out)

@@ -100,9 +100,9 @@ class ViewReader:
 
     def read(self, view: CabinView) -> Seen:
         pose = Pose.read(view.get(POSE)) if POSE not in view.missing else None
-        obstacles = tuple(f for f in view.nearby_map if f.kind == "obstacle")
-        corridor = tuple(f for f in view.corridor_map if f.kind == "obstacle")
-        extra = tuple(f for f in corridor if f not in obstacles)
+        obstacles = tuple([f for f in view.nearby_map if f.kind == "obstacle"])
+        corridor = tuple([f for f in view.corridor_map if f.kind == "obstacle"])
+        extra = tuple([f for f in corridor if f not in obstacles]) if corridor else ()
         missing = {p: str(r) for p, r in view.missing.items() if r != "absent"}
         cargo = view.get(CARGO)
         velocity = Velocity.read(view.get(VELOCITY))
@@ -144,7 +144,7 @@ class ViewReader:
         return low
 
     def _items(self, view: CabinView, prefix: str | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
-        return tuple((key, view[key]) for key in self._keys_of(view, prefix))
+        return tuple([(key, view[key]) for key in self._keys_of(view, prefix)])
 
     def _docks(self, view: CabinView) -> dict[str, Point2]:
         value = view.get(DOCKS)
