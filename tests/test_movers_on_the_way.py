@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.planner import Planner
+from cabins.planner import Planner, PlannerSettings
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
+from runtime.errors import SettingError
 from runtime.spec import load_spec
 from runtime.testing import make_view, run_step
 from sim.run.harness import Simulation
@@ -270,7 +271,7 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
     forklift = _mover("forklift0", 1.75, 0.6, "forklift", y=1.1)
     floor.movers = [forklift]
     gave: list[Any] = []
-    for _ in range(floor.planner.stall_ticks + 5):
+    for _ in range(floor.planner.settings.stall_ticks + 5):
         gave += [e.data for e in floor.step().events if e.kind == "give_way"]
     [give] = gave
     assert give["obstacle"] == "obstacle:forklift0"
@@ -290,16 +291,16 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("pass_detour", 0.9, r"pass_detour must be a number >= 1, got 0\.9"),
-        ("pass_slack", -1.0, r"pass_slack must be a number >= 0, got -1\.0"),
-        ("give_way_s", 0.0, r"give_way_s must be a positive number, got 0\.0"),
+        ("pass_detour", 0.9, r"pass_detour: .*greater than or equal to 1, got 0\.9"),
+        ("pass_slack", -1.0, r"pass_slack: .*greater than or equal to 0, got -1\.0"),
+        ("give_way_s", 0.0, r"give_way_s: .*greater than 0, got 0\.0"),
     ],
 )
 def test_bad_pass_and_give_way_settings_are_refused_with_the_value(
     name: str, value: float, message: str
 ) -> None:
-    with pytest.raises(ValueError, match=message):
-        Planner(SPEC, **{name: value})
+    with pytest.raises(SettingError, match=message):
+        PlannerSettings(**{name: value})
 
 
 def _router(bounds: tuple[float, float, float, float], shelf: BaseGeometry) -> RoutePlanner:
@@ -325,7 +326,7 @@ def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> No
     # waiting 0.02 m outside its safety margin. The nearest spot out of the line from the
     # person through the robot lay past the person's side; the route there closed in on
     # it, the monitor stopped the robot at once, and the stand-off lasted three minutes.
-    from cabins.give_way import give_way_route
+    from cabins.planner import give_way_route
 
     router = _router((0.0, 0.0, 16.239, 10.0), box(3.264, 3.264, 10.484, 4.619))
     pose = (13.83, 2.13)
@@ -345,7 +346,7 @@ def test_giving_way_to_a_person_beside_it_moves_away_never_past_its_side() -> No
     x=st.floats(3.0, 12.0),
 )
 def test_a_give_way_route_never_closes_in_on_the_mover(angle: float, gap: float, x: float) -> None:
-    from cabins.give_way import give_way_route
+    from cabins.planner import give_way_route
 
     router = _router((0.0, 0.0, 15.0, 10.0), box(3.6, 3.6, 11.5, 4.5))
     pose = (x, 1.9)
@@ -393,7 +394,7 @@ def test_in_a_stand_off_off_the_movers_lane_it_gives_way_off_the_lane_not_beside
     forklift = _forklift_on_the_lane(14.13, 0.0)  # back from it, waiting for the robot
     floor.movers = [forklift]
     gave: list[Any] = []
-    for _ in range(floor.planner.stall_ticks + 5):
+    for _ in range(floor.planner.settings.stall_ticks + 5):
         gave += [e.data for e in floor.step().events if e.kind == "give_way"]
     [give] = gave
     end = floor.route[-1]
@@ -412,7 +413,7 @@ def test_in_a_stand_off_off_the_movers_lane_it_gives_way_off_the_lane_not_beside
 def test_a_give_way_spot_is_off_the_line_the_mover_moves_along(
     angle: float, heading: float, gap: float
 ) -> None:
-    from cabins.give_way import give_way_route
+    from cabins.planner import give_way_route
 
     router = _router((0.0, 0.0, 15.0, 10.0), box(3.6, 3.6, 11.5, 4.5))
     pose = (7.5, 7.0)
@@ -428,7 +429,7 @@ def test_a_give_way_spot_is_off_the_line_the_mover_moves_along(
 
 
 def test_a_movers_direction_is_read_from_its_sensed_velocity_only_when_it_moves() -> None:
-    from cabins.give_way import travel_direction
+    from cabins.planner import travel_direction
 
     assert travel_direction({"vx": 0.6, "vy": -0.8}) == pytest.approx((0.6, -0.8))
     assert travel_direction({"vx": 0.0, "vy": 0.0}) is None  # waiting
@@ -455,7 +456,7 @@ def test_a_stand_off_is_found_though_a_mover_stepping_to_and_fro_re_plans_the_ro
         "pickup_xy": dock,
     }
     reasons: list[str] = []
-    for tick in range(floor.planner.stall_ticks + 40):
+    for tick in range(floor.planner.settings.stall_ticks + 40):
         x = 1.9 if (tick // 25) % 2 == 0 else 1.2  # steps 0.7 m every 1.25 s
         floor.movers = [_mover("person0", x, y=1.1)]
         reasons += [e.data["reason"] for e in floor.step().events if e.kind == "replan"]

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, box
 from shapely.geometry.base import BaseGeometry
 
-from cabins.planner import REACTIONS, BlockedSpot, Planner
+from cabins.planner import REACTIONS, BlockedSpot, Planner, PlannerSettings
 from runtime.agent.memory import LongTermMemory
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
+from runtime.errors import SettingError
 from runtime.loop import remember
 from runtime.spec import load_spec
 from runtime.testing import Stale, make_view, run_step
@@ -338,7 +339,7 @@ def test_after_the_pick_a_failed_drop_without_cargo_plans_the_pick_again() -> No
 
 
 def test_step_timeout_replans() -> None:
-    bench = Bench(Planner(SPEC, replan_after_ticks=5))
+    bench = Bench(Planner(SPEC, PlannerSettings(replan_after_ticks=5)))
     bench.step()
     first = bench.plan["current"]
     for _ in range(5):
@@ -352,7 +353,7 @@ def test_step_timeout_replans() -> None:
 
 def test_a_robot_that_gets_no_further_along_its_route_replans() -> None:
     bench = open_floor()
-    bench.planner = Planner(SPEC, stall_ticks=10)
+    bench.planner = Planner(SPEC, PlannerSettings(stall_ticks=10))
     bench.step()
     for i in range(20):  # moving along the route: progress
         bench.board["pose"] = (2.0 + 0.3 * i, 2.0, 0.0)
@@ -615,7 +616,7 @@ def test_plan_done_is_emitted_once_when_all_goals_are_done() -> None:
 
 
 def test_a_done_plan_whose_goal_stays_is_planned_again() -> None:
-    bench = Bench(Planner(SPEC, goal_clear_ticks=3))
+    bench = Bench(Planner(SPEC, PlannerSettings(goal_clear_ticks=3)))
     bench.step()
     for step in [s["id"] for s in bench.plan["steps"]]:
         bench.finish(step)
@@ -625,10 +626,10 @@ def test_a_done_plan_whose_goal_stays_is_planned_again() -> None:
 
 
 def test_bad_settings_are_refused_with_the_value() -> None:
-    with pytest.raises(ValueError, match="replan_after_ticks must be an int >= 1, got 0"):
-        Planner(SPEC, replan_after_ticks=0)
-    with pytest.raises(ValueError, match="charge_until"):
-        Planner(SPEC, low_battery=0.5, charge_until=0.4)
+    with pytest.raises(SettingError, match=r"replan_after_ticks: .*equal to 1, got 0"):
+        PlannerSettings(replan_after_ticks=0)
+    with pytest.raises(SettingError, match="charge_until"):
+        PlannerSettings(low_battery=0.5, charge_until=0.4)
 
 
 # -- long-term memory -------------------------------------------------------------------
@@ -637,7 +638,9 @@ def test_bad_settings_are_refused_with_the_value() -> None:
 def remembering(memory: LongTermMemory, scope: str = "s1", **settings: Any) -> Bench:
     """The open floor, planned by a planner that remembers in ``memory`` under ``scope``."""
     bench = open_floor()
-    bench.planner = Planner(SPEC, long_term=memory, memory_scope={"scenario": scope}, **settings)
+    bench.planner = Planner(
+        SPEC, PlannerSettings(**settings), long_term=memory, memory_scope={"scenario": scope}
+    )
     return bench
 
 
@@ -824,10 +827,10 @@ def test_a_pickled_planner_opens_its_memory_file_again(tmp_path: Path) -> None:
 
 
 def test_bad_memory_settings_are_refused_with_the_value() -> None:
-    with pytest.raises(ValueError, match=r"memory_detour must be a number >= 1, got 0\.5"):
-        Planner(SPEC, memory_detour=0.5)
-    with pytest.raises(ValueError, match="memory_cell must be a positive number, got 0"):
-        Planner(SPEC, memory_cell=0)
+    with pytest.raises(SettingError, match=r"memory_detour: .*equal to 1, got 0\.5"):
+        PlannerSettings(memory_detour=0.5)
+    with pytest.raises(SettingError, match=r"memory_cell: .*greater than 0, got 0"):
+        PlannerSettings(memory_cell=0)
     with pytest.raises(TypeError, match="long_term must be a LongTermMemory, got str"):
         Planner(SPEC, long_term="memory.sqlite")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="memory_scope must map strings to strings"):

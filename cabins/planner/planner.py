@@ -1,0 +1,197 @@
+"""The planner cabin: the goal stack, the plan DAG of the active delivery and its route.
+
+Each tick the planner reads its view once (``seen``) and, through its outbox only:
+
+- reports each episode of a missing required item once (``reactions``);
+- remembers the static layout it sees, so an item evicted from working memory is still
+  avoided, and builds the route planner from it (``layout``);
+- keeps a stack of the ``goal:deliver:*`` goals (oldest released first, unless a
+  dispatcher's ``dispatch:order`` ranks them) and works on one at a time; a goal that
+  leaves the board was delivered (``goals``);
+- plans the active task as a chain of steps (go to the pick-up dock, pick, go to the
+  drop dock, drop), with go-to-charger and charge first when the battery is low
+  (``delivery``); follows the executor's ``action_done``/``action_failed`` reports to
+  mark steps done or failed, and re-plans (keeping done steps, with a ``replan`` event)
+  when a step failed, when an obstacle enters the route corridor ahead, when the same
+  action failed twice in a row without progress, when the robot made no progress along
+  its route for ``stall_ticks`` (``stall``), or when a step runs too long (``steps``);
+- routes the robot to the current go-to step's target, keeping the robot radius clear
+  of shelves and never crossing a forbidden zone, passing moving obstacles or waiting
+  for them (``route``), and giving way in a stand-off (``standoff``, ``give_way``);
+- writes ``plan`` and ``route`` to the board when they change.
+
+Missing items (``view.missing``, reason other than "absent"; one reaction per episode
+of missingness, on the tick the item goes missing):
+
+- ``constraint:*``: ``alarm:constraint_check`` and an ``alarm`` event; the zones last
+  seen are routed around as if blocked, and with none ever seen it holds;
+- ``safety:*`` and ``pose``: ``hold:no_plan``: no new route (the route is cleared), the
+  plan is kept; a missing pose of any reason holds;
+- ``goal:*``: ``idle:no_goal``: the route is cleared, the plan and the goal stack kept.
+
+Long-term memory (optional: ``long_term``, a ``runtime.agent.memory.LongTermMemory``, with
+a ``memory_scope`` such as ``{"scenario": "warehouse"}``) carries what one run learned
+into the next: where the way was blocked (``blocked_spots``). It asks for each fact
+through its outbox (``out.remember``); the loop that runs it writes it to the loop's
+``long_term`` store (give the loop the same memory, or a ``MemoryWriter`` of it). A
+``remembered`` event reports each fact asked for and a ``recalled`` event each route
+that memory changed. Without long-term memory the planner behaves exactly as before.
+
+The planner's tuning values are one ``PlannerSettings`` object (``settings``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots, blocked_subject
+from cabins.planner.goals import Goals
+from cabins.planner.layout import Layout
+from cabins.planner.reactions import REACTIONS, MissingReactions
+from cabins.planner.route import RouteKeeper
+from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
+from cabins.planner.standoff import StandOff
+from cabins.planner.steps import Steps, board_plan
+from runtime.agent.memory import LongTermMemory
+from runtime.agent.plan import Plan, ReplanTrigger
+from runtime.cabin import Outbox
+from runtime.pack import CabinView
+from runtime.spec import ContextSpec
+
+__all__ = ["REACTIONS", "BlockedSpot", "Planner", "blocked_subject"]
+
+
+class Planner:
+    """Plans deliveries and routes; see the module docstring for what it does each tick.
+
+    ``settings`` tunes it (the defaults when None); ``long_term`` is the memory it
+    remembers blocked spots in, within ``memory_scope`` (``{"cabin": spec.name}`` when
+    None).
+    """
+
+    def __init__(
+        self,
+        spec: ContextSpec,
+        settings: PlannerSettings | None = None,
+        *,
+        long_term: LongTermMemory | None = None,
+        memory_scope: Mapping[str, str] | None = None,
+    ) -> None:
+        settings = PlannerSettings() if settings is None else settings
+        if not isinstance(settings, PlannerSettings):
+            raise TypeError(f"settings must be PlannerSettings, got {type(settings).__name__}")
+        self.spec = spec
+        self.settings = settings
+        self._spots = BlockedSpots(
+            long_term,
+            {"cabin": spec.name} if memory_scope is None else memory_scope,
+            cell=settings.memory_cell,
+            radius=settings.memory_radius,
+            detour=settings.memory_detour,
+        )
+        self._reader = ViewReader(settings.low_battery)
+        self._reactions = MissingReactions()
+        self._layout = Layout(clearance=settings.clearance, resolution=settings.resolution)
+        self._goals = Goals()
+        self._steps = Steps(settings, event_window=spec.event_window)
+        self._standoff = StandOff(
+            give_way_s=settings.give_way_s, obstacle_moved=settings.obstacle_moved
+        )
+        self._route = RouteKeeper(
+            settings, layout=self._layout, spots=self._spots, standoff=self._standoff
+        )
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def long_term(self) -> LongTermMemory | None:
+        """The long-term memory the planner remembers blocked spots in, if any."""
+        return self._spots.long_term
+
+    @property
+    def memory_scope(self) -> Mapping[str, str]:
+        """The scope of the facts it recalls and remembers."""
+        return self._spots.scope
+
+    @property
+    def blocked_spots(self) -> tuple[BlockedSpot, ...]:
+        """The blocked spots known: remembered from earlier runs, then learned in this one."""
+        return self._spots.spots
+
+    @property
+    def plan(self) -> Plan | None:
+        """The plan of the active task (None when idle)."""
+        return self._steps.plan
+
+    @property
+    def task(self) -> str | None:
+        """The active task, or None."""
+        return self._goals.task
+
+    def board_plan(self) -> dict[str, Any]:
+        """The ``plan`` board value (see the contract): task, revision, current, steps."""
+        return board_plan(self._steps.plan, self._goals.task)
+
+    # -- the tick -----------------------------------------------------------------------
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        seen = self._reader.read(view)
+        layout, goals, steps, keeper = self._layout, self._goals, self._steps, self._route
+        self._standoff.watch(seen)
+        self._reactions.react(seen, len(layout.constraints), out)
+        layout.learn(seen)
+        goals_visible = "goal:*" not in seen.missing
+        if goals_visible:
+            goals.update(seen)
+        steps.read_events(seen)
+
+        hold = layout.hold_reason(seen)
+        if goals_visible:
+            self._choose_task(seen, out)
+        replan = self._replan
+        if steps.plan is not None and hold is None:
+            steps.advance(seen, out, route=keeper.route, line=keeper.line, replan=replan)
+
+        task = goals.task
+        route = keeper.desired(
+            seen,
+            hold,
+            plan=steps.plan,
+            task=task,
+            progress=steps.progress,
+            replan=replan,
+            out=out,
+        )
+        keeper.publish(route, out)
+        steps.publish(task, out)
+        self._spots.clear(seen, layout.reach, out)
+
+    def _choose_task(self, seen: Seen, out: Outbox) -> None:
+        finished, started = self._goals.choose(seen, out)
+        if finished:
+            self._steps.finish()
+        if started is not None:
+            self._steps.start(started, seen, out)
+
+    def _replan(self, trigger: ReplanTrigger, seen: Seen, out: Outbox) -> Plan | None:
+        """Re-plan the active task for ``trigger``, and tell the parts that care: a step
+        that made no progress may be a stand-off, the route is planned afresh, and
+        long-term memory keeps where an obstacle blocked the way. The plan after it."""
+        goal = self._goals.active
+        if self._steps.plan is None or goal is None:
+            return self._steps.plan
+        if trigger.reason == "no_progress":
+            self._standoff.begin(
+                seen,
+                progress=self._steps.progress,
+                waiting=self._route.waiting,
+                reach=self._layout.reach,
+            )
+        if self._steps.replan(trigger, goal, seen, out):
+            self._route.forget()
+            self._spots.remember(trigger, seen, goal.task, self._layout.reach, out)
+        return self._steps.plan

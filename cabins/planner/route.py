@@ -1,0 +1,322 @@
+"""The route: to the current go-to step's target, past the movers or waiting for them.
+
+``RouteKeeper`` decides each tick which route the robot follows, and writes ``route``
+when it changes:
+
+- none while the planner holds (no goal, pose, safety items, bounds, or constraints
+  with none ever seen) or has no plan; the route it has while the robot acts at a
+  target (pick, drop, charge);
+- a route is planned once per step, plan revision and layout, keeping the robot's
+  radius and clearance from shelves and forbidden zones (and from the speed zones last
+  seen while the constraints are missing); a step no route was found for is tried
+  again after ``route_retry_interval`` s (with a ``no_route`` alarm the first time);
+- it re-plans (rate limited) when an obstacle comes into the corridor near the route
+  ahead; one the route was planned around counts again only once it moved;
+- a route starts where the robot can depart from at its speed (``departure``) and
+  keeps clear of remembered blocked spots when that is not much longer
+  (``BlockedSpots.route``);
+- it passes moving obstacles (people, forklifts) or waits for them: the route keeps
+  clear of where they stand only when that is a pass, at most ``pass_detour`` times
+  the way plus ``pass_slack`` metres; a longer way round, or none, is not taken, and
+  the route keeps to the way (the shortest clear of shelves and zones), before them on
+  which the executor stops and waits (a ``wait_for_obstacles`` event). Treating each
+  re-plan's snapshot of the movers as walls sent the robot round the other end of a
+  shelf after every re-plan, for ever, when they walked the aisle through its dock;
+- in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
+  movers however long the way, until the next step is done.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import shapely
+from shapely.geometry import LineString, Point
+from shapely.geometry.base import BaseGeometry
+
+from cabins.planner.blocked_spots import BlockedSpots
+from cabins.planner.departure import departure
+from cabins.planner.layout import Layout
+from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
+from cabins.planner.shrink import shrunk
+from cabins.planner.standoff import StandOff
+from cabins.planner.steps import Replan
+from cabins.warehouse.routing import Point2, Route, RoutePlanner
+from cabins.warehouse.values import ROUTE
+from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
+from runtime.cabin import Outbox
+from runtime.position import read_xy
+
+__all__ = ["RouteKeeper"]
+
+_AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
+_EMPTY_ROUTE: Route = ()
+
+_Found = tuple[Route | None, dict[str, Any] | None]  # a route, and what memory changed in it
+
+
+@dataclass(frozen=True, slots=True)
+class _Leg:
+    """A go-to step routed this tick: by ``router``, from where ``seen`` shows the robot,
+    to ``target``, clear of ``fixed`` (the speed zones while the constraints are
+    missing); ``progress`` counts the steps done."""
+
+    router: RoutePlanner
+    seen: Seen
+    task: str | None
+    step: PlanStep
+    target: Point2
+    fixed: list[BaseGeometry]
+    progress: int
+
+
+class RouteKeeper:
+    """The route the robot follows (see the module docstring), planned on ``layout``,
+    clear of ``spots`` where it can be, giving way in a ``standoff``."""
+
+    def __init__(
+        self,
+        settings: PlannerSettings,
+        *,
+        layout: Layout,
+        spots: BlockedSpots,
+        standoff: StandOff,
+    ) -> None:
+        self.settings = settings
+        self._layout = layout
+        self._spots = spots
+        self._standoff = standoff
+        self._route: Route | None = None  # as written
+        self._line: BaseGeometry | None = None  # the written route as a line
+        self._key: tuple[Any, ...] | None = None  # what the route was planned for
+        self._failed_at: float | None = None  # when no route was found for the key
+        self._last_obstacle_replan = -math.inf
+        self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
+        self._waiting = False  # the route keeps to the way through moving obstacles
+
+    @property
+    def route(self) -> Route | None:
+        """The route written last (None before the first)."""
+        return self._route
+
+    @property
+    def line(self) -> BaseGeometry | None:
+        """The route written last, as a line (None for fewer than two points)."""
+        return self._line
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the route keeps to the way through moving obstacles, to wait for them."""
+        return self._waiting
+
+    def forget(self) -> None:
+        """The plan changed: route again."""
+        self._key = None
+
+    def desired(
+        self,
+        seen: Seen,
+        hold: str | None,
+        *,
+        plan: Plan | None,
+        task: str | None,
+        progress: int,
+        replan: Replan,
+        out: Outbox,
+    ) -> Route:
+        """The route for this tick: kept, planned again, or none (see the module
+        docstring); ``progress`` counts the steps done, ``replan`` re-plans the task."""
+        if hold is not None or plan is None or plan.is_done:
+            self._key = None
+            return _EMPTY_ROUTE
+        current = plan.current
+        if current is None or current.action in _AT_TARGET:
+            return self._route or _EMPTY_ROUTE
+        router = self._layout.router()
+        blocking = "constraint:*" in seen.missing
+        if self._standoff.ends(seen, progress):
+            self._key = None
+        key = (task, current.id, plan.revision, self._layout.router_key, blocking)
+        if key == self._key:
+            if self._failed_at is not None:
+                if seen.time - self._failed_at < self.settings.route_retry_interval:
+                    return _EMPTY_ROUTE
+            elif (trigger := self._obstacle_ahead(seen)) is not None:
+                plan = replan(trigger, seen, out)
+                assert plan is not None
+                key = (task, current.id, plan.revision, self._layout.router_key, blocking)
+            else:
+                return self._route or _EMPTY_ROUTE
+        target = read_xy(current.data.get("target_xy"))
+        if target is None or router is None:
+            return _EMPTY_ROUTE
+        fixed = list(self._layout.constraints.values()) if blocking else []
+        return self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
+
+    def _plan(self, leg: _Leg, key: tuple[Any, ...], out: Outbox) -> Route:
+        """Plan the route of ``leg`` (for ``key``): aside in a stand-off, else past the
+        movers or up to them, and from where the robot can depart."""
+        seen, step = leg.seen, leg.step
+        assert seen.pose is not None
+        if self._standoff.giving_way is not None:
+            aside = self._aside(leg, out)
+            if aside is not None:
+                self._key = key
+                self._failed_at = None
+                return aside
+        reach = self._layout.reach
+        movers = [shrunk(f.geometry, (seen.pose, leg.target), reach) for f in seen.obstacles]
+        around = [*leg.fixed, *(g for g in movers if g is not None)]
+        start, prefix = departure(leg.router, seen, around, self._line)
+        route, recalled = self._route_from(leg, start, prefix, around)
+        self._waiting = False
+        if len(around) > len(leg.fixed):
+            route, recalled = self._pass_or_wait(leg, start, prefix, (route, recalled), out)
+        if recalled is not None:
+            out.emit("recalled", {"task": leg.task, "step": step.id, **recalled}, tags=("memory",))
+        self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
+        self._key = key
+        if route is None:
+            if self._failed_at is None:
+                out.emit(
+                    "alarm",
+                    {
+                        "kind": "no_route",
+                        "level": "warn",
+                        "task": leg.task,
+                        "step": step.id,
+                        "target": step.target,
+                        "from": seen.pose,
+                    },
+                    tags=("alarm",),
+                )
+            self._failed_at = seen.time
+            return _EMPTY_ROUTE
+        self._failed_at = None
+        return route
+
+    def _aside(self, leg: _Leg, out: Outbox) -> Route | None:
+        """The route out of the way of the mover the robot gives way to (a ``give_way``
+        event says where), or None (and no more giving way) when there is none."""
+        mover = self._standoff.giving_way
+        layout = self._layout
+        route = self._standoff.aside(
+            leg.router, leg.seen, leg.fixed, radius=layout.radius, clearance=layout.clearance
+        )
+        if route is None:
+            return None
+        self._planned_obstacles = {f.id: f.geometry.centroid for f in leg.seen.obstacles}
+        self._waiting = False
+        out.emit(
+            "give_way",
+            {
+                "task": leg.task,
+                "step": leg.step.id,
+                "obstacle": mover,
+                "to": [round(route[-1][0], 3), round(route[-1][1], 3)],
+            },
+            tags=("plan",),
+        )
+        return route
+
+    def _route_from(
+        self, leg: _Leg, start: Point2, prefix: Route, blocked: list[BaseGeometry]
+    ) -> _Found:
+        """The route from the departure ``start`` (after its braking ``prefix``), else
+        from where the robot is; and what memory changed about it (None: nothing)."""
+        reach = self._layout.reach
+        route, recalled = self._spots.route(leg.router, start, leg.target, blocked, reach)
+        if route is not None and prefix:
+            return (*prefix, *route[1:]), recalled
+        if route is None and prefix:
+            assert leg.seen.pose is not None
+            return self._spots.route(leg.router, leg.seen.pose, leg.target, blocked, reach)
+        return route, recalled
+
+    def _pass_or_wait(
+        self, leg: _Leg, start: Point2, prefix: Route, around: _Found, out: Outbox
+    ) -> _Found:
+        """Go round the moving obstacles (``around``: the route that keeps clear of where
+        they stand now) when that is a pass, not a long way round; else keep to the way
+        they stand in and wait for them.
+
+        People and forklifts move on: a route that treats where they stand now as a
+        wall can be many times as long as the way, and it points elsewhere after every
+        re-plan, so a robot that took it would turn back and forth between two ways
+        round and never arrive (with movers on the way to a dock, it did). The way
+        (the shortest route clear of the shelves and zones) is taken instead when the
+        route round is longer than ``pass_detour`` times it plus ``pass_slack`` metres,
+        or when the movers shut every way: the executor stops before an obstacle on its
+        route and waits, as it does for one that steps in.
+        """
+        route, recalled = around
+        if route is not None and self._standoff.gone_round(leg.progress):
+            return route, recalled  # waited for them without getting further: go round
+        way, way_recalled = self._route_from(leg, start, prefix, leg.fixed)
+        if way is None:
+            return route, recalled
+        length = float(LineString(way).length) if len(way) >= 2 else 0.0
+        detour: float | None = None
+        if route is not None:
+            detour = float(LineString(route).length) if len(route) >= 2 else 0.0
+            if detour <= self.settings.pass_detour * length + self.settings.pass_slack:
+                return route, recalled
+        out.emit(
+            "wait_for_obstacles",
+            {
+                "task": leg.task,
+                "step": leg.step.id,
+                "obstacles": sorted(f.id for f in leg.seen.obstacles),
+                "way": round(length, 3),
+                "around": None if detour is None else round(detour, 3),
+            },
+            tags=("plan",),
+        )
+        self._waiting = True
+        return way, way_recalled
+
+    def _obstacle_ahead(self, seen: Seen) -> ReplanTrigger | None:
+        """An ``obstacle_in_corridor`` trigger (rate limited) when an obstacle in the
+        corridor comes near the route ahead.
+
+        Near: within the robot radius plus clearance of the route; ahead: the nearest
+        route point is not behind the robot's projection on the route. An obstacle the
+        route was planned around counts again only once it has moved ``obstacle_moved``.
+        """
+        line = self._line
+        pose = seen.pose
+        if line is None or pose is None:
+            return None
+        obstacles = seen.corridor_obstacles
+        interval = self.settings.obstacle_replan_interval
+        if not obstacles or seen.time - self._last_obstacle_replan < interval:
+            return None
+        reach = self._layout.reach
+        along: float | None = None
+        for feature in obstacles:
+            if float(line.distance(feature.geometry)) > reach:
+                continue
+            planned_at = self._planned_obstacles.get(feature.id)
+            if (
+                planned_at is not None
+                and planned_at.distance(feature.geometry.centroid) < self.settings.obstacle_moved
+            ):
+                continue  # the route was planned with it there already
+            if along is None:
+                along = float(line.project(Point(pose)))
+            nearest = shapely.shortest_line(line, feature.geometry)
+            if float(line.project(Point(nearest.coords[0]))) < along - reach:
+                continue  # behind the robot
+            self._last_obstacle_replan = seen.time
+            return ReplanTrigger("obstacle_in_corridor", None, feature.id)
+        return None
+
+    def publish(self, route: Route, out: Outbox) -> None:
+        """Write ``route`` when it is not the route written last."""
+        if route != self._route:
+            self._route = route
+            self._line = LineString(route) if len(route) >= 2 else None
+            out.write(ROUTE, route)

@@ -1,0 +1,140 @@
+"""A stand-off: the robot and a mover each waiting for the other, and how it ends.
+
+A go-to step that makes no progress while the robot waits for moving obstacles, or
+with one beside it, is a stand-off. From then until the next step is done, the robot
+goes round the movers however long the way round (``gone_round``), and first gives way
+to the nearest one: it drives to the nearest spot out of that mover's way
+(``give_way.give_way_route``) until the mover has gone, ``give_way_s`` have passed, or
+a step is done. The way each mover last moved is watched every tick: a mover waiting
+for the robot stands still, and giving way to it needs the way it goes on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from shapely.geometry import Point
+from shapely.geometry.base import BaseGeometry
+
+from cabins.planner.give_way import give_way_route, travel_direction
+from cabins.planner.seen import Seen
+from cabins.planner.shrink import shrunk
+from cabins.warehouse.routing import Point2, Route, RoutePlanner
+
+__all__ = ["StandOff"]
+
+
+@dataclass(frozen=True, slots=True)
+class _GiveWay:
+    """A stand-off the robot gives way in: the mover it waited for, where that stood and
+    how big it is, and when the robot started giving way (at how many steps done)."""
+
+    mover: str
+    at: Point2
+    size: float
+    since: float
+    progress: int
+
+
+class StandOff:
+    """Whether the robot is in a stand-off, and whom it gives way to (see the module
+    docstring). ``progress`` below is the count of steps done, across plans."""
+
+    def __init__(self, *, give_way_s: float, obstacle_moved: float) -> None:
+        self.give_way_s = give_way_s
+        self.obstacle_moved = obstacle_moved
+        self._give_way: _GiveWay | None = None
+        self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
+        self._waited_out: int | None = None  # progress when a wait for movers ran out
+
+    @property
+    def giving_way(self) -> str | None:
+        """The id of the mover the robot gives way to, if it does."""
+        return None if self._give_way is None else self._give_way.mover
+
+    def gone_round(self, progress: int) -> bool:
+        """Whether the robot goes round the movers however long the way: it waited for
+        them without getting a step further."""
+        return self._waited_out == progress
+
+    def watch(self, seen: Seen) -> None:
+        """Remember the way each mover in view last moved."""
+        for feature in seen.obstacles:
+            direction = travel_direction(feature.props)
+            if direction is not None:
+                self._headings[feature.id] = direction
+
+    def begin(self, seen: Seen, *, progress: int, waiting: bool, reach: float) -> None:
+        """A step made no progress: a stand-off when the robot waited for movers
+        (``waiting``) or one is within ``reach`` plus a metre of it; give way to the
+        nearest such one."""
+        near = None
+        if seen.pose is not None:
+            pose = Point(seen.pose)
+            gaps = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
+            near = min((g for g in gaps if g[0] <= reach + 1.0), default=None)
+        if near is None and not waiting:
+            return
+        self._waited_out = progress
+        if near is not None and self._give_way is None:
+            mover = near[2].geometry
+            centre = mover.centroid
+            self._give_way = _GiveWay(
+                mover=near[1],
+                at=(float(centre.x), float(centre.y)),
+                size=math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0,
+                since=seen.time,
+                progress=progress,
+            )
+
+    def ends(self, seen: Seen, progress: int) -> bool:
+        """Stop giving way once a step is done, after ``give_way_s``, or once the mover
+        has gone (out of sight, or well away from where it stood); True when it stopped
+        now."""
+        give = self._give_way
+        if give is None or not self._over(give, seen, progress):
+            return False
+        self._give_way = None
+        return True
+
+    def _over(self, give: _GiveWay, seen: Seen, progress: int) -> bool:
+        if give.progress != progress or seen.time - give.since > self.give_way_s:
+            return True
+        mover = next((f for f in seen.obstacles if f.id == give.mover), None)
+        if mover is None:
+            return True
+        centre = mover.geometry.centroid
+        moved = math.hypot(float(centre.x) - give.at[0], float(centre.y) - give.at[1])
+        return moved > 2.0 * give.size + self.obstacle_moved
+
+    def aside(
+        self,
+        router: RoutePlanner,
+        seen: Seen,
+        fixed: list[BaseGeometry],
+        *,
+        radius: float,
+        clearance: float,
+    ) -> Route | None:
+        """The route out of the way of the mover the robot gives way to, clear of
+        ``fixed`` and the movers; None (and no more giving way) when there is none."""
+        give = self._give_way
+        assert give is not None and seen.pose is not None
+        mover = next((f for f in seen.obstacles if f.id == give.mover), None)
+        route = None
+        if mover is not None:
+            reach = radius + clearance
+            movers = [shrunk(f.geometry, (seen.pose,), reach) for f in seen.obstacles]
+            route = give_way_route(
+                router,
+                seen.pose,
+                mover.geometry,
+                blocked=[*fixed, *(g for g in movers if g is not None)],
+                radius=radius,
+                clearance=clearance,
+                heading=self._headings.get(give.mover),
+            )
+        if route is None:
+            self._give_way = None
+        return route
