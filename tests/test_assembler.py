@@ -551,11 +551,11 @@ def test_a_required_pattern_is_found_among_sorted_keys_as_by_a_scan(
     import fnmatch
     import re
 
-    from runtime.assembler import _any_from
+    from runtime.assembly.freezing import any_from
     from runtime.patterns import literal_prefix
 
     rx = re.compile(fnmatch.translate(pattern)).match
-    assert _any_from(sorted(keys), literal_prefix(pattern), rx) == any(
+    assert any_from(sorted(keys), literal_prefix(pattern), rx) == any(
         fnmatch.fnmatchcase(k, pattern) for k in keys
     )
 
@@ -1030,7 +1030,7 @@ def test_a_candidate_offered_again_changed_is_written_again() -> None:
     event = w.log.append("bump", stamp=0.0)
     assembler.assemble(tick=0, now=0.0)
     held = w.memory.get(event.key)
-    assert held is not None and held.via == assembler._vias["first"].log
+    assert held is not None and held.via == assembler._compiled.vias["first"].log
     w.board.write("mode", mode)  # the same object again, with the key set changing too
     w.board.write("extra", 1)
     reading = w.board.read("mode")
@@ -1040,7 +1040,7 @@ def test_a_candidate_offered_again_changed_is_written_again() -> None:
     item = ws.view("first").provenance["mode"]
     assert (item.seq, item.stamp) == (reading.seq, reading.stamp)
     held = w.memory.get(event.key)
-    assert held is not None and held.via == assembler._vias["second"].log
+    assert held is not None and held.via == assembler._compiled.vias["second"].log
 
 
 def test_a_held_event_is_not_admitted_again_when_a_newer_one_arrives() -> None:
