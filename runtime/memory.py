@@ -122,20 +122,6 @@ def new_item(
     return item
 
 
-def new_eviction(
-    tick: int, key: str, importance: float, last_used: float, reason: EvictionReason
-) -> Eviction:
-    """An ``Eviction``, made as ``new_item`` makes an item."""
-    eviction = _new(Eviction)
-    s_tick, s_key, s_importance, s_used, s_reason = _EVICTION_SLOTS
-    s_tick(eviction, tick)
-    s_key(eviction, key)
-    s_importance(eviction, importance)
-    s_used(eviction, last_used)
-    s_reason(eviction, reason)
-    return eviction
-
-
 _new = object.__new__
 
 
@@ -254,8 +240,6 @@ class WorkingMemory:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("_version", 0)
-        state.setdefault("_policy_behind", None)
         self.__dict__.update(state)
         self._log = structlog.get_logger("tickwork.memory")
 

@@ -470,10 +470,6 @@ class Simulation:
         # the loop writes what the planner asks to remember to the file the planner reopened
         planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
         memory = getattr(planners[0], "long_term", None) if planners else None
-        if "writer" not in state:  # a checkpoint from before the writer
-            self.writer = (
-                None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
-            )
         if self.writer is not None:
             self.writer.attach(memory)
         self.loop.long_term = self.writer if memory is not None else None
@@ -602,7 +598,7 @@ class Simulation:
     def collision_detail(self, contact: Any, tick: int) -> dict[str, Any]:
         """What a collision event says: what was hit, where, at what speed and heading, and
         the last re-plan before it (None if there was none)."""
-        last = getattr(self.tally, "last_replan", None)
+        last = self.tally.last_replan
         return {
             "tick": tick,
             "hit": contact.hit,
@@ -680,7 +676,7 @@ class Simulation:
             "delivery_times": world["delivery_times"],
             "safety_violations": world["safety_violations"],
             "collisions": world["collisions"],
-            "collision_details": list(getattr(self, "collision_details", [])),
+            "collision_details": list(self.collision_details),
             "speed_violations": world.get("speed_violations", 0),
             "replans": self.tally.kinds["replan"],
             "alarms": dict(sorted(self.tally.alarms.items())),
@@ -718,13 +714,6 @@ class Simulation:
 def failed(summary: Mapping[str, Any]) -> bool:
     """A run fails when a safety violation or a collision happened."""
     return bool(summary["safety_violations"] or summary["collisions"])
-
-
-def run_scenario(
-    scenario: str | Path = "warehouse", *, seed: int = 0, ticks: int | None = None, **kwargs: Any
-) -> dict[str, Any]:
-    """Build a ``Simulation`` and run it; the summary."""
-    return Simulation(scenario, seed=seed, **kwargs).run(ticks)
 
 
 def deterministic_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
