@@ -371,6 +371,16 @@ class WorkingMemory:
         if self._policy_behind is None:
             pinned = self._pinned_keys
             self._policy_behind = [k for k in self._items if k not in pinned]
+        out = self._settle_victims(victims, tick)
+        self._settle_writes(writes, now)
+        self._version += 1
+        self._check_alarm(tick)
+        return out
+
+    def _settle_victims(
+        self, victims: Iterable[tuple[str, float, float]], tick: int
+    ) -> list[Eviction]:
+        """Record each victim as evicted for ``capacity``, dropping the held ones."""
         items = self._items
         pinned = self._pinned_keys
         out: list[Eviction] = []
@@ -388,6 +398,17 @@ class WorkingMemory:
             out.append(eviction)
         self.evictions.extend(out)
         self.evicted_total += len(out)
+        return out
+
+    def _settle_writes(
+        self,
+        writes: Iterable[tuple[str, Any, float, float, Source, float | None, int, str]],
+        now: float,
+    ) -> None:
+        """Hold each written item (see ``settle``)."""
+        items = self._items
+        pinned = self._pinned_keys
+        new = _new
         s_key, s_value, s_importance, s_used, s_first, s_source, s_stamp, s_seq, s_via = _ITEM_SLOTS
         for key, value, importance, last_used, source, stamp, seq, via in writes:
             old = items.get(key)
@@ -416,9 +437,6 @@ class WorkingMemory:
             s_seq(item, seq)
             s_via(item, via)
             items[key] = item
-        self._version += 1
-        self._check_alarm(tick)
-        return out
 
     def clear(self) -> None:
         """Forget everything without recording evictions (the cache is rebuilt from sources)."""
