@@ -1056,3 +1056,35 @@ def test_a_held_event_is_not_admitted_again_when_a_newer_one_arrives() -> None:
     w.log.append("a")  # both stamped 1.0, like the first event
     ws = assembler.assemble(tick=1, now=1.0)
     assert [(e.key, e.reason) for e in ws.evictions] == [(first.key, "capacity")]
+
+
+def test_laps_mark_the_delta_paths_stages_in_order_and_do_not_pickle() -> None:
+    """``laps`` is called with each stage's name as it ends, on the delta path (the
+    from-scratch path has no stages), and a pickled assembler keeps no caller's timer."""
+    import io
+    import pickle
+
+    from runtime.assembler import STAGES
+
+    class Pickler(pickle.Pickler):  # a lock pickles as a new lock, as checkpoints do
+        def reducer_override(self, obj: Any) -> Any:
+            if type(obj) is type(threading.RLock()):
+                return (threading.RLock, ())
+            return NotImplemented
+
+    w = World()
+    w.board.write("pose", (0.0, 0.0, 0.0))
+    assembler = w.assembler(PLANNER, EXECUTOR)
+    called: list[str] = []
+    assembler.laps = called.append
+    for tick in range(3):
+        assembler.assemble(tick, 0.1 * tick)
+    assert called == list(STAGES) * 3
+    buffer = io.BytesIO()
+    Pickler(buffer).dump(assembler)
+    copy = pickle.loads(buffer.getvalue())
+    assert copy.laps is None and copy.specs.keys() == assembler.specs.keys()
+    scratch = Assembler(w.board, w.map, w.log, WorkingMemory(policy=FifoEviction()), [PLANNER])
+    scratch.laps = called.append
+    scratch.assemble(0, 0.0)
+    assert called == list(STAGES) * 3
