@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from runtime.board import StateBoard as StateBoard
     from runtime.cabin import Cabin as Cabin
     from runtime.cabin import CabinFailure as CabinFailure
+    from runtime.cabin import CabinWrapper as CabinWrapper
     from runtime.cabin import Command as Command
     from runtime.cabin import NoteOp as NoteOp
     from runtime.cabin import Outbox as Outbox
@@ -92,6 +93,7 @@ _WHERE: dict[str, str] = {
     "Cabin": "runtime.cabin",
     "CabinFailure": "runtime.cabin",
     "CabinMap": "runtime.cabin_map",
+    "CabinWrapper": "runtime.cabin",
     "CabinView": "runtime.pack",
     "CatchUp": "runtime.loop",
     "Clock": "runtime.clock",

@@ -39,13 +39,23 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 import numpy as np
 import structlog
 
-from runtime.cabin import Cabin, CabinFailure, Outbox, decide
+from runtime.cabin import (
+    LATE_PREFIX,
+    Cabin,
+    CabinFailure,
+    CabinWrapper,
+    Outbox,
+    decide,
+    latency_share,
+    recheck,
+    same_view,
+    timing_of,
+)
 from runtime.errors import SettingError, TickworkError
 from runtime.timing import Timing
 
 if TYPE_CHECKING:
     from runtime.pack import CabinView, WorkingSet
-    from runtime.spec import ContextSpec
 
 __all__ = [
     "LATE_PREFIX",
@@ -65,8 +75,6 @@ __all__ = [
     "timing_of",
 ]
 
-LATE_PREFIX = "late:"
-"""Board key prefix of the cabins that are late: ``late:<cabin>``."""
 _TOLERANCE = 1e-9  # seconds: a deadline met to the last float digit is met
 
 Status = Literal["on_time", "rechecked", "dropped", "failed"]
@@ -74,16 +82,7 @@ Status = Literal["on_time", "rechecked", "dropped", "failed"]
 _log = structlog.get_logger("tickwork.asynchronous")
 
 
-# -- what a cabin declares -------------------------------------------------------------------
-
-
-def timing_of(cabin: Cabin) -> Timing:
-    """The cabin's timing: its own ``timing`` attribute if it has one, else its spec's."""
-    own = getattr(cabin, "timing", None)
-    if isinstance(own, Timing):
-        return own
-    spec_timing = getattr(cabin.spec, "timing", None)
-    return spec_timing if isinstance(spec_timing, Timing) else Timing()
+# -- late decisions ----------------------------------------------------------------------------
 
 
 class LatePolicy(Protocol):
@@ -115,17 +114,6 @@ class RecheckLate:
         return recheck(cabin, decided, current, out)
 
 
-def latency_share(cabin: Cabin) -> float:
-    """The share of its declared latency the decision ``cabin`` just made takes on a
-    simulated clock: its own ``latency_share()`` if it has one (an LLM cabin that asked its
-    model nothing says 0), else 1."""
-    own = getattr(cabin, "latency_share", None)
-    if not callable(own):
-        return 1.0
-    share = float(own())
-    return min(1.0, share) if share > 0 else 0.0
-
-
 def late_policy(cabin: Cabin) -> LatePolicy:
     """The cabin's own ``late_policy`` object if it has one, else its timing's ``on_late``."""
     own = getattr(cabin, "late_policy", None)
@@ -134,73 +122,29 @@ def late_policy(cabin: Cabin) -> LatePolicy:
     return RecheckLate() if timing_of(cabin).on_late == "recheck" else DropLate()
 
 
-def recheck(cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-    """Whether a late decision still holds: the cabin's own ``recheck(decided, current, out)``
-    if it has one, else whether ``current`` shows the same items and missing items (its own
-    ``late:<cabin>`` item aside: that it is late is why it is asked)."""
-    own = getattr(cabin, "recheck", None)
-    if callable(own):
-        return bool(own(decided, current, out))
-    return same_view(decided, current, ignore=(LATE_PREFIX + cabin.name,))
-
-
-def same_view(a: CabinView, b: CabinView, *, ignore: tuple[str, ...] = ()) -> bool:
-    """Whether two views hold the same keys with equal values and the same missing items
-    (the keys in ``ignore`` aside)."""
-    keys = a.keys() - set(ignore)
-    if keys != b.keys() - set(ignore) or dict(a.missing) != dict(b.missing):
-        return False
-    return all(_same(a[key], b[key]) for key in keys)
-
-
-def _same(x: Any, y: Any) -> bool:
-    if x is y:
-        return True
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return bool(np.array_equal(x, y))
-    try:
-        return bool(x == y)
-    except (TypeError, ValueError):  # e.g. containers of arrays
-        return False
-
-
-class Asynchronous:
+class Asynchronous(CabinWrapper):
     """Runs ``inner`` asynchronously, whatever its spec says: the runtime's wrapper.
 
     ``timing`` defaults to the inner cabin's with ``mode = "async"``; keyword settings
     (``deadline``, ``max_age``, ``on_late``, ``latency``, ``latency_max``) change it.
+    Everything else is the inner cabin's (``CabinWrapper``).
     """
 
     def __init__(self, inner: Cabin, *, timing: Timing | None = None, **settings: Any) -> None:
         base = timing if timing is not None else timing_of(inner)
         try:
-            self.timing = Timing.model_validate(
+            own = Timing.model_validate(
                 {**base.model_dump(exclude_unset=True), **settings, "mode": "async"}
             )
         except ValueError as exc:
             raise SettingError(f"bad timing for cabin {inner.name!r}: {exc}") from None
-        self.inner = inner
+        super().__init__(inner)
+        self._timing = own
 
     @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def spec(self) -> ContextSpec:
-        return self.inner.spec
-
-    @property
-    def uses_notes(self) -> bool:
-        return getattr(self.inner, "uses_notes", False) is True
-
-    def step(self, view: CabinView, out: Outbox) -> None:
-        self.inner.step(view, out)
-
-    def recheck(self, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        return recheck(self.inner, decided, current, out)
-
-    def latency_share(self) -> float:
-        return latency_share(self.inner)
+    def timing(self) -> Timing:
+        """The inner cabin's timing made asynchronous, with the wrapper's settings."""
+        return self._timing
 
 
 # -- where decisions run ---------------------------------------------------------------------

@@ -51,9 +51,6 @@ class Reading:
         """True when the reading has outlived its time-to-live at ``now``."""
         return self.ttl is not None and now - self.stamp > self.ttl
 
-    def expires_at(self) -> float:
-        return math.inf if self.ttl is None else self.stamp + self.ttl
-
 
 _TOP = "\U0010ffff"
 

@@ -11,6 +11,12 @@ another's writes in the same tick.
 ``decide`` runs one step isolated: a cabin that raises, or that writes notes without a
 scratchpad, gives a ``CabinFailure`` instead of an outbox (the loop drops that outbox and
 logs why), whether it decided inside the tick or off it.
+
+Beyond the protocol a cabin may declare its ``timing``, a ``recheck`` of a late decision
+and the ``latency_share`` of the decision it just made; ``timing_of``, ``recheck`` and
+``latency_share`` read them with their defaults. A ``CabinWrapper`` runs a cabin inside
+another (``Asynchronous``, the simulator's faulty cabin): it forwards all of these to the
+cabin it wraps, so a wrapper says only what it changes.
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+import numpy as np
+
 from runtime.board import check_write
 from runtime.errors import SettingError
 from runtime.freeze import FrozenDict, freeze
 from runtime.scratchpad import NOTE_PREFIX, check_note_key
+from runtime.timing import Timing
 
 if TYPE_CHECKING:
     from runtime.pack import CabinView
@@ -226,3 +235,98 @@ def decide(cabin: Cabin, view: CabinView, *, has_pad: bool) -> Outbox | CabinFai
             "has no scratchpad (Assembler(..., scratchpads=...)); its outbox was dropped",
         )
     return out
+
+
+# -- what a cabin may declare beyond the protocol --------------------------------------------
+
+LATE_PREFIX = "late:"
+"""Board key prefix of the cabins that are late: ``late:<cabin>``."""
+
+
+def timing_of(cabin: Cabin) -> Timing:
+    """The cabin's timing: its own ``timing`` attribute if it has one, else its spec's."""
+    own = getattr(cabin, "timing", None)
+    if isinstance(own, Timing):
+        return own
+    spec_timing = getattr(cabin.spec, "timing", None)
+    return spec_timing if isinstance(spec_timing, Timing) else Timing()
+
+
+def latency_share(cabin: Cabin) -> float:
+    """The share of its declared latency the decision ``cabin`` just made takes on a
+    simulated clock: its own ``latency_share()`` if it has one (an LLM cabin that asked its
+    model nothing says 0), else 1."""
+    own = getattr(cabin, "latency_share", None)
+    if not callable(own):
+        return 1.0
+    share = float(own())
+    return min(1.0, share) if share > 0 else 0.0
+
+
+def recheck(cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+    """Whether a late decision still holds: the cabin's own ``recheck(decided, current, out)``
+    if it has one, else whether ``current`` shows the same items and missing items (its own
+    ``late:<cabin>`` item aside: that it is late is why it is asked)."""
+    own = getattr(cabin, "recheck", None)
+    if callable(own):
+        return bool(own(decided, current, out))
+    return same_view(decided, current, ignore=(LATE_PREFIX + cabin.name,))
+
+
+def same_view(a: CabinView, b: CabinView, *, ignore: tuple[str, ...] = ()) -> bool:
+    """Whether two views hold the same keys with equal values and the same missing items
+    (the keys in ``ignore`` aside)."""
+    keys = a.keys() - set(ignore)
+    if keys != b.keys() - set(ignore) or dict(a.missing) != dict(b.missing):
+        return False
+    return all(_same(a[key], b[key]) for key in keys)
+
+
+def _same(x: Any, y: Any) -> bool:
+    if x is y:
+        return True
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return bool(np.array_equal(x, y))
+    try:
+        return bool(x == y)
+    except (TypeError, ValueError):  # e.g. containers of arrays
+        return False
+
+
+class CabinWrapper:
+    """A cabin that runs ``inner``: its name, spec, notes, timing, re-check of a late
+    decision, latency share and step are the inner cabin's (each read with its default,
+    as the loop reads a bare cabin's). A subclass overrides only what it changes; a
+    wrapper of a wrapper forwards to the innermost cabin through each."""
+
+    def __init__(self, inner: Cabin) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def spec(self) -> ContextSpec:
+        return self.inner.spec
+
+    @property
+    def uses_notes(self) -> bool:
+        """Whether the wrapped cabin keeps scratchpad notes (the loop checks it has a pad)."""
+        return getattr(self.inner, "uses_notes", False) is True
+
+    @property
+    def timing(self) -> Timing:
+        """The wrapped cabin's timing (an asynchronous cabin stays asynchronous)."""
+        return timing_of(self.inner)
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        self.inner.step(view, out)
+
+    def recheck(self, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+        """The wrapped cabin's re-check of a late decision."""
+        return recheck(self.inner, decided, current, out)
+
+    def latency_share(self) -> float:
+        """The wrapped cabin's share of its latency, for the decision it just made."""
+        return latency_share(self.inner)

@@ -459,8 +459,7 @@ class CabinMap:
         self._overflow_limit = state["overflow_limit"]
         self._features = state["features"]
         self._version = state["version"]
-        # a map pickled before revisions were kept: every feature as of that version
-        self._revisions = state.get("revisions") or dict.fromkeys(self._features, self._version)
+        self._revisions = state["revisions"]
         self._rebuilds = state["rebuilds"]
         self._tree = None
         self._overflow_arrays = None

@@ -22,7 +22,9 @@ memory, if it has one, and each gets a ``remembered`` event (``stored``, and
 An asynchronous cabin (``runtime.asynchronous``) gets a view only on the ticks it is idle
 at, decides off the tick thread, and its outbox is applied, in cabin order among the
 others, at the apply phase its decision came back by; ``TickResult.returned`` tags it
-with both ticks. The loop never waits for it.
+with both ticks. The loop never waits for it. Each cabin has a runner of its kind
+(``runtime.runners``: synchronous, asynchronous, or asynchronous with no latency) that
+the decide and the apply phase go through, in cabin order.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,13 +47,13 @@ from runtime.asynchronous import (
     Returned,
     SimulatedExecutor,
     ThreadExecutor,
-    timing_of,
 )
-from runtime.cabin import Cabin, CabinFailure, Command, MemoryWrite, NoteOp, Outbox, decide
+from runtime.cabin import Cabin, CabinFailure, Command, MemoryWrite, NoteOp, Outbox, timing_of
 from runtime.clock import Clock, SimClock
 from runtime.errors import SettingError
 from runtime.longterm import LongTermStore
 from runtime.pack import CabinView, WorkingSet
+from runtime.runners import TickDecisions, runner_for
 from runtime.scratchpad import Scratchpad
 
 Suppressor = Callable[[int, str], Iterable[str]]
@@ -173,27 +174,7 @@ class TickLoop:
         executor: DecisionExecutor | None = None,
         rng: np.random.Generator | None = None,
     ) -> None:
-        if not rate_hz > 0 or not math.isfinite(rate_hz):
-            raise SettingError(f"rate_hz must be a positive number, got {rate_hz!r}")
-        names = [c.name for c in cabins]
-        if len(set(names)) != len(names):
-            raise SettingError(f"cabin names must be unique, got {names}")
-        unknown = [n for n in names if n not in assembler.specs]
-        if unknown:
-            raise SettingError(
-                f"cabins {unknown} have no spec in the assembler (specs: {sorted(assembler.specs)})"
-            )
-        pads = assembler.scratchpads
-        padless = [
-            n
-            for n, c in zip(names, cabins, strict=True)
-            if getattr(c, "uses_notes", False) is True and n not in pads
-        ]
-        if padless:
-            raise SettingError(
-                f"cabins {padless} use notes (uses_notes=True) but the assembler has no "
-                "scratchpad for them; pass Assembler(..., scratchpads={name: Scratchpad()})"
-            )
+        _check(assembler, cabins, rate_hz)
         self.assembler = assembler
         self.cabins = tuple(cabins)
         self.rate_hz = float(rate_hz)
@@ -204,21 +185,8 @@ class TickLoop:
         self.suppress = suppress
         self.timer = timer
         self.long_term = long_term
-        timings = {c.name: timing_of(c) for c in self.cabins}
-        asynchronous = {name: t for name, t in timings.items() if t.is_async}
-        self.asynchronous: AsyncDecisions | None = None
-        if asynchronous:
-            if executor is None:
-                executor = (
-                    SimulatedExecutor(rng) if isinstance(clock, SimClock) else ThreadExecutor()
-                )
-            self.asynchronous = AsyncDecisions(asynchronous, executor)
-        self._is_async = tuple(c.name in asynchronous for c in self.cabins)
-        pending = self.asynchronous
-        self._at_once = tuple(
-            pending is not None and c.name in pending and pending.at_once(c.name)
-            for c in self.cabins
-        )
+        self.asynchronous = _async_decisions(self.cabins, executor, clock, rng)
+        self._runners = tuple(runner_for(c, self.asynchronous) for c in self.cabins)
         self.tick = 0
         self._start: float | None = None
         self._slot = 0
@@ -257,79 +225,56 @@ class TickLoop:
             hook.before_freeze(tick, now)
         started = self.timer()
         ws = self.assembler.assemble(tick, now)
-        pads = self.assembler.scratchpads
-        pending = self.asynchronous
-        views: list[CabinView] = []
-        decided: list[Outbox | CabinFailure | Returned | None] = []
-        for cabin, is_async, at_once in zip(
-            self.cabins, self._is_async, self._at_once, strict=True
-        ):
-            name = cabin.name
-            if at_once:  # asynchronous, but its decisions take no time: back at once
-                assert pending is not None
-                view = ws.view(name, suppress=self._hidden(tick, name))
-                views.append(view)
-                decided.append(pending.decide_now(cabin, view, tick=tick, has_pad=name in pads))
-                continue
-            if is_async:
-                assert pending is not None
-                if pending.idle(name):
-                    view = ws.view(name, suppress=self._hidden(tick, name))
-                    views.append(view)
-                    pending.start(
-                        cabin,
-                        view,
-                        ws,
-                        tick=tick,
-                        now=now,
-                        period=self.period,
-                        has_pad=name in pads,
-                    )
-                decided.append(None)
-                continue
-            view = ws.view(name, suppress=self._hidden(tick, name))
-            views.append(view)
-            decided.append(decide(cabin, view, has_pad=name in pads))
-        # apply phase: what was decided this tick and what came back, in cabin order
-        outboxes: list[Outbox] = []
-        failures: list[CabinFailure] = []
-        returned: list[Returned] = []
-        notices: Notices | None = None
-        if pending is not None:
-            notices = Notices()
-            view_of = partial(self._view, ws)
-        for cabin, got in zip(self.cabins, decided, strict=True):
-            decision: Outbox | CabinFailure | None
-            if isinstance(got, Returned) or (got is None and pending is not None):
-                if isinstance(got, Returned):
-                    back: Returned | None = got
-                else:
-                    assert pending is not None and notices is not None
-                    back = pending.collect(
-                        cabin, tick=tick, now=clock.now(), current=view_of, notices=notices
-                    )
-                if back is None:
-                    continue
-                returned.append(back)
-                if not back.applied and back.failure is None:
-                    continue  # dropped as late: recorded, not applied
-                decision = back.failure if back.failure is not None else back.outbox
-            else:
-                decision = got
-            if isinstance(decision, CabinFailure):
-                failures.append(decision)
-                self._log.error(
-                    "cabin_failed",
-                    tick=tick,
-                    cabin=decision.cabin,
-                    error_type=decision.error_type,
-                    message=decision.message,
-                )
-            elif decision is not None:
-                outboxes.append(decision)
-        commands = self._apply(tick, ws, outboxes, failures, notices)
+        decided = self._decide(tick, now, ws)
+        commands = self._apply(tick, ws, decided.outboxes, decided.failures, decided.notices)
         compute = self.timer() - started
+        deadline, late = self._advance(tick, compute, ws, decided.failures)
+        result = TickResult(
+            tick,
+            now,
+            ws,
+            tuple(decided.views),
+            tuple(decided.outboxes),
+            commands,
+            tuple(decided.failures),
+            compute,
+            late,
+            tuple(decided.returned),
+        )
+        for hook in self.hooks:
+            hook.after_apply(result)
+        clock.sleep_until(deadline)
+        return result
 
+    def _decide(self, tick: int, now: float, ws: WorkingSet) -> TickDecisions:
+        """Every cabin decides on its view of ``ws`` (or starts deciding, or is still at
+        it); then, in cabin order, what each decided and what came back is sorted into the
+        outboxes to apply and the failures."""
+        decided = TickDecisions(
+            tick,
+            now,
+            ws,
+            self._hidden,
+            self.assembler.scratchpads,
+            self.period,
+            self.clock,
+            self._log,
+            None if self.asynchronous is None else Notices(),
+        )
+        for runner in self._runners:
+            runner.decide(decided)
+        for runner in self._runners:
+            runner.collect(decided)
+        return decided
+
+    def _advance(
+        self, tick: int, compute: float, ws: WorkingSet, failures: list[CabinFailure]
+    ) -> tuple[float, bool]:
+        """Move to the next grid slot (past the missed ones, after an overrun, as the
+        overrun policy says) and count the tick; the next deadline, and whether this tick
+        overran."""
+        clock = self.clock
+        assert self._start is not None
         self.tick += 1
         self._slot += 1
         deadline = self._start + self._slot * self.period
@@ -359,28 +304,10 @@ class TickLoop:
         c.evictions += len(ws.evictions)
         c.capacity_alarms += int(ws.capacity_alarm)
         c.failures += len(failures)
-        result = TickResult(
-            tick,
-            now,
-            ws,
-            tuple(views),
-            tuple(outboxes),
-            commands,
-            tuple(failures),
-            compute,
-            late,
-            tuple(returned),
-        )
-        for hook in self.hooks:
-            hook.after_apply(result)
-        clock.sleep_until(deadline)
-        return result
+        return deadline, late
 
     def _hidden(self, tick: int, cabin: str) -> tuple[str, ...]:
         return tuple(self.suppress(tick, cabin)) if self.suppress else ()
-
-    def _view(self, ws: WorkingSet, cabin: str) -> CabinView:
-        return ws.view(cabin, suppress=self._hidden(ws.tick, cabin))
 
     def _apply(
         self,
@@ -390,6 +317,8 @@ class TickLoop:
         failures: list[CabinFailure],
         notices: Notices | None,
     ) -> tuple[Command, ...]:
+        """Apply the outboxes in cabin order (one that cannot be applied fails its cabin),
+        log the failures, apply the bookkeeping's notices; the commands for the world."""
         board, log = self.assembler.board, self.assembler.log
         commands: list[Command] = []
         with board.lock, log.lock:
@@ -422,29 +351,35 @@ class TickLoop:
                     },
                     tags=(f"cabin:{f.cabin}", "failure"),
                 )
-            if notices is not None:
-                for kind, data in notices.events:
-                    log.append(kind, data, tags=(f"cabin:{data['cabin']}", "late"))
-                for key, value in notices.board:
-                    if value is None:
-                        board.delete(key)
-                    else:
-                        board.write(key, value, source="loop")
-            if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
-                self._capacity_alarm = ws.capacity_alarm
-                memory = self.assembler.memory
-                log.append(
-                    "capacity_alarm",
-                    {
-                        "tick": tick,
-                        "held": len(memory),
-                        "pinned": memory.pinned_count,
-                        "capacity": memory.capacity,
-                        "phase": "start" if ws.capacity_alarm else "end",
-                    },
-                    tags=("alarm",),
-                )
+            self._bookkeep(tick, ws, notices)
         return tuple(commands)
+
+    def _bookkeep(self, tick: int, ws: WorkingSet, notices: Notices | None) -> None:
+        """Apply what the asynchronous bookkeeping noticed (``decision_late`` events, the
+        ``late:<cabin>`` keys), and log a capacity alarm's start or end."""
+        board, log = self.assembler.board, self.assembler.log
+        if notices is not None:
+            for kind, data in notices.events:
+                log.append(kind, data, tags=(f"cabin:{data['cabin']}", "late"))
+            for key, value in notices.board:
+                if value is None:
+                    board.delete(key)
+                else:
+                    board.write(key, value, source="loop")
+        if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
+            self._capacity_alarm = ws.capacity_alarm
+            memory = self.assembler.memory
+            log.append(
+                "capacity_alarm",
+                {
+                    "tick": tick,
+                    "held": len(memory),
+                    "pinned": memory.pinned_count,
+                    "capacity": memory.capacity,
+                    "phase": "start" if ws.capacity_alarm else "end",
+                },
+                tags=("alarm",),
+            )
 
     def _apply_outbox(self, tick: int, out: Outbox) -> None:
         board, log = self.assembler.board, self.assembler.log
@@ -521,3 +456,47 @@ def _apply_notes(pad: Scratchpad, ops: Sequence[NoteOp], tick: int) -> None:
                 pad.clear(tick=tick, reason="cabin")
             elif op.op == "scope":
                 pad.scope(op.task, tick=tick)
+
+
+def _check(assembler: Assembler, cabins: Sequence[Cabin], rate_hz: float) -> None:
+    """Refuse a rate that is not a positive number, cabins that share a name or have no
+    spec, and cabins that use notes but have no scratchpad."""
+    if not rate_hz > 0 or not math.isfinite(rate_hz):
+        raise SettingError(f"rate_hz must be a positive number, got {rate_hz!r}")
+    names = [c.name for c in cabins]
+    if len(set(names)) != len(names):
+        raise SettingError(f"cabin names must be unique, got {names}")
+    unknown = [n for n in names if n not in assembler.specs]
+    if unknown:
+        raise SettingError(
+            f"cabins {unknown} have no spec in the assembler (specs: {sorted(assembler.specs)})"
+        )
+    pads = assembler.scratchpads
+    padless = [
+        n
+        for n, c in zip(names, cabins, strict=True)
+        if getattr(c, "uses_notes", False) is True and n not in pads
+    ]
+    if padless:
+        raise SettingError(
+            f"cabins {padless} use notes (uses_notes=True) but the assembler has no "
+            "scratchpad for them; pass Assembler(..., scratchpads={name: Scratchpad()})"
+        )
+
+
+def _async_decisions(
+    cabins: Sequence[Cabin],
+    executor: DecisionExecutor | None,
+    clock: Clock,
+    rng: np.random.Generator | None,
+) -> AsyncDecisions | None:
+    """The bookkeeping of the asynchronous cabins among ``cabins`` (None if there are
+    none), deciding on ``executor``: by default simulated on a ``SimClock`` (latencies drawn
+    with ``rng``), else on threads."""
+    timings = {c.name: timing_of(c) for c in cabins}
+    asynchronous = {name: t for name, t in timings.items() if t.is_async}
+    if not asynchronous:
+        return None
+    if executor is None:
+        executor = SimulatedExecutor(rng) if isinstance(clock, SimClock) else ThreadExecutor()
+    return AsyncDecisions(asynchronous, executor)

@@ -122,20 +122,6 @@ def new_item(
     return item
 
 
-def new_eviction(
-    tick: int, key: str, importance: float, last_used: float, reason: EvictionReason
-) -> Eviction:
-    """An ``Eviction``, made as ``new_item`` makes an item."""
-    eviction = _new(Eviction)
-    s_tick, s_key, s_importance, s_used, s_reason = _EVICTION_SLOTS
-    s_tick(eviction, tick)
-    s_key(eviction, key)
-    s_importance(eviction, importance)
-    s_used(eviction, last_used)
-    s_reason(eviction, reason)
-    return eviction
-
-
 _new = object.__new__
 
 
@@ -254,8 +240,6 @@ class WorkingMemory:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("_version", 0)
-        state.setdefault("_policy_behind", None)
         self.__dict__.update(state)
         self._log = structlog.get_logger("tickwork.memory")
 
@@ -387,6 +371,16 @@ class WorkingMemory:
         if self._policy_behind is None:
             pinned = self._pinned_keys
             self._policy_behind = [k for k in self._items if k not in pinned]
+        out = self._settle_victims(victims, tick)
+        self._settle_writes(writes, now)
+        self._version += 1
+        self._check_alarm(tick)
+        return out
+
+    def _settle_victims(
+        self, victims: Iterable[tuple[str, float, float]], tick: int
+    ) -> list[Eviction]:
+        """Record each victim as evicted for ``capacity``, dropping the held ones."""
         items = self._items
         pinned = self._pinned_keys
         out: list[Eviction] = []
@@ -404,6 +398,17 @@ class WorkingMemory:
             out.append(eviction)
         self.evictions.extend(out)
         self.evicted_total += len(out)
+        return out
+
+    def _settle_writes(
+        self,
+        writes: Iterable[tuple[str, Any, float, float, Source, float | None, int, str]],
+        now: float,
+    ) -> None:
+        """Hold each written item (see ``settle``)."""
+        items = self._items
+        pinned = self._pinned_keys
+        new = _new
         s_key, s_value, s_importance, s_used, s_first, s_source, s_stamp, s_seq, s_via = _ITEM_SLOTS
         for key, value, importance, last_used, source, stamp, seq, via in writes:
             old = items.get(key)
@@ -432,9 +437,6 @@ class WorkingMemory:
             s_seq(item, seq)
             s_via(item, via)
             items[key] = item
-        self._version += 1
-        self._check_alarm(tick)
-        return out
 
     def clear(self) -> None:
         """Forget everything without recording evictions (the cache is rebuilt from sources)."""

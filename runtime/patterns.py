@@ -101,12 +101,3 @@ class PatternSet:
         if key in self._exact:
             return True
         return self._regex is not None and self._regex.match(key) is not None
-
-    def first_match(self, key: str) -> str | None:
-        """The first pattern (in declared order) that ``key`` matches, or None."""
-        if not self.match(key):
-            return None
-        for p in self._patterns:
-            if matches(key, p):
-                return p
-        return None

@@ -551,11 +551,11 @@ def test_a_required_pattern_is_found_among_sorted_keys_as_by_a_scan(
     import fnmatch
     import re
 
-    from runtime.assembler import _any_from
+    from runtime.assembly.freezing import any_from
     from runtime.patterns import literal_prefix
 
     rx = re.compile(fnmatch.translate(pattern)).match
-    assert _any_from(sorted(keys), literal_prefix(pattern), rx) == any(
+    assert any_from(sorted(keys), literal_prefix(pattern), rx) == any(
         fnmatch.fnmatchcase(k, pattern) for k in keys
     )
 
@@ -1030,7 +1030,7 @@ def test_a_candidate_offered_again_changed_is_written_again() -> None:
     event = w.log.append("bump", stamp=0.0)
     assembler.assemble(tick=0, now=0.0)
     held = w.memory.get(event.key)
-    assert held is not None and held.via == assembler._vias["first"].log
+    assert held is not None and held.via == assembler._compiled.vias["first"].log
     w.board.write("mode", mode)  # the same object again, with the key set changing too
     w.board.write("extra", 1)
     reading = w.board.read("mode")
@@ -1040,7 +1040,7 @@ def test_a_candidate_offered_again_changed_is_written_again() -> None:
     item = ws.view("first").provenance["mode"]
     assert (item.seq, item.stamp) == (reading.seq, reading.stamp)
     held = w.memory.get(event.key)
-    assert held is not None and held.via == assembler._vias["second"].log
+    assert held is not None and held.via == assembler._compiled.vias["second"].log
 
 
 def test_a_held_event_is_not_admitted_again_when_a_newer_one_arrives() -> None:
@@ -1056,3 +1056,35 @@ def test_a_held_event_is_not_admitted_again_when_a_newer_one_arrives() -> None:
     w.log.append("a")  # both stamped 1.0, like the first event
     ws = assembler.assemble(tick=1, now=1.0)
     assert [(e.key, e.reason) for e in ws.evictions] == [(first.key, "capacity")]
+
+
+def test_laps_mark_the_delta_paths_stages_in_order_and_do_not_pickle() -> None:
+    """``laps`` is called with each stage's name as it ends, on the delta path (the
+    from-scratch path has no stages), and a pickled assembler keeps no caller's timer."""
+    import io
+    import pickle
+
+    from runtime.assembler import STAGES
+
+    class Pickler(pickle.Pickler):  # a lock pickles as a new lock, as checkpoints do
+        def reducer_override(self, obj: Any) -> Any:
+            if type(obj) is type(threading.RLock()):
+                return (threading.RLock, ())
+            return NotImplemented
+
+    w = World()
+    w.board.write("pose", (0.0, 0.0, 0.0))
+    assembler = w.assembler(PLANNER, EXECUTOR)
+    called: list[str] = []
+    assembler.laps = called.append
+    for tick in range(3):
+        assembler.assemble(tick, 0.1 * tick)
+    assert called == list(STAGES) * 3
+    buffer = io.BytesIO()
+    Pickler(buffer).dump(assembler)
+    copy = pickle.loads(buffer.getvalue())
+    assert copy.laps is None and copy.specs.keys() == assembler.specs.keys()
+    scratch = Assembler(w.board, w.map, w.log, WorkingMemory(policy=FifoEviction()), [PLANNER])
+    scratch.laps = called.append
+    scratch.assemble(0, 0.0)
+    assert called == list(STAGES) * 3

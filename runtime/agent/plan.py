@@ -218,10 +218,6 @@ class Plan:
         """The first step (in plan order) that can run now, or None."""
         return next((s for s in self.steps if self.can_run(s.id)), None)
 
-    def steps_with(self, status: StepStatus) -> tuple[PlanStep, ...]:
-        """The steps with this status, in plan order."""
-        return tuple(s for s in self.steps if s.status == status)
-
     @property
     def current(self) -> PlanStep | None:
         """The first running step, or None."""

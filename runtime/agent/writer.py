@@ -260,7 +260,7 @@ class MemoryWriter:
         self._queue = deque(state["queue"])
         self._mine = state["mine"]
         self._tickets = state["tickets"]
-        self.closed = state.get("closed", False)  # absent from older checkpoints
+        self.closed = state["closed"]
         self._lock = threading.Lock()
         self._flushing = threading.RLock()
         self._wake = threading.Event()

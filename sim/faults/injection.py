@@ -14,11 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import Cabin, CabinMap, CabinView, ContextSpec, EventLog, Feature, Outbox, StateBoard
-from runtime.asynchronous import latency_share, recheck, timing_of
+from runtime import (
+    Cabin,
+    CabinMap,
+    CabinView,
+    CabinWrapper,
+    EventLog,
+    Feature,
+    Outbox,
+    StateBoard,
+)
 from runtime.errors import TickworkError
 from runtime.patterns import matches
-from runtime.timing import Timing
 from sim.faults.model import Fault, FaultPlan
 
 
@@ -68,41 +75,20 @@ class GatedMap:
         return self.cabin_map.discard(feature_id)
 
 
-class FaultyCabin:
-    """A cabin under a fault plan: it may crash, and its lost events are dropped."""
+class FaultyCabin(CabinWrapper):
+    """A cabin under a fault plan: it may crash, and its lost events are dropped. All else
+    is the wrapped cabin's (``CabinWrapper``)."""
 
     def __init__(self, inner: Cabin, plan: FaultPlan) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.plan = plan
         self.lost_events = 0
         self._last_tick: int | None = None
         self._crashed = False
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def spec(self) -> ContextSpec:
-        return self.inner.spec
-
-    @property
-    def uses_notes(self) -> bool:
-        """Whether the wrapped cabin keeps scratchpad notes (the loop checks it has a pad)."""
-        return getattr(self.inner, "uses_notes", False) is True
-
-    @property
-    def timing(self) -> Timing:
-        """The wrapped cabin's timing (an asynchronous cabin stays asynchronous)."""
-        return timing_of(self.inner)
-
-    def recheck(self, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        """The wrapped cabin's re-check of a late decision."""
-        return recheck(self.inner, decided, current, out)
-
     def latency_share(self) -> float:
         """The wrapped cabin's, for a decision it made (a crash takes no time)."""
-        return 0.0 if self._crashed else latency_share(self.inner)
+        return 0.0 if self._crashed else super().latency_share()
 
     def step(self, view: CabinView, out: Outbox) -> None:
         self._crashed = False

@@ -331,6 +331,35 @@ class CabinRef:
         return ExtraCabin(spec=self.spec, factory=factory)
 
 
+def _check_names(
+    specs: Mapping[str, ContextSpec], extra: Sequence[ExtraCabin], faults: Sequence[Fault]
+) -> None:
+    """Refuse a user cabin named as a built-in one or as another spec, two cabins of one
+    name, and faults aimed at a cabin the run does not have."""
+    names = [*BUILTIN_CABINS, *(c.spec.name for c in extra)]  # the loop's order
+    FaultPlan(faults).check_cabins(names)
+    for cabin in extra:
+        if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
+            raise SettingError(f"two cabins are named {cabin.spec.name!r}")
+        if cabin.spec.name in BUILTIN_CABINS:
+            raise SettingError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
+    if len(set(names)) != len(names):
+        raise SettingError(f"two cabins have one name: {', '.join(names)}")
+
+
+def _long_term_start(memory: LongTermMemory | None, scope: dict[str, str]) -> dict[str, Any] | None:
+    """What long-term memory held for ``scope`` when the run started (None without one)."""
+    if memory is None:
+        return None
+    return {
+        "scope": scope,
+        "records": [
+            {"content": r.content, "metadata": to_json(r.metadata), "stamp": r.stamp}
+            for r in memory.records(scope=scope)
+        ],
+    }
+
+
 class Simulation:
     """One headless run of a scenario."""
 
@@ -357,40 +386,13 @@ class Simulation:
         self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
-        names = [*BUILTIN_CABINS, *(c.spec.name for c in extra)]  # the loop's order
-        FaultPlan(faults).check_cabins(names)  # before anything is opened or written
-        for cabin in extra:
-            if cabin.spec.name in specs and cabin.spec.name not in BUILTIN_CABINS:
-                raise SettingError(f"two cabins are named {cabin.spec.name!r}")
-            if cabin.spec.name in BUILTIN_CABINS:
-                raise SettingError(f"cabin name {cabin.spec.name!r} is taken by a built-in cabin")
-        if len(set(names)) != len(names):
-            raise SettingError(f"two cabins have one name: {', '.join(names)}")
+        _check_names(specs, extra, faults)  # before anything is opened or written
         users = [build_extra(cabin) for cabin in extra]
-        # A memory opened from a path is this simulation's to close; one passed in is not.
-        self._own_memory = (
-            LongTermMemory(str(long_term)) if isinstance(long_term, (str, Path)) else None
-        )
-        memory = self._own_memory if self._own_memory is not None else long_term
-        if memory is not None and not isinstance(memory, LongTermMemory):
-            raise TypeError(
-                f"long_term must be a SQLite file path or a LongTermMemory, got "
-                f"{type(long_term).__name__}"
-            )
+        memory = self._open_long_term(long_term)
         scope = {"scenario": self.scenario.name}
         cabins = builtin_cabins(specs, long_term=memory, memory_scope=scope)
         # what the planner knew when the run started, so that a replay knows it too
-        self.long_term_start: dict[str, Any] | None = (
-            None
-            if memory is None
-            else {
-                "scope": scope,
-                "records": [
-                    {"content": r.content, "metadata": to_json(r.metadata), "stamp": r.stamp}
-                    for r in memory.records(scope=scope)
-                ],
-            }
-        )
+        self.long_term_start = _long_term_start(memory, scope)
         for cabin, built in zip(extra, users, strict=True):
             specs[cabin.spec.name] = cabin.spec
             cabins.append(built)
@@ -398,23 +400,7 @@ class Simulation:
         self.cabin_names = [c.name for c in cabins]  # the loop's order
         self.timings = {c.name: timing_of(c) for c in cabins if timing_of(c).is_async}
         self.realtime = bool(realtime)
-        self.clock: Clock = WallClock() if self.realtime else SimClock()
-        lock = self._lock = threading.RLock()
-        self.board = StateBoard(clock=self.clock, lock=lock)
-        self.cabin_map = CabinMap(lock=lock)
-        self.log = EventLog(clock=self.clock, lock=lock)
-        self.memory = WorkingMemory(capacity=capacity)
-        self.rng = np.random.default_rng(seed)
-        self.world = World(self.scenario, rng=self.rng)
-        # simulated decision latencies: seeded by the run's seed, apart from the world's draws
-        self.decision_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        self.digest = _Digest()
-        self.tally = _EventTally()
-        self.board.add_listener(self.digest)
-        self.log.add_listener(self.tally)
-        self.recorder: Recorder | None = None
-        self.view: FoxgloveView | None = None
-        self.log.add_listener(self._view_event)
+        self._make_sources(capacity)
         if record is not None or sinks:
             self.attach_recorder(
                 Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
@@ -427,9 +413,59 @@ class Simulation:
         self.writer = (
             None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
         )
-        used = [specs[c.name] for c in cabins]
+        self._make_loop(cabins, extra, overrun)
+        self.missing: dict[str, Counter[str]] = defaultdict(Counter)
+        self.collision_details: list[dict[str, Any]] = []
+        self.wall_seconds = 0.0
+        self.stopped_by: str | None = None  # why the last run() ended early, if it did
+        self._stop_request: str | None = None
+        self._results_listeners: list[Callable[[TickResult], None]] = []
+
+    def _open_long_term(
+        self, long_term: str | Path | LongTermMemory | None
+    ) -> LongTermMemory | None:
+        """The long-term memory the planner recalls from: one opened from a path is this
+        simulation's to close (``_own_memory``); one passed in is not."""
+        self._own_memory = (
+            LongTermMemory(str(long_term)) if isinstance(long_term, (str, Path)) else None
+        )
+        memory = self._own_memory if self._own_memory is not None else long_term
+        if memory is not None and not isinstance(memory, LongTermMemory):
+            raise TypeError(
+                f"long_term must be a SQLite file path or a LongTermMemory, got "
+                f"{type(long_term).__name__}"
+            )
+        return memory
+
+    def _make_sources(self, capacity: int) -> None:
+        """The clock, the board, map and log under one lock, working memory, the world and
+        its generator, the decisions' generator, and the listeners of the board and log."""
+        self.clock: Clock = WallClock() if self.realtime else SimClock()
+        lock = self._lock = threading.RLock()
+        self.board = StateBoard(clock=self.clock, lock=lock)
+        self.cabin_map = CabinMap(lock=lock)
+        self.log = EventLog(clock=self.clock, lock=lock)
+        self.memory = WorkingMemory(capacity=capacity)
+        self.rng = np.random.default_rng(self.seed)
+        self.world = World(self.scenario, rng=self.rng)
+        # simulated decision latencies: seeded by the run's seed, apart from the world's draws
+        self.decision_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(1)[0])
+        self.digest = _Digest()
+        self.tally = _EventTally()
+        self.board.add_listener(self.digest)
+        self.log.add_listener(self.tally)
+        self.recorder: Recorder | None = None
+        self.view: FoxgloveView | None = None
+        self.log.add_listener(self._view_event)
+
+    def _make_loop(
+        self, cabins: list[Cabin], extra: Sequence[ExtraCabin], overrun: OverrunPolicy | None
+    ) -> None:
+        """The assembler of the cabins' specs and the loop that runs them (under the fault
+        plan), the simulation its hook."""
+        used = [self.specs[c.name] for c in cabins]
         # every cabin a user brings gets a scratchpad of its own (an LLM cabin keeps notes)
-        pads = {c.spec.name: Scratchpad(lock=lock) for c in extra}
+        pads = {c.spec.name: Scratchpad(lock=self._lock) for c in extra}
         self.assembler = Assembler(
             self.board, self.cabin_map, self.log, self.memory, used, scratchpads=pads
         )
@@ -444,12 +480,6 @@ class Simulation:
             overrun=overrun,
             rng=self.decision_rng,
         )
-        self.missing: dict[str, Counter[str]] = defaultdict(Counter)
-        self.collision_details: list[dict[str, Any]] = []
-        self.wall_seconds = 0.0
-        self.stopped_by: str | None = None  # why the last run() ended early, if it did
-        self._stop_request: str | None = None
-        self._results_listeners: list[Callable[[TickResult], None]] = []
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -470,10 +500,6 @@ class Simulation:
         # the loop writes what the planner asks to remember to the file the planner reopened
         planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
         memory = getattr(planners[0], "long_term", None) if planners else None
-        if "writer" not in state:  # a checkpoint from before the writer
-            self.writer = (
-                None if memory is None else MemoryWriter(memory, on_written=self.memory_written)
-            )
         if self.writer is not None:
             self.writer.attach(memory)
         self.loop.long_term = self.writer if memory is not None else None
@@ -602,7 +628,7 @@ class Simulation:
     def collision_detail(self, contact: Any, tick: int) -> dict[str, Any]:
         """What a collision event says: what was hit, where, at what speed and heading, and
         the last re-plan before it (None if there was none)."""
-        last = getattr(self.tally, "last_replan", None)
+        last = self.tally.last_replan
         return {
             "tick": tick,
             "hit": contact.hit,
@@ -680,7 +706,7 @@ class Simulation:
             "delivery_times": world["delivery_times"],
             "safety_violations": world["safety_violations"],
             "collisions": world["collisions"],
-            "collision_details": list(getattr(self, "collision_details", [])),
+            "collision_details": list(self.collision_details),
             "speed_violations": world.get("speed_violations", 0),
             "replans": self.tally.kinds["replan"],
             "alarms": dict(sorted(self.tally.alarms.items())),
@@ -718,13 +744,6 @@ class Simulation:
 def failed(summary: Mapping[str, Any]) -> bool:
     """A run fails when a safety violation or a collision happened."""
     return bool(summary["safety_violations"] or summary["collisions"])
-
-
-def run_scenario(
-    scenario: str | Path = "warehouse", *, seed: int = 0, ticks: int | None = None, **kwargs: Any
-) -> dict[str, Any]:
-    """Build a ``Simulation`` and run it; the summary."""
-    return Simulation(scenario, seed=seed, **kwargs).run(ticks)
 
 
 def deterministic_fields(summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -329,7 +329,7 @@ class World:
     @property
     def collisions(self) -> tuple[Contact, ...]:
         """Every collision so far, oldest first."""
-        return tuple(getattr(self.state, "collision_log", ()))
+        return tuple(self.state.collision_log)
 
     # -- install --------------------------------------------------------------
 

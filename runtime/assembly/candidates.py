@@ -27,8 +27,9 @@ tick and changes only what changed:
   freeze, the notes and the last freeze's victims are written again: a candidate that
   did not change is held as it would be written.
 
-The assembler feeds the table and builds the views; ``tests/test_assembler.py`` checks
-that this freezes exactly what the assembler's from-scratch path freezes.
+The delta path (``runtime.assembly.delta``) feeds the table and builds the views;
+``tests/test_assembler.py`` checks that this freezes exactly what the from-scratch path
+(``runtime.assembly.scratch``) freezes.
 """
 
 from __future__ import annotations
@@ -180,27 +181,7 @@ class CandidateTable:
         """Combine one group of stable offers anew (its shape changed): per spec, in its
         order, ``(key, via, importance, value, stamp, seq)`` of its board readings or its
         events, or ``(memory key, view key, importance, note, seq)`` of its notes."""
-        entries: dict[str, Entry] = {}
-        keys: dict[str, list[str]] = {}
-        vias: dict[str, dict[str, tuple[str, str]]] = {}
-        source: Source = group
-        for name in self.names:
-            mine: dict[str, tuple[str, str]] = {}
-            if group == "note":
-                for held, view, importance, note, seq in offers[name]:
-                    entries[held] = Entry(note, "note", None, seq, importance, NOTE_VIA)
-                    mine[held] = (NOTE_VIA, view)
-            else:
-                for key, via, importance, value, stamp, seq in offers[name]:
-                    have = entries.get(key)
-                    if have is None:
-                        entries[key] = Entry(value, source, stamp, seq, importance, via)
-                    elif importance > have.importance:
-                        have.importance = importance
-                    if key not in mine:
-                        mine[key] = (via, key)
-            keys[name] = list(mine)
-            vias[name] = mine
+        entries, keys, vias = self._combine(group, offers)
         self._fixes[group] = {
             name: {
                 k: (via, view)
@@ -234,6 +215,38 @@ class CandidateTable:
         self._keys[group] = keys
         self._reoffered = True
         self._dirty.update(changed)
+        self._regroup()
+
+    def _combine(
+        self, group: Group, offers: Mapping[str, Sequence[tuple[Any, ...]]]
+    ) -> tuple[dict[str, Entry], dict[str, list[str]], dict[str, dict[str, tuple[str, str]]]]:
+        """One group's offers combined: the entries, each spec's keys in its order, and
+        each spec's ``(via, view key)`` of them."""
+        entries: dict[str, Entry] = {}
+        keys: dict[str, list[str]] = {}
+        vias: dict[str, dict[str, tuple[str, str]]] = {}
+        source: Source = group
+        for name in self.names:
+            mine: dict[str, tuple[str, str]] = {}
+            if group == "note":
+                for held, view, importance, note, seq in offers[name]:
+                    entries[held] = Entry(note, "note", None, seq, importance, NOTE_VIA)
+                    mine[held] = (NOTE_VIA, view)
+            else:
+                for key, via, importance, value, stamp, seq in offers[name]:
+                    have = entries.get(key)
+                    if have is None:
+                        entries[key] = Entry(value, source, stamp, seq, importance, via)
+                    elif importance > have.importance:
+                        have.importance = importance
+                    if key not in mine:
+                        mine[key] = (via, key)
+            keys[name] = list(mine)
+            vias[name] = mine
+        return entries, keys, vias
+
+    def _regroup(self) -> None:
+        """The stable candidates and each spec's part of them, from the three groups."""
         board, log, notes = self._groups["board"], self._groups["log"], self._groups["note"]
         self.stable = {**board, **log, **notes}
         self._notes = list(notes)
@@ -323,6 +336,43 @@ class CandidateTable:
         """Combine every spec's map offers anew: importance, first via, and each feature's
         revision and time (kept while its revision stays, else the freeze time). A
         candidate that stays as it was keeps its entry and its rank."""
+        importance, first, features = self._map_parts(near, corridor, weighers, vias)
+        now = self.now
+        old_entries = self.map_entries
+        before = self._seen_before
+        entries: dict[str, Entry] = {}
+        for key, w in importance.items():
+            revision = revisions[key[4:]]
+            via = first[key]
+            old = old_entries.get(key)
+            if old is not None and old.seq == revision:
+                if old.importance == w and old.via == via:
+                    entries[key] = old  # as it was: same entry, same rank
+                    continue
+                stamp = old.stamp
+            else:
+                seen = before.get(key)
+                stamp = seen[1] if seen is not None and seen[0] == revision else now
+            entry = entries[key] = Entry(features[key], "map", stamp, revision, w, via)
+            self._set_rank(key, self._stable_rank(key, entry))
+            self._dirty.add(key)
+        for key in old_entries:
+            if key not in entries:
+                self._set_rank(key, None)
+                self._awake.discard(key)
+        self.map_entries = entries
+        self._seen_before = {}
+        self._reoffered = True
+
+    def _map_parts(
+        self,
+        near: MapOffers,
+        corridor: MapOffers,
+        weighers: Mapping[str, Callable[[str], float]],
+        vias: Mapping[str, tuple[str, str]],
+    ) -> tuple[dict[str, float], dict[str, str], dict[str, Any]]:
+        """Every map candidate's importance, first via and feature; and each spec's sets,
+        keys (window, then corridor without the window) and fixes, kept."""
         importance: dict[str, float] = {}
         first: dict[str, str] = {}
         features: dict[str, Any] = {}
@@ -354,35 +404,7 @@ class CandidateTable:
                 **{k: (window_via, k) for k in near_keys if first[k] != window_via},
                 **{k: (corridor_via, k) for k in along_keys if first[k] != corridor_via},
             }
-        now = self.now
-        old_entries = self.map_entries
-        before = self._seen_before
-        entries: dict[str, Entry] = {}
-        for key, w in importance.items():
-            revision = revisions[key[4:]]
-            via = first[key]
-            old = old_entries.get(key)
-            if old is not None and old.seq == revision:
-                if old.importance == w and old.via == via:
-                    entries[key] = old  # as it was: same entry, same rank
-                    continue
-                stamp = old.stamp
-            else:
-                seen = before.get(key)
-                stamp = seen[1] if seen is not None and seen[0] == revision else now
-            entry = entries[key] = Entry(features[key], "map", stamp, revision, w, via)
-            self._set_rank(key, self._stable_rank(key, entry))
-            self._dirty.add(key)
-        for key in old_entries:
-            if key not in entries:
-                self._set_rank(key, None)
-                self._awake.discard(key)
-        self.map_entries = entries
-        self._seen_before = {}
-        self._reoffered = True
-
-    def is_candidate(self, key: str) -> bool:
-        return key in self.stable or key in self.map_entries
+        return importance, first, features
 
     # -- settling -------------------------------------------------------------------------
 
