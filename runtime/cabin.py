@@ -293,9 +293,16 @@ def _same(x: Any, y: Any) -> bool:
         return False
 
 
+def innermost(cabin: Cabin) -> Cabin:
+    """The cabin at the heart of any number of ``CabinWrapper``s around it."""
+    while isinstance(cabin, CabinWrapper):
+        cabin = cabin.inner
+    return cabin
+
+
 class CabinWrapper:
     """A cabin that runs ``inner``: its name, spec, notes, timing, re-check of a late
-    decision, latency share and step are the inner cabin's (each read with its default,
+    decision, late policy, latency share and step are the inner cabin's (each read with its default,
     as the loop reads a bare cabin's). A subclass overrides only what it changes; a
     wrapper of a wrapper forwards to the innermost cabin through each."""
 
@@ -330,3 +337,9 @@ class CabinWrapper:
     def latency_share(self) -> float:
         """The wrapped cabin's share of its latency, for the decision it just made."""
         return latency_share(self.inner)
+
+    @property
+    def late_policy(self) -> Any:
+        """The wrapped cabin's own late policy, if it has one (else the loop uses the
+        timing's ``on_late``)."""
+        return getattr(self.inner, "late_policy", None)

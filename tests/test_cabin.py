@@ -6,8 +6,18 @@ import pickle
 
 import pytest
 
-from runtime import Asynchronous, Cabin, CabinView, CabinWrapper, ContextSpec, Outbox
-from runtime.cabin import latency_share, recheck, timing_of
+from runtime import (
+    Asynchronous,
+    Cabin,
+    CabinView,
+    CabinWrapper,
+    ContextSpec,
+    DropLate,
+    Outbox,
+    RecheckLate,
+)
+from runtime.asynchronous import late_policy
+from runtime.cabin import innermost, latency_share, recheck, timing_of
 from runtime.testing import make_view, run_step
 from runtime.timing import Timing
 
@@ -42,6 +52,8 @@ class Declaring:
     def latency_share(self) -> float:
         return 0.25
 
+    late_policy = RecheckLate()
+
 
 class Bare:
     """A cabin with nothing but the protocol."""
@@ -71,6 +83,7 @@ def test_a_wrapper_of_any_depth_is_its_inner_cabin(depth: int) -> None:
     for _ in range(depth):
         cabin = CabinWrapper(cabin)
     assert isinstance(cabin, Cabin)
+    assert innermost(cabin) is inner and innermost(inner) is inner
     assert cabin.name == "inner" and cabin.spec is SPEC
     assert getattr(cabin, "uses_notes", None) is True
     assert timing_of(cabin) is inner.timing
@@ -80,6 +93,7 @@ def test_a_wrapper_of_any_depth_is_its_inner_cabin(depth: int) -> None:
     assert recheck(cabin, _view(7), _view(8), out) is True
     assert recheck(cabin, _view(7), _view(9), out) is False
     assert inner.rechecked == [8, 9]
+    assert late_policy(cabin) is Declaring.late_policy  # not the timing's on_late (drop)
 
 
 def test_a_wrapper_of_a_bare_cabin_gives_the_defaults() -> None:
@@ -87,6 +101,7 @@ def test_a_wrapper_of_a_bare_cabin_gives_the_defaults() -> None:
     assert wrapped.uses_notes is False
     assert wrapped.timing == Timing()  # the spec's, which declares none
     assert wrapped.latency_share() == 1.0
+    assert isinstance(late_policy(wrapped), DropLate)  # the timing's on_late
     out = run_step(wrapped, make_view(Bare.spec, board={"pose": 1.0}))
     assert [e.kind for e in out.events] == ["stepped"]
     same, moved = (make_view(Bare.spec, board={"pose": p}) for p in (1.0, 2.0))

@@ -65,7 +65,7 @@ from runtime import (
 from runtime.agent.memory import LongTermMemory, Remembered
 from runtime.agent.writer import MemoryWriter
 from runtime.asynchronous import timing_of
-from runtime.cabin import MemoryWrite
+from runtime.cabin import MemoryWrite, innermost
 from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json
@@ -498,7 +498,7 @@ class Simulation:
         self.log.add_listener(self.tally)
         self.log.add_listener(self._view_event)
         # the loop writes what the planner asks to remember to the file the planner reopened
-        planners = [getattr(c, "inner", c) for c in self.loop.cabins if c.name == "planner"]
+        planners = [innermost(c) for c in self.loop.cabins if c.name == "planner"]
         memory = getattr(planners[0], "long_term", None) if planners else None
         if self.writer is not None:
             self.writer.attach(memory)
