@@ -1,0 +1,337 @@
+"""One regression test per class of bad input a fuzzer found: each ends in the documented
+outcome (a clear error and exit 2, or exit 1 for a failed campaign), never a traceback,
+a hang, a wrong acceptance or a lost file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from runtime.spec import ContextSpec, SpecError, load_spec
+from sim import cli
+from sim.world.limits import MAX_FLOOR_SIDE
+from sim.world.scenario import SCENARIOS_DIR, ScenarioError, load_scenario
+from tests.support.paths import ROOT
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``python -m sim ARGV`` in this process: its exit status, stdout and stderr."""
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse refuses a flag's value with exit 2
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+# -- numbers without bounds -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--rate", "1e308"],
+        ["--rate", "1e-300"],
+        ["--rate", "nan"],
+        ["--duration", "1e308"],
+        ["--duration", "inf"],
+        ["--ticks", str(10**20)],
+        ["--capacity", str(2**63)],
+    ],
+)
+def test_a_number_out_of_range_on_the_command_line_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, _, err = run_cli(capsys, "run", *argv)
+    assert code == 2 and argv[0] in err and "expected" in err
+
+
+def _scenario_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = (SCENARIOS_DIR / "warehouse.toml").read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "big.toml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("side", ["10000.0", "1e308"])
+def test_a_floor_too_big_to_plan_on_is_refused_at_load(tmp_path: Path, side: str) -> None:
+    path = _scenario_with(tmp_path, "max_x = 30.0\n", f"max_x = {side}\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert "floor.max_x" in str(caught.value)
+    assert f"at most {MAX_FLOOR_SIDE:g} m" in str(caught.value) or "at most 1e+06" in str(
+        caught.value
+    )
+
+
+def test_a_scenario_rate_too_slow_to_simulate_is_refused(tmp_path: Path) -> None:
+    path = _scenario_with(tmp_path, "rate_hz = 20.0\n", "rate_hz = 1e-300\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert "rate_hz" in str(caught.value)
+
+
+def test_an_event_limit_past_its_bound_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "planner.toml"
+    path.write_text(f"event_window = 5.0\nevent_limit = {2**63}\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert "event_limit" in str(caught.value)
+    assert ContextSpec.model_json_schema()["properties"]["event_limit"]["maximum"] == 100_000
+
+
+# -- outputs that destroy each other or an input ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--record", "X.toml", "--checkpoint-every", "5", "--checkpoint", "X.toml"],
+        ["--record", "X.toml", "--report", "X.toml"],
+        ["--record", "X.toml", "--memory", "X.toml"],
+        ["--record", "X.toml", "--scenario", "X.toml"],
+        ["--record", "sub/../X.toml", "--checkpoint-every", "5", "--checkpoint", "X.toml"],
+    ],
+)
+def test_two_outputs_naming_one_file_are_refused_before_either_is_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    before = (SCENARIOS_DIR / "warehouse.toml").read_bytes()  # a valid scenario, as X
+    (tmp_path / "X.toml").write_bytes(before)
+    code, _, err = run_cli(capsys, "run", "--ticks", "3", *argv)
+    assert code == 2 and ("same file" in err or "not a tickwork report" in err)
+    assert (tmp_path / "X.toml").read_bytes() == before
+    fresh = [a.replace("X.toml", "Y") for a in argv if a != "--scenario"]
+    if "--scenario" not in argv:  # the same two outputs, neither of them there yet
+        code, _, err = run_cli(capsys, "run", "--ticks", "3", *fresh)
+        assert code == 2 and "same file" in err and not (tmp_path / "Y.toml").exists()
+
+
+def test_a_bad_checkpoint_path_leaves_an_existing_recording_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.mcap").write_bytes(b"an earlier run's recording")
+    code, _, err = run_cli(
+        capsys,
+        "run",
+        "--ticks",
+        "3",
+        "--record",
+        "run.mcap",
+        "--checkpoint-every",
+        "2",
+        "--checkpoint",
+        "nowhere/run.ckpt",
+    )
+    assert code == 2 and "--checkpoint" in err and "does not exist" in err
+    assert (tmp_path / "run.mcap").read_bytes() == b"an earlier run's recording"
+
+
+@pytest.mark.parametrize("target", ["a folder", "a missing folder"])
+def test_campaign_out_that_cannot_be_written_is_refused_before_the_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    out = tmp_path if target == "a folder" else tmp_path / "missing" / "r.json"
+    code, out_text, err = run_cli(
+        capsys, "campaign", "--fault", "stale:pose@1-2", "--seeds", "0", "--ticks", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    assert code == 2 and "--out" in err and out_text == ""
+
+
+@pytest.mark.slow
+def test_campaign_out_is_written_whole_and_a_fault_that_never_started_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("the previous campaign's results")
+    code, _, _ = run_cli(
+        capsys, "campaign", "--fault", "missing:executor:pose@500-600", "--seeds", "0",
+        "--ticks", "20", "--workers", "1", "--out", str(out),
+    )  # fmt: skip
+    assert code == 1  # the fault starts at tick 500 of a 20-tick run: it tested nothing
+    report = json.loads(out.read_text())
+    faulty = [r for r in report["runs"] if r["fault_kind"] is not None]
+    assert faulty and all(not r["fault_started"] and not r["passed"] for r in faulty)
+    assert report["passed"] is False
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left
+
+
+# -- recordings with nothing to analyse ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["replay", "doctor", "report"])
+def test_a_recording_without_ticks_is_bad_input_for_every_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    from runtime.recording.writer import Recorder
+
+    path = tmp_path / "empty.mcap"
+    Recorder(path, metadata={"run": {"scenario": "warehouse"}}).close()
+    code, _, err = run_cli(capsys, command, str(path))
+    assert code == 2 and "holds no ticks" in err
+
+
+# -- user cabins ------------------------------------------------------------------------------
+
+CABINS = """
+class Raises:
+    def __init__(self, spec):
+        raise RuntimeError("no model file")
+
+
+class NoArgs:
+    def __init__(self):
+        pass
+
+
+class Impostor:
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = "planner"
+
+    def step(self, view, out):
+        pass
+
+
+class NotACabin:
+    def __init__(self, spec):
+        self.spec = spec
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "words"),
+    [
+        ("Raises", "RuntimeError: no model file"),
+        ("NoArgs", "could not be built"),
+        ("Impostor", "calls itself 'planner'"),
+        ("NotACabin", "not a cabin"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_a_user_cabin_that_cannot_be_built_is_one_clear_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cls: str,
+    words: str,
+    command: str,
+) -> None:
+    module = f"badcabins_{cls.lower()}_{command}"
+    (tmp_path / f"{module}.py").write_text(CABINS)
+    (tmp_path / "helper.toml").write_text('name = "helper"\nboard_keys = ["pose"]\n')
+    monkeypatch.chdir(tmp_path)
+    target = ["--ticks", "2"] if command == "run" else ["missing.mcap"]
+    code, _, err = run_cli(capsys, command, *target, "--cabin", f"{module}:{cls}@helper.toml")
+    assert code == 2 and words in err and "'helper'" in err
+
+
+# -- specs that blind a cabin -----------------------------------------------------------------
+
+
+def test_check_spec_warns_of_a_spec_that_blinds_the_robot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs = ROOT / "specs"
+    executor = tmp_path / "executor.toml"
+    executor.write_text(
+        (specs / "executor.toml").read_text().replace("map_radius = 4.0", "map_radius = 0.0")
+    )
+    monitor = tmp_path / "monitor.toml"
+    monitor.write_text(
+        (specs / "monitor.toml")
+        .read_text()
+        .replace('map_center = "pose"', 'map_center = "battery"')
+    )
+    code, out, _ = run_cli(capsys, "check-spec", str(executor), str(monitor), "--json")
+    assert code == 0
+    warnings = {Path(r["path"]).stem: r["warnings"] for r in json.loads(out)}
+    assert any("would not see an obstacle" in w for w in warnings["executor"])
+    assert any("not a position" in w for w in warnings["monitor"])
+    code, out, _ = run_cli(capsys, "check-spec", str(specs))
+    assert code == 0 and "warning" not in out  # the shipped specs blind nobody
+
+
+def test_resume_refuses_a_report_over_its_own_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run_cli(
+        capsys, "run", "--ticks", "4", "--record", "r.mcap", "--checkpoint-every", "2", "--json"
+    )
+    assert code == 0
+    before = (tmp_path / "r.ckpt").read_bytes()
+    code, _, err = run_cli(capsys, "run", "--resume", "r.ckpt", "--report", "r.ckpt")
+    assert code == 2 and "not a tickwork report" in err
+    code, _, err = run_cli(capsys, "run", "--resume", "r.ckpt", "--report", "r.mcap")
+    assert code == 2 and "not a tickwork report" in err
+    code, _, err = run_cli(
+        capsys, "run", "--resume", "r.ckpt", "--checkpoint", "r.mcap", "--checkpoint-every", "2"
+    )
+    assert code == 2 and "same file" in err
+    assert (tmp_path / "r.ckpt").read_bytes() == before
+    assert os.path.getsize(tmp_path / "r.mcap") > 0
+
+
+GREETER = """
+class Greeter:
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec.name
+        self.greeted = 0
+
+    def step(self, view, out):
+        self.greeted += 1
+        if view.tick % 5 == 0:
+            out.emit("greeting", {"n": self.greeted})
+"""
+
+
+def test_a_run_with_user_cabins_resumes_only_when_they_are_named_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "greeter_resume.py").write_text(GREETER)
+    (tmp_path / "greeter.toml").write_text('name = "greeter"\nboard_keys = ["pose"]\n')
+    monkeypatch.chdir(tmp_path)
+    cabin = "greeter_resume:Greeter@greeter.toml"
+    code, _, _ = run_cli(
+        capsys, "run", "--ticks", "12", "--record", "r.mcap", "--checkpoint-every", "6",
+        "--cabin", cabin, "--json",
+    )  # fmt: skip
+    assert code == 0
+    code, _, err = run_cli(capsys, "run", "--resume", "r.ckpt", "--ticks", "20", "--json")
+    assert code == 2 and f"--cabin {cabin}" in err  # the file alone names no code to run
+    code, _, err = run_cli(
+        capsys, "run", "--resume", "r.ckpt", "--ticks", "20", "--cabin", "other:X@greeter.toml"
+    )
+    assert code == 2 and "same cabins" in err
+    code, out, err = run_cli(
+        capsys, "run", "--resume", "r.ckpt", "--ticks", "20", "--cabin", cabin, "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["ticks"] == 20
+
+
+def test_a_chunk_whose_length_field_overflows_is_damage_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fuzzer's find: a length inside a chunk past any index size (OverflowError)."""
+    import struct
+
+    from runtime.recording.salvage import _whole_chunk
+
+    content = struct.pack("<QQQI", 0, 0, 100, 0) + struct.pack("<I", 4) + b"zstd"
+    content += struct.pack("<Q", 2**63 + 5)  # the records' length
+    assert _whole_chunk(content) is False

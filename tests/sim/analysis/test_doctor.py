@@ -1,0 +1,355 @@
+"""The doctor: what bad outcomes lacked, and spec changes ranked by the outcomes they cover."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime import ContextSpec, configure_logging, load_specs
+from runtime.recording.format import CHANNELS, PROFILE
+from sim import cli
+from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
+from sim.faults.model import parse_fault
+from sim.run.harness import SPECS_DIR, Simulation
+from tests.support.paths import ROOT
+
+HIDE_FAILURES = "missing:executor:event:action_failed*@50-400"
+
+
+def hard_scenario(folder: Path) -> Path:
+    """The warehouse, where nine picks in ten fail."""
+    text = (ROOT / "sim" / "world" / "scenarios" / "warehouse.toml").read_text()
+    assert "pick_fail_p = 0.1" in text
+    path = folder / "hard.toml"
+    path.write_text(text.replace("pick_fail_p = 0.1", "pick_fail_p = 0.9"))
+    return path
+
+
+def record(path: Path, scenario: str | Path = "warehouse", *, ticks: int, **kwargs: Any) -> Path:
+    configure_logging(level="critical")
+    sim = Simulation(scenario, seed=0, record=path, **kwargs)
+    try:
+        sim.run(ticks, until_done=False)
+    finally:
+        sim.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("hidden")
+    return record(
+        folder / "run.mcap", hard_scenario(folder), ticks=400, faults=[parse_fault(HIDE_FAILURES)]
+    )
+
+
+@pytest.fixture(scope="module")
+def starved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return record(tmp_path_factory.mktemp("starved") / "run.mcap", ticks=200, capacity=12)
+
+
+def apply(spec: ContextSpec, change: str) -> ContextSpec:
+    """``spec`` with a suggested TOML line written into it (validated like a spec file)."""
+    data = spec.model_dump(mode="json")
+    for key, value in tomllib.loads(change).items():
+        if isinstance(value, dict):
+            data[key] = {**data.get(key, {}), **value}
+        else:
+            data[key] = value
+    return ContextSpec.model_validate(data)
+
+
+def test_hidden_failure_records_are_named_as_injected(hidden: Path) -> None:
+    report = diagnose(hidden)
+    failures = [f for f in report.findings if f.outcome.kind == "action_failed"]
+    assert len(failures) >= 3 and all(f.outcome.cabin == "executor" for f in failures)
+    for finding in failures:
+        named = [lack for lack in finding.lacks if lack.item == "event:action_failed*"]
+        assert len(named) == 1, finding
+        lack = named[0]
+        assert (lack.cabin, lack.what, lack.reason) == ("executor", "missing", "fault")
+        assert lack.fault == HIDE_FAILURES and lack.injected
+        assert lack.last == finding.outcome.tick
+    injected = [i for i in report.injected if i.pattern == "event:action_failed*"]
+    assert len(injected) == 1
+    assert injected[0].cabin == "executor" and injected[0].faults == (HIDE_FAILURES,)
+    assert injected[0].outcomes == len(failures)
+    assert not any("action_failed" in s.change for s in report.suggestions)
+
+
+def test_replans_are_bad_outcomes_of_the_planner(hidden: Path) -> None:
+    report = diagnose(hidden)
+    replans = [f.outcome for f in report.findings if f.outcome.kind == "replan"]
+    assert replans and all(o.cabin == "planner" for o in replans)
+    ticks = [(f.outcome.tick, f.outcome.seq) for f in report.findings]
+    assert ticks == sorted(ticks)
+
+
+def test_a_starved_memory_gets_raised_weights(starved: Path) -> None:
+    report = diagnose(starved)
+    assert report.findings, "a capacity of 12 leaves the planner without its constraints"
+    raises = [s for s in report.suggestions if s.action == "raise_weight"]
+    assert raises
+    first = report.suggestions[0]
+    assert (first.cabin, first.change) == ("planner", 'weights."constraint:*" = 0.95')
+    assert first.outcomes >= 1 and first.examples
+    specs = load_specs(SPECS_DIR)
+    for s in raises:
+        changed = apply(specs[s.cabin], s.change)
+        (pattern,) = tomllib.loads(s.change)["weights"]
+        assert changed.weights[pattern] > specs[s.cabin].weights.get(
+            pattern, specs[s.cabin].default_weight
+        )
+    counts = [s.outcomes for s in report.suggestions]
+    assert counts == sorted(counts, reverse=True)
+
+
+def test_an_evicted_item_is_listed_with_the_pattern_that_weights_it(starved: Path) -> None:
+    report = diagnose(starved)
+    evicted = [lack for f in report.findings for lack in f.lacks if lack.what == "evicted"]
+    assert any(
+        lack.item == "constraint:speed:loading_bay"
+        and lack.pattern == "constraint:*"
+        and lack.reason == "capacity"
+        for lack in evicted
+    )
+    assert all(lack.pattern is not None for lack in evicted)
+
+
+def test_a_short_event_window_is_widened(tmp_path: Path) -> None:
+    specs = load_specs(SPECS_DIR)
+    short = specs["executor"].model_dump(mode="json") | {"event_window": 0.5}
+    specs["executor"] = ContextSpec.model_validate(short)
+    path = record(tmp_path / "run.mcap", hard_scenario(tmp_path), ticks=300, specs=specs)
+    report = diagnose(path)
+    widen = [s for s in report.suggestions if s.action == "widen_window"]
+    assert len(widen) == 1 and widen[0].cabin == "executor"
+    window = tomllib.loads(widen[0].change)["event_window"]
+    assert window > 0.5
+    stamps = {(f.outcome.tick): f.outcome.stamp for f in report.findings}
+    failures = sorted(f.outcome.stamp for f in report.findings if f.outcome.kind == "action_failed")
+    for tick in widen[0].ticks:
+        before = max(s for s in failures if s < stamps[tick])
+        assert 0.5 < stamps[tick] - before <= window
+
+
+def test_a_quiet_run_has_nothing_to_suggest(tmp_path: Path) -> None:
+    report = diagnose(record(tmp_path / "run.mcap", ticks=150))
+    assert report.findings == () and report.suggestions == ()
+
+
+def test_a_negative_window_is_refused(starved: Path) -> None:
+    with pytest.raises(ValueError, match="window must be"):
+        diagnose(starved, window=-1)
+
+
+# -- the add-required contrast, on a hand-written recording ----------------------------------
+
+
+def write_recording(
+    path: Path, specs: Mapping[str, ContextSpec], ticks: list[dict[str, Any]]
+) -> Path:
+    """A minimal tickwork recording: per tick, each cabin's view items and the events."""
+    from mcap.writer import Writer
+
+    with open(path, "wb") as fh:
+        writer = Writer(fh)
+        writer.start(profile=PROFILE, library="test")
+        channels = {
+            topic: writer.register_channel(topic, "json", 0)
+            for topic in ("/working_set", "/evictions", "/events")
+        }
+        writer.add_metadata(
+            "run",
+            {
+                "specs": json.dumps({n: s.model_dump(mode="json") for n, s in specs.items()}),
+                "cabins": json.dumps(list(specs)),
+                "faults": "[]",
+            },
+        )
+        seq = 0
+        for tick, entry in enumerate(ticks):
+            views = {
+                cabin: {
+                    "items": items,
+                    "missing": {},
+                    "suppressed": [],
+                    "nearby_map": [],
+                    "corridor_map": [],
+                    "recent_events": [],
+                }
+                for cabin, items in entry["views"].items()
+            }
+            versions = {"board_seq": tick, "map_version": 0, "log_seq": seq}
+            messages = [
+                (
+                    "/working_set",
+                    {
+                        "tick": tick,
+                        "time": tick * 0.05,
+                        "items": {},
+                        "versions": versions,
+                        "views": views,
+                    },
+                ),
+                ("/evictions", {"tick": tick, "evictions": []}),
+            ]
+            for kind, cabin in entry.get("events", ()):
+                seq += 1
+                messages.append(
+                    (
+                        "/events",
+                        {
+                            "seq": seq,
+                            "stamp": tick * 0.05,
+                            "kind": kind,
+                            "tags": [f"cabin:{cabin}"],
+                            "data": {},
+                        },
+                    )
+                )
+            for topic, message in messages:
+                writer.add_message(
+                    channels[topic],
+                    log_time=tick,
+                    publish_time=tick,
+                    sequence=tick,
+                    data=json.dumps(CHANNELS[topic].encode(message)).encode(),
+                )
+        writer.finish()  # type: ignore[no-untyped-call]
+    return path
+
+
+def test_an_item_seen_before_successes_but_not_failures_becomes_required(tmp_path: Path) -> None:
+    spec = ContextSpec(name="walker", board_keys=("pose", "beacon"), required=("pose",))
+    wins, losses = {10, 20, 30, 40}, {15, 25, 35}
+    ticks = []
+    for tick in range(50):
+        items = {"pose": "board:pose"}
+        if tick + 1 not in losses:
+            items["beacon"] = "board:beacon"
+        events = [("action_done", "walker")] if tick in wins else []
+        events += [("action_failed", "walker")] if tick in losses else []
+        ticks.append({"views": {"walker": items}, "events": events})
+    report = diagnose(write_recording(tmp_path / "fake.mcap", {"walker": spec}, ticks))
+    assert isinstance(report, DoctorReport)
+    (suggestion,) = [s for s in report.suggestions if s.action == "add_required"]
+    assert suggestion.cabin == "walker"
+    assert suggestion.change == 'required = ["pose", "beacon"]'
+    assert suggestion.ticks == (15, 25, 35) and suggestion.outcomes == 3
+    assert apply(spec, suggestion.change).required == ("pose", "beacon")
+
+
+# -- properties ------------------------------------------------------------------------------
+
+SPECS = load_specs(SPECS_DIR)
+keys = st.builds(
+    lambda head, tail: head + tail,
+    st.sampled_from(
+        [
+            "pose",
+            "goal:",
+            "map:shelf:",
+            "map:dock:",
+            "event:action_",
+            "constraint:",
+            "robot:",
+            "battery",
+            "safety:",
+            "x",
+        ]
+    ),
+    st.text("abcdefghij_:0123456789", max_size=8),
+)
+
+
+@given(st.sampled_from(sorted(SPECS)), keys)
+def test_the_named_weight_pattern_is_the_one_the_runtime_uses(cabin: str, key: str) -> None:
+    spec = SPECS[cabin]
+    pattern = weight_pattern(spec, key)
+    expected = spec.default_weight if pattern is None else spec.weights[pattern]
+    assert spec.weight_for(key) == expected
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def sim_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}  # tables unwrapped
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_cli_doctor_json_ranks_suggestions(starved: Path) -> None:
+    done = sim_cli("doctor", str(starved), "--json")
+    assert done.returncode == 1, done.stderr  # spec changes suggested
+    report = json.loads(done.stdout)
+    assert report["bad_outcomes"] == len(report["outcomes"]) >= 1
+    top = report["suggestions"][0]
+    assert top["cabin"] == "planner" and top["change"] == 'weights."constraint:*" = 0.95'
+    assert top["outcomes"] >= 1 and top["example_ticks"]
+
+
+@pytest.mark.slow
+def test_cli_doctor_names_the_injected_records(hidden: Path) -> None:
+    done = sim_cli("doctor", str(hidden), "--window", "20")
+    assert done.returncode == 0, done.stderr
+    assert "injected by the run's faults (not a spec problem)" in done.stdout
+    assert "event:action_failed*" in done.stdout and HIDE_FAILURES in done.stdout
+    done = sim_cli("doctor", str(hidden), "--json", "--window", "20")
+    report = json.loads(done.stdout)
+    assert report["window"] == 20
+    assert report["injected"][0]["pattern"] == "event:action_failed*"
+    assert report["injected"][0]["note"] == "injected (not a spec problem)"
+
+
+def test_cli_doctor_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    done = sim_cli("doctor", str(tmp_path / "nope.mcap"))
+    assert done.returncode == 2 and "no such file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_evicted_events_are_attributed_under_capacity_pressure(tmp_path: Path) -> None:
+    # An event keeps its stamp as last_used, so it never looked "offered" at the freeze that
+    # evicted it: the planner's event:action_done items went unnamed under capacity 24.
+    path = tmp_path / "tight.mcap"
+    sim = Simulation("warehouse", seed=0, capacity=24, record=path)
+    sim.run()
+    sim.close()
+    report = diagnose(path)
+    changes = {(s.cabin, s.change) for s in report.suggestions}
+    assert any(cabin == "planner" and "event:" in change for cabin, change in changes), changes
+
+
+def test_a_recording_without_ticks_is_bad_input_and_a_huge_window_is_the_whole_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from runtime.recording.writer import Recorder
+
+    empty = tmp_path / "empty.mcap"
+    Recorder(empty, metadata={"specs": "{}", "cabins": "[]", "faults": "[]"}).close()
+    assert cli.main(["doctor", str(empty)]) == 2
+    assert "holds no ticks" in capsys.readouterr().err
+    path = tmp_path / "short.mcap"
+    sim = Simulation("warehouse", seed=0, record=path)
+    sim.run(30)
+    sim.close()
+    huge = diagnose(path, window=10**12)  # bounded by the recording, not by the number
+    assert huge.findings == diagnose(path, window=30).findings
