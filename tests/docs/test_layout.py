@@ -1,0 +1,296 @@
+"""The layout's rules, read from the source: imports run one way and form no cycle.
+
+Every import counts, at the top of a module or inside a function: a lazy import is a
+dependency too. ``runtime`` imports nothing of ``cabins`` or ``sim``, ``cabins`` nothing
+of ``sim``, and inside ``sim`` the layers go cli → analysis/report → run → world/faults.
+The warehouse contract (``cabins.warehouse``) imports no cabin, and the ground truth
+(``sim.world``) imports the contract and never a cabin. No class in ``cabins`` is over 25
+methods or 30 instance attributes, and no function there over 60 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.support.paths import ROOT
+
+PACKAGES = ("runtime", "cabins", "sim")
+
+SIM_LAYERS = {
+    "sim.cli": 3,
+    "sim.analysis": 2,
+    "sim.report": 2,
+    "sim.run": 1,
+    "sim.world": 0,
+    "sim.faults": 0,
+}
+"""A sim sub-package may import only sub-packages of a lower layer (or its own)."""
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Iterator[str]:
+    """The project modules ``name`` imports (``from a import b`` counts as ``a.b`` when that
+    is a module, else as ``a``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                yield target
+
+
+GRAPH = {name: set(_imports(name, path)) for name, path in MODULES.items()}
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _layer(name: str) -> str | None:
+    for prefix in SIM_LAYERS:
+        if name == prefix or name.startswith(prefix + "."):
+            return prefix
+    return None
+
+
+def test_the_graph_sees_the_packages() -> None:
+    assert {
+        "runtime.loop",
+        "runtime.recording.format",
+        "cabins.warehouse.values",
+        "sim.cli.app",
+    } <= set(MODULES)
+    assert "runtime.recording.format" in GRAPH["runtime.recording.writer"]
+    assert "sim.run.harness" in GRAPH["sim.cli.inputs"]  # a lazy import, inside a function
+
+
+def test_runtime_knows_nothing_of_cabins_or_sim() -> None:
+    wrong = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if _top(m) == "runtime" and _top(t) in ("cabins", "sim")
+    }
+    assert not wrong
+
+
+def test_cabins_know_nothing_of_sim() -> None:
+    wrong = {
+        (m, t) for m, ts in GRAPH.items() for t in ts if _top(m) == "cabins" and _top(t) == "sim"
+    }
+    assert not wrong
+
+
+CONTRACT = "cabins.warehouse"
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_warehouse_contract_imports_no_cabin() -> None:
+    wrong = {
+        (m, t)
+        for m, ts in GRAPH.items()
+        for t in ts
+        if _in(m, CONTRACT) and _top(t) == "cabins" and not _in(t, CONTRACT)
+    }
+    assert not wrong
+
+
+def test_the_world_imports_the_contract_and_never_a_cabin() -> None:
+    imported = {(m, t) for m, ts in GRAPH.items() for t in ts if _in(m, "sim.world")}
+    wrong = {(m, t) for m, t in imported if _top(t) == "cabins" and not _in(t, CONTRACT)}
+    assert not wrong
+    assert any(_in(t, CONTRACT) for _, t in imported)  # the rule is not vacuous
+
+
+def test_sim_layers_import_downwards() -> None:
+    wrong = set()
+    for module, targets in GRAPH.items():
+        mine = _layer(module)
+        if mine is None:
+            continue
+        for target in targets:
+            theirs = _layer(target)
+            if theirs is not None and theirs != mine and SIM_LAYERS[theirs] >= SIM_LAYERS[mine]:
+                wrong.add((module, target))
+    assert not wrong
+
+
+def test_no_import_cycles() -> None:
+    cycles = _cycles(GRAPH)
+    assert not cycles, cycles
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_public_api_names_resolve_and_are_declared_once() -> None:
+    import runtime
+
+    tree = ast.parse((ROOT / "runtime" / "__init__.py").read_text(encoding="utf-8"))
+    checked = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if node.module and node.module.startswith("runtime")
+    }
+    assert checked == set(runtime.__all__)  # what type checkers see is what users get
+    for name in runtime.__all__:
+        value = getattr(runtime, name)
+        assert getattr(value, "__name__", name) == name
+
+
+def test_help_and_the_error_base_import_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from sim.cli.app import build_parser; build_parser(); "
+        "import runtime.errors; "
+        "print(sorted(m for m in ('numpy', 'shapely', 'pydantic', 'runtime.board') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_no_public_name_is_shadowed_by_a_module_of_the_package() -> None:
+    import pkgutil
+
+    import runtime
+
+    modules = {m.name for m in pkgutil.iter_modules(runtime.__path__)}
+    assert not modules & set(runtime.__all__)
+
+
+MAX_METHODS = 25
+MAX_ATTRIBUTES = 30
+MAX_FUNCTION_LINES = 60
+
+
+def _self_attributes(cls: ast.ClassDef) -> set[str]:
+    """The ``self.x`` names a class's methods assign."""
+    names: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            for part in ast.walk(target):
+                if (
+                    isinstance(part, ast.Attribute)
+                    and isinstance(part.value, ast.Name)
+                    and part.value.id == "self"
+                ):
+                    names.add(part.attr)
+    return names
+
+
+def _too_big(package: str) -> list[str]:
+    found = []
+    for name, path in MODULES.items():
+        if _top(name) != package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{name}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ClassDef):
+                methods = [
+                    n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+                if len(methods) > MAX_METHODS:
+                    found.append(f"{where} class {node.name}: {len(methods)} methods")
+                attributes = _self_attributes(node)
+                if len(attributes) > MAX_ATTRIBUTES:
+                    found.append(f"{where} class {node.name}: {len(attributes)} attributes")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{where} {node.name}: {lines} lines")
+    return found
+
+
+def test_no_cabin_class_or_function_is_too_big_to_read() -> None:
+    """No class in ``cabins`` over 25 methods or 30 instance attributes, no function over
+    60 lines: a maintainer reads each part whole."""
+    assert _too_big("cabins") == []
+
+
+def test_the_size_check_sees_a_big_class() -> None:
+    body = "\n".join(f"    def m{i}(self):\n        self.a{i} = {i}" for i in range(31))
+    tree = ast.parse(f"class Big:\n{body}\n")
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert len(_self_attributes(cls)) == 31
