@@ -15,7 +15,8 @@ item that was stale and is now hidden by a fault is reported again).
 
 ``Episodes`` keeps the open episodes by key. Each tick a cabin calls ``hit`` for every
 condition that holds (True when that opens an episode: report it) and ``miss`` for one
-that does not, or ``expire`` to end at once every episode its policy says is over.
+that does not, or ``expire`` to end at once every episode its policy says is over (it
+returns their keys, for a cabin that reports the end of an episode too).
 ``follow(missing, patterns, ...)`` does both for a view's missing items: the patterns
 missing for a reason other than "absent" are hits, the rest misses, and it returns the
 (pattern, reason) pairs that opened an episode, in the order of ``patterns``.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from runtime.errors import SettingError
 
@@ -41,9 +42,8 @@ __all__ = [
 K = TypeVar("K", bound=Hashable)
 
 
-@dataclass(frozen=True, slots=True)
-class Sighting:
-    """When an episode's condition last held, and why."""
+class Sighting(NamedTuple):
+    """When an episode's condition last held, and why (a tuple: made on every hit)."""
 
     tick: int
     time: float
@@ -116,9 +116,17 @@ class Episodes(Generic[K]):
         self.policy = policy
         self._last: dict[K, Sighting] = {}
 
-    def hit(self, key: K, *, tick: int, time: float, reason: str = "") -> bool:
-        """``key``'s condition holds at (tick, time); True when this opens an episode."""
+    def hit(
+        self, key: K, *, tick: int, time: float, reason: str = "", end_if_over: bool = False
+    ) -> bool:
+        """``key``'s condition holds at (tick, time); True when this opens an episode.
+
+        With ``end_if_over``, an episode the policy says is over at (tick, time) ends
+        first, so this hit opens a new one: for hits that are not checked tick by tick
+        (an event's stamp, seen some time after the last one)."""
         last = self._last.get(key)
+        if end_if_over and last is not None and self.policy.over(last, tick, time):
+            last = None
         self._last[key] = Sighting(
             tick if last is None else max(last.tick, tick),
             time if last is None else max(last.time, time),
@@ -133,25 +141,26 @@ class Episodes(Generic[K]):
         if last is not None and self.policy.over(last, tick, time):
             del self._last[key]
 
-    def expire(self, *, tick: int, time: float) -> None:
-        """End every episode the policy says is over at (tick, time)."""
-        over = [k for k, last in self._last.items() if self.policy.over(last, tick, time)]
+    def expire(self, *, tick: int, time: float) -> tuple[K, ...]:
+        """End every episode the policy says is over at (tick, time); their keys."""
+        over = tuple(k for k, last in self._last.items() if self.policy.over(last, tick, time))
         for key in over:
             del self._last[key]
+        return over
 
     def follow(
-        self,
+        self: Episodes[str],
         missing: Mapping[str, str],
-        patterns: Iterable[K],
+        patterns: Iterable[str],
         *,
         tick: int,
         time: float,
-    ) -> list[tuple[K, str]]:
+    ) -> list[tuple[str, str]]:
         """Hit each of ``patterns`` missing for a reason other than "absent", miss the
         others; the (pattern, reason) pairs that opened an episode, in order."""
-        opened: list[tuple[K, str]] = []
+        opened: list[tuple[str, str]] = []
         for pattern in patterns:
-            reason = missing.get(pattern)  # type: ignore[call-overload]
+            reason = missing.get(pattern)
             if reason is None or reason == "absent":
                 self.miss(pattern, tick=tick, time=time)
             elif self.hit(pattern, tick=tick, time=time, reason=str(reason)):

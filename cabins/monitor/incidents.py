@@ -39,8 +39,7 @@ class Incidents:
 
     def opens(self, key: Hashable, *, tick: int, time: float) -> bool:
         """``key``'s trouble holds at ``time``; True when this opens its episode."""
-        self._episodes.miss(key, tick=tick, time=time)  # over at ``time``: a new one opens
-        return self._episodes.hit(key, tick=tick, time=time)
+        return self._episodes.hit(key, tick=tick, time=time, end_if_over=True)
 
     def bad(self, out: Outbox, key: str, problem: str, *, tick: int, time: float) -> None:
         """An ``alarm`` {"kind": "bad_reading"} for ``key``, once per episode."""

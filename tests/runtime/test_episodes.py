@@ -81,3 +81,13 @@ def test_an_episode_opens_only_after_a_quiet_stretch_longer_than_the_policy(
     assert opened == expected
     # UntilSeen is QuietTicks(0): any tick without the condition ends the episode
     assert _run(Episodes(UntilSeen()), holds) == _run(Episodes(QuietTicks(0)), holds)
+
+
+def test_a_late_hit_can_end_an_episode_that_is_over_at_its_own_time() -> None:
+    episodes: Episodes[str] = Episodes(QuietSeconds(1.0))
+    assert episodes.hit("alarm", tick=0, time=0.0)
+    assert not episodes.hit("alarm", tick=50, time=2.5)  # no expire ran: still open
+    assert episodes.hit("alarm", tick=100, time=5.0, end_if_over=True)  # over at 5.0
+    assert not episodes.hit("alarm", tick=101, time=5.05, end_if_over=True)
+    assert episodes.expire(tick=200, time=9.0) == ("alarm",)
+    assert episodes.expire(tick=201, time=9.05) == ()
