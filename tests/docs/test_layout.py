@@ -260,27 +260,34 @@ def _self_attributes(cls: ast.ClassDef) -> set[str]:
     return names
 
 
-def _too_big(package: str) -> list[str]:
+def _too_big_in(tree: ast.AST, name: str) -> list[str]:
+    """What in one parsed module breaks the size limits, with where it is."""
     found = []
-    for name, path in MODULES.items():
-        if _top(name) != package:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            where = f"{name}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.ClassDef):
-                methods = [
-                    n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                ]
-                if len(methods) > MAX_METHODS:
-                    found.append(f"{where} class {node.name}: {len(methods)} methods")
-                attributes = _self_attributes(node)
-                if len(attributes) > MAX_ATTRIBUTES:
-                    found.append(f"{where} class {node.name}: {len(attributes)} attributes")
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                if lines > MAX_FUNCTION_LINES:
-                    found.append(f"{where} {node.name}: {lines} lines")
+    for node in ast.walk(tree):
+        where = f"{name}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.ClassDef):
+            methods = [
+                n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            if len(methods) > MAX_METHODS:
+                found.append(f"{where} class {node.name}: {len(methods)} methods")
+            attributes = _self_attributes(node)
+            if len(attributes) > MAX_ATTRIBUTES:
+                found.append(f"{where} class {node.name}: {len(attributes)} attributes")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                found.append(f"{where} {node.name}: {lines} lines")
     return found
+
+
+def _too_big(package: str) -> list[str]:
+    return [
+        problem
+        for name, path in MODULES.items()
+        if _top(name) == package
+        for problem in _too_big_in(ast.parse(path.read_text(encoding="utf-8")), name)
+    ]
 
 
 def test_no_cabin_class_or_function_is_too_big_to_read() -> None:
@@ -289,8 +296,24 @@ def test_no_cabin_class_or_function_is_too_big_to_read() -> None:
     assert _too_big("cabins") == []
 
 
-def test_the_size_check_sees_a_big_class() -> None:
-    body = "\n".join(f"    def m{i}(self):\n        self.a{i} = {i}" for i in range(31))
-    tree = ast.parse(f"class Big:\n{body}\n")
-    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    assert len(_self_attributes(cls)) == 31
+def test_the_size_check_sees_each_limit_broken() -> None:
+    def methods(count: int, attributes: int) -> str:
+        return "\n".join(
+            f"    def m{i}(self):\n        self.a{i} = {i}"
+            if i < attributes
+            else f"    def m{i}(self): ..."
+            for i in range(count)
+        )
+
+    fine = ast.parse(f"class Fine:\n{methods(25, 25)}\n")
+    assert _too_big_in(fine, "m") == []
+    many = ast.parse(f"class Many:\n{methods(26, 0)}\n")
+    assert _too_big_in(many, "m") == ["m:1 class Many: 26 methods"]
+    wide = ast.parse(
+        f"class Wide:\n{methods(10, 10)}\n    def __init__(self):\n"
+        + "".join(f"        self.b{i} = {i}\n" for i in range(21))
+    )
+    assert _too_big_in(wide, "m") == ["m:1 class Wide: 31 attributes"]
+    body = "".join(f"    x{i} = {i}\n" for i in range(59))
+    assert _too_big_in(ast.parse(f"def f():\n{body}"), "m") == []  # 60 lines
+    assert _too_big_in(ast.parse(f"def f():\n{body}    y = 0\n"), "m") == ["m:1 f: 61 lines"]

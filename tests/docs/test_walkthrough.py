@@ -18,6 +18,7 @@ SECTION = README.split("## Write your own cabin", 1)[1].split("\n## ", 1)[0]
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_walkthrough(tmp_path: Path) -> None:
     files = re.findall(r'```\w+ title="([^"]+)"\n(.*?)```', SECTION, re.S)
     assert [name for name, _ in files] == ["people_watch.toml", "people_watch.py"]
