@@ -20,6 +20,7 @@ examples:
   python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
   python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
   python -m sim campaign --scenario gen:0-99 --faults auto --journal c.jsonl   resumable
+  python -m sim campaign --scenario hard:0-29 --seeds 0-1   the harder family, no faults
 exit status: 0 every declared reaction seen and no safety violation, 1 otherwise, 2 bad input
 """
 
@@ -39,7 +40,8 @@ def register(sub: Any) -> None:
         action="append",
         metavar="NAME|PATH",
         help="a scenario (repeatable; default: warehouse), or generated worlds: "
-        "gen:N or gen:A-B (the seeds of python -m sim generate)",
+        "gen:N or gen:A-B, hard:N or hard:A-B (the seeds of python -m sim generate "
+        "[--family hard])",
     )
     campaign.add_argument(
         "--cabin",
@@ -306,19 +308,18 @@ def _run(campaign: Campaign, total: int, *, quiet: bool) -> list[dict[str, Any]]
 
 
 def scenario_worlds(names: list[str]) -> dict[str, Any]:
-    """Each ``--scenario``: a shipped name, a file, or generated worlds (``gen:0-49``),
-    loaded once here so that every worker gets the scenario itself."""
-    from sim.world.generate import generate, generated_name, parse_generated
+    """Each ``--scenario``: a shipped name, a file, or generated worlds (``gen:0-49``,
+    ``hard:0-29``), loaded once here so that every worker gets the scenario itself."""
+    from sim.world.families import family_worlds
     from sim.world.scenario import load_scenario
 
     worlds: dict[str, Any] = {}
     for name in names:
-        seeds = parse_generated(name)
-        if seeds is None:
+        drawn = family_worlds(name)
+        if drawn is None:
             worlds[name] = load_scenario(name)
         else:
-            for seed in seeds:
-                worlds[generated_name(seed)] = generate(seed)
+            worlds.update(drawn)
     return worlds
 
 
