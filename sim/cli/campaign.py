@@ -20,7 +20,7 @@ examples:
   python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
   python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
   python -m sim campaign --scenario gen:0-99 --faults auto --journal c.jsonl   resumable
-  python -m sim campaign --scenario hard:0-29 --seeds 0-1   the harder family, no faults
+  python -m sim campaign --scenario hard:0-29 --seeds 0-1 --faults none   the harder family
 exit status: 0 every declared reaction seen and no safety violation, 1 otherwise, 2 bad input
 """
 
