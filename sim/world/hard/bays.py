@@ -46,28 +46,7 @@ def lay_out_bays(
     draft = Draft(layout="bays", width=width, height=height, radius=radius)
     mid_lane = (lane_v[0] + lane_v[1]) / 2
 
-    bays: list[tuple[float, float, int]] = []  # (bay centre u, its dock's v, direction)
-    widths: list[float] = []
-    for edge, wall, sign in banks:
-        u = r3(rng.uniform(0.0, 3.0))
-        back = r3(rng.uniform(0.0, 0.4)) if rng.random() < 0.5 else 0.0  # a flue at the wall
-        near, far = (edge, wall - sign * back) if sign > 0 else (wall - sign * back, edge)
-        v_lo, v_hi = min(near, far), max(near, far)
-        while True:
-            block = r3(rng.uniform(1.0, 2.8))
-            if u + block > span_u - 0.5:
-                break
-            draft.add_shelf(
-                frame.points([(u, v_lo), (u + block, v_lo), (u + block, v_hi), (u, v_hi)])
-            )
-            u = r3(u + block)
-            bay = r3(least + 0.05 + float(rng.uniform(0, 1) ** 2) * 0.8)
-            if u + bay + 1.0 > span_u - 0.5:
-                break
-            dock_v = wall - sign * (radius + 0.35)
-            bays.append((r3(u + bay / 2), r3(dock_v), sign))
-            widths.append(bay)
-            u = r3(u + bay)
+    bays, widths = _racking(draft, frame, rng, banks, span_u, least)
     if len(bays) < 3:
         raise Redraw("fewer than three bays")
     draft.notes.append(f"{len(bays)} dead-end bays {min(widths):.2f}-{max(widths):.2f} m")
@@ -86,8 +65,63 @@ def lay_out_bays(
         draft.charger_spots.append(frame.xy(span_u * k / 8 + 0.7, mid_lane))
         draft.start_spots.append(frame.xy(span_u * k / 8 - 0.9, mid_lane))
 
-    for index in order[:pickers]:
-        u_bay, dock_v, sign = bays[index]
+    _movers(draft, frame, rng, [bays[i] for i in order[:pickers]], forklifts, mid_lane, movers)
+    return draft
+
+
+Bay = tuple[float, float, int]
+"""A bay: its centre along the lane, where its dock stands across it, and which way it
+runs from the lane (+1 or -1 across)."""
+
+
+def _racking(
+    draft: Draft,
+    frame: Frame,
+    rng: np.random.Generator,
+    banks: list[tuple[float, float, int]],
+    span_u: float,
+    least: float,
+) -> tuple[list[Bay], list[float]]:
+    """Blocks of racking from each bank's lane edge to its wall (or a flue short of it),
+    the bays between them; the bays and their widths."""
+    bays: list[Bay] = []
+    widths: list[float] = []
+    for edge, wall, sign in banks:
+        u = r3(rng.uniform(0.0, 3.0))
+        back = r3(rng.uniform(0.0, 0.4)) if rng.random() < 0.5 else 0.0  # a flue at the wall
+        near, far = (edge, wall - sign * back) if sign > 0 else (wall - sign * back, edge)
+        v_lo, v_hi = min(near, far), max(near, far)
+        while True:
+            block = r3(rng.uniform(1.0, 2.8))
+            if u + block > span_u - 0.5:
+                break
+            draft.add_shelf(
+                frame.points([(u, v_lo), (u + block, v_lo), (u + block, v_hi), (u, v_hi)])
+            )
+            u = r3(u + block)
+            bay = r3(least + 0.05 + float(rng.uniform(0, 1) ** 2) * 0.8)
+            if u + bay + 1.0 > span_u - 0.5:
+                break
+            dock_v = wall - sign * (draft.radius + 0.35)
+            bays.append((r3(u + bay / 2), r3(dock_v), sign))
+            widths.append(bay)
+            u = r3(u + bay)
+    return bays, widths
+
+
+def _movers(
+    draft: Draft,
+    frame: Frame,
+    rng: np.random.Generator,
+    picked: list[Bay],
+    forklifts: int,
+    mid_lane: float,
+    movers: int,
+) -> None:
+    """A picker into each ``picked`` bay, to just short of its dock and back; then
+    ``forklifts`` forklifts and people along the lane."""
+    span_u = draft.width if frame.orientation == "x" else draft.height
+    for u_bay, dock_v, sign in picked:
         short = float(rng.uniform(0.6, 1.2))
         draft.add_mover(
             rng, "person", [frame.xy(u_bay, mid_lane), frame.xy(u_bay, dock_v - sign * short)]
@@ -102,4 +136,3 @@ def lay_out_bays(
         if b - a < 8.0:
             a, b = 1.5, span_u - 1.5
         draft.add_mover(rng, kind, [frame.xy(a, mid_lane), frame.xy(b, mid_lane)])
-    return draft

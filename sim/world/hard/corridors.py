@@ -80,6 +80,24 @@ def lay_out_corridors(
     draft.charger_spots.append(frame.xy(r3((u_lo + u_hi) / 2 + 1.0), mids[side]))
     draft.start_spots.extend(frame.xy(ends[k], span_v * 0.5) for k in (1 - side, side))
 
+    _movers(draft, frame, rng, (u_lo, u_hi), ends, mids, span_v, movers)
+    return draft
+
+
+def _movers(
+    draft: Draft,
+    frame: Frame,
+    rng: np.random.Generator,
+    racking: tuple[float, float],
+    ends: list[float],
+    mids: list[float],
+    span_v: float,
+    movers: int,
+) -> None:
+    """One to three forklifts, each round the central racking or to and fro along a
+    corridor from an end bay; then people across an end bay or into a corridor and back."""
+    u_lo, u_hi = racking
+    length = u_hi - u_lo
     forklifts = max(1, min(movers - 2, 1 + int(rng.integers(0, 3))))
     for k in range(forklifts):
         mid = mids[k % 2]
@@ -112,4 +130,3 @@ def lay_out_corridors(
             inside = u_lo + depth if end == ends[0] else u_hi - depth
             pts = [frame.xy(end, mid), frame.xy(inside, mid)]
         draft.add_mover(rng, "person", pts)
-    return draft

@@ -90,7 +90,16 @@ def lay_out_fishbone(
         ]
     )
 
-    half = lane / 2
+    _movers(draft, rng, lane, mid, theta, movers)
+    return draft
+
+
+def _movers(
+    draft: Draft, rng: np.random.Generator, lane: float, mid: float, theta: float, movers: int
+) -> None:
+    """A forklift round the perimeter lane or along one side; then forklifts on the lane,
+    people along the spine and people from the spine into an angled aisle."""
+    width, height, half = draft.width, draft.height, lane / 2
     draft.add_mover(
         rng,
         "forklift",
@@ -114,4 +123,3 @@ def lay_out_fishbone(
             sign = 1 if py > mid else -1
             gx = px - (py - mid) / math.tan(theta) * sign
             draft.add_mover(rng, "person", [(gx, mid), (px, py)])
-    return draft

@@ -83,6 +83,20 @@ def lay_out_rotated(
         [(r3(half + 0.5), r3(half + 0.5)), (r3(width - half - 0.5), r3(height - half - 0.5))]
     )
 
+    _movers(draft, rng, half, aisle_lines, movers)
+    return draft
+
+
+def _movers(
+    draft: Draft,
+    rng: np.random.Generator,
+    half: float,
+    aisle_lines: list[tuple[tuple[float, float], tuple[float, float]]],
+    movers: int,
+) -> None:
+    """One or two forklifts along sides of the perimeter lane, people along turned aisles
+    from the lane, all the way across or part of it."""
+    width, height = draft.width, draft.height
     corners = [
         (half, half),
         (width - half, half),
@@ -98,10 +112,9 @@ def lay_out_rotated(
         if sum(m["kind"] == "forklift" for m in draft.movers) < forklifts:
             k = int(rng.integers(0, 4))
             draft.add_mover(rng, "forklift", [corners[k], corners[(k + 1) % 4]])
-        elif aisle_lines:  # along a turned aisle from lane to lane, or part of the way
+        elif aisle_lines:
             a, b = aisle_lines[int(rng.integers(0, len(aisle_lines)))]
             end = float(rng.uniform(0.5, 1.0))
             draft.add_mover(
                 rng, "person", [a, (a[0] + (b[0] - a[0]) * end, a[1] + (b[1] - a[1]) * end)]
             )
-    return draft

@@ -208,6 +208,21 @@ def _tight(routes: Routes, docks: list[XY], charger: XY) -> _Tight | None:
     return _Tight(pair, battery_wh, usable) if len(usable) >= 3 else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """What ``draw_work`` drew, before it is written out as a scenario's data."""
+
+    docks: list[XY]
+    charger: XY
+    start: XY
+    tasks: list[tuple[int, int, float]]
+    tight: bool
+    low: float
+    battery_wh: float
+    start_battery: float
+    duration: float
+
+
 def draw_work(
     draft: Draft, rng: np.random.Generator, settings: HardSettings, seed: int, *, tight: bool
 ) -> dict[str, Any]:
@@ -233,54 +248,73 @@ def draw_work(
     count = settings.tasks if settings.tasks is not None else int(rng.integers(4, 9))
     usable = squeeze.usable if squeeze is not None else list(range(len(docks)))
     tasks = _tasks(rng, count, len(ends), usable, None if squeeze is None else squeeze.pair)
-
-    here, travel, rounds = start, 0.0, []
-    for a, b, _ in tasks:
+    travel = 0.0
+    for (a, b, _), here in zip(tasks, [start, *(docks[b] for _, b, _ in tasks)], strict=False):
         travel += routes.length(here, docks[a]) + routes.length(docks[a], docks[b])
-        rounds.append(
-            routes.length(charger, docks[a])
-            + routes.length(docks[a], docks[b])
-            + routes.length(docks[b], charger)
-        )
-        here = docks[b]
     low = r3(rng.uniform(0.15, 0.3))
     if squeeze is not None:
-        battery_wh = squeeze.battery_wh
+        battery_wh = r3(squeeze.battery_wh)
     else:
-        home = max(routes.length(p, charger) for p in [start, *docks])
-        battery_wh = float(rng.uniform(1.0, 1.4)) * max(
-            20.0, 2 * _wh(max(rounds)) / CHARGE_UNTIL, 1.5 * _wh(home) / low
-        )
-    battery_wh = r3(battery_wh)
+        battery_wh = r3(_ample(rng, routes, docks, charger, start, tasks, low))
     start_battery = r3(rng.uniform(max(0.45, low + 0.15), 0.95))
-    charge_time = battery_wh * CHARGE_UNTIL / CHARGE
-    charges = 1 + math.ceil(_wh(travel) / (battery_wh * (CHARGE_UNTIL - low))) + (2 if tight else 0)
+    charges = 1 + math.ceil(_wh(travel) / (battery_wh * (CHARGE_UNTIL - low)))
+    charges += 2 if tight else 0
     detour = 2 * max(routes.length(charger, d) for d in docks) / 0.8
     duration = r3(
         tasks[-1][2]
         + 2 * travel / 0.8
         + count * 45.0
-        + charges * (charge_time + detour)
+        + charges * (battery_wh * CHARGE_UNTIL / CHARGE + detour)
         + 30.0 * len(draft.movers)
         + 120.0
     )
+    work = _Work(docks, charger, start, tasks, tight, low, battery_wh, start_battery, duration)
+    return _data(draft, rng, seed, work)
+
+
+def _ample(
+    rng: np.random.Generator,
+    routes: Routes,
+    docks: list[XY],
+    charger: XY,
+    start: XY,
+    tasks: list[tuple[int, int, float]],
+    low: float,
+) -> float:
+    """An ample battery's capacity (Wh), see the module docstring."""
+    rounds = [
+        routes.length(charger, docks[a])
+        + routes.length(docks[a], docks[b])
+        + routes.length(docks[b], charger)
+        for a, b, _ in tasks
+    ]
+    home = max(routes.length(p, charger) for p in [start, *docks])
+    return float(rng.uniform(1.0, 1.4)) * max(
+        20.0, 2 * _wh(max(rounds)) / CHARGE_UNTIL, 1.5 * _wh(home) / low
+    )
+
+
+def _data(draft: Draft, rng: np.random.Generator, seed: int, work: _Work) -> dict[str, Any]:
+    """The scenario's data; the robot's speeds and the failure rates are drawn here."""
     people = sum(m["kind"] == "person" for m in draft.movers)
     description = (
         f"hard: seed {seed}, {draft.layout}, {draft.width:g}x{draft.height:g} m, "
         f"{', '.join(draft.notes)}, {len(draft.movers)} movers ({people} people), "
-        f"{count} tasks, {'tight' if tight else 'ample'} {battery_wh:g} Wh battery"
+        f"{len(work.tasks)} tasks, {'tight' if work.tight else 'ample'} "
+        f"{work.battery_wh:g} Wh battery"
     )
+    sx, sy = work.start
     return {
         "name": f"hard:{seed}",
         "description": description,
-        "duration": duration,
+        "duration": work.duration,
         "rate_hz": 20.0,
         "floor": {"min_x": 0.0, "min_y": 0.0, "max_x": draft.width, "max_y": draft.height},
         "shelves": [
             {"id": f"S{k}", "polygon": [list(p) for p in s]} for k, s in enumerate(draft.shelves)
         ],
-        "docks": [{"id": f"D{k}", "x": p[0], "y": p[1]} for k, p in enumerate(docks)],
-        "chargers": [{"id": "C0", "x": charger[0], "y": charger[1]}],
+        "docks": [{"id": f"D{k}", "x": p[0], "y": p[1]} for k, p in enumerate(work.docks)],
+        "chargers": [{"id": "C0", "x": work.charger[0], "y": work.charger[1]}],
         "forbidden_zones": draft.forbidden,
         "speed_zones": draft.speed_zones,
         "moving_obstacles": draft.movers,
@@ -289,17 +323,17 @@ def draw_work(
             "max_speed": r3(rng.uniform(1.0, 1.8)),
             "max_turn_rate": r3(rng.uniform(1.5, 2.5)),
             "max_accel": r3(rng.uniform(0.6, 1.2)),
-            "start": {"x": start[0], "y": start[1], "theta": r3(rng.uniform(-math.pi, math.pi))},
-            "battery_wh": battery_wh,
-            "start_battery": start_battery,
+            "start": {"x": sx, "y": sy, "theta": r3(rng.uniform(-math.pi, math.pi))},
+            "battery_wh": work.battery_wh,
+            "start_battery": work.start_battery,
             "drain_wh_per_m": DRAIN_M,
             "drain_wh_per_s": DRAIN_S,
             "charge_wh_per_s": CHARGE,
-            "low_battery": low,
+            "low_battery": work.low,
         },
         "tasks": [
             {"id": f"t{k}", "pickup": f"D{a}", "drop": f"D{b}", "release": release}
-            for k, (a, b, release) in enumerate(tasks)
+            for k, (a, b, release) in enumerate(work.tasks)
         ],
         "failures": {
             "pick_fail_p": r3(rng.uniform(0.0, 0.2)),
