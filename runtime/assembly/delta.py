@@ -49,11 +49,13 @@ class DeltaPath:
         compiled: CompiledSpecs,
         memory: WorkingMemory,
         events: EventWindows,
+        first_offered: FirstOffered,
     ) -> None:
         self.sources = sources
         self.compiled = compiled
         self.memory = memory
         self.events = events
+        self.first_offered = first_offered
         self.carried: Carried | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -61,24 +63,16 @@ class DeltaPath:
         state["carried"] = None  # the delta path starts afresh
         return state
 
-    def seen(self, otherwise: FirstOffered) -> FirstOffered:
-        """Each map candidate's revision and first-offered time, while the path carries
-        them; else ``otherwise``."""
-        return otherwise if self.carried is None else self.carried.table.seen()
+    def stop(self) -> None:
+        """Drop what the path carries (the from-scratch path freezes next)."""
+        self.carried = None
 
-    def stop(self) -> FirstOffered | None:
-        """Drop what the path carries (the from-scratch path freezes next); the map
-        candidates' first-offered times, if it carried any."""
-        carried, self.carried = self.carried, None
-        return None if carried is None else carried.table.seen()
-
-    def freeze(self, tick: int, now: float, seen: FirstOffered, laps: Laps) -> WorkingSet | None:
+    def freeze(self, tick: int, now: float, laps: Laps) -> WorkingSet | None:
         """The working set of ``tick``, or None when the from-scratch path must freeze it;
-        ``seen`` is the last from-scratch freeze's first-offered times, and ``laps`` is
-        called with each stage's name as the stage ends."""
+        ``laps`` is called with each stage's name as the stage ends."""
         versions = self.sources.versions()
         self.sources.end_finished_tasks(tick)
-        d = self._carried(now, seen)
+        d = self._carried(now)
         board = self._board(d, now)
         if board is None:
             return None
@@ -110,13 +104,13 @@ class DeltaPath:
             laps("freeze")
         return ws
 
-    def _carried(self, now: float, seen: FirstOffered) -> Carried:
+    def _carried(self, now: float) -> Carried:
         """What the path carries, made afresh on the first freeze, when the clock went
         back, or when memory's pinned patterns changed; moved on to ``now``."""
         d = self.carried
         memory = self.memory
         if d is None or now < d.table.now or memory.pinned is not d.table.pinned_patterns:
-            d = self.carried = Carried(self.sources, self.compiled, memory, self.seen(seen))
+            d = self.carried = Carried(self.sources, self.compiled, memory, self.first_offered)
         d.table.advance(now)
         return d
 
