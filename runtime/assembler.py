@@ -77,7 +77,7 @@ class Assembler:
     ) -> None:
         compiled = self._compiled = CompiledSpecs(specs)
         sources = self._sources = Sources(
-            board, cabin_map, log, scratchpads or {}, cabins=compiled.by_name
+            board, cabin_map, log, scratchpads or {}, specs=compiled.by_name
         )
         self._memory = memory
         events = EventWindows(log)
