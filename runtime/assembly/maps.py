@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from runtime.assembly.sources import Sources
-    from runtime.assembly.specs import CompiledSpecs
+    from runtime.assembly.specs import CompiledSpecs, MapFilters
     from runtime.board import Reading
     from runtime.cabin_map import Feature
     from runtime.spec import ContextSpec
@@ -97,8 +97,7 @@ class MapWindows:
         cache: dict[tuple[Any, ...], Any],
     ) -> Found:
         """``spec``'s window and corridor at ``now``; ``cache`` holds this freeze's queries."""
-        kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
-        tags = frozenset(spec.map_tags) if spec.map_tags else None
+        kinds, tags = self.compiled.map_filters[spec.name]
         nearby = self._window(spec, now, kinds, tags, cache)
         corridor: tuple[Feature, ...] = ()
         if spec.corridor_width > 0:
@@ -162,7 +161,7 @@ class MapOffers:
         self.sources = sources
         self.compiled = compiled
         self.relevant: dict[str, frozenset[str] | None] = {}
-        self.filters: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self.filters: dict[str, MapFilters] = {}
         self._routes: dict[str, tuple[Reading, Route | None]] = {}
 
     def expand(self, goal_kinds: frozenset[str]) -> None:
@@ -171,8 +170,7 @@ class MapOffers:
         specs = self.compiled.by_name
         self.relevant = {name: relevant(spec, goal_kinds) for name, spec in specs.items()}
         for name, spec in specs.items():
-            kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
-            tags = frozenset(spec.map_tags) if spec.map_tags else None
+            kinds, tags = self.compiled.map_filters[name]
             shared = self.compiled.centers.get(spec.map_center or "")
             if shared is not None:
                 kinds = None if kinds == shared.kinds else kinds
@@ -205,11 +203,9 @@ class MapOffers:
                     query = (route, spec.corridor_width, spec.map_kinds, spec.map_tags)
                     along_here = corridors.get(query, along_here)
                     if query not in corridors:
+                        kinds, tags = self.compiled.map_filters[name]
                         path = self.sources.cabin_map.corridor(
-                            route,
-                            spec.corridor_width,
-                            kinds=frozenset(spec.map_kinds) if spec.map_kinds else None,
-                            tags=frozenset(spec.map_tags) if spec.map_tags else None,
+                            route, spec.corridor_width, kinds=kinds, tags=tags
                         )
                         along_here = corridors[query] = (["map:" + f.id for f in path], path)
             keep = self.relevant[name]
