@@ -2,7 +2,7 @@
 
 The node test installs Foxglove's MCAP reader (``@mcap/core``, ``@mcap/support`` for
 zstd), its published schemas (``@foxglove/schemas``) and a JSON Schema validator (``ajv``)
-from npm into a cache folder, then runs ``tests/foxglove/check_recording.js`` on a fresh
+from npm into a cache folder, then runs ``tests/support/foxglove/check_recording.js`` on a fresh
 recording. ``@foxglove/mcap-support`` (home of ``parseJsonSchema``) is not published to
 npm, so the script restates its rules.
 """
