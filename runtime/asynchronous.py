@@ -18,9 +18,10 @@ Where the decision runs is a ``DecisionExecutor``:
 - ``runtime.testing.ManualExecutor`` finishes decisions when a test says so.
 
 A decision that comes back more than ``max_age`` ticks after the tick it decided on, or more
-than ``deadline`` seconds after it started, is late. Its ``LatePolicy`` (``DropLate``, or
-``RecheckLate``: apply it only if the cabin's ``recheck`` approves, by default if the cabin's
-view of the tick it came back at holds the same items and missing items) says what happens;
+than ``deadline`` seconds after it started, is late. The cabin's ``LatePolicy``
+(``runtime.cabin.late_policy``: ``DropLate``, or ``RecheckLate``: apply it only if the
+cabin's ``recheck`` approves, by default if the cabin's view of the tick it came back at
+holds the same items and missing items) says what happens;
 a ``decision_late`` event says what did. While a decision is overdue the cabin is *late*,
 an explicit absence on the board: ``late:<cabin>`` holds since when and why, and is deleted
 once a decision of the cabin is applied again. A decision still in flight when it passes a
@@ -46,9 +47,8 @@ from runtime.cabin import (
     CabinWrapper,
     Outbox,
     decide,
+    late_policy,
     latency_share,
-    recheck,
-    same_view,
     timing_of,
 )
 from runtime.errors import SettingError, TickworkError
@@ -58,21 +58,15 @@ if TYPE_CHECKING:
     from runtime.pack import CabinView, WorkingSet
 
 __all__ = [
+    # LATE_PREFIX lives in runtime.cabin; named here only while cabins/monitor imports it
+    # from this module
     "LATE_PREFIX",
     "Asynchronous",
     "DecisionExecutor",
-    "DropLate",
-    "LatePolicy",
-    "RecheckLate",
     "Returned",
     "SimulatedExecutor",
     "Task",
     "ThreadExecutor",
-    "late_policy",
-    "latency_share",
-    "recheck",
-    "same_view",
-    "timing_of",
 ]
 
 _TOLERANCE = 1e-9  # seconds: a deadline met to the last float digit is met
@@ -82,44 +76,7 @@ Status = Literal["on_time", "rechecked", "dropped", "failed"]
 _log = structlog.get_logger("tickwork.asynchronous")
 
 
-# -- late decisions ----------------------------------------------------------------------------
-
-
-class LatePolicy(Protocol):
-    """What happens to a decision that comes back late."""
-
-    name: str
-
-    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        """True to apply the late outbox ``out``, decided on ``decided``, at the tick whose
-        view is ``current``."""
-        ...
-
-
-class DropLate:
-    """A late decision is dropped."""
-
-    name = "drop"
-
-    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        return False
-
-
-class RecheckLate:
-    """A late decision is applied only if it still holds: ``recheck(cabin, ...)`` says."""
-
-    name = "recheck"
-
-    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        return recheck(cabin, decided, current, out)
-
-
-def late_policy(cabin: Cabin) -> LatePolicy:
-    """The cabin's own ``late_policy`` object if it has one, else its timing's ``on_late``."""
-    own = getattr(cabin, "late_policy", None)
-    if own is not None and callable(getattr(own, "keep", None)):
-        return own  # type: ignore[no-any-return]
-    return RecheckLate() if timing_of(cabin).on_late == "recheck" else DropLate()
+# -- the runtime's wrapper --------------------------------------------------------------------
 
 
 class Asynchronous(CabinWrapper):

@@ -16,8 +16,7 @@ from runtime import (
     Outbox,
     RecheckLate,
 )
-from runtime.asynchronous import late_policy
-from runtime.cabin import innermost, latency_share, recheck, timing_of
+from runtime.cabin import innermost, late_policy, latency_share, recheck, timing_of
 from runtime.testing import make_view, run_step
 from runtime.timing import Timing
 
