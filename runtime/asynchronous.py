@@ -45,6 +45,7 @@ from runtime.cabin import (
     Cabin,
     CabinFailure,
     CabinWrapper,
+    LatePolicy,
     Outbox,
     decide,
     late_policy,
@@ -84,7 +85,9 @@ class Asynchronous(CabinWrapper):
 
     ``timing`` defaults to the inner cabin's with ``mode = "async"``; keyword settings
     (``deadline``, ``max_age``, ``on_late``, ``latency``, ``latency_max``) change it.
-    Everything else is the inner cabin's (``CabinWrapper``).
+    A wrapper given a ``timing`` or an ``on_late`` has its timing's ``on_late`` decide
+    what happens to a late decision; otherwise the inner cabin's own ``late_policy``
+    does, if it has one. Everything else is the inner cabin's (``CabinWrapper``).
     """
 
     def __init__(self, inner: Cabin, *, timing: Timing | None = None, **settings: Any) -> None:
@@ -97,11 +100,18 @@ class Asynchronous(CabinWrapper):
             raise SettingError(f"bad timing for cabin {inner.name!r}: {exc}") from None
         super().__init__(inner)
         self._timing = own
+        self._on_late_given = timing is not None or "on_late" in settings
 
     @property
     def timing(self) -> Timing:
         """The inner cabin's timing made asynchronous, with the wrapper's settings."""
         return self._timing
+
+    @property
+    def late_policy(self) -> LatePolicy | None:
+        """None when the wrapper was given a ``timing`` or an ``on_late`` (its timing's
+        ``on_late`` decides), else the inner cabin's own late policy, if it has one."""
+        return None if self._on_late_given else super().late_policy
 
 
 # -- where decisions run ---------------------------------------------------------------------
