@@ -268,8 +268,8 @@ class _Slot:
 
 @dataclass(slots=True)
 class Notices:
-    """What the bookkeeping of one apply phase adds to the sources: events and board changes
-    (a value, or None to delete the key)."""
+    """What the bookkeeping of one tick's collection adds to the sources, applied at that
+    tick's apply phase: events and board changes (a value, or None to delete the key)."""
 
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     board: list[tuple[str, Mapping[str, Any] | None]] = field(default_factory=list)
@@ -339,9 +339,10 @@ class AsyncDecisions:
         current: Callable[[str], CabinView],
         notices: Notices,
     ) -> Returned | None:
-        """The decision of ``cabin`` that came back by this apply phase, if one did; late
-        decisions are judged by the cabin's late policy (``current(name)`` gives its view
-        of this tick for a re-check)."""
+        """The decision of ``cabin`` that came back by now, if one did (the runners collect
+        at the end of a tick's decide phase, for its apply phase); late decisions are
+        judged by the cabin's late policy (``current(name)`` gives its view of this tick
+        for a re-check)."""
         name = cabin.name
         slot = self._slots[name]
         job = slot.job
