@@ -23,8 +23,9 @@ An asynchronous cabin (``runtime.asynchronous``) gets a view only on the ticks i
 at, decides off the tick thread, and its outbox is applied, in cabin order among the
 others, at the apply phase its decision came back by; ``TickResult.returned`` tags it
 with both ticks. The loop never waits for it. Each cabin has a runner of its kind
-(``runtime.runners``: synchronous, asynchronous, or asynchronous with no latency) that
-the decide and the apply phase go through, in cabin order.
+(``runtime.runners``: synchronous, asynchronous, or asynchronous with no latency); the
+decide phase goes through the runners twice, in cabin order: each cabin decides, then
+what each decided, or what came back, is collected for the apply phase.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from runtime.clock import Clock, SimClock
 from runtime.errors import SettingError
 from runtime.longterm import LongTermStore
 from runtime.pack import CabinView, WorkingSet
-from runtime.runners import TickDecisions, runner_for
+from runtime.runners import LoopContext, TickDecisions, runner_for
 from runtime.scratchpad import Scratchpad
 
 Suppressor = Callable[[int, str], Iterable[str]]
@@ -193,13 +194,25 @@ class TickLoop:
         self._counters = _Counters()
         self._capacity_alarm = False
         self._log = structlog.get_logger("tickwork.loop")
+        self._context = self._loop_context()
+
+    def _loop_context(self) -> LoopContext:
+        """What the runners read of the loop at every tick."""
+        return LoopContext(
+            self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the long-term memory (an open database): whoever restores the
-        loop gives it one again."""
+        loop gives it one again; and the runners' context, made again."""
         state = self.__dict__.copy()
         state["long_term"] = None
+        del state["_context"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._context = self._loop_context()
 
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""
@@ -248,19 +261,10 @@ class TickLoop:
 
     def _decide(self, tick: int, now: float, ws: WorkingSet) -> TickDecisions:
         """Every cabin decides on its view of ``ws`` (or starts deciding, or is still at
-        it); then, in cabin order, what each decided and what came back is sorted into the
-        outboxes to apply and the failures."""
-        decided = TickDecisions(
-            tick,
-            now,
-            ws,
-            self._hidden,
-            self.assembler.scratchpads,
-            self.period,
-            self.clock,
-            self._log,
-            None if self.asynchronous is None else Notices(),
-        )
+        it); then, in cabin order, what each decided and what came back is collected into
+        the outboxes to apply and the failures (``_apply`` applies them)."""
+        notices = None if self.asynchronous is None else Notices()
+        decided = TickDecisions(tick, now, ws, self._context, notices)
         for runner in self._runners:
             runner.decide(decided)
         for runner in self._runners:

@@ -9,6 +9,8 @@ one query, at the largest radius, which answers each smaller radius as a prefix.
 
 ``MapWindows`` answers the from-scratch path; ``MapOffers`` the delta path, which also
 keeps the keys beside the features and parses a route only when its reading changes.
+``FirstOffered``, which both paths share, holds when a window first offered each map
+item at its current revision: the item's ``stamp``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from runtime.assembly.specs import relevant
 from runtime.position import read_route, read_xy
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from runtime.assembly.sources import Sources
-    from runtime.assembly.specs import CompiledSpecs
+    from runtime.assembly.specs import CompiledSpecs, MapFilters
     from runtime.board import Reading
     from runtime.cabin_map import Feature
     from runtime.spec import ContextSpec
@@ -33,9 +37,49 @@ Found = tuple[tuple["Feature", ...], tuple["Feature", ...]]
 Offered = tuple[list[str], tuple["Feature", ...]]
 """A spec's window (or corridor) as the delta path offers it: keys and features, in order."""
 Route = tuple[tuple[float, float], ...]
-FirstOffered = dict[str, tuple[int, float]]
+FirstTimes = dict[str, tuple[int, float]]
 """Per map candidate: its feature's revision and the freeze time a window first offered
 that revision (its ``seq`` and ``stamp``)."""
+
+
+class FirstOffered:
+    """When a window first offered each map candidate of the last freeze, at its revision.
+
+    A map item's ``seq`` is its feature's revision and its ``stamp`` the freeze time at
+    which a window first offered that revision: kept while the revision is unchanged,
+    else the time of the freeze that offers it (``at``). The times of a freeze replace
+    the last freeze's (``keep``), so a feature that left every window is fresh when it
+    comes back and the table holds only features the map still has. Both paths are
+    handed the one ``FirstOffered`` of their assembler, so either takes over from the
+    other with the times the other kept, and a checkpoint resumes with them.
+    """
+
+    __slots__ = ("_times",)
+
+    def __init__(self) -> None:
+        self._times: FirstTimes = {}
+
+    def times(self) -> Mapping[str, tuple[int, float]]:
+        """Each map candidate of the last freeze: its revision and first-offered time."""
+        return self._times
+
+    def at(self, key: str, revision: int, now: float) -> tuple[int, float]:
+        """The revision and first-offered time of map item ``key`` offered at ``revision``
+        by the freeze at ``now``: the last freeze's while the revision is unchanged, else
+        ``now``."""
+        known = self._times.get(key)
+        return known if known is not None and known[0] == revision else (revision, now)
+
+    def keep(self, times: FirstTimes) -> None:
+        """The times of the map candidates a freeze offered, in place of the last's."""
+        self._times = times
+
+    def renew(self, key: str, revision: int, now: float) -> tuple[int, float]:
+        """The times of ``key`` offered at ``revision`` by the freeze at ``now``, kept in
+        place while the other candidates stay as they were (the delta path refreshes one
+        feature put again)."""
+        known = self._times[key] = self.at(key, revision, now)
+        return known
 
 
 class MapWindows:
@@ -53,8 +97,7 @@ class MapWindows:
         cache: dict[tuple[Any, ...], Any],
     ) -> Found:
         """``spec``'s window and corridor at ``now``; ``cache`` holds this freeze's queries."""
-        kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
-        tags = frozenset(spec.map_tags) if spec.map_tags else None
+        kinds, tags = self.compiled.map_filters[spec.name]
         nearby = self._window(spec, now, kinds, tags, cache)
         corridor: tuple[Feature, ...] = ()
         if spec.corridor_width > 0:
@@ -118,7 +161,7 @@ class MapOffers:
         self.sources = sources
         self.compiled = compiled
         self.relevant: dict[str, frozenset[str] | None] = {}
-        self.filters: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self.filters: dict[str, MapFilters] = {}
         self._routes: dict[str, tuple[Reading, Route | None]] = {}
 
     def expand(self, goal_kinds: frozenset[str]) -> None:
@@ -127,8 +170,7 @@ class MapOffers:
         specs = self.compiled.by_name
         self.relevant = {name: relevant(spec, goal_kinds) for name, spec in specs.items()}
         for name, spec in specs.items():
-            kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
-            tags = frozenset(spec.map_tags) if spec.map_tags else None
+            kinds, tags = self.compiled.map_filters[name]
             shared = self.compiled.centers.get(spec.map_center or "")
             if shared is not None:
                 kinds = None if kinds == shared.kinds else kinds
@@ -161,11 +203,9 @@ class MapOffers:
                     query = (route, spec.corridor_width, spec.map_kinds, spec.map_tags)
                     along_here = corridors.get(query, along_here)
                     if query not in corridors:
+                        kinds, tags = self.compiled.map_filters[name]
                         path = self.sources.cabin_map.corridor(
-                            route,
-                            spec.corridor_width,
-                            kinds=frozenset(spec.map_kinds) if spec.map_kinds else None,
-                            tags=frozenset(spec.map_tags) if spec.map_tags else None,
+                            route, spec.corridor_width, kinds=kinds, tags=tags
                         )
                         along_here = corridors[query] = (["map:" + f.id for f in path], path)
             keep = self.relevant[name]

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.agent.memory import LongTermMemory
-from runtime.asynchronous import timing_of
-from runtime.cabin import Cabin, Outbox
+from runtime.cabin import Cabin, Outbox, timing_of
 from runtime.errors import TickworkError
 from runtime.freeze import FrozenDict
 from runtime.jsonable import from_json

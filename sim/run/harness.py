@@ -64,8 +64,7 @@ from runtime import (
 )
 from runtime.agent.memory import LongTermMemory, Remembered
 from runtime.agent.writer import MemoryWriter
-from runtime.asynchronous import timing_of
-from runtime.cabin import MemoryWrite, innermost
+from runtime.cabin import MemoryWrite, innermost, timing_of
 from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json

@@ -1008,7 +1008,7 @@ def test_the_first_offered_times_stay_bounded_by_the_map(
                 continue
             world.assembler.assemble(tick, world.clock.now())
             world.clock.advance(step[1])
-            seen = world.assembler._seen_map()
+            seen = world.assembler._scratch.first_offered.times()  # both paths' one table
             on_map = {f"map:{f.id}": world.map.revision(f.id) for f in world.map.features()}
             assert set(seen) <= set(on_map)
             assert all(revision == on_map[key] for key, (revision, _) in seen.items())
