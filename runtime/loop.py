@@ -414,7 +414,7 @@ class TickLoop:
             )
         if ws.capacity_alarm:
             for name in self.pressure.observe(tick, ws.time, ws):
-                data = pressure_event(tick, ws, name, self.assembler.specs[name])
+                data = pressure_event(tick, ws, name, self.assembler.specs)
                 log.append("capacity_pressure", data, tags=PRESSURE_TAGS)
                 self._log.warning(
                     "capacity_pressure",

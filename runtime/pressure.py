@@ -9,13 +9,16 @@ seconds) as a ``capacity_pressure`` event (``pressure_event``) and counts, per s
 episodes, the ticks under pressure and the items lost (an item lost at three ticks counts
 three times): ``TickStats.pressure``.
 
-The event's advice follows the design's: tighten what the spec selects (``map_limit``,
+The event's advice follows the design's: tighten what the specs select (``map_limit``,
 ``map_share``, ``map_radius``, ``corridor_limit``, ``event_window``, ``event_limit``) before
-growing the capacity; the part of the view that holds the most items is named first.
+growing the capacity. Memory is shared, so the part to tighten first is the one that holds
+the most of it (``crowding``), whichever spec it belongs to: a planner's wide map window
+starves the executor's battery reading as surely as its own events.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +26,7 @@ from runtime.episodes import EpisodePolicy, Episodes, QuietSeconds
 from runtime.freeze import FrozenDict
 
 if TYPE_CHECKING:
-    from runtime.pack import Selection, WorkingSet
+    from runtime.pack import WorkingSet
     from runtime.spec import ContextSpec
 
 __all__ = [
@@ -34,6 +37,8 @@ __all__ = [
     "PressureCount",
     "PressureWatch",
     "advice",
+    "crowding",
+    "part_of",
     "pressure_event",
 ]
 
@@ -72,10 +77,10 @@ class _Tally:
     lost: int = 0
 
 
-def _part(via: str, key: str) -> str:
+def part_of(key: str, via: str) -> str:
     """Which part of a spec selected an item: ``map_window``, ``corridor``, ``events``,
-    ``notes`` or ``board``."""
-    if via.startswith("map:window") or (not via and key.startswith("map:")):
+    ``notes`` or ``board`` (by the filter that let it in, ``via``)."""
+    if via.startswith("map:window"):
         return "map_window"
     if via.startswith("map:corridor"):
         return "corridor"
@@ -83,6 +88,8 @@ def _part(via: str, key: str) -> str:
         return "events"
     if key.startswith("note:"):
         return "notes"
+    if key.startswith("map:"):
+        return "map_window"
     return "board"
 
 
@@ -95,43 +102,67 @@ _KNOBS = {
 }
 
 
-def advice(spec: ContextSpec, selection: Selection, capacity: int) -> str:
-    """What to tighten in ``spec`` so that it keeps what it selects: the part of its view
-    holding the most items first (for its map window, a ``map_limit`` that would leave room
-    for what it lost), then growing ``capacity`` last."""
-    parts: dict[str, int] = {}
-    for key, item in selection.items.items():
-        part = _part(item.via, key)
-        parts[part] = parts.get(part, 0) + 1
-    lost = len(selection.evicted)
-    if not parts:
+def crowding(views: Mapping[str, Mapping[str, str]]) -> tuple[str, str, int]:
+    """The part of a spec that holds the most of working memory: ``(spec, part, items)``,
+    from each spec's kept items (view key → via)."""
+    best = ("", "board", 0)
+    for name, items in views.items():
+        counts: dict[str, int] = {}
+        for key, via in items.items():
+            part = part_of(key, via)
+            counts[part] = counts.get(part, 0) + 1
+        for part, held in counts.items():
+            if held > best[2]:
+                best = (name, part, held)
+    return best
+
+
+def advice(
+    name: str,
+    lost: int,
+    views: Mapping[str, Mapping[str, str]],
+    specs: Mapping[str, ContextSpec],
+    capacity: int,
+    room: int,
+) -> str:
+    """What to tighten so that spec ``name``, which lost ``lost`` selected items, keeps
+    what it selects: the part of a spec that holds the most of working memory (``views``:
+    each spec's kept items, view key → via) first; for a map window, a ``map_limit`` that
+    leaves ``room`` items (as many as the specs lost together) free; growing the
+    ``capacity`` last."""
+    owner, part, held = crowding(views)
+    spec = specs.get(owner)
+    if spec is None or held == 0:
         return (
-            f"{spec.name} kept nothing of what it selected; pinned items may fill memory: "
-            f"grow the capacity ({capacity})"
+            f"{name} lost {lost} selected item(s) to capacity ({capacity}) while the specs "
+            "keep nothing: pinned items fill memory; grow the capacity"
         )
-    biggest = max(parts, key=lambda p: (parts[p], p))
-    held = parts[biggest]
-    hint = _KNOBS[biggest]
-    if biggest == "map_window":
-        now = f"map_radius is {spec.map_radius:g} m" + (
+    hint = _KNOBS[part]
+    if part == "map_window":
+        hint = f"map_limit = {max(1, held - room)}; its map_radius is {spec.map_radius:g} m" + (
             f", map_limit {spec.map_limit}" if spec.map_limit is not None else ""
         )
-        hint = f"map_limit = {max(1, held - lost)}; its {now}"
-    elif biggest == "events":
+    elif part == "corridor":
+        hint = f"corridor_limit = {max(1, held - room)}"
+    elif part == "events":
         hint = f"event_limit is {spec.event_limit}, event_window {spec.event_window:g} s"
+    whose = "its" if owner == name else f"{owner}'s"
     return (
-        f"{spec.name} lost {lost} selected item(s) to capacity; its "
-        f"{biggest.replace('_', ' ')} holds {held} of the {sum(parts.values())} items it "
-        f"kept: tighten it first ({hint}), then the other windows; grow the capacity "
-        f"({capacity}) last"
+        f"{name} lost {lost} selected item(s) to capacity ({capacity}); {whose} "
+        f"{part.replace('_', ' ')} holds {held} items: tighten it first ({hint}), then "
+        "the other windows and limits; grow the capacity last"
     )
 
 
-def pressure_event(tick: int, ws: WorkingSet, name: str, spec: ContextSpec) -> dict[str, Any]:
+def pressure_event(
+    tick: int, ws: WorkingSet, name: str, specs: Mapping[str, ContextSpec]
+) -> dict[str, Any]:
     """The data of the ``capacity_pressure`` event of spec ``name`` at ``ws``."""
     selection = ws.selections[name]
     lost = list(selection.evicted)
     load = ws.occupancy
+    views = {n: {key: item.via for key, item in s.items.items()} for n, s in ws.selections.items()}
+    room = len({e.key for e in ws.evictions if e.reason == "capacity"})
     return {
         "spec": name,
         "tick": tick,
@@ -141,7 +172,7 @@ def pressure_event(tick: int, ws: WorkingSet, name: str, spec: ContextSpec) -> d
         "capacity": load.capacity,
         "held": load.held,
         "pinned": load.pinned,
-        "advice": advice(spec, selection, load.capacity),
+        "advice": advice(name, len(lost), views, specs, load.capacity, room),
     }
 
 
