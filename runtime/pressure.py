@@ -102,9 +102,14 @@ _KNOBS = {
 }
 
 
+_PARTS = ("map_window", "corridor", "events", "notes", "board")
+"""The parts of a view, the first to tighten first when two hold as many items (a map
+window grows with the floor; board keys are what the cabin reads by name)."""
+
+
 def crowding(views: Mapping[str, Mapping[str, str]]) -> tuple[str, str, int]:
     """The part of a spec that holds the most of working memory: ``(spec, part, items)``,
-    from each spec's kept items (view key → via)."""
+    from each spec's kept items (view key → via); on a tie, the earlier in ``_PARTS``."""
     best = ("", "board", 0)
     for name, items in views.items():
         counts: dict[str, int] = {}
@@ -112,7 +117,7 @@ def crowding(views: Mapping[str, Mapping[str, str]]) -> tuple[str, str, int]:
             part = part_of(key, via)
             counts[part] = counts.get(part, 0) + 1
         for part, held in counts.items():
-            if held > best[2]:
+            if (held, -_PARTS.index(part)) > (best[2], -_PARTS.index(best[1])):
                 best = (name, part, held)
     return best
 

@@ -51,6 +51,10 @@ def lint(spec: ContextSpec) -> list[str]:
             "map_kinds/map_tags are set but the spec has no map window or "
             "corridor: they filter nothing"
         )
+    if (spec.map_limit is not None or spec.map_share is not None) and spec.map_radius <= 0:
+        warnings.append("map_limit/map_share are set but map_radius is 0: no map window to cap")
+    if spec.corridor_limit is not None and spec.corridor_width <= 0:
+        warnings.append("corridor_limit is set but corridor_width is 0: no corridor to cap")
     if (spec.event_kinds or spec.event_tags) and spec.event_window <= 0:
         warnings.append("event_kinds/event_tags are set but event_window is 0: no events")
     unused = spec.timing.unused()
