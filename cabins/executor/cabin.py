@@ -28,7 +28,7 @@ each item); it refuses one it cannot carry out. The board key ``retry:mode`` sho
 policy in force.
 
 The cabin is a facade over its parts, each holding one kind of state: ``ViewReader``
-(``reading.py``: the view read once a tick, into a ``Reading`` the parts take),
+(``seen.py``: the view read once a tick, into a ``Seen`` the parts take),
 ``MissingItems`` (``missing.py``: the reactions in force and their episodes),
 ``StepLedger`` (``ledger.py``: attempts, outcomes, steps done), ``Course`` (``course.py``:
 the route followed and the progress along it) and ``Pursuit`` (``pursuit.py``, with
@@ -46,8 +46,8 @@ from cabins.executor.ledger import StepLedger
 from cabins.executor.missing import MissingItems
 from cabins.executor.plan import Step
 from cabins.executor.pursuit import HOLD, Pursuit
-from cabins.executor.reading import Reading, ViewReader
 from cabins.executor.retry import RetryChooser, RetryPolicy
+from cabins.executor.seen import Seen, ViewReader
 from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
@@ -111,7 +111,7 @@ class Executor:
             v, w = HOLD
         out.command("drive", v=v, w=w)
 
-    def _decide(self, seen: Reading, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
+    def _decide(self, seen: Seen, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
         ledger = self._ledger
         plan = seen.plan
         if plan is not None:
@@ -132,7 +132,7 @@ class Executor:
 
     def _go_to(
         self,
-        seen: Reading,
+        seen: Seen,
         out: Outbox,
         step: Step,
         pose: Pose,
@@ -162,7 +162,7 @@ class Executor:
 
     def _act(
         self,
-        seen: Reading,
+        seen: Seen,
         out: Outbox,
         step: Step,
         pose: Pose,

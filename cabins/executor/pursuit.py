@@ -17,7 +17,7 @@ import math
 from typing import Final
 
 from cabins.executor.obstacles import obstacle_cap
-from cabins.executor.reading import Reading
+from cabins.executor.seen import Seen
 from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
@@ -67,7 +67,7 @@ class Pursuit:
 
     def pursue(
         self,
-        seen: Reading,
+        seen: Seen,
         track: Track,
         s: float,
         pose: Pose,
@@ -119,7 +119,7 @@ class Pursuit:
 
     def _cap_ahead(
         self,
-        seen: Reading,
+        seen: Seen,
         track: Track,
         s: float,
         pose: Pose,
@@ -144,7 +144,7 @@ class Pursuit:
         return max(0.0, v), obstacles
 
     def _pursuit_point(
-        self, seen: Reading, track: Track, s: float, pose: Pose, speed: float
+        self, seen: Seen, track: Track, s: float, pose: Pose, speed: float
     ) -> tuple[Point2, float]:
         """The point of ``track`` to steer for, and the clearance of the straight way to it:
         ``lookahead`` ahead at speed, less at a crawl, and nearer still while the straight
@@ -174,7 +174,7 @@ class Pursuit:
                 best, best_gap = target, gap
         return best, best_gap
 
-    def _brake(self, seen: Reading, pose: Pose, speed: float, alpha: float) -> tuple[float, float]:
+    def _brake(self, seen: Seen, pose: Pose, speed: float, alpha: float) -> tuple[float, float]:
         """Brake for a target far off the heading: turning towards it on the way when that
         path keeps clear of solids at least as well as braking straight, else straight."""
         limits = seen.limits
@@ -190,7 +190,7 @@ class Pursuit:
         turning, straight = gaps
         return (0.0, turn) if turning >= min(_CHORD_CLEARANCE, straight) else HOLD
 
-    def _path_cap(self, seen: Reading, track: Track, s: float, brake: float) -> float:
+    def _path_cap(self, seen: Seen, track: Track, s: float, brake: float) -> float:
         """The speed from which the robot can still slow down in time for each sharp
         corner of the route ahead and for each stretch that passes close to a solid."""
         limits, solids = seen.limits, seen.solids

@@ -15,8 +15,8 @@ from typing import Any, Final
 from shapely.geometry.base import BaseGeometry
 
 from cabins.monitor.guards import Scanned
+from cabins.monitor.seen import Seen
 from cabins.monitor.settings import MonitorSettings
-from cabins.monitor.sight import Sight
 from cabins.warehouse.clearance import Solids, braking_path, path_geometry, walls_of
 from cabins.warehouse.shapes import polyline
 from cabins.warehouse.values import (
@@ -43,19 +43,19 @@ class ContactForecast:
         self._solids: Solids | None = None  # last tick's, given back while the same
         self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
 
-    def predict(self, sight: Sight, scanned: Scanned) -> dict[str, Any] | None:
+    def predict(self, seen: Seen, scanned: Scanned) -> dict[str, Any] | None:
         """What the braking path would bring the disc within ``contact_margin`` of, if the
         robot closes in on it: a solid on the map, a wall, or what the scanner sees."""
-        pose, here, velocity, radius = sight.pose, sight.here, sight.velocity, sight.radius
+        pose, here, velocity, radius = seen.pose, seen.here, seen.velocity, seen.radius
         if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
         limits = self._limits_read.get(
-            (sight.limits_value, sight.radius_value), partial(_limits_of, sight)
+            (seen.limits_value, seen.radius_value), partial(_limits_of, seen)
         )
-        if sight.bounds is not self._walls_value:
-            self._walls_value, self._walls = sight.bounds, walls_of(read_bounds(sight.bounds))
+        if seen.bounds is not self._walls_value:
+            self._walls_value, self._walls = seen.bounds, walls_of(read_bounds(seen.bounds))
         solids = self._solids = Solids.of(
-            sight.nearby_map,
+            seen.nearby_map,
             self._walls + tuple((name, disc) for name, disc, _ in scanned)
             if scanned
             else self._walls,
@@ -94,5 +94,5 @@ class ContactForecast:
         }
 
 
-def _limits_of(sight: Sight) -> RobotLimits:
-    return RobotLimits.in_view({ROBOT_LIMITS: sight.limits_value, ROBOT_RADIUS: sight.radius_value})
+def _limits_of(seen: Seen) -> RobotLimits:
+    return RobotLimits.in_view({ROBOT_LIMITS: seen.limits_value, ROBOT_RADIUS: seen.radius_value})

@@ -22,8 +22,8 @@ from typing import Final
 import shapely
 from shapely.geometry.base import BaseGeometry
 
+from cabins.monitor.seen import Robot
 from cabins.monitor.settings import MonitorSettings
-from cabins.monitor.sight import Robot
 
 __all__ = ["HOLD_REACH", "Hold", "Holds"]
 

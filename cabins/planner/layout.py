@@ -65,23 +65,14 @@ class Layout:
         return self._constraints
 
     @property
+    def bounds(self) -> Bounds | None:
+        """The floor's bounds, as last seen (None before they were)."""
+        return self._bounds
+
+    @property
     def router_key(self) -> tuple[Any, ...] | None:
         """What the route planner was last built for: another key, another planner."""
         return self._router_key
-
-    def hold_reason(self, seen: Seen) -> str | None:
-        """Why no route may be planned this tick, or None."""
-        if "goal:*" in seen.missing:
-            return "no_goal"
-        if seen.pose is None:
-            return "no_pose"
-        if "safety:*" in seen.missing:
-            return "no_safety"
-        if "constraint:*" in seen.missing and not self._constraints:
-            return "no_constraints"
-        if self._bounds is None:
-            return "no_bounds"
-        return None
 
     def learn(self, seen: Seen) -> None:
         """Remember the shelves, zones, bounds and radius this tick shows."""

@@ -1,5 +1,5 @@
 """The layout the planner remembers: kept when evicted, the route planner built again
-only when it changed, and why no route may be planned."""
+only when it changed."""
 
 from __future__ import annotations
 
@@ -67,17 +67,3 @@ def test_speed_zones_are_known_but_no_walls() -> None:
     assert set(known.constraints) == {"map:zone:slow2", "constraint:speed:slow"}
     router = known.router()
     assert router is not None and len(router.problem.forbidden) == 1
-
-
-def test_no_route_may_be_planned_without_goals_pose_safety_bounds_or_any_constraints() -> None:
-    known = layout()
-    assert known.hold_reason(seen()) == "no_bounds"  # nothing learned yet
-    known.learn(seen())
-    assert known.hold_reason(seen()) is None
-    assert known.hold_reason(seen(suppress=["goal:*"])) == "no_goal"
-    assert known.hold_reason(seen(pose=None)) == "no_pose"
-    assert known.hold_reason(seen(suppress=["safety:*"])) == "no_safety"
-    assert known.hold_reason(seen(suppress=["constraint:*"])) is None  # the zones are known
-    fresh = layout()
-    fresh.learn(seen(**{"constraint:speed:slow": None}))
-    assert fresh.hold_reason(seen(suppress=["constraint:*"])) == "no_constraints"

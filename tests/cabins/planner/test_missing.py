@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cabins.planner.reactions import REACTIONS, MissingReactions
+from cabins.planner.missing import REACTIONS, MissingItems
 from cabins.planner.seen import Seen, ViewReader
 from runtime.cabin import Outbox
 from runtime.spec import load_spec
@@ -28,14 +28,14 @@ def seen(suppress: Iterable[str] = (), tick: int = 0) -> Seen:
     return ViewReader(None).read(view)
 
 
-def react(reactions: MissingReactions, view: Seen, zones: int = 0) -> Outbox:
+def react(reactions: MissingItems, view: Seen, zones: int = 0) -> Outbox:
     out = Outbox("planner")
     reactions.react(view, zones, out)
     return out
 
 
 def test_each_missing_item_is_reacted_to_once_per_episode_in_the_spec_order() -> None:
-    reactions = MissingReactions()
+    reactions = MissingItems()
     out = react(reactions, seen(["safety:*", "goal:*"]))
     assert [(r.pattern, r.reaction, dict(r.detail)) for r in out.reactions] == [
         ("goal:*", "idle:no_goal", {"reason": "fault"}),
@@ -49,11 +49,11 @@ def test_each_missing_item_is_reacted_to_once_per_episode_in_the_spec_order() ->
 
 def test_an_absent_item_is_no_episode() -> None:
     view = ViewReader(None).read(make_view(SPEC, board={}))
-    assert not react(MissingReactions(), view).reactions
+    assert not react(MissingItems(), view).reactions
 
 
 def test_missing_constraints_raise_an_alarm_that_counts_the_zones_known() -> None:
-    out = react(MissingReactions(), seen(["constraint:*"]), zones=2)
+    out = react(MissingItems(), seen(["constraint:*"]), zones=2)
     assert [r.reaction for r in out.reactions] == ["alarm:constraint_check"]
     [alarm] = out.events
     assert (alarm.kind, set(alarm.tags)) == ("alarm", {"alarm"})
@@ -62,7 +62,7 @@ def test_missing_constraints_raise_an_alarm_that_counts_the_zones_known() -> Non
 
 @given(st.lists(st.sets(st.sampled_from(sorted(REACTIONS))), max_size=12))
 def test_a_reaction_comes_exactly_when_an_item_goes_missing(ticks: list[set[str]]) -> None:
-    reactions = MissingReactions()
+    reactions = MissingItems()
     before: set[str] = set()
     for tick, missing in enumerate(ticks):
         out = react(reactions, seen(missing, tick))

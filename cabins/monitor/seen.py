@@ -1,7 +1,7 @@
 """What the monitor saw: its view, read once per tick.
 
-``Reader.read(view, out)`` takes from the view everything the monitor's parts look at and
-returns it as one ``Sight``; the parts take the sight, never the view. The robot's radius,
+``ViewReader.read(view, out)`` takes from the view everything the monitor's parts look at and
+returns it as one ``Seen``; the parts take it, never the view. The robot's radius,
 pose and velocity are parsed here (each unreadable one is a bad reading); the other values
 are passed on as the view holds them, to be parsed by the part that knows them, in the
 order the monitor reports on them.
@@ -41,7 +41,7 @@ from runtime.cabin_map import Feature
 from runtime.log import Event
 from runtime.pack import CabinView, Occupancy
 
-__all__ = ["Reader", "Robot", "Sight"]
+__all__ = ["Robot", "Seen", "ViewReader"]
 
 _T = TypeVar("_T")
 
@@ -59,7 +59,7 @@ class Robot:
 
 
 @dataclass(slots=True)
-class Sight:
+class Seen:
     """One tick's view, as the monitor reads it. Built once per tick and only read after
     (not frozen: it is built every tick, and a frozen one costs more to build)."""
 
@@ -99,15 +99,15 @@ class Sight:
     """The memory's load while its pinned items alone overflow it, else None."""
 
 
-class Reader:
-    """Reads a monitor's view into a ``Sight`` (see the module docstring)."""
+class ViewReader:
+    """Reads a monitor's view into a ``Seen`` (see the module docstring)."""
 
     def __init__(self, route_key: str, incidents: Incidents) -> None:
         self._route_key = route_key
         self._incidents = incidents
         self._keys_of = KeysOf()
 
-    def read(self, view: CabinView, out: Outbox) -> Sight:
+    def read(self, view: CabinView, out: Outbox) -> Seen:
         limits, radius_value = view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)
         radius = self._radius(view, out, limits, ROBOT_RADIUS in view, radius_value)
         pose = self._parse(view, POSE, 3, Pose.read, out)
@@ -125,7 +125,7 @@ class Reader:
             )
         route_key, keys_of = self._route_key, self._keys_of
         route_shown, scan_shown = route_key in view, SCANNER in view
-        return Sight(
+        return Seen(
             tick=view.tick,
             time=view.time,
             missing=view.missing,

@@ -7,7 +7,7 @@ import pickle
 
 from shapely.geometry import Point, box
 
-from cabins.executor.reading import ViewReader
+from cabins.executor.seen import ViewReader
 from cabins.warehouse.values import DEFAULT_ACCEPTANCE, DEFAULT_LIMITS, Pose, Velocity
 from runtime import Feature, load_spec
 from runtime.testing import make_view

@@ -2,7 +2,7 @@
 
 Each tick the planner reads its view once (``seen``) and, through its outbox only:
 
-- reports each episode of a missing required item once (``reactions``);
+- reports each episode of a missing required item once (``missing``);
 - remembers the static layout it sees, so an item evicted from working memory is still
   avoided, and builds the route planner from it (``layout``);
 - keeps a stack of the ``goal:deliver:*`` goals (oldest released first, unless a
@@ -47,8 +47,9 @@ from typing import Any
 
 from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots, blocked_subject
 from cabins.planner.goals import Goals
+from cabins.planner.hold import hold_reason
 from cabins.planner.layout import Layout
-from cabins.planner.reactions import REACTIONS, MissingReactions
+from cabins.planner.missing import REACTIONS, MissingItems
 from cabins.planner.route import RouteKeeper
 from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
@@ -92,7 +93,7 @@ class Planner:
             detour=settings.memory_detour,
         )
         self._reader = ViewReader(settings.low_battery)
-        self._reactions = MissingReactions()
+        self._reactions = MissingItems()
         self._layout = Layout(clearance=settings.clearance, resolution=settings.resolution)
         self._goals = Goals()
         self._steps = Steps(settings, event_window=spec.event_window)
@@ -149,7 +150,7 @@ class Planner:
             goals.update(seen)
         steps.read_events(seen)
 
-        hold = layout.hold_reason(seen)
+        hold = hold_reason(seen, layout)
         if goals_visible:
             self._choose_task(seen, out)
         replan = self._replan

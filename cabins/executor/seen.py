@@ -1,10 +1,10 @@
 """What the executor's view says this tick, read once.
 
-``ViewReader.read(view)`` turns a tick's ``CabinView`` into a ``Reading``: the robot's
+``ViewReader.read(view)`` turns a tick's ``CabinView`` into a ``Seen``: the robot's
 pose, velocity and limits, the acceptance numbers, the plan's current step, the route,
 the last action outcome, the solids to keep clear of (shelves, forbidden zones and the
 world's walls) and, as they are, the map window and the items (for the speed zones and
-obstacles, looked at only while driving). The executor's parts take the reading, never
+obstacles, looked at only while driving). The executor's parts take it, never
 the view.
 
 A board value is frozen, so the same object is the same value: the reader keeps what it
@@ -48,11 +48,11 @@ from runtime.cabin_map import Feature
 from runtime.memory import WorkItem
 from runtime.pack import CabinView
 
-__all__ = ["Reading", "ViewReader"]
+__all__ = ["Seen", "ViewReader"]
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class Seen:
     """What one tick's view says (see the module docstring)."""
 
     tick: int
@@ -82,7 +82,7 @@ class Reading:
 
 
 class ViewReader:
-    """Reads a view into a ``Reading``, parsing each board value once (see the module
+    """Reads a view into a ``Seen``, parsing each board value once (see the module
     docstring)."""
 
     __slots__ = (
@@ -110,7 +110,7 @@ class ViewReader:
         self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
         self._solids = Solids.of(())
 
-    def read(self, view: CabinView) -> Reading:
+    def read(self, view: CabinView) -> Seen:
         """What ``view`` says."""
         get = view.get
         limits = self._limits_read.get(
@@ -121,7 +121,7 @@ class ViewReader:
             view.nearby_map, self._walls_in(get(WORLD_BOUNDS)), last=self._solids
         )
         last = get(ACTION_LAST)
-        return Reading(
+        return Seen(
             tick=view.tick,
             time=view.time,
             missing=view.missing,
