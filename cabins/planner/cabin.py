@@ -45,11 +45,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots, blocked_subject
+from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots
 from cabins.planner.goals import Goals
 from cabins.planner.hold import hold_reason
 from cabins.planner.layout import Layout
-from cabins.planner.missing import REACTIONS, MissingItems
+from cabins.planner.missing import MissingItems
 from cabins.planner.route import RouteKeeper
 from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
@@ -61,7 +61,7 @@ from runtime.cabin import Outbox
 from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
-__all__ = ["REACTIONS", "BlockedSpot", "Planner", "blocked_subject"]
+__all__ = ["Planner"]
 
 
 class Planner:
