@@ -5,7 +5,8 @@ speed, limits, battery and cargo, the obstacles near it and along its route, wha
 missing, the executor's reports, and the raw layout, goal and place values the parts of
 the planner learn from. Nothing after it reads the view: each part takes the ``Seen``.
 Values that seldom change (the robot's limits, the docks, which keys hold zones and
-goals) are parsed again only when their board value is another object.
+goals) are parsed again only when their board value is another object; the view's keys
+are gathered once a tick, for every prefix the reader looks for.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class ViewReader:
         cargo = view.get(CARGO)
         velocity = Velocity.read(view.get(VELOCITY))
         goals_visible = "goal:*" not in missing
+        keys = tuple(view.provenance)  # once a tick, for every prefix looked for
         return Seen(
             tick=view.tick,
             time=view.time,
@@ -127,9 +129,9 @@ class ViewReader:
             missing=missing,
             events=view.recent_events,
             nearby=view.nearby_map,
-            zones=self._items(view, (FORBIDDEN_PREFIX, CONSTRAINT_PREFIX)),
+            zones=self._items(view, keys, (FORBIDDEN_PREFIX, CONSTRAINT_PREFIX)),
             bounds=view.get(WORLD_BOUNDS),
-            goals=self._items(view, GOAL_PREFIX) if goals_visible else (),
+            goals=self._items(view, keys, GOAL_PREFIX) if goals_visible else (),
             docks=self._docks(view) if goals_visible else _NO_PLACES,
             chargers=view.get(CHARGERS),
             order=view.get(DISPATCH_ORDER),
@@ -143,8 +145,10 @@ class ViewReader:
             low = DEFAULT_LOW_BATTERY if low is None or low >= 1 else low
         return low
 
-    def _items(self, view: CabinView, prefix: str | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
-        return tuple([(key, view[key]) for key in self._keys_of(view, prefix)])
+    def _items(
+        self, view: CabinView, keys: tuple[str, ...], prefix: str | tuple[str, ...]
+    ) -> tuple[tuple[str, Any], ...]:
+        return tuple([(key, view[key]) for key in self._keys_of(keys, prefix)])
 
     def _docks(self, view: CabinView) -> dict[str, Point2]:
         value = view.get(DOCKS)

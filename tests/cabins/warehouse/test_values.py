@@ -468,3 +468,16 @@ def test_keys_of_finds_prefixed_keys_in_order_and_follows_key_changes() -> None:
     del view["zone:b"]
     assert keys_of(view, "zone:") == ("zone:a", "zone:c")
     assert keys_of({}, "zone:") == ()
+
+
+def test_keys_of_takes_the_ticks_key_tuple_and_compares_it_once() -> None:
+    from cabins.warehouse.values import KeysOf
+
+    keys_of = KeysOf()
+    view = {"zone:b": 1, "pose": 2, "zone:a": 3}
+    keys = tuple(view)
+    found = keys_of(keys, "zone:")
+    assert found == keys_of(view, "zone:") == ("zone:b", "zone:a")
+    again = tuple(view)  # the same keys, another tuple: what was found is kept
+    assert keys_of(again, "zone:") is found and keys_of(again, "pose") == ("pose",)
+    assert keys_of((*again, "zone:c"), "zone:") == ("zone:b", "zone:a", "zone:c")
