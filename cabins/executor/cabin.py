@@ -74,7 +74,7 @@ class Executor:
         self.settings = settings if settings is not None else ExecutorSettings()
         self.chooser = chooser if chooser is not None else RetryChooser()
         self._mode: str | None = None
-        self._reader = ViewReader()
+        self._reader = ViewReader(self.chooser.pattern)
         self._ledger = StepLedger(self.settings)
         self._course = Course()
         zones = SpeedZones(
@@ -100,11 +100,11 @@ class Executor:
     # -- the tick -------------------------------------------------------------------------
 
     def step(self, view: CabinView, out: Outbox) -> None:
-        choice = self.chooser.choose(view)
+        seen = self._reader.read(view)
+        choice = self.chooser.choose(seen.failures, seen.failures_missing)
         if choice.policy.name != self._mode:
             self._mode = choice.policy.name
             out.write("retry:mode", choice.policy.name)
-        seen = self._reader.read(view)
         self._missing.report(seen.missing, seen.tick, seen.time, out)
         v, w = self._decide(seen, out, choice.policy)
         if self._missing.hold(seen.missing):

@@ -129,7 +129,7 @@ class Pursuit:
     ) -> tuple[float, float]:
         """``v`` capped for the speed zones, the obstacles and the corners and narrow
         stretches ahead (never below 0), and the obstacles' cap alone."""
-        v = min(v, self.zones.cap(seen.items, seen.missing, track, s, pose.xy, stopping))
+        v = min(v, self.zones.cap(seen.speed_zones, seen.missing, track, s, pose.xy, stopping))
         obstacles = obstacle_cap(
             seen.obstacles(),
             track,

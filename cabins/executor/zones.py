@@ -12,7 +12,7 @@ the constraints are hidden, the executor caps its speed everywhere at the lower 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import structlog
@@ -20,7 +20,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.executor.track import Track
 from cabins.warehouse.shapes import polyline
-from cabins.warehouse.values import SPEED_ZONE_PREFIX, KeysOf, Point2, Zone
+from cabins.warehouse.values import Point2, Zone
 from runtime.memory import WorkItem
 
 __all__ = ["ZONE_PATTERN", "SpeedZones"]
@@ -40,7 +40,6 @@ class SpeedZones:
     reaction in force for them is ``slow:speed_limits_unknown``)."""
 
     __slots__ = (
-        "_keys_of",
         "_lowest_limit",
         "_zone_boxes",
         "_zones",
@@ -53,21 +52,21 @@ class SpeedZones:
         self.slow_when_blind = slow_when_blind
         self._zones: dict[str, tuple[int, Zone | None]] = {}  # key -> (seq, zone or bad)
         self._lowest_limit = math.inf
-        self._keys_of = KeysOf()
         # shape id -> (shape, its bounds): the shape is held, so its id is not reused
         self._zone_boxes: dict[int, tuple[BaseGeometry, tuple[float, float, float, float]]] = {}
 
     def cap(
         self,
-        items: Mapping[str, WorkItem],
+        items: Sequence[tuple[str, WorkItem]],
         missing: Mapping[str, str],
         track: Track,
         s: float,
         here: Point2,
         stopping: float,
     ) -> float:
-        """The speed limit of the zones among ``items`` the robot is in or enters within
-        ``stopping`` metres along ``track`` from arc length ``s``."""
+        """The speed limit of the zones the robot is in or enters within ``stopping`` metres
+        along ``track`` from arc length ``s``; ``items`` are the speed zone items in view,
+        (key, item)."""
         zones = self._read(items)
         cap = math.inf
         reason = missing.get(ZONE_PATTERN)
@@ -100,11 +99,10 @@ class SpeedZones:
             known = self._zone_boxes[id(shape)] = (shape, tuple(shape.bounds))
         return known[1]
 
-    def _read(self, items: Mapping[str, WorkItem]) -> list[tuple[BaseGeometry, float]]:
-        """The speed zones among ``items``, (shape, limit); each value is parsed once."""
+    def _read(self, items: Sequence[tuple[str, WorkItem]]) -> list[tuple[BaseGeometry, float]]:
+        """The speed zones of ``items``, (shape, limit); each value is parsed once."""
         found: list[tuple[BaseGeometry, float]] = []
-        for key in self._keys_of(items, SPEED_ZONE_PREFIX):
-            item = items[key]
+        for key, item in items:
             cached = self._zones.get(key)
             if cached is not None and cached[0] == item.seq:
                 zone = cached[1]

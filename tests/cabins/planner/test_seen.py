@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 from shapely.geometry import Point, box
@@ -16,6 +16,7 @@ from runtime.pack import CabinView
 from runtime.spec import load_spec
 from runtime.testing import make_view
 from tests.support.paths import ROOT
+from tests.support.sealed import RealViewReader, SealedView
 
 SPEC = load_spec(ROOT / "specs" / "planner.toml")
 
@@ -66,25 +67,6 @@ def test_the_low_battery_level_is_the_setting_else_the_board_else_the_default(
     assert ViewReader(setting).read(make_view(SPEC, board=board)).low_battery == low
 
 
-class _Sealed:
-    """A view that no one may read: the planner reads its view only in ViewReader."""
-
-    def __getattribute__(self, name: str) -> NoReturn:
-        raise AssertionError(f"the view was read after its Seen: .{name}")
-
-    def __getitem__(self, key: str) -> NoReturn:
-        raise AssertionError(f"the view was read after its Seen: [{key!r}]")
-
-    def __contains__(self, key: object) -> NoReturn:
-        raise AssertionError(f"the view was read after its Seen: {key!r} in")
-
-    def __iter__(self) -> NoReturn:
-        raise AssertionError("the view was read after its Seen: iter")
-
-    def __len__(self) -> NoReturn:
-        raise AssertionError("the view was read after its Seen: len")
-
-
 def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
     shelf = Feature("shelf:S", box(8.0, 0.0, 9.0, 7.0), "shelf", frozenset({"static"}))
     board: dict[str, Any] = {
@@ -105,8 +87,7 @@ def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
         PlannerSettings(stall_ticks=5, obstacle_replan_interval=0.1),
         long_term=LongTermMemory(":memory:"),
     )
-    reader = planner._reader
-    read = type(reader).read
+    reader = planner._reader = RealViewReader(planner._reader)  # type: ignore[assignment]
     kinds: set[str] = set()
     for tick in range(40):
         features = [shelf]
@@ -125,9 +106,9 @@ def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
             now=10.0 + tick * 0.05,
             suppress=["constraint:*"] if tick == 5 else ["pose"] if tick == 6 else (),
         )
-        reader.read = lambda _sealed, view=view: read(reader, view)  # type: ignore[method-assign]
+        reader.view = view
         out = Outbox(planner.name)
-        planner.step(_Sealed(), out)  # type: ignore[arg-type]
+        planner.step(SealedView(), out)  # type: ignore[arg-type]
         for write in out.writes:
             board[write.key] = write.value
         kinds |= {e.kind for e in out.events} | {r.reaction for r in out.reactions}
