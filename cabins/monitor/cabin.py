@@ -1,10 +1,10 @@
 """The monitor cabin: one step over its parts (see the package docstring for what it does).
 
-Each tick it expires the episodes of trouble that are over, reads its view once into a
-``Seen``, and hands that to its parts in the order their reports go to the outbox:
-missing readings, deviation, the fail-safe and the stop guards, speeding, the conditions
-and their reactions, the stop or slow-down command, the battery, late cabins, events, and
-last the status.
+Each tick it reads its view once into a ``Seen``, expires the episodes of trouble that are
+over, and hands the ``Seen`` to its parts in the order their reports go to the outbox: the
+bad readings met on the way, missing readings, deviation, the fail-safe and the stop
+guards, speeding, the conditions and their reactions, the stop or slow-down command, the
+battery, late cabins, events, and last the status.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Monitor:
         self.settings = settings
         self._reactions = Reactions(spec, settings)
         self._incidents = incidents = Incidents(settings.episode_gap)
-        self._reader = ViewReader(spec.route_key, incidents)
+        self._reader = ViewReader(spec.route_key)
         self._missing = MissingItems(spec, incidents)
         self._deviation = Deviation(spec.route_key, settings, incidents)
         self._guards = StopGuards(settings, incidents)
@@ -85,8 +85,10 @@ class Monitor:
         return self._incidents.estop
 
     def step(self, view: CabinView, out: Outbox) -> None:
-        self._incidents.expire(tick=view.tick, time=view.time)
-        seen = self._reader.read(view, out)
+        seen = self._reader.read(view)
+        tick, time = seen.tick, seen.time
+        self._incidents.expire(tick=tick, time=time)
+        self._incidents.bad_readings(out, seen.bad, tick=tick, time=time)
         self._missing.report_missing(seen, out)
         self._deviation.track(seen, out)
         stops: list[str] = []

@@ -16,7 +16,7 @@ own episode first when that is over at the hit's time.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from cabins.monitor.names import ALARM_TAGS
 from runtime.cabin import Outbox
@@ -49,6 +49,13 @@ class Incidents:
                 {"kind": "bad_reading", "level": "alarm", "key": key, "error": problem},
                 tags=ALARM_TAGS,
             )
+
+    def bad_readings(
+        self, out: Outbox, bad: Iterable[tuple[str, str]], *, tick: int, time: float
+    ) -> None:
+        """``bad`` for each (key, problem) of ``bad``, in order."""
+        for key, problem in bad:
+            self.bad(out, key, problem, tick=tick, time=time)
 
     @property
     def estop(self) -> bool:

@@ -21,7 +21,7 @@ LOAD = {"held": 70, "pinned": 66, "capacity": 64}
 def read(incidents: Incidents, now: float = 10.0, tick: int = 0, **kwargs: Any) -> Seen:
     view = make_view(SPEC, now=now, tick=tick, **kwargs)
     incidents.expire(tick=tick, time=now)
-    return ViewReader(SPEC.route_key, incidents).read(view, Outbox("monitor"))
+    return ViewReader(SPEC.route_key).read(view)
 
 
 def alarms(out: Outbox) -> list[tuple[str, Any]]:

@@ -17,9 +17,7 @@ from runtime.testing import make_view
 from tests.support.paths import ROOT
 
 SPEC = load_spec(ROOT / "specs" / "monitor.toml")
-BASE = ViewReader(SPEC.route_key, Incidents(1.0)).read(
-    make_view(SPEC, board={"pose": (0.0, 0.0, 0.0)}), Outbox("monitor")
-)
+BASE = ViewReader(SPEC.route_key).read(make_view(SPEC, board={"pose": (0.0, 0.0, 0.0)}))
 REASONS = st.sampled_from([None, "absent", "stale", "fault", "evicted"])
 
 
