@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cabins.monitor import CONDITIONS, MonitorSettings
-from cabins.monitor.reactions import Reactions, check_conditions
+from cabins.monitor.reactions import Reactions
 from runtime import ContextSpec
 from runtime.cabin import Outbox
 from runtime.errors import SettingError
@@ -64,4 +64,6 @@ def test_the_spec_chooses_among_what_the_monitor_can_do() -> None:
         "contact_predicted": CONDITIONS["contact_predicted"][0],
     }
     with pytest.raises(SettingError, match="'slow:x'"):
-        check_conditions(ContextSpec(name="m", on_condition={"deviation_growing": "slow:x"}))
+        Reactions(
+            ContextSpec(name="m", on_condition={"deviation_growing": "slow:x"}), MonitorSettings()
+        )
