@@ -12,19 +12,16 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Final
 
-from shapely.geometry.base import BaseGeometry
-
 from cabins.monitor.guards import Scanned
 from cabins.monitor.seen import Seen
 from cabins.monitor.settings import MonitorSettings
-from cabins.warehouse.clearance import Solids, braking_path, path_geometry, walls_of
+from cabins.warehouse.clearance import Solids, Walls, braking_path, path_geometry
 from cabins.warehouse.shapes import polyline
 from cabins.warehouse.values import (
     ROBOT_LIMITS,
     ROBOT_RADIUS,
     LastRead,
     RobotLimits,
-    read_bounds,
 )
 
 __all__ = ["ContactForecast"]
@@ -38,8 +35,7 @@ class ContactForecast:
 
     def __init__(self, settings: MonitorSettings) -> None:
         self._contact_margin = settings.contact_margin
-        self._walls_value: Any = None
-        self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
+        self._walls = Walls()
         self._solids: Solids | None = None  # last tick's, given back while the same
         self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
 
@@ -52,13 +48,10 @@ class ContactForecast:
         limits = self._limits_read.get(
             (seen.limits_value, seen.radius_value), partial(_limits_of, seen)
         )
-        if seen.bounds is not self._walls_value:
-            self._walls_value, self._walls = seen.bounds, walls_of(read_bounds(seen.bounds))
+        walls = self._walls(seen.bounds)
         solids = self._solids = Solids.of(
             seen.nearby_map,
-            self._walls + tuple((name, disc) for name, disc, _ in scanned)
-            if scanned
-            else self._walls,
+            walls + tuple((name, disc) for name, disc, _ in scanned) if scanned else walls,
             kinds=_CONTACT_KINDS,
             last=self._solids,
         )
