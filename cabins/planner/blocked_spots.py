@@ -211,11 +211,8 @@ class BlockedSpots:
         feature: Feature | None = None
         if trigger.reason == "obstacle_in_corridor":
             feature = next((f for f in seen.obstacles if f.id == trigger.detail), None)
-        elif trigger.reason == "no_progress" and seen.pose is not None:
-            pose = Point(seen.pose)
-            near = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
-            close = min((n for n in near if n[0] <= reach + 1.0), default=None)
-            feature = close[2] if close is not None else None
+        elif trigger.reason == "no_progress":
+            feature = seen.obstacle_beside(reach)
         if feature is None:
             return
         centre = feature.geometry.centroid

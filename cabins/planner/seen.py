@@ -12,9 +12,11 @@ are gathered once a tick, for every prefix the reader looks for.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
+
+from shapely.geometry import Point
 
 from cabins.warehouse.routing import Point2
 from cabins.warehouse.values import (
@@ -48,9 +50,13 @@ from runtime.cabin_map import Feature
 from runtime.log import Event
 from runtime.pack import CabinView
 
-__all__ = ["Seen", "ViewReader"]
+__all__ = ["BESIDE", "Seen", "ViewReader"]
 
 _NO_PLACES: Final[Mapping[str, Point2]] = {}
+
+BESIDE: Final = 1.0
+"""Metres beyond the reach of a route (the robot's radius plus clearance) within which an
+obstacle is beside the robot: what a stall may be a stand-off with, and what blocked it."""
 
 
 @dataclass(slots=True)
@@ -79,6 +85,26 @@ class Seen:
     docks: Mapping[str, Point2]  # read only while the goals are in view
     chargers: Any  # the chargers value, read where a step needs it
     order: Any  # the dispatch:order value, read when a task is chosen
+
+    _beside: tuple[float, Feature | None] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+
+    def obstacle_beside(self, reach: float) -> Feature | None:
+        """The obstacle nearest the robot within ``reach`` plus ``BESIDE`` metres (the
+        first by id of equally near ones), or None; measured once a tick (a re-plan for
+        no progress asks for it twice: the stand-off and long-term memory)."""
+        known = self._beside
+        if known is not None and known[0] == reach:
+            return known[1]
+        found = None
+        if self.pose is not None:
+            pose = Point(self.pose)
+            gaps = [(float(f.geometry.distance(pose)), f.id, f) for f in self.obstacles]
+            near = min((g for g in gaps if g[0] <= reach + BESIDE), default=None)
+            found = None if near is None else near[2]
+        self._beside = (reach, found)
+        return found
 
     def charger_places(self) -> dict[str, Point2]:
         """The chargers in view: id -> (x, y)."""

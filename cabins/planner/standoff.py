@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shapely.geometry import Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.give_way import give_way_route, travel_direction
@@ -67,21 +66,17 @@ class StandOff:
 
     def begin(self, seen: Seen, *, progress: int, waiting: bool, reach: float) -> None:
         """A step made no progress: a stand-off when the robot waited for movers
-        (``waiting``) or one is within ``reach`` plus a metre of it; give way to the
-        nearest such one."""
-        near = None
-        if seen.pose is not None:
-            pose = Point(seen.pose)
-            gaps = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
-            near = min((g for g in gaps if g[0] <= reach + 1.0), default=None)
+        (``waiting``) or one is beside it (``Seen.obstacle_beside``, ``reach`` plus a
+        metre); give way to the nearest such one."""
+        near = seen.obstacle_beside(reach)
         if near is None and not waiting:
             return
         self._waited_out = progress
         if near is not None and self._give_way is None:
-            mover = near[2].geometry
+            mover = near.geometry
             centre = mover.centroid
             self._give_way = _GiveWay(
-                mover=near[1],
+                mover=near.id,
                 at=(float(centre.x), float(centre.y)),
                 size=math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0,
                 since=seen.time,

@@ -123,3 +123,15 @@ def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
         "give_way",
         "recalled",
     } <= kinds
+
+
+def test_the_obstacle_beside_the_robot_is_the_nearest_within_reach_and_a_metre() -> None:
+    board = {"pose": (0.0, 0.0, 0.0)}
+    near, far = person(1.5, 0.0, "near"), person(2.0, 0.0, "far")
+    seen = ViewReader(None).read(make_view(SPEC, board=board, features=[far, near]))
+    beside = seen.obstacle_beside(0.6)  # 1.2 from near's disc: within 0.6 + 1
+    assert beside is not None and beside.id == "obstacle:near"
+    assert seen.obstacle_beside(0.6) is beside  # measured once a tick
+    assert seen.obstacle_beside(0.1) is None  # 1.2 > 0.1 + 1
+    alone = ViewReader(None).read(make_view(SPEC, board={}, features=[near]))
+    assert alone.obstacle_beside(5.0) is None  # no pose: nothing is beside it
