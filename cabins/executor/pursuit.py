@@ -22,6 +22,7 @@ from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
 from cabins.warehouse.clearance import braking_path, path_geometry
+from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S, TICK_S
 from cabins.warehouse.shapes import point
 from cabins.warehouse.values import Point2, Pose, RobotLimits
 
@@ -34,9 +35,7 @@ _ROTATE_THRESHOLD: Final = 0.8  # rad: turn on the spot when the target is furth
 _TURN_GAIN: Final = 2.0  # rad/s per rad of heading error when turning on the spot
 _SPIN_SPEED: Final = 0.25  # m/s: turn on the spot only once slower than this
 _FACE_ANGLE: Final = 0.2  # rad: held by an obstacle, turn to face a route further off
-_BRAKE_FRACTION: Final = 0.8  # plan braking with this share of max_accel
 _CREEP_SPEED: Final = 0.08  # m/s: the least speed while short of the target
-_REACTION_DT: Final = 0.1  # s: a command's delay, added to stopping distances
 _MIN_LOOKAHEAD: Final = 0.4  # m: the pursuit's lookahead at a crawl (it grows with speed)
 _CHORD_CLEARANCE: Final = 0.12  # m the disc keeps from solids on the way to its pursuit point
 _CORNER_CUT: Final = 0.1  # m an arc through a route corner may cut inside it
@@ -45,7 +44,6 @@ _FULL_CLEARANCE: Final = 0.2  # m of clearance beyond which the route is driven 
 _NEAR_MARGIN: Final = 1e-6  # m: measured exactly a little beyond _FULL_CLEARANCE
 _CLEAR_SPEED: Final = 0.3  # m/s: the least speed a narrow stretch is driven at
 _PATH_SPACING: Final = 0.2  # m between route samples checked for clearance
-_DT: Final = 0.05  # s: the tick the braking prediction steps by (20 Hz)
 _TOUCH_GAP: Final = 0.02  # m: a straight way back to the route closer than this is cut off
 
 
@@ -97,7 +95,7 @@ class Pursuit:
             return 0.0, _clamp(_TURN_GAIN * alpha, limits.max_turn_rate)
         d2 = lx * lx + ly * ly
         kappa = 2.0 * ly / d2 if d2 > 1e-12 else 0.0
-        brake = _BRAKE_FRACTION * limits.max_accel
+        brake = BRAKE_FRACTION * limits.max_accel
         remaining = max(track.length - s, math.hypot(target[0] - x, target[1] - y))
         v = min(
             limits.max_speed,
@@ -108,7 +106,7 @@ class Pursuit:
         if abs(kappa) * v > limits.max_turn_rate:
             v = limits.max_turn_rate / abs(kappa)
         moving = max(abs(speed), v)
-        stopping = moving * moving / (2.0 * brake) + moving * _REACTION_DT
+        stopping = moving * moving / (2.0 * brake) + moving * REACTION_S
         v, obstacles = self._cap_ahead(seen, track, s, pose, v, stopping, brake)
         if v == 0.0 and obstacles == 0.0 and abs(alpha) > _FACE_ANGLE and abs(speed) <= _SPIN_SPEED:
             # Stopped for an obstacle its heading points at, while the route leads off to
@@ -184,7 +182,14 @@ class Pursuit:
         gaps = []
         for w in (turn, 0.0):
             path = braking_path(
-                pose.x, pose.y, pose.theta, speed, w, accel=limits.max_accel, dt=_DT, extra_ticks=0
+                pose.x,
+                pose.y,
+                pose.theta,
+                speed,
+                w,
+                accel=limits.max_accel,
+                dt=TICK_S,  # 20 Hz steps, whatever the run's rate (warehouse.motion)
+                extra_ticks=0,
             )
             gaps.append(seen.solids.gap(path_geometry(path)) - limits.radius)
         turning, straight = gaps

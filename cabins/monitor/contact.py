@@ -16,6 +16,7 @@ from cabins.monitor.guards import Scanned
 from cabins.monitor.seen import Seen
 from cabins.monitor.settings import MonitorSettings
 from cabins.warehouse.clearance import Solids, Walls, braking_path, path_geometry
+from cabins.warehouse.motion import TICK_S
 from cabins.warehouse.shapes import polyline
 from cabins.warehouse.values import (
     ROBOT_LIMITS,
@@ -26,7 +27,6 @@ from cabins.warehouse.values import (
 
 __all__ = ["ContactForecast"]
 
-_PREDICT_DT: Final = 0.05  # s: the tick the braking prediction steps by
 _CONTACT_KINDS: Final = frozenset({"shelf", "forbidden", "obstacle"})  # what contact counts
 
 
@@ -59,7 +59,8 @@ class ContactForecast:
             return None
         now_gap = solids.gap(here) - radius
         speed = abs(velocity.v)
-        reach = speed * _PREDICT_DT + speed * speed / (2.0 * limits.max_accel)
+        # one tick at speed, then braking: 20 Hz ticks, whatever the run's rate (TICK_S)
+        reach = speed * TICK_S + speed * speed / (2.0 * limits.max_accel)
         if now_gap >= reach + self._contact_margin:
             return None  # nothing within the braking distance
         path = braking_path(
@@ -69,7 +70,7 @@ class ContactForecast:
             velocity.v,
             velocity.w,
             accel=limits.max_accel,
-            dt=_PREDICT_DT,
+            dt=TICK_S,
         )
         nearest = solids.nearest(path_geometry(path))
         assert nearest is not None
