@@ -18,12 +18,7 @@ from cabins.monitor.settings import MonitorSettings
 from cabins.warehouse.clearance import Solids, Walls, braking_path, path_geometry
 from cabins.warehouse.motion import TICK_S
 from cabins.warehouse.shapes import polyline
-from cabins.warehouse.values import (
-    ROBOT_LIMITS,
-    ROBOT_RADIUS,
-    LastRead,
-    RobotLimits,
-)
+from cabins.warehouse.values import LastRead, RobotLimits
 
 __all__ = ["ContactForecast"]
 
@@ -46,7 +41,8 @@ class ContactForecast:
         if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
         limits = self._limits_read.get(
-            (seen.limits_value, seen.radius_value), partial(_limits_of, seen)
+            (seen.limits_value, seen.radius_value),
+            partial(RobotLimits.given, seen.limits_value, seen.radius),
         )
         walls = self._walls(seen.bounds)
         solids = self._solids = Solids.of(
@@ -86,7 +82,3 @@ class ContactForecast:
             "speed": round(velocity.v, 3),
             "stopping": round(float(polyline(path).length) if len(path) > 1 else 0.0, 3),
         }
-
-
-def _limits_of(seen: Seen) -> RobotLimits:
-    return RobotLimits.in_view({ROBOT_LIMITS: seen.limits_value, ROBOT_RADIUS: seen.radius_value})

@@ -355,9 +355,14 @@ class RobotLimits:
     def in_view(cls, view: Mapping[str, Any]) -> RobotLimits:
         """The limits a view says, field by field: a field that is not a positive number
         takes its ``DEFAULT_LIMITS`` value (the radius ``robot:radius`` first)."""
-        raw = view.get(ROBOT_LIMITS)
+        return cls.given(view.get(ROBOT_LIMITS), radius_in(view))
+
+    @classmethod
+    def given(cls, raw: Any, radius: float | None) -> RobotLimits:
+        """The limits of the ``robot:limits`` value ``raw`` as ``in_view`` reads them, with
+        ``radius`` read already (``radius_in``; None: the default), for a cabin that reads
+        the radius its own way."""
         given: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        radius = radius_in(view)
         return cls(
             radius=DEFAULT_LIMITS.radius if radius is None else radius,
             max_speed=_or(positive(given.get("max_speed")), DEFAULT_LIMITS.max_speed),
