@@ -33,7 +33,8 @@ The cabin is a facade over its parts, each holding one kind of state: ``ViewRead
 ``StepLedger`` (``ledger.py``: attempts, outcomes, steps done), ``Course`` (``course.py``:
 the route followed and the progress along it) and ``Pursuit`` (``pursuit.py``, with
 ``zones.py`` and ``obstacles.py``: the command that follows a track). Its settings are
-an ``ExecutorSettings`` (``settings.py``).
+an ``ExecutorSettings`` (``settings.py``; ``settings``, read-only): each part that is
+tuned takes that object, first, and reads its values from it.
 """
 
 from __future__ import annotations
@@ -69,23 +70,28 @@ class Executor:
         *,
         chooser: RetryChooser | None = None,
     ) -> None:
+        settings = ExecutorSettings() if settings is None else settings
+        if not isinstance(settings, ExecutorSettings):
+            raise TypeError(f"settings must be ExecutorSettings, got {type(settings).__name__}")
         self._missing = MissingItems(spec)
         self.spec = spec
-        self.settings = settings if settings is not None else ExecutorSettings()
+        self._settings = settings
         self.chooser = chooser if chooser is not None else RetryChooser()
         self._mode: str | None = None
         self._reader = ViewReader(self.chooser.pattern)
-        self._ledger = StepLedger(self.settings)
+        self._ledger = StepLedger(settings)
         self._course = Course()
-        zones = SpeedZones(
-            blind_max_speed=self.settings.blind_max_speed,
-            slow_when_blind=self._missing.slow_when_blind,
-        )
-        self._pursuit = Pursuit(self.settings, zones)
+        zones = SpeedZones(settings, slow_when_blind=self._missing.slow_when_blind)
+        self._pursuit = Pursuit(settings, zones)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def settings(self) -> ExecutorSettings:
+        """The executor's tuning values (its parts read them from this one object)."""
+        return self._settings
 
     @property
     def reactions(self) -> Mapping[str, str]:
@@ -143,7 +149,7 @@ class Executor:
         route = seen.route
         if not route:
             return HOLD
-        settings = self.settings
+        settings = self._settings
         target = step.target_xy or route[-1]
         tolerance = seen.accept.dock_tolerance * settings.arrive_fraction
         if math.hypot(target[0] - pose.x, target[1] - pose.y) <= tolerance:
@@ -181,7 +187,7 @@ class Executor:
         target = step.target_xy
         if target is None:
             return HOLD
-        settings, accept = self.settings, seen.accept
+        settings, accept = self._settings, seen.accept
         gap = math.hypot(target[0] - pose.x, target[1] - pose.y)
         reach = max(accept.dock_tolerance - settings.accept_margin, accept.dock_tolerance / 2)
         if gap <= reach:

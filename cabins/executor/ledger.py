@@ -71,7 +71,7 @@ class StepLedger:
     """The executor's record of steps, attempts and outcomes (see the module docstring)."""
 
     def __init__(self, settings: ExecutorSettings) -> None:
-        self.settings = settings
+        self._settings = settings
         self._attempts: dict[StepKey, _Attempts] = {}
         self._done: dict[StepKey, _Done] = {}
         self._pending: _Pending | None = None
@@ -112,7 +112,7 @@ class StepLedger:
             self._last_action_id = last.id
             self._outcome(seen.tick, out, policy, last)
         pending = self._pending
-        if pending is not None and seen.tick - pending.tick > self.settings.outcome_timeout_ticks:
+        if pending is not None and seen.tick - pending.tick > self._settings.outcome_timeout_ticks:
             self._resolve(seen.tick, out, policy, pending, ok=False, reason="no_outcome")
 
     def _outcome(self, tick: int, out: Outbox, policy: RetryPolicy, last: ActionOutcome) -> None:
@@ -260,4 +260,4 @@ class StepLedger:
         if step.action == "drop":
             return step.task is not None and step.task in self._dropped
         battery = read_battery(seen.battery)
-        return battery is not None and battery >= self.settings.charge_until
+        return battery is not None and battery >= self._settings.charge_until

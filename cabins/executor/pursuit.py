@@ -51,11 +51,10 @@ class Pursuit:
     """Pure pursuit along a track (see the module docstring). ``cut_off`` tells whether the
     last ``pursue`` found no clear straight way back to the track."""
 
-    __slots__ = ("_here_gap", "_here_xy", "cut_off", "lookahead", "obstacle_margin", "zones")
+    __slots__ = ("_here_gap", "_here_xy", "_settings", "cut_off", "zones")
 
     def __init__(self, settings: ExecutorSettings, zones: SpeedZones) -> None:
-        self.lookahead = settings.lookahead
-        self.obstacle_margin = settings.obstacle_margin
+        self._settings = settings
         self.zones = zones
         self.cut_off = False
         # the disc's clearance from the solids, and where it was measured (by the last
@@ -136,7 +135,7 @@ class Pursuit:
             stopping=stopping,
             radius=seen.limits.radius,
             brake=brake,
-            margin=self.obstacle_margin,
+            margin=self._settings.obstacle_margin,
         )
         v = min(v, obstacles, self._path_cap(seen, track, s, brake))
         return max(0.0, v), obstacles
@@ -148,7 +147,7 @@ class Pursuit:
         ``lookahead`` ahead at speed, less at a crawl, and nearer still while the straight
         way to it would bring the disc closer than ``_CHORD_CLEARANCE`` to a solid (so that
         a corner is never cut)."""
-        look = max(_MIN_LOOKAHEAD, min(self.lookahead, 0.3 + 0.4 * abs(speed)))
+        look = max(_MIN_LOOKAHEAD, min(self._settings.lookahead, 0.3 + 0.4 * abs(speed)))
         solids = seen.solids
         here = pose.xy
         if not solids:

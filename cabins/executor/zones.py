@@ -18,6 +18,7 @@ from typing import Any, Final
 import structlog
 from shapely.geometry.base import BaseGeometry
 
+from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.warehouse.shapes import polyline
 from cabins.warehouse.values import Point2, Zone
@@ -37,18 +38,13 @@ _ZONE_SPEED_FACTOR: Final = 0.9  # drive at this share of a zone's limit
 class SpeedZones:
     """The speed zones in view, parsed once each, and the cap they set (see the module
     docstring). ``slow_when_blind``: whether hidden constraints cap the speed (the
-    reaction in force for them is ``slow:speed_limits_unknown``)."""
+    reaction in force for them is ``slow:speed_limits_unknown``), at the setting
+    ``blind_max_speed``."""
 
-    __slots__ = (
-        "_lowest_limit",
-        "_zone_boxes",
-        "_zones",
-        "blind_max_speed",
-        "slow_when_blind",
-    )
+    __slots__ = ("_lowest_limit", "_settings", "_zone_boxes", "_zones", "slow_when_blind")
 
-    def __init__(self, *, blind_max_speed: float, slow_when_blind: bool) -> None:
-        self.blind_max_speed = blind_max_speed
+    def __init__(self, settings: ExecutorSettings, *, slow_when_blind: bool) -> None:
+        self._settings = settings
         self.slow_when_blind = slow_when_blind
         self._zones: dict[str, tuple[int, Zone | None]] = {}  # key -> (seq, zone or bad)
         self._lowest_limit = math.inf
@@ -71,7 +67,7 @@ class SpeedZones:
         cap = math.inf
         reason = missing.get(ZONE_PATTERN)
         if reason is not None and reason != "absent" and self.slow_when_blind:
-            cap = min(self.blind_max_speed, self._lowest_limit)
+            cap = min(self._settings.blind_max_speed, self._lowest_limit)
         if not zones:
             return cap
         ahead = [here, *track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))]

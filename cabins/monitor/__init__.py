@@ -50,7 +50,8 @@ treated as missing (fail-safe).
 The package, one part per module:
 
 - ``cabin``: ``Monitor``, the facade: ``step`` and the public properties;
-- ``settings``: ``MonitorSettings``, every tuning value, checked in one place;
+- ``settings``: ``MonitorSettings``, every tuning value, checked in one place (each part
+  that is tuned takes that object, first, and reads its values from it);
 - ``seen``: ``ViewReader`` reads the view once per tick into a ``Seen`` the parts take;
 - ``incidents``: the episodes of trouble (bad readings, stops, alarms), one report each;
 - ``missing``: missing required readings, and the fail-safe stop;

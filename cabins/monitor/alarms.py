@@ -21,6 +21,7 @@ from cabins.monitor.incidents import Incidents
 from cabins.monitor.names import ALARM_TAGS
 from cabins.monitor.parsed import Parsed
 from cabins.monitor.seen import Seen
+from cabins.monitor.settings import MonitorSettings
 from cabins.warehouse.values import (
     DEFAULT_LOW_BATTERY,
     Zone,
@@ -44,10 +45,12 @@ class Alarms:
     """Alarms on events, speed zones, the battery and late cabins (see the module
     docstring)."""
 
-    def __init__(self, incidents: Incidents, *, event_window: float, episode_gap: float) -> None:
+    def __init__(
+        self, settings: MonitorSettings, incidents: Incidents, *, event_window: float
+    ) -> None:
+        self._settings = settings
         self._incidents = incidents
         self._event_window = event_window
-        self._episode_gap = episode_gap
         self._zone_values: Parsed[Zone | None] = Parsed()  # board speed zone values
         self._seen_events: dict[int, float] = {}  # seq -> stamp
 
@@ -142,7 +145,7 @@ class Alarms:
                 },
                 tags=ALARM_TAGS,
             )
-        horizon = seen.time - self._event_window - self._episode_gap
+        horizon = seen.time - self._event_window - self._settings.episode_gap
         old = [seq for seq, stamp in self._seen_events.items() if stamp < horizon]
         for seq in old:
             del self._seen_events[seq]

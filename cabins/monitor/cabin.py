@@ -36,23 +36,28 @@ class Monitor:
         if not isinstance(spec, ContextSpec):
             raise TypeError(f"spec must be a ContextSpec, got {type(spec).__name__}")
         settings = MonitorSettings() if settings is None else settings
+        if not isinstance(settings, MonitorSettings):
+            raise TypeError(f"settings must be MonitorSettings, got {type(settings).__name__}")
         self.spec = spec
-        self.settings = settings
-        self._reactions = Reactions(spec, settings)
-        self._incidents = incidents = Incidents(settings.episode_gap)
+        self._settings = settings
+        self._reactions = Reactions(settings, spec)
+        self._incidents = incidents = Incidents(settings)
         self._reader = ViewReader(spec.route_key)
         self._missing = MissingItems(spec, incidents)
-        self._deviation = Deviation(spec.route_key, settings, incidents)
+        self._deviation = Deviation(settings, spec.route_key, incidents)
         self._guards = StopGuards(settings, incidents)
         self._contact = ContactForecast(settings)
-        self._alarms = Alarms(
-            incidents, event_window=spec.event_window, episode_gap=settings.episode_gap
-        )
-        self._status = StatusWriter(settings.status_step)
+        self._alarms = Alarms(settings, incidents, event_window=spec.event_window)
+        self._status = StatusWriter(settings)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def settings(self) -> MonitorSettings:
+        """The monitor's tuning values (its parts read them from this one object)."""
+        return self._settings
 
     @property
     def reactions(self) -> Mapping[str, str]:

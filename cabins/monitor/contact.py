@@ -29,7 +29,7 @@ class ContactForecast:
     """Predicts contact along the braking path (see the module docstring)."""
 
     def __init__(self, settings: MonitorSettings) -> None:
-        self._contact_margin = settings.contact_margin
+        self._settings = settings
         self._walls = Walls()
         self._solids: Solids | None = None  # last tick's, given back while the same
         self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
@@ -57,7 +57,7 @@ class ContactForecast:
         speed = abs(velocity.v)
         # one tick at speed, then braking: 20 Hz ticks, whatever the run's rate (TICK_S)
         reach = speed * TICK_S + speed * speed / (2.0 * limits.max_accel)
-        if now_gap >= reach + self._contact_margin:
+        if now_gap >= reach + self._settings.contact_margin:
             return None  # nothing within the braking distance
         path = braking_path(
             pose.x,
@@ -72,7 +72,7 @@ class ContactForecast:
         assert nearest is not None
         what, distance = nearest
         gap = distance - radius
-        if gap >= self._contact_margin:
+        if gap >= self._settings.contact_margin:
             return None
         if gap >= now_gap - 1e-6:
             return None  # moving alongside or away: braking brings it no nearer

@@ -32,7 +32,7 @@ __all__ = ["Deviation"]
 class Deviation:
     """The robot's cross-track error from its route (see the module docstring)."""
 
-    def __init__(self, route_key: str, settings: MonitorSettings, incidents: Incidents) -> None:
+    def __init__(self, settings: MonitorSettings, route_key: str, incidents: Incidents) -> None:
         self.bands = DeviationBands(
             settings.warn_deviation, settings.alarm_deviation, settings.hysteresis
         )
@@ -43,8 +43,7 @@ class Deviation:
         self.history: deque[tuple[float, float]] = deque(maxlen=settings.history)
         """Recent (time, cross-track error) samples, oldest first."""
         self._route_key = route_key
-        self._growth = settings.growth
-        self._growth_window = settings.growth_window
+        self._settings = settings
         self._incidents = incidents
         self._route_value: Any = None
         self._route_line: BaseGeometry | None = None
@@ -78,10 +77,10 @@ class Deviation:
         """The deviation's growth, while it is in a band and still growing."""
         if self.level == "ok" or self.error is None or not self.history:
             return None
-        since = now - self._growth_window
+        since = now - self._settings.growth_window
         recent = [error for t, error in self.history if t >= since]
         grown = self.error - min(recent, default=self.error)
-        if grown < self._growth:
+        if grown < self._settings.growth:
             return None
         return {"deviation": round(self.error, 3), "grown": round(grown, 3)}
 

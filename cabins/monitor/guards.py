@@ -38,8 +38,7 @@ class StopGuards:
     """Stops the robot short of zones and obstacles (see the module docstring)."""
 
     def __init__(self, settings: MonitorSettings, incidents: Incidents) -> None:
-        self._stop_margin = settings.stop_margin
-        self._obstacle_margin = settings.obstacle_margin
+        self._settings = settings
         self._incidents = incidents
         self._holds = Holds(settings)
         self._zone_values: Parsed[Zone | None] = Parsed()  # board zone values
@@ -129,7 +128,7 @@ class StopGuards:
         out: Outbox,
         stops: list[str],
     ) -> None:
-        margin = self._stop_margin
+        margin = self._settings.stop_margin
         reach = robot.radius + HOLD_REACH * margin
         for zone, shape in zones:
             if not shape.dwithin(robot.here, reach):
@@ -154,7 +153,7 @@ class StopGuards:
         for name, disc, centre in scanned:
             if not any(shape.intersects(centre) for shape in on_map):
                 guarded.append((name, disc))
-        margin = self._obstacle_margin
+        margin = self._settings.obstacle_margin
         for name, shape in guarded:
             gap = self._holds.must_stop(shape, robot, margin, ("obstacle", name), seen.time)
             if gap is not None:

@@ -24,13 +24,12 @@ __all__ = ["Reactions"]
 class Reactions:
     """The reactions in force, by condition (see the module docstring)."""
 
-    def __init__(self, spec: ContextSpec, settings: MonitorSettings) -> None:
+    def __init__(self, settings: MonitorSettings, spec: ContextSpec) -> None:
         self.chosen: Mapping[str, str] = spec.reactions_in_force(
             "on_condition", CONDITIONS, cabin="monitor"
         )
         """Condition -> the reaction in force: the spec's choice, else the default."""
-        self._slow_speed = settings.slow_speed
-        self._clear_after = settings.clear_after
+        self._settings = settings
         self._reacting: dict[str, tuple[float, float]] = {}  # condition -> (since, last held)
 
     @property
@@ -57,7 +56,7 @@ class Reactions:
                     out.react(condition, reaction, condition=condition, **detail)
                     active = (now, now)
                 self._reacting[condition] = (active[0], now)
-            elif active is not None and now - active[1] >= self._clear_after:
+            elif active is not None and now - active[1] >= self._settings.clear_after:
                 del self._reacting[condition]
                 out.emit(
                     "reaction_lifted",
@@ -76,7 +75,7 @@ class Reactions:
                 if detail is not None:
                     stops.append("protective")
             else:
-                cap = self._slow_speed
+                cap = self._settings.slow_speed
                 if condition == "contact_predicted" and detail is not None:
                     cap = min(cap, max(0.0, float(detail["gap"])))
                 if slow is None or cap < slow[0]:

@@ -37,7 +37,8 @@ through its outbox (``out.remember``); the loop that runs it writes it to the lo
 ``remembered`` event reports each fact asked for and a ``recalled`` event each route
 that memory changed. Without long-term memory the planner behaves exactly as before.
 
-The planner's tuning values are one ``PlannerSettings`` object (``settings``).
+The planner's tuning values are one ``PlannerSettings`` object (``settings``, read-only):
+each part that is tuned takes that object, first, and reads its values from it.
 """
 
 from __future__ import annotations
@@ -84,22 +85,16 @@ class Planner:
         if not isinstance(settings, PlannerSettings):
             raise TypeError(f"settings must be PlannerSettings, got {type(settings).__name__}")
         self.spec = spec
-        self.settings = settings
+        self._settings = settings
         self._spots = BlockedSpots(
-            long_term,
-            {"cabin": spec.name} if memory_scope is None else memory_scope,
-            cell=settings.memory_cell,
-            radius=settings.memory_radius,
-            detour=settings.memory_detour,
+            settings, long_term, {"cabin": spec.name} if memory_scope is None else memory_scope
         )
-        self._reader = ViewReader(settings.low_battery)
-        self._reactions = MissingItems()
-        self._layout = Layout(clearance=settings.clearance, resolution=settings.resolution)
+        self._reader = ViewReader(settings)
+        self._missing = MissingItems()
+        self._layout = Layout(settings)
         self._goals = Goals()
         self._steps = Steps(settings, event_window=spec.event_window)
-        self._standoff = StandOff(
-            give_way_s=settings.give_way_s, obstacle_moved=settings.obstacle_moved
-        )
+        self._standoff = StandOff(settings)
         self._route = RouteKeeper(
             settings, layout=self._layout, spots=self._spots, standoff=self._standoff
         )
@@ -107,6 +102,11 @@ class Planner:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def settings(self) -> PlannerSettings:
+        """The planner's tuning values (its parts read them from this one object)."""
+        return self._settings
 
     @property
     def long_term(self) -> LongTermMemory | None:
@@ -143,7 +143,7 @@ class Planner:
         seen = self._reader.read(view)
         layout, goals, steps, keeper = self._layout, self._goals, self._steps, self._route
         self._standoff.watch(seen)
-        self._reactions.react(seen, len(layout.constraints), out)
+        self._missing.react(seen, len(layout.constraints), out)
         layout.learn(seen)
         goals_visible = "goal:*" not in seen.missing
         if goals_visible:

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from shapely.geometry import Point
 
+from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.routing import Point2
 from cabins.warehouse.values import (
     BATTERY,
@@ -117,10 +118,10 @@ class Seen:
 
 class ViewReader:
     """Reads each tick's view into a ``Seen``, keeping what it parsed from values that did
-    not change. ``low_battery`` overrides the board's ``battery:low`` when set."""
+    not change. The setting ``low_battery`` overrides the board's ``battery:low`` when set."""
 
-    def __init__(self, low_battery: float | None) -> None:
-        self.low_battery = low_battery
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._docks_read: LastRead[dict[str, Point2]] = LastRead()
         self._keys_of = KeysOf()
@@ -164,7 +165,7 @@ class ViewReader:
         )
 
     def _low_battery(self, view: CabinView) -> float:
-        low = self.low_battery
+        low = self._settings.low_battery
         if low is None:
             low = read_low_battery(view.get(BATTERY_LOW))
             # a threshold of 1 would have the robot charge for ever

@@ -18,6 +18,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.give_way import give_way_route, travel_direction
 from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
@@ -40,9 +41,8 @@ class StandOff:
     """Whether the robot is in a stand-off, and whom it gives way to (see the module
     docstring). ``progress`` below is the count of steps done, across plans."""
 
-    def __init__(self, *, give_way_s: float, obstacle_moved: float) -> None:
-        self.give_way_s = give_way_s
-        self.obstacle_moved = obstacle_moved
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
         self._give_way: _GiveWay | None = None
         self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
         self._waited_out: int | None = None  # progress when a wait for movers ran out
@@ -94,14 +94,14 @@ class StandOff:
         return True
 
     def _over(self, give: _GiveWay, seen: Seen, progress: int) -> bool:
-        if give.progress != progress or seen.time - give.since > self.give_way_s:
+        if give.progress != progress or seen.time - give.since > self._settings.give_way_s:
             return True
         mover = next((f for f in seen.obstacles if f.id == give.mover), None)
         if mover is None:
             return True
         centre = mover.geometry.centroid
         moved = math.hypot(float(centre.x) - give.at[0], float(centre.y) - give.at[1])
-        return moved > 2.0 * give.size + self.obstacle_moved
+        return moved > 2.0 * give.size + self._settings.obstacle_moved
 
     def aside(
         self,

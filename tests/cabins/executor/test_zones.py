@@ -12,6 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from cabins.executor.seen import ViewReader
+from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
 from runtime import load_spec
@@ -34,7 +35,7 @@ def items(**zones: Any) -> Sequence[tuple[str, WorkItem]]:
 
 
 def zones(*, slow_when_blind: bool = True) -> SpeedZones:
-    return SpeedZones(blind_max_speed=0.8, slow_when_blind=slow_when_blind)
+    return SpeedZones(ExecutorSettings(blind_max_speed=0.8), slow_when_blind=slow_when_blind)
 
 
 def test_the_cap_is_that_of_a_zone_met_within_the_stopping_distance() -> None:

@@ -9,6 +9,7 @@ from cabins.monitor import Monitor
 from cabins.monitor.alarms import Alarms
 from cabins.monitor.incidents import Incidents
 from cabins.monitor.seen import Seen, ViewReader
+from cabins.monitor.settings import MonitorSettings
 from runtime import load_spec
 from runtime.cabin import Outbox
 from runtime.testing import make_view, run_step
@@ -29,8 +30,8 @@ def alarms(out: Outbox) -> list[tuple[str, Any]]:
 
 
 def test_each_event_is_alarmed_once_while_it_stays_in_the_window() -> None:
-    incidents = Incidents(1.0)
-    part = Alarms(incidents, event_window=SPEC.event_window, episode_gap=1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
+    part = Alarms(MonitorSettings(episode_gap=1.0), incidents, event_window=SPEC.event_window)
     failed = ("cabin_failed", {"cabin": "planner", "error_type": "KeyError", "tick": 3}, 9.5)
     ended = ("capacity_alarm", {**LOAD, "phase": "end"}, 9.6)
     out = Outbox("monitor")
@@ -53,11 +54,11 @@ def test_a_view_overflowing_after_an_older_capacity_event_is_a_new_episode() -> 
         f"safety:forbidden:z{i}": {"zone": f"z{i}", "polygon": ((9 + i, 9), (10 + i, 9), (9, 10))}
         for i in range(3)
     }
-    overflow = read(Incidents(1.0), board=board, capacity=2).overflow
+    overflow = read(Incidents(MonitorSettings(episode_gap=1.0)), board=board, capacity=2).overflow
     assert overflow is not None
     for stamp, episodes in ((9.5, 1), (8.5, 2)):
-        incidents = Incidents(1.0)
-        part = Alarms(incidents, event_window=SPEC.event_window, episode_gap=1.0)
+        incidents = Incidents(MonitorSettings(episode_gap=1.0))
+        part = Alarms(MonitorSettings(episode_gap=1.0), incidents, event_window=SPEC.event_window)
         seen = read(incidents, events=[("capacity_alarm", LOAD, stamp)])
         out = Outbox("monitor")
         part.events(replace(seen, overflow=overflow), out)
@@ -65,8 +66,8 @@ def test_a_view_overflowing_after_an_older_capacity_event_is_a_new_episode() -> 
 
 
 def test_a_late_cabin_and_a_low_battery_are_alarmed_once_per_episode() -> None:
-    incidents = Incidents(1.0)
-    part = Alarms(incidents, event_window=SPEC.event_window, episode_gap=1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
+    part = Alarms(MonitorSettings(episode_gap=1.0), incidents, event_window=SPEC.event_window)
     board = {
         "late:llm": {"cabin": "llm", "since_tick": 3, "limit": 2},
         "late:other": {},

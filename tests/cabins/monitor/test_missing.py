@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from cabins.monitor.incidents import Incidents
 from cabins.monitor.missing import MissingItems
 from cabins.monitor.seen import Seen, ViewReader
+from cabins.monitor.settings import MonitorSettings
 from runtime import load_spec
 from runtime.cabin import Outbox
 from runtime.testing import make_view
@@ -26,7 +27,7 @@ def _seen(tick: int, missing: dict[str, str]) -> Seen:
 
 
 def test_a_missing_reading_is_reported_when_it_starts_and_when_its_reason_changes() -> None:
-    items = MissingItems(SPEC, Incidents(1.0))
+    items = MissingItems(SPEC, Incidents(MonitorSettings(episode_gap=1.0)))
     reported = []
     for tick, reason in enumerate(["stale", "stale", "fault", None, "absent", "fault"]):
         out = Outbox("monitor")
@@ -42,7 +43,7 @@ def test_a_missing_reading_is_reported_when_it_starts_and_when_its_reason_change
 
 
 def test_the_safety_patterns_are_the_fail_safes_not_missing_readings() -> None:
-    items = MissingItems(SPEC, Incidents(1.0))
+    items = MissingItems(SPEC, Incidents(MonitorSettings(episode_gap=1.0)))
     out = Outbox("monitor")
     items.report_missing(_seen(0, {"safety:*": "fault", "safety:scanner": "stale"}), out)
     assert out.events == [] and out.reactions == []
@@ -61,7 +62,7 @@ def test_the_fail_safe_reports_each_change_of_what_is_missing_and_stops_while_it
     """Against the rule as the monitor wrote it before: report when the first safety
     pattern missing (for a reason other than "absent"), with its reason, differs from the
     last tick's."""
-    incidents = Incidents(1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
     items = MissingItems(SPEC, incidents)
     before: tuple[str, str] | None = None
     for tick, (zones, scanner) in enumerate(ticks):

@@ -12,6 +12,7 @@ from shapely.geometry import box
 from cabins.monitor import Monitor
 from cabins.monitor.incidents import Incidents
 from cabins.monitor.seen import Seen, ViewReader
+from cabins.monitor.settings import MonitorSettings
 from runtime import Feature, load_spec
 from runtime.cabin import Outbox
 from runtime.testing import make_view
@@ -29,7 +30,9 @@ def read(board: dict[str, Any], **kwargs: Any) -> tuple[Seen, Outbox]:
     """What the reader read, and the alarms the monitor raises for its bad readings."""
     seen = ViewReader(SPEC.route_key).read(make_view(SPEC, board=board, **kwargs))
     out = Outbox("monitor")
-    Incidents(1.0).bad_readings(out, seen.bad, tick=seen.tick, time=seen.time)
+    Incidents(MonitorSettings(episode_gap=1.0)).bad_readings(
+        out, seen.bad, tick=seen.tick, time=seen.time
+    )
     return seen, out
 
 

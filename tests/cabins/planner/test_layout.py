@@ -10,6 +10,7 @@ from shapely.geometry import box
 
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec
 from runtime.testing import make_view
@@ -34,11 +35,11 @@ def shelf(x: float = 8.0) -> Feature:
 def seen(features: Iterable[Feature] = (), suppress: Iterable[str] = (), **board: Any) -> Seen:
     values = {k: v for k, v in {**BOARD, **board}.items() if v is not None}
     view = make_view(SPEC, board=values, features=features, suppress=suppress)
-    return ViewReader(None).read(view)
+    return ViewReader(PlannerSettings()).read(view)
 
 
 def layout() -> Layout:
-    return Layout(clearance=0.25, resolution=0.25)
+    return Layout(PlannerSettings(clearance=0.25, resolution=0.25))
 
 
 def test_the_route_planner_is_built_again_only_when_the_layout_changed() -> None:

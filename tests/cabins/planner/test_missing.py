@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from cabins.planner.missing import REACTIONS, MissingItems
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from runtime.cabin import Outbox
 from runtime.spec import load_spec
 from runtime.testing import make_view
@@ -25,7 +26,7 @@ BOARD = {
 
 def seen(suppress: Iterable[str] = (), tick: int = 0) -> Seen:
     view = make_view(SPEC, board=BOARD, suppress=suppress, tick=tick, now=10.0 + tick)
-    return ViewReader(None).read(view)
+    return ViewReader(PlannerSettings()).read(view)
 
 
 def react(reactions: MissingItems, view: Seen, zones: int = 0) -> Outbox:
@@ -48,7 +49,7 @@ def test_each_missing_item_is_reacted_to_once_per_episode_in_the_spec_order() ->
 
 
 def test_an_absent_item_is_no_episode() -> None:
-    view = ViewReader(None).read(make_view(SPEC, board={}))
+    view = ViewReader(PlannerSettings()).read(make_view(SPEC, board={}))
     assert not react(MissingItems(), view).reactions
 
 
