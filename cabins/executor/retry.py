@@ -18,15 +18,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from runtime.cabin import Outbox
 from runtime.errors import SettingError
 
 __all__ = [
     "CONSERVATIVE",
     "FAILURE_KIND",
     "FAILURE_PATTERN",
+    "MODE_KEY",
     "NORMAL",
     "PolicyChoice",
     "RetryChooser",
+    "RetryMode",
     "RetryPolicy",
 ]
 
@@ -35,6 +38,9 @@ FAILURE_KIND = "action_failed"
 
 FAILURE_PATTERN = "event:action_failed*"
 """The required pattern naming the failure records in a view."""
+
+MODE_KEY = "retry:mode"
+"""The board key that shows the name of the policy in force."""
 
 Cause = Literal["no_failures", "recent_failures", "records_missing"]
 
@@ -124,3 +130,28 @@ class RetryChooser:
         if missing_reason is not None and missing_reason != "absent":
             return PolicyChoice(self.conservative, "records_missing", 0, missing_reason)
         return PolicyChoice(self.normal, "no_failures")
+
+
+class RetryMode:
+    """The retry policy in force, chosen each tick by ``chooser``, and the board key
+    ``retry:mode`` (``MODE_KEY``) that shows it, written when it changes."""
+
+    __slots__ = ("_mode", "chooser")
+
+    def __init__(self, chooser: RetryChooser) -> None:
+        self.chooser = chooser
+        self._mode: str | None = None
+
+    @property
+    def mode(self) -> str | None:
+        """The name of the policy in force at the last tick (None before the first)."""
+        return self._mode
+
+    def policy(self, failures: int, missing_reason: str | None, out: Outbox) -> RetryPolicy:
+        """The policy for this tick (see ``RetryChooser.choose``); ``retry:mode`` is
+        written when it is another than the last tick's."""
+        policy = self.chooser.choose(failures, missing_reason).policy
+        if policy.name != self._mode:
+            self._mode = policy.name
+            out.write(MODE_KEY, policy.name)
+        return policy
