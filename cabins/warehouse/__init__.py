@@ -12,5 +12,5 @@ them and route over it. What both sides share lives here and nowhere else:
 
 This package imports only ``runtime`` and libraries, never a cabin, so the ground truth
 (``sim.world``) can use it without depending on the decision layer
-(``tests/test_layout.py`` checks both directions).
+(``tests/docs/test_layout.py`` checks both directions).
 """

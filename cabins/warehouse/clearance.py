@@ -63,7 +63,7 @@ class Solids:
         return boxes
 
     def __getstate__(self) -> tuple[npt.NDArray[np.object_], tuple[str, ...]]:
-        return self.shapes, self.names  # as before the boxes were kept: they are derived
+        return self.shapes, self.names  # the boxes are derived: made again on first use
 
     def __setstate__(self, state: tuple[npt.NDArray[np.object_], tuple[str, ...]]) -> None:
         object.__setattr__(self, "shapes", state[0])
