@@ -85,7 +85,7 @@ class RouteKeeper:
         spots: BlockedSpots,
         standoff: StandOff,
     ) -> None:
-        self.settings = settings
+        self._settings = settings
         self._layout = layout
         self._spots = spots
         self._standoff = standoff
@@ -142,7 +142,7 @@ class RouteKeeper:
         key = (task, current.id, plan.revision, self._layout.router_key, blocking)
         if key == self._key:
             if self._failed_at is not None:
-                if seen.time - self._failed_at < self.settings.route_retry_interval:
+                if seen.time - self._failed_at < self._settings.route_retry_interval:
                     return _EMPTY_ROUTE
             elif (trigger := self._obstacle_ahead(seen)) is not None:
                 plan = replan(trigger, seen, out)
@@ -262,7 +262,7 @@ class RouteKeeper:
         detour: float | None = None
         if route is not None:
             detour = float(LineString(route).length) if len(route) >= 2 else 0.0
-            if detour <= self.settings.pass_detour * length + self.settings.pass_slack:
+            if detour <= self._settings.pass_detour * length + self._settings.pass_slack:
                 return route, recalled
         out.emit(
             "wait_for_obstacles",
@@ -291,7 +291,7 @@ class RouteKeeper:
         if line is None or pose is None:
             return None
         obstacles = seen.corridor_obstacles
-        interval = self.settings.obstacle_replan_interval
+        interval = self._settings.obstacle_replan_interval
         if not obstacles or seen.time - self._last_obstacle_replan < interval:
             return None
         reach = self._layout.reach
@@ -302,7 +302,7 @@ class RouteKeeper:
             planned_at = self._planned_obstacles.get(feature.id)
             if (
                 planned_at is not None
-                and planned_at.distance(feature.geometry.centroid) < self.settings.obstacle_moved
+                and planned_at.distance(feature.geometry.centroid) < self._settings.obstacle_moved
             ):
                 continue  # the route was planned with it there already
             if along is None:

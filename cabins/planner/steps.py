@@ -63,8 +63,8 @@ class Steps:
     ``event_window`` (s) is the planner spec's, how long a report stays in view."""
 
     def __init__(self, settings: PlannerSettings, *, event_window: float) -> None:
-        self.settings = settings
-        self.event_window = event_window
+        self._settings = settings
+        self._event_window = event_window
         self._plan: Plan | None = None
         self._burned: set[str] = set()  # step ids of this task that ever ran
         self._done_since: int | None = None  # tick the active plan became done
@@ -72,9 +72,7 @@ class Steps:
         self._progress = 0  # steps done, across revisions and tasks
         self._repeat = RepeatWatch(repeats=2)
         self._trigger: ReplanTrigger | None = None  # from a report, for the next advance
-        self._stall = StallWatch(
-            stall_ticks=settings.stall_ticks, progress_step=settings.progress_step
-        )
+        self._stall = StallWatch(settings)
         self._written: Plan | None = None
         self._written_once = False
 
@@ -96,7 +94,7 @@ class Steps:
         self._done_since = None
         self._repeat.reset()
         steps = needed_steps(
-            goal, seen, (), burned=self._burned, charge_until=self.settings.charge_until
+            goal, seen, (), burned=self._burned, charge_until=self._settings.charge_until
         )
         plan = Plan(chain((), steps))
         self._plan = plan
@@ -118,7 +116,7 @@ class Steps:
 
     def read_events(self, seen: Seen) -> None:
         """Follow the reports not seen before about the running step."""
-        horizon = seen.time - 2 * max(self.event_window, 1.0)
+        horizon = seen.time - 2 * max(self._event_window, 1.0)
         if self._seen_events:
             self._seen_events = {s: t for s, t in self._seen_events.items() if t >= horizon}
         for event in seen.events:
@@ -141,7 +139,7 @@ class Steps:
             if (
                 step.action == "charge"
                 and seen.battery is not None
-                and seen.battery < self.settings.charge_until
+                and seen.battery < self._settings.charge_until
             ):
                 return  # charging goes on until the level is reached
             self._plan = plan.with_status(step_id, "done")
@@ -181,7 +179,7 @@ class Steps:
             current is not None
             and current.action == "charge"
             and seen.battery is not None
-            and seen.battery >= self.settings.charge_until
+            and seen.battery >= self._settings.charge_until
         ):
             plan = plan.with_status(current.id, "done")
             self._progress += 1
@@ -238,8 +236,8 @@ class Steps:
 
     def _timeout_for(self, step: PlanStep) -> float:
         if step.action == "charge":
-            return float(self.settings.charge_timeout_ticks)
-        return float(self.settings.replan_after_ticks)
+            return float(self._settings.charge_timeout_ticks)
+        return float(self._settings.replan_after_ticks)
 
     def _check_delivered(self, seen: Seen, out: Outbox, replan: Replan) -> None:
         """A finished plan whose goal stays on the board did not deliver: plan it again."""
@@ -249,7 +247,7 @@ class Steps:
             return
         if self._done_since is None:
             self._done_since = seen.tick
-        elif seen.tick - self._done_since >= self.settings.goal_clear_ticks:
+        elif seen.tick - self._done_since >= self._settings.goal_clear_ticks:
             self._done_since = None
             replan(ReplanTrigger("goal_not_cleared"), seen, out)
 
@@ -288,7 +286,7 @@ class Steps:
     ) -> tuple[PlanStep, ...]:
         if trigger.reason == "obstacle_in_corridor":
             return plan.steps
-        charge_until = self.settings.charge_until
+        charge_until = self._settings.charge_until
         kept = tuple(s for s in plan if s.status in ("done", "running"))
         if trigger.reason == "low_battery":
             taken = {s.id for s in plan} | self._burned
