@@ -28,8 +28,7 @@ from cabins.warehouse.values import (
     read_battery,
     read_low_battery,
 )
-from runtime.asynchronous import LATE_PREFIX
-from runtime.cabin import Outbox
+from runtime.cabin import LATE_PREFIX, Outbox
 from runtime.log import Event
 
 __all__ = ["Alarms"]

@@ -35,7 +35,7 @@ from cabins.warehouse.values import (
     Velocity,
     positive,
 )
-from runtime.asynchronous import LATE_PREFIX
+from runtime.cabin import LATE_PREFIX
 from runtime.cabin_map import Feature
 from runtime.log import Event
 from runtime.pack import CabinView, Occupancy
