@@ -2,7 +2,9 @@
 
 Parses the run's flags, builds (or resumes) the simulation, drives it with a
 progress bar on a terminal, stops it between two ticks on Ctrl-C or SIGTERM, and
-prints the summary as a table or, with ``--json``, as one JSON object.
+prints the summary as a table ending with the run's verdict or, with ``--json``, as one
+JSON object (``verdict`` among its keys). The exit status follows the verdict
+(``sim.run.verdict``): 1 when it failed, 0 when the run passed or was cut short.
 """
 
 from __future__ import annotations
@@ -603,7 +605,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     console.print(table)
     verdict = judge(s)
     style = {"passed": "green", "cut_short": "yellow", "failed": "red"}[verdict.status]
-    console.print(Text(verdict.line, style=style))
+    console.print(Text(verdict.line, style=style), soft_wrap=True)  # one line, for grep
 
 
 def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
