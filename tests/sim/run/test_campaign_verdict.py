@@ -74,20 +74,22 @@ def test_the_campaign_exits_1_and_names_the_failed_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "250")  # rich folds the tables to 80 columns otherwise
-    world = write_world(tmp_path, TOO_SHORT)
-    argv = ["campaign", "--scenario", str(world), "--faults", "none", "--seeds", "0"]
-    code = cli.main([*argv, "--workers", "1", "--out", str(tmp_path / "r.json")])
+    short = write_world(tmp_path, TOO_SHORT, "short.toml")
+    long = write_world(
+        tmp_path, TOO_SHORT.replace("duration = 5.0", "duration = 600.0"), "long.toml"
+    )
+    argv = ["campaign", "--scenario", str(short), "--scenario", str(long), "--faults", "none"]
+    # 100 ticks: the short world's whole duration, the long one's first 5 s
+    argv += ["--seeds", "0", "--ticks", "100", "--workers", "1", "--out", str(tmp_path / "r.json")]
+    code = cli.main(argv)
     out, err = capsys.readouterr()
     assert code == 1, err
     assert "runs that failed" in out and "FAILED: 1 reachable task undelivered (t1)" in out
-    assert "0 of 1 (0%)" in out  # the deliveries column: done of the tasks
+    assert "1 run(s) passed: 0 safe and delivered, 1 cut short by --ticks" in out
+    assert "0 of 2 (0%)" in out  # the deliveries column: done of the tasks
     report = json.loads((tmp_path / "r.json").read_text())
     assert not report["passed"]
-    assert report["table"][0]["verdicts"] == {"failed": 1}
-    (run,) = report["runs"]
-    assert run["verdict"]["status"] == "failed" and run["tasks_undelivered"] == ["t1"]
-
-    code = cli.main([*argv, "--workers", "1", "--ticks", "40"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert "1 run(s) passed: 0 safe and delivered, 1 cut short by --ticks" in out
+    assert report["table"][0]["verdicts"] == {"failed": 1, "cut_short": 1}
+    short_run, long_run = report["runs"]
+    assert short_run["verdict"]["status"] == "failed" and short_run["tasks_undelivered"] == ["t1"]
+    assert long_run["passed"] and long_run["verdict"]["status"] == "cut_short"
