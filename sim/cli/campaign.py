@@ -361,10 +361,12 @@ def _print_campaign(rows: list[dict[str, Any]], results: list[dict[str, Any]], o
     console.print(table)
     _print_runs(console, results)
     console.print(
-        "[green]every declared reaction seen, every run safe and delivered (or cut short)[/green]"
+        "[green]every declared reaction seen, no safety violation, every run delivered (or "
+        "cut short by --ticks) with nothing failed[/green]"
         if ok
         else "[red]FAILED: a declared reaction was missed, a run's verdict failed (unsafe, "
-        "tasks left undone, stalled, abandoned, a flat battery) or a run was lost[/red]"
+        "tasks left undone, stalled, abandoned, a flat battery) or a run was lost[/red]",
+        soft_wrap=True,
     )
 
 
@@ -421,4 +423,5 @@ def _print_runs(console: Any, results: list[dict[str, Any]]) -> None:
             f"{len(passed)} run(s) passed: {len(passed) - cut} safe and delivered"
             + (f", {cut} cut short by --ticks with nothing failed" if cut else ""),
             highlight=False,
+            soft_wrap=True,
         )

@@ -143,8 +143,8 @@ def campaign_page(report: Mapping[str, Any]) -> tuple[str, ReportInfo]:
     sections = [_campaign_run(i, r) for i, r in enumerate(runs)]
     passed = bool(report.get("passed"))
     verdict = (
-        '<span class="badge ok">every declared reaction seen, every run safe and delivered '
-        "(or cut short)</span>"
+        '<span class="badge ok">every declared reaction seen, no safety violation, every run '
+        "delivered (or cut short) with nothing failed</span>"
         if passed
         else '<span class="badge bad">a declared reaction was missed, a run\'s verdict failed or '
         "a run was lost</span>"
