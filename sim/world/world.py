@@ -209,7 +209,8 @@ class BatteryLow:
 
 @dataclass
 class WorldState:
-    """All mutable world state: what a checkpoint must hold besides the rng."""
+    """All mutable world state: what a checkpoint must hold besides the rng (and the
+    ``BatteryLow`` record the world keeps beside it)."""
 
     robot: RobotState
     obstacles: list[ObstacleState]
