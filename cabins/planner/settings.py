@@ -102,6 +102,19 @@ class PlannerSettings(Settings):
     """Seconds the robot gives way to a mover in a stand-off at most (default 15.0;
     > 0)."""
 
+    lane_detour: Ratio = 4.0
+    """The longest other way round a single lane a mover contests that is taken, as a
+    multiple of the way through it (plus ``pass_slack``); with none as short, the robot
+    waits at the lane's entry (default 4.0; >= 1)."""
+
+    lane_wait_s: Positive = 30.0
+    """Seconds the robot waits at a single lane's entry at most, before it goes in behind
+    the mover as before (default 30.0; > 0)."""
+
+    lane_lookahead_s: Positive = 3.0
+    """Seconds along its course within which a mover that will be in a single lane
+    heads into it (default 3.0; > 0)."""
+
     energy_reserve: Threshold = 0.05
     """The share of a full battery the robot must still hold on reaching a charger after
     the rest of its task, by the planner's estimate (``energy``); below what that needs it
