@@ -30,6 +30,7 @@ import numpy as np
 import shapely
 from shapely.geometry import Point
 
+from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.shapes import point, polygon
 from cabins.warehouse.values import (
     ACCEPTANCE,
@@ -410,7 +411,10 @@ class World:
         acceptance = Acceptance(sc.acceptance.dock_tolerance, sc.acceptance.max_speed)
         board.write(WORLD_BOUNDS, sc.floor.bounds, source=WORLD)
         board.write(ROBOT_RADIUS, robot.radius, source=WORLD)
-        board.write(ROBOT_LIMITS, limits.as_value(), source=WORLD)
+        figures = BatteryFigures(
+            robot.battery_wh, robot.drain_wh_per_m, robot.drain_wh_per_s, robot.charge_wh_per_s
+        )
+        board.write(ROBOT_LIMITS, {**limits.as_value(), **figures.as_value()}, source=WORLD)
         board.write(ACCEPTANCE, acceptance.as_value(), source=WORLD)
         board.write(BATTERY_LOW, robot.low_battery, source=WORLD)
         board.write(DOCKS, {d.id: (d.x, d.y) for d in sc.docks}, source=DISPATCHER)

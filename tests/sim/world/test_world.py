@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from shapely.geometry import Point
 
 from cabins.warehouse import values
+from cabins.warehouse.energy import BatteryFigures
 from runtime.board import StateBoard
 from runtime.cabin import Command
 from runtime.cabin_map import CabinMap
@@ -719,7 +720,6 @@ def test_every_value_the_world_writes_reads_back_through_cabins_values() -> None
     models: dict[str, Callable[[Any], Any]] = {
         values.POSE: values.Pose.read,
         values.VELOCITY: values.Velocity.read,
-        values.ROBOT_LIMITS: values.RobotLimits.read,
         values.ACCEPTANCE: values.Acceptance.read,
         values.ACTION_LAST: values.ActionOutcome.read,
         values.forbidden_key("hv"): partial(values.Zone.read, values.forbidden_key("hv")),
@@ -731,6 +731,12 @@ def test_every_value_the_world_writes_reads_back_through_cabins_values() -> None
         parsed = read(value)
         assert parsed is not None, key
         assert parsed.as_value() == value, key
+    # robot:limits holds the limits and the battery's figures, each read by its own model
+    limits = rig.value(values.ROBOT_LIMITS)
+    robot, figures = values.RobotLimits.read(limits), BatteryFigures.read(limits)
+    assert robot is not None and figures is not None
+    assert {**robot.as_value(), **figures.as_value()} == limits
+    assert figures.share_per_m == rig.scenario.robot.drain_wh_per_m / rig.scenario.robot.battery_wh
     assert values.read_bounds(rig.value(values.WORLD_BOUNDS)) == (0.0, 0.0, 20.0, 10.0)
     assert values.radius_in({values.ROBOT_RADIUS: rig.value(values.ROBOT_RADIUS)}) == 0.35
     assert values.read_places(rig.value(values.DOCKS)) == {"a": (2.0, 2.0), "b": (2.0, 8.0)}
