@@ -59,9 +59,6 @@ if TYPE_CHECKING:
     from runtime.pack import CabinView, WorkingSet
 
 __all__ = [
-    # LATE_PREFIX lives in runtime.cabin; named here only while cabins/monitor imports it
-    # from this module
-    "LATE_PREFIX",
     "Asynchronous",
     "DecisionExecutor",
     "Returned",

@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -38,6 +38,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from runtime.errors import SettingError
 from runtime.freeze import FrozenDict
 from runtime.patterns import is_glob, matches, specificity, validate_pattern
 from runtime.timing import Timing
@@ -402,6 +403,44 @@ class ContextSpec(BaseModel):
     def weigher(self) -> Callable[[str], float]:
         """``weight_for`` as a plain function, for hot loops (no model attribute lookups)."""
         return self._lookup.weight
+
+    def reactions_in_force(
+        self,
+        table: Literal["on_missing", "on_condition"],
+        allowed: Mapping[str, Sequence[str]],
+        *,
+        cabin: str,
+    ) -> dict[str, str]:
+        """The reaction in force for each key of ``allowed`` (a required pattern for
+        ``on_missing``, a condition for ``on_condition`` -> what ``cabin`` can do, its
+        default first): the one the spec's ``table`` declares, else the default. A spec
+        that declares a key ``allowed`` lacks, or a reaction not allowed for its key, is
+        refused: one ``SettingError`` naming each."""
+        declared: Mapping[str, str] = getattr(self, table)
+        wrong = []
+        for key, reaction in declared.items():
+            choices = allowed.get(key)
+            if choices is None:
+                known = ", ".join(map(repr, allowed))
+                wrong.append(
+                    f"{key!r} = {reaction!r} (the {cabin} has no reaction for {key!r}; it has "
+                    f"them for {known})"
+                    if table == "on_missing"
+                    else f"{key!r} (the {cabin} watches for {known})"
+                )
+            elif reaction not in choices:
+                wrong.append(
+                    f"{key!r} = {reaction!r} (for {key!r} it can do "
+                    f"{' or '.join(map(repr, choices))})"
+                )
+        if wrong:
+            refused = (
+                f"reactions the {cabin} does not have"
+                if table == "on_missing"
+                else f"conditions the {cabin} cannot act on"
+            )
+            raise SettingError(f"spec {self.name!r} declares {refused}: " + "; ".join(wrong))
+        return {key: declared.get(key, choices[0]) for key, choices in allowed.items()}
 
     def reaction_for(self, pattern: str) -> str | None:
         """The declared reaction for a missing ``pattern`` (a required pattern, or a key
