@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from runtime.pack import Occupancy as Occupancy
     from runtime.pack import Versions as Versions
     from runtime.pack import WorkingSet as WorkingSet
+    from runtime.pressure import PressureCount as PressureCount
     from runtime.scratchpad import Note as Note
     from runtime.scratchpad import Scratchpad as Scratchpad
     from runtime.settings import Settings as Settings
@@ -118,6 +119,7 @@ _WHERE: dict[str, str] = {
     "NoteOp": "runtime.cabin",
     "Occupancy": "runtime.pack",
     "Outbox": "runtime.cabin",
+    "PressureCount": "runtime.pressure",
     "QuietSeconds": "runtime.episodes",
     "QuietTicks": "runtime.episodes",
     "Reaction": "runtime.cabin",

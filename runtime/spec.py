@@ -97,6 +97,9 @@ MAX_DISTANCE = 1e6
 MAX_EVENT_LIMIT = 100_000
 """The most events one view can hold."""
 
+MAX_FEATURE_LIMIT = 100_000
+"""The largest ``map_limit`` or ``corridor_limit``."""
+
 PATTERN_REGEX = r"^(?:[^\s\[\]]|\[(?:!(?:\][^\]\s]*|[^\]\s]+)|\][^\]\s]*|[^\]\s!][^\]\s]*)\])+$"
 """What ``validate_pattern`` accepts, as a regular expression (for the JSON Schema): no
 white space, every ``[`` closed (a ``]`` first in a class, after an optional ``!``, is
@@ -130,6 +133,12 @@ def _integral_float(value: Any) -> Any:
 
 
 WholeNumber = Annotated[int, BeforeValidator(_integral_float)]
+Limit = Annotated[
+    int, Field(ge=1, le=MAX_FEATURE_LIMIT, strict=True), BeforeValidator(_integral_float)
+]
+"""A cap on the features one map query gives a view (``map_limit``, ``corridor_limit``)."""
+Share = Annotated[float, Field(gt=0, le=1, strict=True, allow_inf_nan=False)]
+"""A share of working memory's capacity, in (0, 1] (``map_share``)."""
 WeightMap = Annotated[
     Mapping[KeyPattern, Weight], AfterValidator(_freeze_mapping), WrapSerializer(_dump_mapping)
 ]
@@ -252,12 +261,28 @@ class ContextSpec(BaseModel):
         max_length=MAX_ITEMS,
         description="Feature tags kept in the map window; empty = all tags.",
     )
+    map_limit: Limit | None = Field(
+        default=None,
+        description="At most this many features from the map window, nearest first (after "
+        "the kind, tag and relevance filters); unset = every feature within map_radius.",
+    )
+    map_share: Share | None = Field(
+        default=None,
+        description="At most this share of working memory's capacity for the map window "
+        "(rounded down, at least 1 feature), nearest first; with map_limit the smaller cap "
+        "holds. Unset = no share.",
+    )
     route_key: BoardKey = Field(
         default="route", description="Board key holding the route the corridor follows."
     )
     corridor_width: Distance = Field(
         default=0.0,
         description="Width of the map corridor along the route; 0 = no corridor.",
+    )
+    corridor_limit: Limit | None = Field(
+        default=None,
+        description="At most this many features from the corridor, first along the route; "
+        "unset = every feature within corridor_width of the route.",
     )
     event_window: Distance = Field(
         default=0.0,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.assembly.carried import Carried
 from runtime.assembly.eviction import log_evictions
-from runtime.assembly.freezing import working_set
+from runtime.assembly.freezing import capacity_losses, working_set
 from runtime.freeze import adopt
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class DeltaPath:
         self, carried: Carried, now: float, versions: Versions
     ) -> tuple[dict[str, Offered], dict[str, Offered]]:
         """Offer each spec's map window and corridor; them, as offered."""
-        near, along = carried.maps.offers(now)
+        near, along = carried.maps.offers(now, self.memory.capacity)
         cabin_map = self.sources.cabin_map
         changed_features = (
             cabin_map.changed_since(carried.map_version) if carried.map_version >= 0 else []
@@ -182,7 +182,7 @@ class DeltaPath:
 
     def _evict(self, carried: Carried, tick: int, now: float) -> tuple[list[Eviction], set[str]]:
         """Let go of what no spec offered and settle memory: the evictions, and the keys
-        of the candidates that lost."""
+        of the candidates that lost for capacity."""
         retraction = self.sources.retraction
         evictions = carried.table.let_go(tick, lambda item: retraction(item, now))
         capacity, victims = carried.table.settle(tick)
@@ -207,6 +207,7 @@ class DeltaPath:
         memory = self.memory
         held = memory.contents()
         requires = self.compiled.requires
+        losses = capacity_losses(evictions) if victims else {}
         selections = {
             name: carried.views.select(
                 name,
@@ -214,6 +215,7 @@ class DeltaPath:
                 near[name],
                 along[name],
                 victims,
+                losses,
                 stale,
                 carried.requirements[name],
                 carried.windows[name],

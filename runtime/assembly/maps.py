@@ -5,7 +5,11 @@ nearest first; its corridor the features within ``corridor_width`` of the route 
 ``route_key`` holds, in order along it; both filtered by the spec's kinds and tags and,
 when every active goal has an entry in its relevance table, by what those goals need.
 A stale or unreadable centre or route gives nothing. All specs centred on one key share
-one query, at the largest radius, which answers each smaller radius as a prefix.
+one query, at the largest radius, which answers each smaller radius as a prefix. Last,
+the caps: a window keeps at most ``window_cap`` features (``map_limit``, or ``map_share``
+of working memory's capacity: the smaller), its nearest; a corridor at most
+``corridor_limit``, the first along the route. So a wide window on a crowded floor cannot
+take the whole of working memory from a cabin's events and state.
 
 ``MapWindows`` answers the from-scratch path; ``MapOffers`` the delta path, which also
 keeps the keys beside the features and parses a route only when its reading changes.
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import compress
-from math import isfinite
+from math import floor, isfinite
 from typing import TYPE_CHECKING, Any
 
 from runtime.assembly.specs import relevant
@@ -40,6 +44,17 @@ Route = tuple[tuple[float, float], ...]
 FirstTimes = dict[str, tuple[int, float]]
 """Per map candidate: its feature's revision and the freeze time a window first offered
 that revision (its ``seq`` and ``stamp``)."""
+
+
+def window_cap(spec: ContextSpec, capacity: int) -> int | None:
+    """The most features ``spec``'s map window keeps with working memory of ``capacity``:
+    the smaller of its ``map_limit`` and its ``map_share`` of the capacity (rounded down,
+    at least 1); None when it sets neither."""
+    cap = spec.map_limit
+    if spec.map_share is not None:
+        share = max(1, floor(spec.map_share * capacity + 1e-9))
+        cap = share if cap is None else min(cap, share)
+    return cap
 
 
 class FirstOffered:
@@ -95,8 +110,10 @@ class MapWindows:
         now: float,
         goal_kinds: frozenset[str],
         cache: dict[tuple[Any, ...], Any],
+        capacity: int,
     ) -> Found:
-        """``spec``'s window and corridor at ``now``; ``cache`` holds this freeze's queries."""
+        """``spec``'s window and corridor at ``now``, capped for working memory of
+        ``capacity``; ``cache`` holds this freeze's queries."""
         kinds, tags = self.compiled.map_filters[spec.name]
         nearby = self._window(spec, now, kinds, tags, cache)
         corridor: tuple[Feature, ...] = ()
@@ -116,6 +133,11 @@ class MapWindows:
         if keep is not None:
             nearby = tuple(f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags))
             corridor = tuple(f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags))
+        cap = window_cap(spec, capacity)
+        if cap is not None:
+            nearby = nearby[:cap]
+        if spec.corridor_limit is not None:
+            corridor = corridor[: spec.corridor_limit]
         return nearby, corridor
 
     def _window(
@@ -188,8 +210,9 @@ class MapOffers:
         self._routes[name] = (reading, route)
         return route
 
-    def offers(self, now: float) -> tuple[dict[str, Offered], dict[str, Offered]]:
-        """Each spec's map window and corridor this tick: keys and features, in order."""
+    def offers(self, now: float, capacity: int) -> tuple[dict[str, Offered], dict[str, Offered]]:
+        """Each spec's map window and corridor this tick, capped for working memory of
+        ``capacity``: keys and features, in order."""
         near: dict[str, Offered] = {}
         along: dict[str, Offered] = {}
         shared_now: dict[str, tuple[tuple[Feature, ...], tuple[float, ...], list[str]]] = {}
@@ -212,6 +235,11 @@ class MapOffers:
             if keep is not None:
                 near_here = _keep_relevant(near_here, keep)
                 along_here = _keep_relevant(along_here, keep)
+            cap = window_cap(spec, capacity)
+            if cap is not None:
+                near_here = _first(near_here, cap)
+            if spec.corridor_limit is not None:
+                along_here = _first(along_here, spec.corridor_limit)
             near[name] = near_here
             along[name] = along_here
         return near, along
@@ -270,3 +298,11 @@ def _keep_relevant(offered: Offered, keep: frozenset[str]) -> Offered:
         return offered
     mask = [f.kind in keep or not keep.isdisjoint(f.tags) for f in features]
     return list(compress(keys, mask)), tuple(compress(features, mask))
+
+
+def _first(offered: Offered, cap: int) -> Offered:
+    """The first ``cap`` features of ``offered`` (the same lists when it holds no more)."""
+    keys, features = offered
+    if len(keys) <= cap:
+        return offered
+    return keys[:cap], features[:cap]

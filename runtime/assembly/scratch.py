@@ -18,11 +18,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime.assembly.eviction import debugging, let_go, log_evictions
-from runtime.assembly.freezing import any_from, missing_reason, with_via, working_set
+from runtime.assembly.freezing import (
+    any_from,
+    capacity_losses,
+    lost_items,
+    missing_reason,
+    with_via,
+    working_set,
+)
 from runtime.assembly.specs import goal_kinds
 from runtime.freeze import FrozenDict
 from runtime.memory import Source, WorkItem
-from runtime.pack import MissingReason, Selection
+from runtime.pack import NOTHING_EVICTED, MissingReason, Selection
 from runtime.scratchpad import NOTE_PREFIX, memory_key
 
 if TYPE_CHECKING:
@@ -32,7 +39,7 @@ if TYPE_CHECKING:
     from runtime.assembly.specs import CompiledSpecs, Vias
     from runtime.board import Reading
     from runtime.log import Event
-    from runtime.memory import WorkingMemory
+    from runtime.memory import Eviction, WorkingMemory
     from runtime.pack import WorkingSet
     from runtime.spec import ContextSpec
 
@@ -145,10 +152,10 @@ class FromScratch:
         evictions.extend(evicted)
         if evictions and debugging():
             log_evictions(tick, evictions)
-        evicted_keys = frozenset(e.key for e in evicted)
+        losses = capacity_losses(evicted)
         held = memory.contents()
         selections = {
-            name: self._select(offers, name, spec, held, evicted_keys)
+            name: self._select(offers, name, spec, held, losses)
             for name, spec in self.compiled.by_name.items()
         }
         self.first_offered.keep(offers.times)
@@ -164,7 +171,9 @@ class FromScratch:
         weight = spec.weigher
         vias = self.compiled.vias[name]
         self._offer_board(offers, chosen, weight, vias)
-        nearby, corridor = self.maps.of(spec, offers.now, goal_kinds, offers.window_cache)
+        nearby, corridor = self.maps.of(
+            spec, offers.now, goal_kinds, offers.window_cache, self.memory.capacity
+        )
         offers.maps[name] = (nearby, corridor)
         for features, via in ((nearby, vias.window), (corridor, vias.corridor)):
             for feature in features:
@@ -243,12 +252,14 @@ class FromScratch:
         name: str,
         spec: ContextSpec,
         held: Mapping[str, WorkItem],
-        evicted_keys: frozenset[str],
+        losses: Mapping[str, Eviction],
     ) -> Selection:
         """``name``'s selection: what it chose and memory kept, under its view keys with
-        its vias; what it required and cannot have, and why."""
+        its vias; what it chose and memory did not keep for capacity (``losses``); what
+        it required and cannot have, and why."""
         chosen = offers.picks[name]
         renamed = offers.renames[name]
+        evicted = lost_items(chosen, losses, renamed) if losses else NOTHING_EVICTED
         items: dict[str, WorkItem] = {}
         for key, via in chosen.items():
             item = held.get(key)
@@ -268,8 +279,7 @@ class FromScratch:
                 if any_from(ordered, prefix, rx):
                     continue
                 match = rx
-            lost = (renamed.get(k, k) for k in evicted_keys if k in chosen)
-            missing[pattern] = missing_reason(match, lost, offers.stale)
+            missing[pattern] = missing_reason(match, evicted, offers.stale)
         nearby, corridor = offers.maps[name]
         return Selection(
             required=tuple(spec.required),
@@ -278,4 +288,5 @@ class FromScratch:
             nearby_map=tuple(f for f in nearby if f.key in items),
             corridor_map=tuple(f for f in corridor if f.key in items),
             recent_events=tuple(e for e in offers.events[name] if e.key in items),
+            evicted=evicted,
         )

@@ -225,6 +225,26 @@ def _print_doctor(report: Any) -> None:
                 _ticks_text(i.ticks[:5]),
             )
         console.print(table)
+    if report.pressure:
+        table = _table(
+            "capacity pressure: what each cabin selected and lost to capacity",
+            "cabin",
+            "lost",
+            "ticks",
+            "episodes",
+            "lost most often (ticks)",
+            "tighten first",
+        )
+        for p in report.pressure:
+            table.add_row(
+                p.cabin,
+                str(p.lost),
+                f"{p.ticks} ({p.first}-{p.last})",
+                str(p.episodes),
+                _t(", ".join(f"{k} ({n})" for k, n in p.keys)),
+                _t(p.advice),
+            )
+        console.print(table)
     for note in report.notes:
         console.print(_t(f"note: {note}"))
     _print_liveness(console, report.liveness)

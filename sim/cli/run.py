@@ -590,7 +590,14 @@ def _print_summary(s: dict[str, Any]) -> None:
         table.add_row("overruns", f"{s['overruns']} ({s['skipped_ticks']} ticks skipped)")
     table.add_row("evictions", str(s["evictions"]))
     table.add_row("capacity alarms", str(s["capacity_alarms"]))
-    table.add_row("capacity pressure", Text(counts_text(s["capacity_pressure"])))
+    if not s.get("pressure"):
+        table.add_row("capacity pressure", Text(counts_text(s["capacity_pressure"])))
+    for cabin, p in s.get("pressure", {}).items():
+        table.add_row(
+            f"capacity pressure · {cabin}",
+            f"[yellow]{p['lost']} selected items lost at {p['ticks']} ticks "
+            f"({p['episodes']} episode{'s' if p['episodes'] != 1 else ''})[/yellow]",
+        )
     for cabin, reasons in s["missing"].items():
         table.add_row(
             f"missing items · {cabin}",

@@ -4,11 +4,11 @@
 working memory and a ``TickLoop`` running the cabins: the world's sensors write
 before each freeze, and the world moves on the cabins' commands after each
 apply. It counts what a person wants to know after a run (deliveries, safety
-violations, collisions, re-plans, alarms, evictions, missing items, and whether it kept
-making progress: waits, give-ways, stalled episodes, deferred and abandoned tasks, the
-lowest battery), judges it (``sim.run.verdict``) and keeps a digest of every board write,
-so two runs can be compared tick for tick; its summary also carries digests of the final
-world, working memory and event log.
+violations, collisions, re-plans, alarms, evictions, capacity pressure per cabin,
+missing items, and whether it kept making progress: waits, give-ways, stalled episodes,
+deferred and abandoned tasks, the lowest battery), judges it (``sim.run.verdict``) and
+keeps a digest of every board write, so two runs can be compared tick for tick; its
+summary also carries digests of the final world, working memory and event log.
 
 With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
 its way was blocked, scoped to the scenario's name, and recalls it in later runs. The
@@ -771,6 +771,7 @@ class Simulation:
             "stopped_by": self.stopped_by,
             "evictions": stats.evictions,
             "capacity_alarms": stats.capacity_alarms,
+            "pressure": {cabin: count.as_dict() for cabin, count in sorted(stats.pressure.items())},
             "missing": {
                 cabin: dict(sorted(counts.items()))
                 for cabin, counts in sorted(self.missing.items())

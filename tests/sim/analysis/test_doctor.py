@@ -167,8 +167,9 @@ def write_recording(
     summary: Mapping[str, Any] | None = None,
 ) -> Path:
     """A minimal tickwork recording: per tick, each cabin's view items and the events
-    (``(kind, cabin)`` or ``(kind, cabin, data)``), and the ``summary`` a finished run
-    writes."""
+    (``(kind, cabin)`` or ``(kind, cabin, data)``); when a tick says, what each view lost to
+    capacity (``lost``: cabin → keys, evicted at importance 0.7) and memory's ``occupancy``;
+    and the ``summary`` a finished run writes."""
     from mcap.writer import Writer
 
     with open(path, "wb") as fh:
@@ -190,6 +191,7 @@ def write_recording(
             writer.add_metadata("summary", {"json": json.dumps(summary)})
         seq = 0
         for tick, entry in enumerate(ticks):
+            lost = entry.get("lost", {})
             views = {
                 cabin: {
                     "items": items,
@@ -198,22 +200,28 @@ def write_recording(
                     "nearby_map": [],
                     "corridor_map": [],
                     "recent_events": [],
+                    **({"evicted": lost.get(cabin, [])} if "lost" in entry else {}),
                 }
                 for cabin, items in entry["views"].items()
             }
+            gone = sorted({k for keys in lost.values() for k in keys})
+            evictions = [
+                {"key": k, "importance": 0.7, "last_used": tick * 0.05, "reason": "capacity"}
+                for k in gone
+            ]
             versions = {"board_seq": tick, "map_version": 0, "log_seq": seq}
+            working_set: dict[str, Any] = {
+                "tick": tick,
+                "time": tick * 0.05,
+                "items": {},
+                "versions": versions,
+                "views": views,
+            }
+            if "occupancy" in entry:
+                working_set["occupancy"] = entry["occupancy"]
             messages = [
-                (
-                    "/working_set",
-                    {
-                        "tick": tick,
-                        "time": tick * 0.05,
-                        "items": {},
-                        "versions": versions,
-                        "views": views,
-                    },
-                ),
-                ("/evictions", {"tick": tick, "evictions": []}),
+                ("/working_set", working_set),
+                ("/evictions", {"tick": tick, "evictions": evictions}),
             ]
             for kind, cabin, *data in entry.get("events", ()):
                 seq += 1
@@ -259,6 +267,82 @@ def test_an_item_seen_before_successes_but_not_failures_becomes_required(tmp_pat
     assert suggestion.change == 'required = ["pose", "beacon"]'
     assert suggestion.ticks == (15, 25, 35) and suggestion.outcomes == 3
     assert apply(spec, suggestion.change).required == ("pose", "beacon")
+
+
+# -- capacity pressure -------------------------------------------------------------------------
+
+
+def test_capacity_pressure_is_named_per_cabin_and_the_crowding_window_is_capped_first(
+    tmp_path: Path,
+) -> None:
+    """The mapper's wide window holds 12 shelves of a 16-item memory; the mover loses its
+    battery reading from tick 5 and its step fails at tick 20. The doctor names the mover's
+    pressure (ticks, keys, its episode) and, before any raised weight, a ``map_limit`` on
+    the mapper's window, the part that holds the most of memory, not the mover's spec."""
+    mapper = ContextSpec(name="mapper", board_keys=("pose",), map_center="pose", map_radius=40.0)
+    mover = ContextSpec(name="mover", board_keys=("pose", "battery"), weights={"battery": 0.7})
+    shelves = {f"map:shelf:{n}": "map:window(pose,40)" for n in range(12)}
+    ticks: list[dict[str, Any]] = []
+    for tick in range(25):
+        lost = {"mover": ["battery"]} if tick >= 5 else {}
+        mover_items = (
+            {"pose": "board:pose"}
+            if tick >= 5
+            else {
+                "pose": "board:pose",
+                "battery": "board:battery",
+            }
+        )
+        events = [("action_failed", "mover")] if tick == 20 else []
+        if tick == 5:
+            events.append(("capacity_pressure", "runtime"))
+        ticks.append(
+            {
+                "views": {"mapper": {"pose": "board:pose", **shelves}, "mover": mover_items},
+                "lost": lost,
+                "occupancy": {"held": 16, "pinned": 0, "capacity": 16},
+                "events": events,
+            }
+        )
+    path = write_recording(tmp_path / "pressed.mcap", {"mapper": mapper, "mover": mover}, ticks)
+    report = diagnose(path)
+    (pressed,) = report.pressure
+    assert (pressed.cabin, pressed.ticks, pressed.lost, pressed.first, pressed.last) == (
+        "mover",
+        20,
+        20,
+        5,
+        24,
+    )
+    assert pressed.keys == (("battery", 20),)
+    assert "mapper's map window holds 12 items" in pressed.advice
+    assert pressed.advice.endswith("grow the capacity last")
+    first = report.suggestions[0]
+    assert (first.cabin, first.action, first.change) == ("mapper", "tighten", "map_limit = 11")
+    assert first.ticks == (20,)
+    assert apply(mapper, first.change).map_limit == 11
+    failed = next(f for f in report.findings if f.outcome.kind == "action_failed")
+    assert any(lack.item == "battery" and lack.reason == "capacity" for lack in failed.lacks)
+    assert report.as_json()["pressure"][0]["keys"] == [{"key": "battery", "ticks": 20}]
+
+
+def test_an_eviction_counts_for_a_cabin_only_if_its_view_lost_the_item(tmp_path: Path) -> None:
+    """With views that say what they lost, a capacity eviction of a key the cabin reads
+    but did not select then (another cabin lost it) is not the cabin's lack."""
+    spec = ContextSpec(name="walker", board_keys=("pose", "beacon"), weights={"beacon": 0.7})
+    other = ContextSpec(name="other", board_keys=("beacon",), weights={"beacon": 0.7})
+    ticks = [
+        {
+            "views": {"walker": {"pose": "board:pose"}, "other": {}},
+            "lost": {"other": ["beacon"]},
+            "events": [("action_failed", "walker")] if tick == 3 else [],
+        }
+        for tick in range(4)
+    ]
+    report = diagnose(write_recording(tmp_path / "x.mcap", {"walker": spec, "other": other}, ticks))
+    (finding,) = report.findings
+    assert not [lack for lack in finding.lacks if lack.what == "evicted"]
+    assert [p.cabin for p in report.pressure] == ["other"]
 
 
 # -- liveness: a stand-off has nothing missing, and the doctor still says what happened ------
