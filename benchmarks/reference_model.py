@@ -13,8 +13,11 @@ At every tick it computes, for the union of the specs, in spec order:
   readings skipped and remembered), its map window (features within ``map_radius`` of the
   centre reading, by exact distance, nearest first then id, filtered by kind and tag) and
   corridor (within ``corridor_width`` of the route, in order along it, then id), both
-  narrowed to what the active goals need (``relevance``), and its event window (the newest
-  ``event_limit`` events stamped in ``[now - event_window, now]`` of its kinds and tags);
+  narrowed to what the active goals need (``relevance``) and then capped (the window's
+  first ``map_limit``, or ``map_share`` of the capacity rounded down and at least 1, the
+  smaller of the two; the corridor's first ``corridor_limit``), and its event window (the
+  newest ``event_limit`` events stamped in ``[now - event_window, now]`` of its kinds and
+  tags);
 - the candidates: an item offered by several specs takes the highest of their weights and
   the ``via`` of the first that offered it; its ``last_used`` is its source's stamp (never
   later than now). A map feature's ``seq`` is its revision (the map version its last put
@@ -29,7 +32,10 @@ At every tick it computes, for the union of the specs, in spec order:
   spec's ``via``; each required pattern it cannot see, with its reason (``evicted`` if an
   item it offered and the pattern matches was evicted for capacity this tick, ``stale`` if
   a stale reading matches it, else ``absent``); its map window, corridor and events as far
-  as memory kept them.
+  as memory kept them; and what it offered that was evicted for capacity this tick, in
+  offer order (``evicted``);
+- the capacity alarm: memory holds more than its capacity (pinned items alone overflow
+  it), or some view lost an item it offered.
 
 ``differences`` compares a runtime working set and its views with the model's freeze,
 field by field and in order, and says where they first differ. Scratchpad notes are not
@@ -165,6 +171,7 @@ class View:
     nearby: list[str]
     corridor: list[str]
     events: list[int]
+    evicted: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -406,6 +413,13 @@ class ReferenceModel:
             if keep is not None:
                 nearby = [f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags)]
                 corridor = [f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags)]
+            caps = [spec.map_limit] if spec.map_limit is not None else []
+            if spec.map_share is not None:
+                caps.append(max(1, math.floor(spec.map_share * self.capacity + 1e-9)))
+            if caps:
+                nearby = nearby[: min(caps)]
+            if spec.corridor_limit is not None:
+                corridor = corridor[: spec.corridor_limit]
             maps[name] = (nearby, corridor)
             window_via = f"map:window({spec.map_center},{spec.map_radius:g})"
             corridor_via = f"map:corridor({spec.route_key},{spec.corridor_width:g})"
@@ -453,7 +467,8 @@ class ReferenceModel:
         out = Freeze(
             items=[item.fields() for item in memory.values()],
             evictions=evictions,
-            capacity_alarm=len(memory) > self.capacity,
+            capacity_alarm=len(memory) > self.capacity
+            or any(k in capacity_evicted for mine in chosen.values() for k in mine),
         )
         for name, spec in self.specs.items():
             mine = chosen[name]
@@ -480,6 +495,7 @@ class ReferenceModel:
                 nearby=[f.id for f in nearby if f"map:{f.id}" in keys],
                 corridor=[f.id for f in corridor if f"map:{f.id}" in keys],
                 events=[e.seq for e in windows[name] if f"event:{e.kind}:{e.seq}" in keys],
+                evicted=[k for k in mine if k in capacity_evicted],
             )
         return out
 
@@ -555,6 +571,7 @@ def differences(ws: Any, views: Sequence[Any], model: Freeze) -> str | None:
             or _first_difference(
                 f"{view.cabin} events", [e.seq for e in view.recent_events], want.events
             )
+            or _first_difference(f"{view.cabin} evicted", list(view.evicted), want.evicted)
         )
         if found:
             return found

@@ -6,7 +6,8 @@ When it decides, ``LLMCabin.step`` runs a bounded tool loop on its frozen view:
    of its current task only) so that tool rounds within the decision can read what
    earlier rounds wrote; the live pad is never touched.
 2. Every round it rebuilds the system prompt from the view (a compact,
-   deterministic rendering of its items and missing items) and the draft notes
+   deterministic rendering of its items, its missing items and what it lost to
+   capacity; reading a note the view lost says it was evicted) and the draft notes
    (the seed's "re-inject the latest state before every call"), and asks the client
    for the next message, offering the scratchpad tools and its action tools (in
    OpenAI's strict mode with ``strict_tools=True``).
@@ -661,7 +662,10 @@ class LLMCabin:
         tools = self.tools_for(view)
         actions = {t.name for t in tools}
         dispatcher = ToolDispatcher(
-            [*scratchpad_tools(draft, tick=view.tick), *(t.bind(out) for t in tools)]
+            [
+                *scratchpad_tools(draft, tick=view.tick, evicted=_lost_notes(view)),
+                *(t.bind(out) for t in tools),
+            ]
         )
         schemas = dispatcher.schemas(strict=self.strict_tools)
         trace = ShortTermMemory(max_messages=self.history, summarize=self.summarize)
@@ -902,7 +906,8 @@ def _canonical(arguments: str) -> str:
 
 
 def render_view(view: CabinView, *, value_chars: int = 240) -> str:
-    """A compact, deterministic text of what ``view`` holds (notes excepted) and misses."""
+    """A compact, deterministic text of what ``view`` holds (notes excepted), misses, and
+    lost to capacity (notes included: they are in the scratchpad but not in the view)."""
     lines = [f"State at tick {view.tick} (t={view.time:.3f}s), cabin {view.cabin}:"]
     keys = sorted(k for k in view if not k.startswith(NOTE_PREFIX))
     for key in keys:
@@ -914,9 +919,21 @@ def render_view(view: CabinView, *, value_chars: int = 240) -> str:
         for pattern in sorted(view.missing):
             reason = view.missing[pattern]
             lines.append(f"- {pattern}: {reason} ({_MISSING_MEANING.get(reason, reason)})")
-    else:
+    elif not view.evicted:
         lines.append("Missing: none")
+    if view.evicted:
+        lines.append(
+            "Lost to capacity (selected for you, but working memory had no room for them "
+            "this tick; they exist, you cannot see their values):"
+        )
+        for key, eviction in view.evicted.items():
+            lines.append(f"- {key} (importance {eviction.importance:g})")
     return "\n".join(lines)
+
+
+def _lost_notes(view: CabinView) -> tuple[str, ...]:
+    """The notes (keys without ``note:``) ``view`` lost to capacity."""
+    return tuple(k[len(NOTE_PREFIX) :] for k in view.evicted if k.startswith(NOTE_PREFIX))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from runtime.agent.tools import scratchpad_tools as scratchpad_tools
     from runtime.assembler import Assembler as Assembler
     from runtime.asynchronous import Asynchronous as Asynchronous
-    from runtime.asynchronous import DropLate as DropLate
-    from runtime.asynchronous import RecheckLate as RecheckLate
     from runtime.asynchronous import Returned as Returned
     from runtime.asynchronous import SimulatedExecutor as SimulatedExecutor
     from runtime.asynchronous import ThreadExecutor as ThreadExecutor
@@ -43,9 +41,11 @@ if TYPE_CHECKING:
     from runtime.cabin import CabinFailure as CabinFailure
     from runtime.cabin import CabinWrapper as CabinWrapper
     from runtime.cabin import Command as Command
+    from runtime.cabin import DropLate as DropLate
     from runtime.cabin import NoteOp as NoteOp
     from runtime.cabin import Outbox as Outbox
     from runtime.cabin import Reaction as Reaction
+    from runtime.cabin import RecheckLate as RecheckLate
     from runtime.cabin_map import CabinMap as CabinMap
     from runtime.cabin_map import Feature as Feature
     from runtime.clock import Clock as Clock
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from runtime.pack import Occupancy as Occupancy
     from runtime.pack import Versions as Versions
     from runtime.pack import WorkingSet as WorkingSet
+    from runtime.pressure import PressureCount as PressureCount
     from runtime.scratchpad import Note as Note
     from runtime.scratchpad import Scratchpad as Scratchpad
     from runtime.settings import Settings as Settings
@@ -98,7 +99,7 @@ _WHERE: dict[str, str] = {
     "CatchUp": "runtime.loop",
     "Clock": "runtime.clock",
     "Command": "runtime.cabin",
-    "DropLate": "runtime.asynchronous",
+    "DropLate": "runtime.cabin",
     "ContextSpec": "runtime.spec",
     "Episodes": "runtime.episodes",
     "Event": "runtime.log",
@@ -118,11 +119,12 @@ _WHERE: dict[str, str] = {
     "NoteOp": "runtime.cabin",
     "Occupancy": "runtime.pack",
     "Outbox": "runtime.cabin",
+    "PressureCount": "runtime.pressure",
     "QuietSeconds": "runtime.episodes",
     "QuietTicks": "runtime.episodes",
     "Reaction": "runtime.cabin",
     "Reading": "runtime.board",
-    "RecheckLate": "runtime.asynchronous",
+    "RecheckLate": "runtime.cabin",
     "Returned": "runtime.asynchronous",
     "Scratchpad": "runtime.scratchpad",
     "SettingError": "runtime.errors",

@@ -12,8 +12,9 @@ stamp (never later than the freeze), the freeze time for a note, and for a map f
 the freeze time at which some spec's window or corridor first offered its current
 revision (``CabinMap.revision``, the item's ``seq``). A feature keeps that time while it
 is offered at every freeze and not replaced; one replaced, or one that left every window
-and came back, is fresh at the freeze that offers it. The assembler carries those times
-from freeze to freeze (and pickles them), so a map that never changes costs no writes.
+and came back, is fresh at the freeze that offers it. Both paths keep those times from
+freeze to freeze in the one ``FirstOffered`` they are handed (``runtime.assembly.maps``),
+which pickles with them, so a map that never changes costs no writes.
 
 Two paths freeze the same working set (the package ``runtime.assembly`` holds them and
 what they share). The delta path (``runtime.assembly.delta``, when memory forgets by
@@ -76,17 +77,15 @@ class Assembler:
     ) -> None:
         compiled = self._compiled = CompiledSpecs(specs)
         sources = self._sources = Sources(
-            board, cabin_map, log, scratchpads or {}, cabins=compiled.by_name
+            board, cabin_map, log, scratchpads or {}, specs=compiled.by_name
         )
         self._memory = memory
         events = EventWindows(log)
+        first_offered = FirstOffered()
         self._scratch = FromScratch(
-            sources, compiled, memory, events, MapWindows(sources, compiled)
+            sources, compiled, memory, events, MapWindows(sources, compiled), first_offered
         )
-        self._delta = DeltaPath(sources, compiled, memory, events)
-        # per map candidate of the last from-scratch freeze: its feature's revision and the
-        # freeze time a window first offered that revision (the delta path carries its own)
-        self._map_seen: FirstOffered = {}
+        self._delta = DeltaPath(sources, compiled, memory, events, first_offered)
         self.laps: Callable[[str], None] | None = None
         """For profiling: called with each stage's name as the stage ends (the delta path's
         stages, in order: ``STAGES``), so that a caller can time them inside the real tick."""
@@ -124,24 +123,16 @@ class Assembler:
             lock.acquire()
         try:
             if self._memory.settles:
-                ws = self._delta.freeze(tick, now, self._map_seen, self.laps)
+                ws = self._delta.freeze(tick, now, self.laps)
                 if ws is not None:
                     return ws
-            seen = self._delta.stop()
-            if seen is not None:
-                self._map_seen = seen
-            ws, self._map_seen = self._scratch.freeze(tick, now, self._map_seen)
-            return ws
+            self._delta.stop()
+            return self._scratch.freeze(tick, now)
         finally:
             for lock in reversed(locks):
                 lock.release()
 
-    def _seen_map(self) -> FirstOffered:
-        """Each map candidate of the last freeze: its revision and first-offered time."""
-        return self._delta.seen(self._map_seen)
-
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_map_seen"] = self._seen_map()  # the delta path starts afresh
         state["laps"] = None
         return state

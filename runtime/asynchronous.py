@@ -18,9 +18,10 @@ Where the decision runs is a ``DecisionExecutor``:
 - ``runtime.testing.ManualExecutor`` finishes decisions when a test says so.
 
 A decision that comes back more than ``max_age`` ticks after the tick it decided on, or more
-than ``deadline`` seconds after it started, is late. Its ``LatePolicy`` (``DropLate``, or
-``RecheckLate``: apply it only if the cabin's ``recheck`` approves, by default if the cabin's
-view of the tick it came back at holds the same items and missing items) says what happens;
+than ``deadline`` seconds after it started, is late. The cabin's ``LatePolicy``
+(``runtime.cabin.late_policy``: ``DropLate``, or ``RecheckLate``: apply it only if the
+cabin's ``recheck`` approves, by default if the cabin's view of the tick it came back at
+holds the same items and missing items) says what happens;
 a ``decision_late`` event says what did. While a decision is overdue the cabin is *late*,
 an explicit absence on the board: ``late:<cabin>`` holds since when and why, and is deleted
 once a decision of the cabin is applied again. A decision still in flight when it passes a
@@ -44,11 +45,11 @@ from runtime.cabin import (
     Cabin,
     CabinFailure,
     CabinWrapper,
+    LatePolicy,
     Outbox,
     decide,
+    late_policy,
     latency_share,
-    recheck,
-    same_view,
     timing_of,
 )
 from runtime.errors import SettingError, TickworkError
@@ -58,21 +59,12 @@ if TYPE_CHECKING:
     from runtime.pack import CabinView, WorkingSet
 
 __all__ = [
-    "LATE_PREFIX",
     "Asynchronous",
     "DecisionExecutor",
-    "DropLate",
-    "LatePolicy",
-    "RecheckLate",
     "Returned",
     "SimulatedExecutor",
     "Task",
     "ThreadExecutor",
-    "late_policy",
-    "latency_share",
-    "recheck",
-    "same_view",
-    "timing_of",
 ]
 
 _TOLERANCE = 1e-9  # seconds: a deadline met to the last float digit is met
@@ -82,44 +74,7 @@ Status = Literal["on_time", "rechecked", "dropped", "failed"]
 _log = structlog.get_logger("tickwork.asynchronous")
 
 
-# -- late decisions ----------------------------------------------------------------------------
-
-
-class LatePolicy(Protocol):
-    """What happens to a decision that comes back late."""
-
-    name: str
-
-    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        """True to apply the late outbox ``out``, decided on ``decided``, at the tick whose
-        view is ``current``."""
-        ...
-
-
-class DropLate:
-    """A late decision is dropped."""
-
-    name = "drop"
-
-    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        return False
-
-
-class RecheckLate:
-    """A late decision is applied only if it still holds: ``recheck(cabin, ...)`` says."""
-
-    name = "recheck"
-
-    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
-        return recheck(cabin, decided, current, out)
-
-
-def late_policy(cabin: Cabin) -> LatePolicy:
-    """The cabin's own ``late_policy`` object if it has one, else its timing's ``on_late``."""
-    own = getattr(cabin, "late_policy", None)
-    if own is not None and callable(getattr(own, "keep", None)):
-        return own  # type: ignore[no-any-return]
-    return RecheckLate() if timing_of(cabin).on_late == "recheck" else DropLate()
+# -- the runtime's wrapper --------------------------------------------------------------------
 
 
 class Asynchronous(CabinWrapper):
@@ -127,7 +82,9 @@ class Asynchronous(CabinWrapper):
 
     ``timing`` defaults to the inner cabin's with ``mode = "async"``; keyword settings
     (``deadline``, ``max_age``, ``on_late``, ``latency``, ``latency_max``) change it.
-    Everything else is the inner cabin's (``CabinWrapper``).
+    A wrapper given a ``timing`` or an ``on_late`` has its timing's ``on_late`` decide
+    what happens to a late decision; otherwise the inner cabin's own ``late_policy``
+    does, if it has one. Everything else is the inner cabin's (``CabinWrapper``).
     """
 
     def __init__(self, inner: Cabin, *, timing: Timing | None = None, **settings: Any) -> None:
@@ -140,11 +97,18 @@ class Asynchronous(CabinWrapper):
             raise SettingError(f"bad timing for cabin {inner.name!r}: {exc}") from None
         super().__init__(inner)
         self._timing = own
+        self._on_late_given = timing is not None or "on_late" in settings
 
     @property
     def timing(self) -> Timing:
         """The inner cabin's timing made asynchronous, with the wrapper's settings."""
         return self._timing
+
+    @property
+    def late_policy(self) -> LatePolicy | None:
+        """None when the wrapper was given a ``timing`` or an ``on_late`` (its timing's
+        ``on_late`` decides), else the inner cabin's own late policy, if it has one."""
+        return None if self._on_late_given else super().late_policy
 
 
 # -- where decisions run ---------------------------------------------------------------------
@@ -301,8 +265,8 @@ class _Slot:
 
 @dataclass(slots=True)
 class Notices:
-    """What the bookkeeping of one apply phase adds to the sources: events and board changes
-    (a value, or None to delete the key)."""
+    """What the bookkeeping of one tick's collection adds to the sources, applied at that
+    tick's apply phase: events and board changes (a value, or None to delete the key)."""
 
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     board: list[tuple[str, Mapping[str, Any] | None]] = field(default_factory=list)
@@ -372,9 +336,10 @@ class AsyncDecisions:
         current: Callable[[str], CabinView],
         notices: Notices,
     ) -> Returned | None:
-        """The decision of ``cabin`` that came back by this apply phase, if one did; late
-        decisions are judged by the cabin's late policy (``current(name)`` gives its view
-        of this tick for a re-check)."""
+        """The decision of ``cabin`` that came back by now, if one did (the runners collect
+        at the end of a tick's decide phase, for its apply phase); late decisions are
+        judged by the cabin's late policy (``current(name)`` gives its view of this tick
+        for a re-check)."""
         name = cabin.name
         slot = self._slots[name]
         job = slot.job

@@ -12,11 +12,13 @@ another's writes in the same tick.
 scratchpad, gives a ``CabinFailure`` instead of an outbox (the loop drops that outbox and
 logs why), whether it decided inside the tick or off it.
 
-Beyond the protocol a cabin may declare its ``timing``, a ``recheck`` of a late decision
-and the ``latency_share`` of the decision it just made; ``timing_of``, ``recheck`` and
-``latency_share`` read them with their defaults. A ``CabinWrapper`` runs a cabin inside
-another (``Asynchronous``, the simulator's faulty cabin): it forwards all of these to the
-cabin it wraps, so a wrapper says only what it changes.
+Beyond the protocol a cabin may declare its ``timing``, a ``recheck`` of a late decision,
+a ``late_policy`` (``DropLate``, ``RecheckLate``: what happens to a decision that comes
+back late) and the ``latency_share`` of the decision it just made; ``timing_of``,
+``recheck``, ``late_policy`` and ``latency_share`` read them with their defaults. A
+``CabinWrapper`` runs a cabin inside another (``Asynchronous``, the simulator's faulty
+cabin): it forwards all of these to the cabin it wraps, so a wrapper says only what it
+changes.
 """
 
 from __future__ import annotations
@@ -293,6 +295,43 @@ def _same(x: Any, y: Any) -> bool:
         return False
 
 
+class LatePolicy(Protocol):
+    """What happens to a decision that comes back late."""
+
+    name: str
+
+    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+        """True to apply the late outbox ``out``, decided on ``decided``, at the tick whose
+        view is ``current``."""
+        ...
+
+
+class DropLate:
+    """A late decision is dropped."""
+
+    name = "drop"
+
+    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+        return False
+
+
+class RecheckLate:
+    """A late decision is applied only if it still holds: ``recheck(cabin, ...)`` says."""
+
+    name = "recheck"
+
+    def keep(self, cabin: Cabin, decided: CabinView, current: CabinView, out: Outbox) -> bool:
+        return recheck(cabin, decided, current, out)
+
+
+def late_policy(cabin: Cabin) -> LatePolicy:
+    """The cabin's own ``late_policy`` object if it has one, else its timing's ``on_late``."""
+    own = getattr(cabin, "late_policy", None)
+    if own is not None and callable(getattr(own, "keep", None)):
+        return own  # type: ignore[no-any-return]
+    return RecheckLate() if timing_of(cabin).on_late == "recheck" else DropLate()
+
+
 def innermost(cabin: Cabin) -> Cabin:
     """The cabin at the heart of any number of ``CabinWrapper``s around it."""
     while isinstance(cabin, CabinWrapper):
@@ -339,7 +378,8 @@ class CabinWrapper:
         return latency_share(self.inner)
 
     @property
-    def late_policy(self) -> Any:
+    def late_policy(self) -> LatePolicy | None:
         """The wrapped cabin's own late policy, if it has one (else the loop uses the
         timing's ``on_late``)."""
-        return getattr(self.inner, "late_policy", None)
+        own: LatePolicy | None = getattr(self.inner, "late_policy", None)
+        return own

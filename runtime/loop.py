@@ -19,12 +19,20 @@ memory, if it has one, and each gets a ``remembered`` event (``stored``, and
 ``why``: ``stored``, ``duplicate``, ``recalled``, ``error`` or
 ``no_long_term_memory``), so that the cabin's step has no side effect of its own.
 
+Capacity trouble is never silent. While the pinned items alone overflow working memory
+the loop logs a ``capacity_alarm`` event when that starts and when it ends; and when a
+spec loses an item it selected (``WorkingSet.pressure``), a ``capacity_pressure`` event
+(tags ``capacity``, ``alarm``) once per episode per spec, naming what it lost and what to
+tighten (``runtime.pressure``). ``TickStats.capacity_alarms`` counts the ticks with either
+cause, ``TickStats.pressure`` the episodes, ticks and items lost per spec.
+
 An asynchronous cabin (``runtime.asynchronous``) gets a view only on the ticks it is idle
 at, decides off the tick thread, and its outbox is applied, in cabin order among the
 others, at the apply phase its decision came back by; ``TickResult.returned`` tags it
 with both ticks. The loop never waits for it. Each cabin has a runner of its kind
-(``runtime.runners``: synchronous, asynchronous, or asynchronous with no latency) that
-the decide and the apply phase go through, in cabin order.
+(``runtime.runners``: synchronous, asynchronous, or asynchronous with no latency); the
+decide phase goes through the runners twice, in cabin order: each cabin decides, then
+what each decided, or what came back, is collected for the apply phase.
 """
 
 from __future__ import annotations
@@ -50,10 +58,19 @@ from runtime.asynchronous import (
 )
 from runtime.cabin import Cabin, CabinFailure, Command, MemoryWrite, NoteOp, Outbox, timing_of
 from runtime.clock import Clock, SimClock
+from runtime.episodes import EpisodePolicy
 from runtime.errors import SettingError
+from runtime.freeze import FrozenDict
 from runtime.longterm import LongTermStore
 from runtime.pack import CabinView, WorkingSet
-from runtime.runners import TickDecisions, runner_for
+from runtime.pressure import (
+    NO_PRESSURE,
+    PRESSURE_TAGS,
+    PressureCount,
+    PressureWatch,
+    pressure_event,
+)
+from runtime.runners import LoopContext, TickDecisions, runner_for
 from runtime.scratchpad import Scratchpad
 
 Suppressor = Callable[[int, str], Iterable[str]]
@@ -128,9 +145,15 @@ class TickStats:
     """Asynchronous decisions that passed their ``max_age`` or ``deadline``."""
     dropped_decisions: int = 0
     """Of them, those dropped (not applied)."""
+    pressure: FrozenDict[str, PressureCount] = NO_PRESSURE
+    """Capacity pressure per spec that ever lost a selected item: its episodes (one
+    ``capacity_pressure`` event each), the ticks at which it lost something and the items
+    lost (summed over those ticks)."""
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: getattr(self, name) for name in self.__slots__}
+        out["pressure"] = {name: count.as_dict() for name, count in self.pressure.items()}
+        return out
 
 
 class TickHook(Protocol):
@@ -173,6 +196,7 @@ class TickLoop:
         long_term: LongTermStore | None = None,
         executor: DecisionExecutor | None = None,
         rng: np.random.Generator | None = None,
+        pressure: EpisodePolicy | None = None,
     ) -> None:
         _check(assembler, cabins, rate_hz)
         self.assembler = assembler
@@ -192,14 +216,29 @@ class TickLoop:
         self._slot = 0
         self._counters = _Counters()
         self._capacity_alarm = False
+        self.pressure = PressureWatch() if pressure is None else PressureWatch(pressure)
+        """Capacity pressure per spec: one ``capacity_pressure`` event per episode (ended
+        by the ``pressure`` policy, by default ``QuietSeconds(2.0)``), and the counts."""
         self._log = structlog.get_logger("tickwork.loop")
+        self._context = self._loop_context()
+
+    def _loop_context(self) -> LoopContext:
+        """What the runners read of the loop at every tick."""
+        return LoopContext(
+            self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the long-term memory (an open database): whoever restores the
-        loop gives it one again."""
+        loop gives it one again; and the runners' context, made again."""
         state = self.__dict__.copy()
         state["long_term"] = None
+        del state["_context"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._context = self._loop_context()
 
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""
@@ -248,19 +287,10 @@ class TickLoop:
 
     def _decide(self, tick: int, now: float, ws: WorkingSet) -> TickDecisions:
         """Every cabin decides on its view of ``ws`` (or starts deciding, or is still at
-        it); then, in cabin order, what each decided and what came back is sorted into the
-        outboxes to apply and the failures."""
-        decided = TickDecisions(
-            tick,
-            now,
-            ws,
-            self._hidden,
-            self.assembler.scratchpads,
-            self.period,
-            self.clock,
-            self._log,
-            None if self.asynchronous is None else Notices(),
-        )
+        it); then, in cabin order, what each decided and what came back is collected into
+        the outboxes to apply and the failures (``_apply`` applies them)."""
+        notices = None if self.asynchronous is None else Notices()
+        decided = TickDecisions(tick, now, ws, self._context, notices)
         for runner in self._runners:
             runner.decide(decided)
         for runner in self._runners:
@@ -356,7 +386,9 @@ class TickLoop:
 
     def _bookkeep(self, tick: int, ws: WorkingSet, notices: Notices | None) -> None:
         """Apply what the asynchronous bookkeeping noticed (``decision_late`` events, the
-        ``late:<cabin>`` keys), and log a capacity alarm's start or end."""
+        ``late:<cabin>`` keys), log the start or end of pinned items overflowing memory
+        (``capacity_alarm``) and each spec's episode of capacity pressure
+        (``capacity_pressure``)."""
         board, log = self.assembler.board, self.assembler.log
         if notices is not None:
             for kind, data in notices.events:
@@ -366,8 +398,8 @@ class TickLoop:
                     board.delete(key)
                 else:
                     board.write(key, value, source="loop")
-        if ws.capacity_alarm != self._capacity_alarm:  # log when it starts and ends
-            self._capacity_alarm = ws.capacity_alarm
+        if ws.overflow != self._capacity_alarm:  # log when it starts and ends
+            self._capacity_alarm = ws.overflow
             memory = self.assembler.memory
             log.append(
                 "capacity_alarm",
@@ -376,10 +408,24 @@ class TickLoop:
                     "held": len(memory),
                     "pinned": memory.pinned_count,
                     "capacity": memory.capacity,
-                    "phase": "start" if ws.capacity_alarm else "end",
+                    "phase": "start" if ws.overflow else "end",
                 },
                 tags=("alarm",),
             )
+        if ws.capacity_alarm:
+            for name in self.pressure.observe(tick, ws.time, ws):
+                data = pressure_event(tick, ws, name, self.assembler.specs)
+                log.append("capacity_pressure", data, tags=PRESSURE_TAGS)
+                self._log.warning(
+                    "capacity_pressure",
+                    tick=tick,
+                    spec=name,
+                    count=data["count"],
+                    lost=data["lost"][:4],
+                    capacity=data["capacity"],
+                )
+        elif self.pressure.active:
+            self.pressure.observe(tick, ws.time, ws)
 
     def _apply_outbox(self, tick: int, out: Outbox) -> None:
         board, log = self.assembler.board, self.assembler.log
@@ -419,6 +465,7 @@ class TickLoop:
             dropped_decisions=0
             if self.asynchronous is None
             else self.asynchronous.dropped_decisions,
+            pressure=self.pressure.counts(),
         )
 
 

@@ -122,6 +122,20 @@ def new_item(
     return item
 
 
+def new_eviction(
+    tick: int, key: str, importance: float, last_used: float, reason: EvictionReason
+) -> Eviction:
+    """An ``Eviction``, without its constructor's per-field ``object.__setattr__``."""
+    eviction = _new(Eviction)
+    s_tick, s_key, s_importance, s_used, s_reason = _EVICTION_SLOTS
+    s_tick(eviction, tick)
+    s_key(eviction, key)
+    s_importance(eviction, importance)
+    s_used(eviction, last_used)
+    s_reason(eviction, reason)
+    return eviction
+
+
 _new = object.__new__
 
 

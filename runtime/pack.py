@@ -3,9 +3,16 @@
 A ``WorkingSet`` is what the assembler froze at one tick: every item working
 memory kept, stamped with the tick, the time and the versions of the sources it
 was read from. A ``CabinView`` is one cabin's read-only slice of it: the items
-its spec selected this tick and memory kept, what it required but cannot see
-(``missing``, with a reason), the nearby map and the recent events. Nothing in
-either refers to the live board, map or log.
+its spec selected this tick and memory kept, what it selected but memory did not
+keep for capacity (``evicted``), what it required but cannot see (``missing``,
+with a reason), the nearby map and the recent events. Nothing in either refers
+to the live board, map or log.
+
+Nothing selected is lost silently: an item a spec selected that memory evicted
+for capacity (or never admitted) is in that spec's ``evicted``, and the working
+set's ``pressure`` names every spec that lost something. ``capacity_alarm`` is
+raised by either cause of capacity trouble, told apart by ``overflow`` (pinned
+items alone exceed the capacity) and ``pressure``.
 """
 
 from __future__ import annotations
@@ -35,9 +42,14 @@ class Versions:
     log_seq: int
 
 
+NOTHING_EVICTED: FrozenDict[str, Eviction] = FrozenDict()
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """What one spec selected at a freeze, before any view-level suppression."""
+    """What one spec selected at a freeze, before any view-level suppression: what memory
+    kept (``items``), and what it did not keep for capacity (``evicted``: view key → the
+    ``capacity`` eviction of this freeze, in the spec's offer order)."""
 
     required: tuple[str, ...]
     items: FrozenDict[str, WorkItem]
@@ -45,6 +57,7 @@ class Selection:
     nearby_map: tuple[Feature, ...]
     corridor_map: tuple[Feature, ...]
     recent_events: tuple[Event, ...]
+    evicted: FrozenDict[str, Eviction] = NOTHING_EVICTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +68,12 @@ class Occupancy:
     held: int
     pinned: int
     capacity: int
+
+    @property
+    def overflows(self) -> bool:
+        """Whether the pinned items alone overflow the capacity (memory holds more than it
+        may: nothing pinned is ever evicted for capacity)."""
+        return self.held > self.capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +86,8 @@ class WorkingSet:
     items: FrozenDict[str, WorkItem]
     evictions: tuple[Eviction, ...]
     capacity_alarm: bool
+    """Capacity trouble at this freeze: the pinned items alone overflow working memory
+    (``overflow``), or a spec lost an item it selected (``pressure``)."""
     selections: FrozenDict[str, Selection]
     occupancy: Occupancy = Occupancy(0, 0, 0)
     """Working memory's fill at the freeze (zeros in a working set rebuilt from a
@@ -75,6 +96,21 @@ class WorkingSet:
     @property
     def cabins(self) -> tuple[str, ...]:
         return tuple(self.selections)
+
+    @property
+    def overflow(self) -> bool:
+        """Whether the pinned items alone overflow working memory (one cause of
+        ``capacity_alarm``)."""
+        return self.occupancy.overflows
+
+    @property
+    def pressure(self) -> FrozenDict[str, tuple[str, ...]]:
+        """Capacity pressure (the other cause of ``capacity_alarm``): per spec that lost
+        something, the view keys of the items it selected and memory did not keep for
+        capacity at this freeze, in its offer order. Empty when every spec kept all it
+        selected."""
+        lost = {name: tuple(s.evicted) for name, s in self.selections.items() if s.evicted}
+        return FrozenDict(lost) if lost else _NO_PRESSURE
 
     def view(self, cabin: str | Any, *, suppress: Iterable[str] = ()) -> CabinView:
         """The view of ``cabin`` (a name, or anything with a ``name``).
@@ -91,6 +127,9 @@ class WorkingSet:
                 f"no spec for cabin {name!r} in this working set (known: {known})"
             ) from None
         return CabinView(name, self, selection, tuple(suppress))
+
+
+_NO_PRESSURE: FrozenDict[str, tuple[str, ...]] = FrozenDict()
 
 
 class Provenance(Mapping[str, WorkItem]):
@@ -123,6 +162,7 @@ class CabinView(Mapping[str, Any]):
         "cabin",
         "capacity_alarm",
         "corridor_map",
+        "evicted",
         "missing",
         "nearby_map",
         "occupancy",
@@ -142,6 +182,11 @@ class CabinView(Mapping[str, Any]):
     occupancy: Occupancy
     suppressed: tuple[str, ...]
     missing: FrozenDict[str, MissingReason]
+    evicted: FrozenDict[str, Eviction]
+    """Key → ``Eviction``: what the spec selected at this freeze and working memory did not
+    keep for capacity (evicted, or never admitted), under its view key, in the spec's offer
+    order. Empty when nothing was lost; a required pattern such a key matches is missing
+    for ``evicted``."""
     nearby_map: tuple[Feature, ...]
     corridor_map: tuple[Feature, ...]
     recent_events: tuple[Event, ...]
@@ -163,6 +208,7 @@ class CabinView(Mapping[str, Any]):
             s_alarm,
             s_occupancy,
             s_suppressed,
+            s_evicted,
             s_provenance,
             s_missing,
             s_nearby,
@@ -176,6 +222,7 @@ class CabinView(Mapping[str, Any]):
         s_alarm(self, ws.capacity_alarm)
         s_occupancy(self, ws.occupancy)
         s_suppressed(self, suppress)
+        s_evicted(self, selection.evicted)
         if not suppress:
             s_provenance(self, selection.items)
             s_missing(self, selection.missing)
@@ -238,9 +285,10 @@ class CabinView(Mapping[str, Any]):
         return self.missing.get(pattern)
 
     def __repr__(self) -> str:
+        lost = f", evicted={list(self.evicted)!r}" if self.evicted else ""
         return (
             f"CabinView(cabin={self.cabin!r}, tick={self.tick}, items={len(self.provenance)}, "
-            f"missing={dict(self.missing)!r})"
+            f"missing={dict(self.missing)!r}{lost})"
         )
 
 
@@ -254,6 +302,7 @@ _VIEW_SLOTS = tuple(
         "capacity_alarm",
         "occupancy",
         "suppressed",
+        "evicted",
         "provenance",
         "missing",
         "nearby_map",

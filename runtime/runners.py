@@ -1,20 +1,24 @@
 """How the tick loop runs each kind of cabin: one runner per cabin, chosen by its timing.
 
-A tick's decide phase has every runner, in cabin order, take its cabin's view and decide
-(or start deciding); the apply phase then has every runner, in cabin order again, hand
-over what is to be applied: an outbox, or the failure that dropped it.
+A tick's decide phase (``TickLoop._decide``) goes through the runners twice, in cabin
+order each time: first every runner has its cabin take its view and decide (or start
+deciding, or go on deciding), then every runner collects what is to be applied of its
+cabin's decisions (an outbox, or the failure that dropped it), what came back of an
+asynchronous one included. The apply phase that follows (``TickLoop._apply``) applies
+what was collected; no runner takes part in it.
 
 - ``SyncRunner``: a synchronous cabin decides inside the tick, on this tick's view.
 - ``AsyncRunner``: an asynchronous cabin gets a view only on the ticks it is idle at and
-  decides off the tick thread (``AsyncDecisions``); what came back by this apply phase,
-  if anything, is handed over, or recorded and dropped as late.
+  decides off the tick thread (``AsyncDecisions``); what came back by this tick's
+  collection, if anything, is handed over, or recorded and dropped as late.
 - ``AtOnceRunner``: an asynchronous cabin whose decisions take no time (a simulated
   executor and no latency) decides at once, and its decision is back at this tick, as
   through the executor.
 
 ``TickDecisions`` is what one tick's runners share: the views handed out, the outboxes
 to apply, the failures, the asynchronous decisions that came back and the notices of
-their bookkeeping.
+their bookkeeping; what they read of the loop itself, the same at every tick, is its
+``LoopContext``, made once per loop.
 """
 
 from __future__ import annotations
@@ -31,6 +35,21 @@ if TYPE_CHECKING:
     from runtime.pack import CabinView, WorkingSet
 
 
+@dataclass(frozen=True, slots=True)
+class LoopContext:
+    """What the runners read of their loop: the same at every tick, made once per loop."""
+
+    hidden: Callable[[int, str], tuple[str, ...]]
+    """The patterns hidden from a cabin's view at a tick."""
+    pads: Mapping[str, Any]
+    """The cabins with a scratchpad."""
+    period: float
+    """The loop's period, in seconds."""
+    clock: Clock
+    log: Any
+    """The loop's logger: a failure is logged as it is taken."""
+
+
 @dataclass(slots=True)
 class TickDecisions:
     """One tick's decisions: what the cabins were shown, and what is to be applied."""
@@ -38,14 +57,7 @@ class TickDecisions:
     tick: int
     now: float
     working_set: WorkingSet
-    hidden: Callable[[int, str], tuple[str, ...]]
-    """The patterns hidden from a cabin's view at a tick."""
-    pads: Mapping[str, Any]
-    """The cabins with a scratchpad."""
-    period: float
-    clock: Clock
-    log: Any
-    """The loop's logger: a failure is logged as it is taken."""
+    loop: LoopContext
     notices: Notices | None
     """What the asynchronous bookkeeping adds to the sources (None: no asynchronous cabin)."""
     views: list[CabinView] = field(default_factory=list)
@@ -55,7 +67,7 @@ class TickDecisions:
 
     def current(self, cabin: str) -> CabinView:
         """``cabin``'s view of this tick."""
-        return self.working_set.view(cabin, suppress=self.hidden(self.working_set.tick, cabin))
+        return self.working_set.view(cabin, suppress=self.loop.hidden(self.working_set.tick, cabin))
 
     def show(self, cabin: str) -> CabinView:
         """``cabin``'s view of this tick, handed to it (``TickResult.views``)."""
@@ -67,7 +79,7 @@ class TickDecisions:
         """A decision to apply: an outbox, or the failure that dropped one (logged)."""
         if isinstance(decision, CabinFailure):
             self.failures.append(decision)
-            self.log.error(
+            self.loop.log.error(
                 "cabin_failed",
                 tick=self.tick,
                 cabin=decision.cabin,
@@ -89,16 +101,18 @@ class TickDecisions:
 
 
 class Runner(Protocol):
-    """Runs one cabin in the loop's decide and apply phases."""
+    """Runs one cabin in the loop's decide phase: its decision, then what is to be applied."""
 
     cabin: Cabin
 
     def decide(self, decisions: TickDecisions) -> None:
-        """The decide phase: show the cabin its view and have it decide, if it may."""
+        """Show the cabin its view and have it decide, if it may (the decide phase's first
+        pass)."""
         ...
 
     def collect(self, decisions: TickDecisions) -> None:
-        """The apply phase: hand over what is to be applied of the cabin's decisions."""
+        """Hand over what is to be applied of the cabin's decisions (the decide phase's
+        second pass, after every cabin decided; the apply phase applies it)."""
         ...
 
 
@@ -112,7 +126,7 @@ class SyncRunner:
     def decide(self, decisions: TickDecisions) -> None:
         name = self.cabin.name
         view = decisions.show(name)
-        self._decided = decide(self.cabin, view, has_pad=name in decisions.pads)
+        self._decided = decide(self.cabin, view, has_pad=name in decisions.loop.pads)
 
     def collect(self, decisions: TickDecisions) -> None:
         decided, self._decided = self._decided, None
@@ -121,7 +135,7 @@ class SyncRunner:
 
 class AsyncRunner:
     """An asynchronous cabin: it starts a decision on the ticks it is idle at, and what
-    comes back is collected at a later apply phase."""
+    comes back is collected at the end of a later decide phase (applied at that tick)."""
 
     def __init__(self, cabin: Cabin, pending: AsyncDecisions) -> None:
         self.cabin = cabin
@@ -137,8 +151,8 @@ class AsyncRunner:
                 decisions.working_set,
                 tick=decisions.tick,
                 now=decisions.now,
-                period=decisions.period,
-                has_pad=name in decisions.pads,
+                period=decisions.loop.period,
+                has_pad=name in decisions.loop.pads,
             )
 
     def collect(self, decisions: TickDecisions) -> None:
@@ -146,7 +160,7 @@ class AsyncRunner:
         back = self.pending.collect(
             self.cabin,
             tick=decisions.tick,
-            now=decisions.clock.now(),
+            now=decisions.loop.clock.now(),
             current=decisions.current,
             notices=decisions.notices,
         )
@@ -166,7 +180,7 @@ class AtOnceRunner:
         name = self.cabin.name
         view = decisions.show(name)
         self._back = self.pending.decide_now(
-            self.cabin, view, tick=decisions.tick, has_pad=name in decisions.pads
+            self.cabin, view, tick=decisions.tick, has_pad=name in decisions.loop.pads
         )
 
     def collect(self, decisions: TickDecisions) -> None:

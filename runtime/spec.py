@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -38,6 +38,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from runtime.errors import SettingError
 from runtime.freeze import FrozenDict
 from runtime.patterns import is_glob, matches, specificity, validate_pattern
 from runtime.timing import Timing
@@ -96,6 +97,9 @@ MAX_DISTANCE = 1e6
 MAX_EVENT_LIMIT = 100_000
 """The most events one view can hold."""
 
+MAX_FEATURE_LIMIT = 100_000
+"""The largest ``map_limit`` or ``corridor_limit``."""
+
 PATTERN_REGEX = r"^(?:[^\s\[\]]|\[(?:!(?:\][^\]\s]*|[^\]\s]+)|\][^\]\s]*|[^\]\s!][^\]\s]*)\])+$"
 """What ``validate_pattern`` accepts, as a regular expression (for the JSON Schema): no
 white space, every ``[`` closed (a ``]`` first in a class, after an optional ``!``, is
@@ -129,6 +133,12 @@ def _integral_float(value: Any) -> Any:
 
 
 WholeNumber = Annotated[int, BeforeValidator(_integral_float)]
+Limit = Annotated[
+    int, Field(ge=1, le=MAX_FEATURE_LIMIT, strict=True), BeforeValidator(_integral_float)
+]
+"""A cap on the features one map query gives a view (``map_limit``, ``corridor_limit``)."""
+Share = Annotated[float, Field(gt=0, le=1, strict=True, allow_inf_nan=False)]
+"""A share of working memory's capacity, in (0, 1] (``map_share``)."""
 WeightMap = Annotated[
     Mapping[KeyPattern, Weight], AfterValidator(_freeze_mapping), WrapSerializer(_dump_mapping)
 ]
@@ -251,12 +261,28 @@ class ContextSpec(BaseModel):
         max_length=MAX_ITEMS,
         description="Feature tags kept in the map window; empty = all tags.",
     )
+    map_limit: Limit | None = Field(
+        default=None,
+        description="At most this many features from the map window, nearest first (after "
+        "the kind, tag and relevance filters); unset = every feature within map_radius.",
+    )
+    map_share: Share | None = Field(
+        default=None,
+        description="At most this share of working memory's capacity for the map window "
+        "(rounded down, at least 1 feature), nearest first; with map_limit the smaller cap "
+        "holds. Unset = no share.",
+    )
     route_key: BoardKey = Field(
         default="route", description="Board key holding the route the corridor follows."
     )
     corridor_width: Distance = Field(
         default=0.0,
         description="Width of the map corridor along the route; 0 = no corridor.",
+    )
+    corridor_limit: Limit | None = Field(
+        default=None,
+        description="At most this many features from the corridor, first along the route; "
+        "unset = every feature within corridor_width of the route.",
     )
     event_window: Distance = Field(
         default=0.0,
@@ -377,6 +403,44 @@ class ContextSpec(BaseModel):
     def weigher(self) -> Callable[[str], float]:
         """``weight_for`` as a plain function, for hot loops (no model attribute lookups)."""
         return self._lookup.weight
+
+    def reactions_in_force(
+        self,
+        table: Literal["on_missing", "on_condition"],
+        allowed: Mapping[str, Sequence[str]],
+        *,
+        cabin: str,
+    ) -> dict[str, str]:
+        """The reaction in force for each key of ``allowed`` (a required pattern for
+        ``on_missing``, a condition for ``on_condition`` -> what ``cabin`` can do, its
+        default first): the one the spec's ``table`` declares, else the default. A spec
+        that declares a key ``allowed`` lacks, or a reaction not allowed for its key, is
+        refused: one ``SettingError`` naming each."""
+        declared: Mapping[str, str] = getattr(self, table)
+        wrong = []
+        for key, reaction in declared.items():
+            choices = allowed.get(key)
+            if choices is None:
+                known = ", ".join(map(repr, allowed))
+                wrong.append(
+                    f"{key!r} = {reaction!r} (the {cabin} has no reaction for {key!r}; it has "
+                    f"them for {known})"
+                    if table == "on_missing"
+                    else f"{key!r} (the {cabin} watches for {known})"
+                )
+            elif reaction not in choices:
+                wrong.append(
+                    f"{key!r} = {reaction!r} (for {key!r} it can do "
+                    f"{' or '.join(map(repr, choices))})"
+                )
+        if wrong:
+            refused = (
+                f"reactions the {cabin} does not have"
+                if table == "on_missing"
+                else f"conditions the {cabin} cannot act on"
+            )
+            raise SettingError(f"spec {self.name!r} declares {refused}: " + "; ".join(wrong))
+        return {key: declared.get(key, choices[0]) for key, choices in allowed.items()}
 
     def reaction_for(self, pattern: str) -> str | None:
         """The declared reaction for a missing ``pattern`` (a required pattern, or a key

@@ -3,7 +3,10 @@
 ``make_view`` puts the given readings, features and events into fresh sources,
 assembles one working set for the given spec and returns the cabin's view, so
 a test sees exactly what the cabin would see at that tick, missing items and
-all. ``run_step`` also runs the cabin on it and returns its outbox.
+all; ``evicted=`` makes the view lose items to capacity as if memory were full
+(``view.evicted``, a required pattern they leave unmatched missing for
+``evicted``, the capacity alarm raised) without crafting a crowded world.
+``run_step`` also runs the cabin on it and returns its outbox.
 
 ``ManualExecutor`` is a ``runtime.asynchronous.DecisionExecutor`` for tests of
 asynchronous cabins: a decision is made when the test calls ``finish(cabin)``, so a test
@@ -12,6 +15,7 @@ decides exactly which apply phase it comes back by, without threads or sleeps.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,10 +26,12 @@ from runtime.cabin import Cabin, CabinFailure, Outbox
 from runtime.cabin_map import CabinMap, Feature
 from runtime.clock import SimClock
 from runtime.errors import SettingError
+from runtime.freeze import FrozenDict
 from runtime.log import EventLog
-from runtime.memory import WorkingMemory
-from runtime.pack import CabinView
-from runtime.scratchpad import Scratchpad
+from runtime.memory import Eviction, WorkingMemory
+from runtime.pack import CabinView, MissingReason, WorkingSet
+from runtime.patterns import matches
+from runtime.scratchpad import Scratchpad, memory_key
 from runtime.spec import ContextSpec
 
 
@@ -51,6 +57,7 @@ def make_view(
     suppress: Iterable[str] = (),
     capacity: int = 64,
     notes: Mapping[str, Any] | None = None,
+    evicted: Iterable[str] = (),
 ) -> CabinView:
     """The view ``spec``'s cabin would get at ``now`` from these sources.
 
@@ -58,7 +65,9 @@ def make_view(
     ``events`` are ``(kind, data)``, ``(kind, data, stamp)`` or ``(kind, data, stamp, tags)``,
     stamped ``now`` when no stamp is given, in non-decreasing stamp order; ``notes`` maps
     note keys to values in the cabin's scratchpad (they show as ``note:<key>`` items, as a
-    spec that weights them selects them).
+    spec that weights them selects them). ``evicted`` lists view keys (``battery``,
+    ``event:action_done:1``, ``note:plan``, ...) the view would otherwise hold that it
+    loses to capacity instead (a ``SettingError`` for one it would not hold).
     """
     clock = SimClock(start=0.0)
     state = StateBoard(clock=clock)
@@ -88,7 +97,50 @@ def make_view(
         [spec],
         scratchpads={spec.name: pad},
     )
-    return assembler.assemble(tick, now).view(spec.name, suppress=suppress)
+    ws = assembler.assemble(tick, now)
+    lost = tuple(evicted)
+    if lost:
+        ws = _lose(ws, spec.name, lost)
+    return ws.view(spec.name, suppress=suppress)
+
+
+def _lose(ws: WorkingSet, name: str, keys: tuple[str, ...]) -> WorkingSet:
+    """``ws`` with ``name``'s view having lost ``keys`` to capacity at its freeze."""
+    selection = ws.selections[name]
+    unknown = [k for k in keys if k not in selection.items]
+    if unknown:
+        raise SettingError(
+            f"cannot evict {', '.join(map(repr, unknown))}: the view would not hold "
+            f"{'it' if len(unknown) == 1 else 'them'} (it holds {', '.join(selection.items)})"
+        )
+    gone = set(keys)
+    items = {k: v for k, v in selection.items.items() if k not in gone}
+    lost = dict(selection.evicted)
+    for key in keys:
+        item = selection.items[key]
+        lost[key] = Eviction(ws.tick, key, item.importance, item.last_used, "capacity")
+    missing: dict[str, MissingReason] = dict(selection.missing)
+    for pattern in selection.required:
+        if pattern not in missing and not any(matches(k, pattern) for k in items):
+            missing[pattern] = "evicted"
+    changed = dataclasses.replace(
+        selection,
+        items=FrozenDict(items),
+        missing=FrozenDict(missing),
+        nearby_map=tuple(f for f in selection.nearby_map if f.key not in gone),
+        corridor_map=tuple(f for f in selection.corridor_map if f.key not in gone),
+        recent_events=tuple(e for e in selection.recent_events if e.key not in gone),
+        evicted=FrozenDict(lost),
+    )
+    in_memory = {memory_key(name, k): e for k, e in lost.items() if k in gone}
+    held = {k: v for k, v in ws.items.items() if k not in in_memory}
+    return dataclasses.replace(
+        ws,
+        items=FrozenDict(held),
+        evictions=ws.evictions + tuple(dataclasses.replace(e, key=k) for k, e in in_memory.items()),
+        selections=FrozenDict({**ws.selections, name: changed}),
+        capacity_alarm=True,
+    )
 
 
 def run_step(cabin: Cabin, view: CabinView) -> Outbox:

@@ -28,30 +28,29 @@ each item); it refuses one it cannot carry out. The board key ``retry:mode`` sho
 policy in force.
 
 The cabin is a facade over its parts, each holding one kind of state: ``ViewReader``
-(``reading.py``: the view read once a tick, into a ``Reading`` the parts take),
-``MissingItems`` (``missing.py``: the reactions in force and their episodes),
+(``seen.py``: the view read once a tick, into a ``Seen`` the parts take), ``RetryMode``
+(``retry.py``: the retry policy in force and ``retry:mode``), ``MissingItems``
+(``missing.py``: the reactions in force and their episodes) and ``Approach``
+(``approach.py``: how the robot gets to the step's target and acts there), over
 ``StepLedger`` (``ledger.py``: attempts, outcomes, steps done), ``Course`` (``course.py``:
 the route followed and the progress along it) and ``Pursuit`` (``pursuit.py``, with
 ``zones.py`` and ``obstacles.py``: the command that follows a track). Its settings are
-an ``ExecutorSettings`` (``settings.py``).
+an ``ExecutorSettings`` (``settings.py``; ``settings``, read-only): each part that is
+tuned takes that object, first, and reads its values from it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
-from cabins.executor.course import Course
+from cabins.executor.approach import Approach
 from cabins.executor.ledger import StepLedger
 from cabins.executor.missing import MissingItems
-from cabins.executor.plan import Step
-from cabins.executor.pursuit import HOLD, Pursuit
-from cabins.executor.reading import Reading, ViewReader
-from cabins.executor.retry import RetryChooser, RetryPolicy
+from cabins.executor.pursuit import HOLD
+from cabins.executor.retry import RetryChooser, RetryMode
+from cabins.executor.seen import ViewReader
 from cabins.executor.settings import ExecutorSettings
-from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
-from cabins.warehouse.values import Pose
 from runtime.cabin import Outbox
 from runtime.pack import CabinView
 from runtime.spec import ContextSpec
@@ -69,23 +68,25 @@ class Executor:
         *,
         chooser: RetryChooser | None = None,
     ) -> None:
+        settings = ExecutorSettings() if settings is None else settings
+        if not isinstance(settings, ExecutorSettings):
+            raise TypeError(f"settings must be ExecutorSettings, got {type(settings).__name__}")
         self._missing = MissingItems(spec)
         self.spec = spec
-        self.settings = settings if settings is not None else ExecutorSettings()
-        self.chooser = chooser if chooser is not None else RetryChooser()
-        self._mode: str | None = None
-        self._reader = ViewReader()
-        self._ledger = StepLedger(self.settings)
-        self._course = Course()
-        zones = SpeedZones(
-            blind_max_speed=self.settings.blind_max_speed,
-            slow_when_blind=self._missing.slow_when_blind,
-        )
-        self._pursuit = Pursuit(self.settings, zones)
+        self._settings = settings
+        self._retry = RetryMode(RetryChooser() if chooser is None else chooser)
+        self._reader = ViewReader(self._retry.chooser.pattern)
+        zones = SpeedZones(settings, slow_when_blind=self._missing.slow_when_blind)
+        self._approach = Approach(settings, StepLedger(settings), zones)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def settings(self) -> ExecutorSettings:
+        """The executor's tuning values (its parts read them from this one object)."""
+        return self._settings
 
     @property
     def reactions(self) -> Mapping[str, str]:
@@ -93,106 +94,22 @@ class Executor:
         return self._missing.reactions
 
     @property
+    def chooser(self) -> RetryChooser:
+        """What chooses the retry policy each tick."""
+        return self._retry.chooser
+
+    @property
     def mode(self) -> str | None:
         """The name of the retry policy in force at the last step (None before the first)."""
-        return self._mode
+        return self._retry.mode
 
     # -- the tick -------------------------------------------------------------------------
 
     def step(self, view: CabinView, out: Outbox) -> None:
-        choice = self.chooser.choose(view)
-        if choice.policy.name != self._mode:
-            self._mode = choice.policy.name
-            out.write("retry:mode", choice.policy.name)
         seen = self._reader.read(view)
+        policy = self._retry.policy(seen.failures, seen.failures_missing, out)
         self._missing.report(seen.missing, seen.tick, seen.time, out)
-        v, w = self._decide(seen, out, choice.policy)
+        v, w = self._approach.drive(seen, out, policy)
         if self._missing.hold(seen.missing):
             v, w = HOLD
         out.command("drive", v=v, w=w)
-
-    def _decide(self, seen: Reading, out: Outbox, policy: RetryPolicy) -> tuple[float, float]:
-        ledger = self._ledger
-        plan = seen.plan
-        if plan is not None:
-            ledger.follow_plan(plan)
-        ledger.poll_outcome(seen, out, policy)
-        pose, velocity = seen.pose, seen.velocity
-        if pose is None or velocity is None or plan is None or plan.step is None:
-            ledger.stop_charging()
-            return HOLD
-        step = plan.step
-        if step.status in ("done", "failed") or ledger.waiting:
-            return HOLD
-        if ledger.reported_done(seen.tick, out, step, plan.revision):
-            return HOLD
-        if step.action == "go_to":
-            return self._go_to(seen, out, step, pose, velocity.v, policy)
-        return self._act(seen, out, step, pose, velocity.v, policy)
-
-    def _go_to(
-        self,
-        seen: Reading,
-        out: Outbox,
-        step: Step,
-        pose: Pose,
-        speed: float,
-        policy: RetryPolicy,
-    ) -> tuple[float, float]:
-        """Follow the route to the step's target; done within the arrival tolerance."""
-        route = seen.route
-        if not route:
-            return HOLD
-        settings = self.settings
-        target = step.target_xy or route[-1]
-        tolerance = seen.accept.dock_tolerance * settings.arrive_fraction
-        if math.hypot(target[0] - pose.x, target[1] - pose.y) <= tolerance:
-            self._ledger.succeed(seen.tick, out, step.key, 1)
-            return HOLD
-        track, s = self._course.locate(route, pose)
-        cap = math.inf
-        if track.length - s < settings.approach_distance and policy.approach_speed_factor < 1:
-            cap = policy.approach_speed_factor * seen.limits.max_speed
-        command = self._pursuit.pursue(seen, track, s, pose, speed, target, tolerance, cap)
-        if self._pursuit.cut_off and self._course.first_off(route, self._ledger.revision):
-            # No straight way back to the route is clear: the planner must route again
-            # from here. Reported once per route.
-            self._ledger.fail(seen.tick, out, policy, step.key, "off_route", count=1)
-        return command
-
-    def _act(
-        self,
-        seen: Reading,
-        out: Outbox,
-        step: Step,
-        pose: Pose,
-        speed: float,
-        policy: RetryPolicy,
-    ) -> tuple[float, float]:
-        """Pick, drop or charge at the step's target once the acceptance predicate holds;
-        until then approach it directly, or brake."""
-        ledger = self._ledger
-        if ledger.spent(step.key):
-            return HOLD  # attempts spent: the planner re-plans
-        if ledger.finish_if_done(seen, out, step):
-            return HOLD
-        if ledger.backing_off(step.key, seen.tick, policy):
-            return HOLD  # at least a tick, so that the policy has seen the failure
-        target = step.target_xy
-        if target is None:
-            return HOLD
-        settings, accept = self.settings, seen.accept
-        gap = math.hypot(target[0] - pose.x, target[1] - pose.y)
-        reach = max(accept.dock_tolerance - settings.accept_margin, accept.dock_tolerance / 2)
-        if gap <= reach:
-            if abs(speed) >= accept.max_speed:
-                ledger.stop_charging()
-                return HOLD  # brake first
-            ledger.command(seen.tick, out, step)
-            return HOLD
-        ledger.stop_charging()
-        if gap > settings.max_approach_gap:
-            return HOLD  # too far for a direct approach: the planner must route us there
-        track = Track((pose.xy, target))
-        cap = settings.approach_speed * policy.approach_speed_factor
-        return self._pursuit.pursue(seen, track, 0.0, pose, speed, target, reach / 2, cap)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from cabins.executor.plan import PlanReading, Step, StepKey
-from cabins.executor.reading import Reading
 from cabins.executor.retry import RetryPolicy
+from cabins.executor.seen import Seen
 from cabins.executor.settings import ExecutorSettings
 from cabins.warehouse.values import ActionOutcome, read_battery
 from runtime.cabin import Outbox
@@ -71,7 +71,7 @@ class StepLedger:
     """The executor's record of steps, attempts and outcomes (see the module docstring)."""
 
     def __init__(self, settings: ExecutorSettings) -> None:
-        self.settings = settings
+        self._settings = settings
         self._attempts: dict[StepKey, _Attempts] = {}
         self._done: dict[StepKey, _Done] = {}
         self._pending: _Pending | None = None
@@ -105,14 +105,14 @@ class StepLedger:
 
     # -- outcomes ---------------------------------------------------------------------------
 
-    def poll_outcome(self, seen: Reading, out: Outbox, policy: RetryPolicy) -> None:
+    def poll_outcome(self, seen: Seen, out: Outbox, policy: RetryPolicy) -> None:
         """Take a new action outcome; a pick or drop unanswered for too long has failed."""
         last = seen.outcome
         if last is not None and last.id > self._last_action_id:
             self._last_action_id = last.id
             self._outcome(seen.tick, out, policy, last)
         pending = self._pending
-        if pending is not None and seen.tick - pending.tick > self.settings.outcome_timeout_ticks:
+        if pending is not None and seen.tick - pending.tick > self._settings.outcome_timeout_ticks:
             self._resolve(seen.tick, out, policy, pending, ok=False, reason="no_outcome")
 
     def _outcome(self, tick: int, out: Outbox, policy: RetryPolicy, last: ActionOutcome) -> None:
@@ -213,7 +213,7 @@ class StepLedger:
             self._attempts[key] = _Attempts()
         return False
 
-    def finish_if_done(self, seen: Reading, out: Outbox, step: Step) -> bool:
+    def finish_if_done(self, seen: Seen, out: Outbox, step: Step) -> bool:
         """Report the step done, and say so, when what it would bring about holds already
         (the cargo picked, the cargo dropped, the battery charged)."""
         if not self._already_done(seen, step):
@@ -254,10 +254,10 @@ class StepLedger:
             key, step.id, step.action, step.task, record.count, self._last_action_id, tick
         )
 
-    def _already_done(self, seen: Reading, step: Step) -> bool:
+    def _already_done(self, seen: Seen, step: Step) -> bool:
         if step.action == "pick":
             return step.task is not None and seen.cargo == step.task
         if step.action == "drop":
             return step.task is not None and step.task in self._dropped
         battery = read_battery(seen.battery)
-        return battery is not None and battery >= self.settings.charge_until
+        return battery is not None and battery >= self._settings.charge_until

@@ -4,9 +4,9 @@ reports it.
 ``REACTIONS`` lists, per required pattern, what the executor can do when the item is
 missing for a reason other than ``absent``: the first by default, or another the spec's
 ``[on_missing]`` picks (holding is always one of them). A spec that picks a reaction
-the executor cannot carry out is refused. Each reaction is reported once per episode:
-an episode ends after ``EPISODE_QUIET_TICKS`` ticks without the item missing, and a
-new reason starts a new one.
+the executor cannot carry out is refused (``ContextSpec.reactions_in_force``). Each
+reaction is reported once per episode: an episode ends after ``EPISODE_QUIET_TICKS``
+ticks without the item missing, and a new reason starts a new one.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from cabins.executor.retry import FAILURE_PATTERN
 from cabins.executor.zones import ZONE_PATTERN
 from runtime.cabin import Outbox
 from runtime.episodes import Episodes, QuietTicks
-from runtime.errors import SettingError
 from runtime.spec import ContextSpec
 
-__all__ = ["EPISODE_QUIET_TICKS", "HOLD", "REACTIONS", "MissingItems", "check_declared"]
+__all__ = ["EPISODE_QUIET_TICKS", "HOLD", "REACTIONS", "MissingItems"]
 
 HOLD: Final = "stop:hold"
 """The reaction that holds the robot where it is (``drive(v=0, w=0)``)."""
@@ -51,11 +50,9 @@ class MissingItems:
     __slots__ = ("_episodes", "reactions")
 
     def __init__(self, spec: ContextSpec) -> None:
-        check_declared(spec)
-        self.reactions: Mapping[str, str] = {
-            pattern: spec.on_missing.get(pattern, allowed[0])
-            for pattern, allowed in REACTIONS.items()
-        }
+        self.reactions: Mapping[str, str] = spec.reactions_in_force(
+            "on_missing", REACTIONS, cabin="executor"
+        )
         """Required pattern -> the reaction in force: the spec's choice, else the default."""
         self._episodes: Episodes[str] = Episodes(QuietTicks(EPISODE_QUIET_TICKS, new_reason=True))
 
@@ -75,25 +72,4 @@ class MissingItems:
         return any(
             reaction == HOLD and missing.get(pattern) not in (None, "absent")
             for pattern, reaction in self.reactions.items()
-        )
-
-
-def check_declared(spec: ContextSpec) -> None:
-    """Refuse a spec that declares a reaction this cabin cannot carry out."""
-    wrong = []
-    for pattern, reaction in spec.on_missing.items():
-        allowed = REACTIONS.get(pattern)
-        if allowed is None:
-            wrong.append(
-                f"{pattern!r} = {reaction!r} (the executor has no reaction for "
-                f"{pattern!r}; it has them for {', '.join(map(repr, REACTIONS))})"
-            )
-        elif reaction not in allowed:
-            wrong.append(
-                f"{pattern!r} = {reaction!r} (for {pattern!r} it can do "
-                f"{' or '.join(map(repr, allowed))})"
-            )
-    if wrong:
-        raise SettingError(
-            f"spec {spec.name!r} declares reactions the executor does not have: " + "; ".join(wrong)
         )

@@ -17,11 +17,12 @@ import math
 from typing import Final
 
 from cabins.executor.obstacles import obstacle_cap
-from cabins.executor.reading import Reading
+from cabins.executor.seen import Seen
 from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
 from cabins.warehouse.clearance import braking_path, path_geometry
+from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S, TICK_S
 from cabins.warehouse.shapes import point
 from cabins.warehouse.values import Point2, Pose, RobotLimits
 
@@ -34,9 +35,7 @@ _ROTATE_THRESHOLD: Final = 0.8  # rad: turn on the spot when the target is furth
 _TURN_GAIN: Final = 2.0  # rad/s per rad of heading error when turning on the spot
 _SPIN_SPEED: Final = 0.25  # m/s: turn on the spot only once slower than this
 _FACE_ANGLE: Final = 0.2  # rad: held by an obstacle, turn to face a route further off
-_BRAKE_FRACTION: Final = 0.8  # plan braking with this share of max_accel
 _CREEP_SPEED: Final = 0.08  # m/s: the least speed while short of the target
-_REACTION_DT: Final = 0.1  # s: a command's delay, added to stopping distances
 _MIN_LOOKAHEAD: Final = 0.4  # m: the pursuit's lookahead at a crawl (it grows with speed)
 _CHORD_CLEARANCE: Final = 0.12  # m the disc keeps from solids on the way to its pursuit point
 _CORNER_CUT: Final = 0.1  # m an arc through a route corner may cut inside it
@@ -45,7 +44,6 @@ _FULL_CLEARANCE: Final = 0.2  # m of clearance beyond which the route is driven 
 _NEAR_MARGIN: Final = 1e-6  # m: measured exactly a little beyond _FULL_CLEARANCE
 _CLEAR_SPEED: Final = 0.3  # m/s: the least speed a narrow stretch is driven at
 _PATH_SPACING: Final = 0.2  # m between route samples checked for clearance
-_DT: Final = 0.05  # s: the tick the braking prediction steps by (20 Hz)
 _TOUCH_GAP: Final = 0.02  # m: a straight way back to the route closer than this is cut off
 
 
@@ -53,11 +51,10 @@ class Pursuit:
     """Pure pursuit along a track (see the module docstring). ``cut_off`` tells whether the
     last ``pursue`` found no clear straight way back to the track."""
 
-    __slots__ = ("_here_gap", "_here_xy", "cut_off", "lookahead", "obstacle_margin", "zones")
+    __slots__ = ("_here_gap", "_here_xy", "_settings", "cut_off", "zones")
 
     def __init__(self, settings: ExecutorSettings, zones: SpeedZones) -> None:
-        self.lookahead = settings.lookahead
-        self.obstacle_margin = settings.obstacle_margin
+        self._settings = settings
         self.zones = zones
         self.cut_off = False
         # the disc's clearance from the solids, and where it was measured (by the last
@@ -67,7 +64,7 @@ class Pursuit:
 
     def pursue(
         self,
-        seen: Reading,
+        seen: Seen,
         track: Track,
         s: float,
         pose: Pose,
@@ -97,7 +94,7 @@ class Pursuit:
             return 0.0, _clamp(_TURN_GAIN * alpha, limits.max_turn_rate)
         d2 = lx * lx + ly * ly
         kappa = 2.0 * ly / d2 if d2 > 1e-12 else 0.0
-        brake = _BRAKE_FRACTION * limits.max_accel
+        brake = BRAKE_FRACTION * limits.max_accel
         remaining = max(track.length - s, math.hypot(target[0] - x, target[1] - y))
         v = min(
             limits.max_speed,
@@ -108,7 +105,7 @@ class Pursuit:
         if abs(kappa) * v > limits.max_turn_rate:
             v = limits.max_turn_rate / abs(kappa)
         moving = max(abs(speed), v)
-        stopping = moving * moving / (2.0 * brake) + moving * _REACTION_DT
+        stopping = moving * moving / (2.0 * brake) + moving * REACTION_S
         v, obstacles = self._cap_ahead(seen, track, s, pose, v, stopping, brake)
         if v == 0.0 and obstacles == 0.0 and abs(alpha) > _FACE_ANGLE and abs(speed) <= _SPIN_SPEED:
             # Stopped for an obstacle its heading points at, while the route leads off to
@@ -119,7 +116,7 @@ class Pursuit:
 
     def _cap_ahead(
         self,
-        seen: Reading,
+        seen: Seen,
         track: Track,
         s: float,
         pose: Pose,
@@ -129,7 +126,7 @@ class Pursuit:
     ) -> tuple[float, float]:
         """``v`` capped for the speed zones, the obstacles and the corners and narrow
         stretches ahead (never below 0), and the obstacles' cap alone."""
-        v = min(v, self.zones.cap(seen.items, seen.missing, track, s, pose.xy, stopping))
+        v = min(v, self.zones.cap(seen.speed_zones, seen.missing, track, s, pose.xy, stopping))
         obstacles = obstacle_cap(
             seen.obstacles(),
             track,
@@ -138,19 +135,19 @@ class Pursuit:
             stopping=stopping,
             radius=seen.limits.radius,
             brake=brake,
-            margin=self.obstacle_margin,
+            margin=self._settings.obstacle_margin,
         )
         v = min(v, obstacles, self._path_cap(seen, track, s, brake))
         return max(0.0, v), obstacles
 
     def _pursuit_point(
-        self, seen: Reading, track: Track, s: float, pose: Pose, speed: float
+        self, seen: Seen, track: Track, s: float, pose: Pose, speed: float
     ) -> tuple[Point2, float]:
         """The point of ``track`` to steer for, and the clearance of the straight way to it:
         ``lookahead`` ahead at speed, less at a crawl, and nearer still while the straight
         way to it would bring the disc closer than ``_CHORD_CLEARANCE`` to a solid (so that
         a corner is never cut)."""
-        look = max(_MIN_LOOKAHEAD, min(self.lookahead, 0.3 + 0.4 * abs(speed)))
+        look = max(_MIN_LOOKAHEAD, min(self._settings.lookahead, 0.3 + 0.4 * abs(speed)))
         solids = seen.solids
         here = pose.xy
         if not solids:
@@ -174,7 +171,7 @@ class Pursuit:
                 best, best_gap = target, gap
         return best, best_gap
 
-    def _brake(self, seen: Reading, pose: Pose, speed: float, alpha: float) -> tuple[float, float]:
+    def _brake(self, seen: Seen, pose: Pose, speed: float, alpha: float) -> tuple[float, float]:
         """Brake for a target far off the heading: turning towards it on the way when that
         path keeps clear of solids at least as well as braking straight, else straight."""
         limits = seen.limits
@@ -184,13 +181,20 @@ class Pursuit:
         gaps = []
         for w in (turn, 0.0):
             path = braking_path(
-                pose.x, pose.y, pose.theta, speed, w, accel=limits.max_accel, dt=_DT, extra_ticks=0
+                pose.x,
+                pose.y,
+                pose.theta,
+                speed,
+                w,
+                accel=limits.max_accel,
+                dt=TICK_S,  # 20 Hz steps, whatever the run's rate (warehouse.motion)
+                extra_ticks=0,
             )
             gaps.append(seen.solids.gap(path_geometry(path)) - limits.radius)
         turning, straight = gaps
         return (0.0, turn) if turning >= min(_CHORD_CLEARANCE, straight) else HOLD
 
-    def _path_cap(self, seen: Reading, track: Track, s: float, brake: float) -> float:
+    def _path_cap(self, seen: Seen, track: Track, s: float, brake: float) -> float:
         """The speed from which the robot can still slow down in time for each sharp
         corner of the route ahead and for each stretch that passes close to a solid."""
         limits, solids = seen.limits, seen.solids

@@ -5,7 +5,8 @@ the robot approaches its dock (a fraction of its normal speed) and how many tick
 waits between attempts. Two presets ship: ``NORMAL`` and ``CONSERVATIVE`` (fewer
 tries, a slower approach, a back-off between tries).
 
-``RetryChooser`` picks the policy from what a cabin can see. It turns conservative
+``RetryChooser`` picks the policy from what a cabin can see (the executor's reader
+counts the failure records in view and says why they are missing). It turns conservative
 when recent ``action_failed`` events are in the view, and also when the failure
 records are *missing* from the view for a reason other than ``absent`` (a fault,
 an eviction, a stale source): a cabin that cannot see its failures must assume
@@ -15,21 +16,20 @@ they happened. ``absent`` means there simply were none, so the policy stays norm
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
+from runtime.cabin import Outbox
 from runtime.errors import SettingError
-from runtime.patterns import literal_prefix, matches
-
-if TYPE_CHECKING:
-    from runtime.pack import CabinView
 
 __all__ = [
     "CONSERVATIVE",
     "FAILURE_KIND",
     "FAILURE_PATTERN",
+    "MODE_KEY",
     "NORMAL",
     "PolicyChoice",
     "RetryChooser",
+    "RetryMode",
     "RetryPolicy",
 ]
 
@@ -38,6 +38,9 @@ FAILURE_KIND = "action_failed"
 
 FAILURE_PATTERN = "event:action_failed*"
 """The required pattern naming the failure records in a view."""
+
+MODE_KEY = "retry:mode"
+"""The board key that shows the name of the policy in force."""
 
 Cause = Literal["no_failures", "recent_failures", "records_missing"]
 
@@ -111,19 +114,44 @@ class PolicyChoice:
 
 @dataclass(frozen=True, slots=True)
 class RetryChooser:
-    """Chooses ``normal`` or ``conservative`` from a cabin's view."""
+    """Chooses ``normal`` or ``conservative`` from what the view says of the failure
+    records (``pattern``): the executor's reader counts them and says why they are
+    missing."""
 
     normal: RetryPolicy = NORMAL
     conservative: RetryPolicy = CONSERVATIVE
     pattern: str = FAILURE_PATTERN
 
-    def choose(self, view: CabinView) -> PolicyChoice:
-        """The policy for this tick's view."""
-        prefix = literal_prefix(self.pattern)
-        failures = sum(1 for key in view if key.startswith(prefix) and matches(key, self.pattern))
+    def choose(self, failures: int, missing_reason: str | None) -> PolicyChoice:
+        """The policy for a tick whose view holds ``failures`` failure records, which are
+        missing for ``missing_reason`` (None: not missing)."""
         if failures:
             return PolicyChoice(self.conservative, "recent_failures", failures)
-        reason = view.missing.get(self.pattern)
-        if reason is not None and reason != "absent":
-            return PolicyChoice(self.conservative, "records_missing", 0, reason)
+        if missing_reason is not None and missing_reason != "absent":
+            return PolicyChoice(self.conservative, "records_missing", 0, missing_reason)
         return PolicyChoice(self.normal, "no_failures")
+
+
+class RetryMode:
+    """The retry policy in force, chosen each tick by ``chooser``, and the board key
+    ``retry:mode`` (``MODE_KEY``) that shows it, written when it changes."""
+
+    __slots__ = ("_mode", "chooser")
+
+    def __init__(self, chooser: RetryChooser) -> None:
+        self.chooser = chooser
+        self._mode: str | None = None
+
+    @property
+    def mode(self) -> str | None:
+        """The name of the policy in force at the last tick (None before the first)."""
+        return self._mode
+
+    def policy(self, failures: int, missing_reason: str | None, out: Outbox) -> RetryPolicy:
+        """The policy for this tick (see ``RetryChooser.choose``); ``retry:mode`` is
+        written when it is another than the last tick's."""
+        policy = self.chooser.choose(failures, missing_reason).policy
+        if policy.name != self._mode:
+            self._mode = policy.name
+            out.write(MODE_KEY, policy.name)
+        return policy

@@ -12,15 +12,16 @@ the constraints are hidden, the executor caps its speed everywhere at the lower 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import structlog
 from shapely.geometry.base import BaseGeometry
 
+from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.warehouse.shapes import polyline
-from cabins.warehouse.values import SPEED_ZONE_PREFIX, KeysOf, Point2, Zone
+from cabins.warehouse.values import Point2, Zone
 from runtime.memory import WorkItem
 
 __all__ = ["ZONE_PATTERN", "SpeedZones"]
@@ -37,42 +38,36 @@ _ZONE_SPEED_FACTOR: Final = 0.9  # drive at this share of a zone's limit
 class SpeedZones:
     """The speed zones in view, parsed once each, and the cap they set (see the module
     docstring). ``slow_when_blind``: whether hidden constraints cap the speed (the
-    reaction in force for them is ``slow:speed_limits_unknown``)."""
+    reaction in force for them is ``slow:speed_limits_unknown``), at the setting
+    ``blind_max_speed``."""
 
-    __slots__ = (
-        "_keys_of",
-        "_lowest_limit",
-        "_zone_boxes",
-        "_zones",
-        "blind_max_speed",
-        "slow_when_blind",
-    )
+    __slots__ = ("_lowest_limit", "_settings", "_zone_boxes", "_zones", "slow_when_blind")
 
-    def __init__(self, *, blind_max_speed: float, slow_when_blind: bool) -> None:
-        self.blind_max_speed = blind_max_speed
+    def __init__(self, settings: ExecutorSettings, *, slow_when_blind: bool) -> None:
+        self._settings = settings
         self.slow_when_blind = slow_when_blind
         self._zones: dict[str, tuple[int, Zone | None]] = {}  # key -> (seq, zone or bad)
         self._lowest_limit = math.inf
-        self._keys_of = KeysOf()
         # shape id -> (shape, its bounds): the shape is held, so its id is not reused
         self._zone_boxes: dict[int, tuple[BaseGeometry, tuple[float, float, float, float]]] = {}
 
     def cap(
         self,
-        items: Mapping[str, WorkItem],
+        items: Sequence[tuple[str, WorkItem]],
         missing: Mapping[str, str],
         track: Track,
         s: float,
         here: Point2,
         stopping: float,
     ) -> float:
-        """The speed limit of the zones among ``items`` the robot is in or enters within
-        ``stopping`` metres along ``track`` from arc length ``s``."""
+        """The speed limit of the zones the robot is in or enters within ``stopping`` metres
+        along ``track`` from arc length ``s``; ``items`` are the speed zone items in view,
+        (key, item)."""
         zones = self._read(items)
         cap = math.inf
         reason = missing.get(ZONE_PATTERN)
         if reason is not None and reason != "absent" and self.slow_when_blind:
-            cap = min(self.blind_max_speed, self._lowest_limit)
+            cap = min(self._settings.blind_max_speed, self._lowest_limit)
         if not zones:
             return cap
         ahead = [here, *track.polyline(s, min(track.length, s + stopping + _ZONE_MARGIN))]
@@ -100,11 +95,10 @@ class SpeedZones:
             known = self._zone_boxes[id(shape)] = (shape, tuple(shape.bounds))
         return known[1]
 
-    def _read(self, items: Mapping[str, WorkItem]) -> list[tuple[BaseGeometry, float]]:
-        """The speed zones among ``items``, (shape, limit); each value is parsed once."""
+    def _read(self, items: Sequence[tuple[str, WorkItem]]) -> list[tuple[BaseGeometry, float]]:
+        """The speed zones of ``items``, (shape, limit); each value is parsed once."""
         found: list[tuple[BaseGeometry, float]] = []
-        for key in self._keys_of(items, SPEED_ZONE_PREFIX):
-            item = items[key]
+        for key, item in items:
             cached = self._zones.get(key)
             if cached is not None and cached[0] == item.seq:
                 zone = cached[1]

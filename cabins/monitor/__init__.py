@@ -50,10 +50,11 @@ treated as missing (fail-safe).
 The package, one part per module:
 
 - ``cabin``: ``Monitor``, the facade: ``step`` and the public properties;
-- ``settings``: ``MonitorSettings``, every tuning value, checked in one place;
-- ``sight``: ``Reader`` reads the view once per tick into a ``Sight`` the parts take;
+- ``settings``: ``MonitorSettings``, every tuning value, checked in one place (each part
+  that is tuned takes that object, first, and reads its values from it);
+- ``seen``: ``ViewReader`` reads the view once per tick into a ``Seen`` the parts take;
 - ``incidents``: the episodes of trouble (bad readings, stops, alarms), one report each;
-- ``absences``: missing required readings, and the fail-safe stop;
+- ``missing``: missing required readings, and the fail-safe stop;
 - ``deviation``: the cross-track error, its bands (``bands``) and history;
 - ``guards``: stops for zones, obstacles and the scanner, by the rule in ``holds``;
 - ``contact``: the braking-path forecast (``contact_predicted``);

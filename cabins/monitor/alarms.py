@@ -20,15 +20,15 @@ from shapely.geometry import Point
 from cabins.monitor.incidents import Incidents
 from cabins.monitor.names import ALARM_TAGS
 from cabins.monitor.parsed import Parsed
-from cabins.monitor.sight import Sight
+from cabins.monitor.seen import Seen
+from cabins.monitor.settings import MonitorSettings
 from cabins.warehouse.values import (
     DEFAULT_LOW_BATTERY,
     Zone,
     read_battery,
     read_low_battery,
 )
-from runtime.asynchronous import LATE_PREFIX
-from runtime.cabin import Outbox
+from runtime.cabin import LATE_PREFIX, Outbox
 from runtime.log import Event
 
 __all__ = ["Alarms"]
@@ -44,16 +44,18 @@ class Alarms:
     """Alarms on events, speed zones, the battery and late cabins (see the module
     docstring)."""
 
-    def __init__(self, incidents: Incidents, *, event_window: float, episode_gap: float) -> None:
+    def __init__(
+        self, settings: MonitorSettings, incidents: Incidents, *, event_window: float
+    ) -> None:
+        self._settings = settings
         self._incidents = incidents
         self._event_window = event_window
-        self._episode_gap = episode_gap
         self._zone_values: Parsed[Zone | None] = Parsed()  # board speed zone values
         self._seen_events: dict[int, float] = {}  # seq -> stamp
 
-    def speeding(self, sight: Sight, here: Point, speed: float, out: Outbox) -> None:
+    def speeding(self, seen: Seen, here: Point, speed: float, out: Outbox) -> None:
         """Alarm once per episode of a speed above a speed zone's limit inside it."""
-        for key, value in sight.speed_zones:
+        for key, value in seen.speed_zones:
             zone = self._zone_values.get(key, value, partial(Zone.read, key))
             if zone is None or zone.max_speed is None:
                 self._incidents.bad(
@@ -61,15 +63,15 @@ class Alarms:
                     key,
                     f"a speed zone must be {{zone, polygon: ((x, y), ...), max_speed > 0}} "
                     f"outlining a valid polygon, got {value!r}",
-                    tick=sight.tick,
-                    time=sight.time,
+                    tick=seen.tick,
+                    time=seen.time,
                 )
                 continue
             limit = zone.max_speed
             if (
                 speed > limit + _SPEED_TOLERANCE
                 and zone.shape.contains(here)
-                and self._incidents.opens(("speed", zone.id), tick=sight.tick, time=sight.time)
+                and self._incidents.opens(("speed", zone.id), tick=seen.tick, time=seen.time)
             ):
                 out.emit(
                     "alarm",
@@ -83,15 +85,15 @@ class Alarms:
                     tags=ALARM_TAGS,
                 )
 
-    def battery(self, sight: Sight, out: Outbox) -> None:
+    def battery(self, seen: Seen, out: Outbox) -> None:
         """Alarm once per episode of a battery below its low threshold."""
-        battery = read_battery(sight.battery)
-        low = read_low_battery(sight.battery_low)
+        battery = read_battery(seen.battery)
+        low = read_low_battery(seen.battery_low)
         threshold = DEFAULT_LOW_BATTERY if low is None else low
         if (
             battery is not None
             and battery < threshold
-            and self._incidents.opens(("battery",), tick=sight.tick, time=sight.time)
+            and self._incidents.opens(("battery",), tick=seen.tick, time=seen.time)
         ):
             out.emit(
                 "alarm",
@@ -99,12 +101,12 @@ class Alarms:
                 tags=ALARM_TAGS,
             )
 
-    def late(self, sight: Sight, out: Outbox) -> None:
+    def late(self, seen: Seen, out: Outbox) -> None:
         """Alarm once per episode of an asynchronous cabin being late."""
-        for key, value in sight.late:
+        for key, value in seen.late:
             data = _data(value)
             cabin = data.get("cabin", key[len(LATE_PREFIX) :])
-            if self._incidents.opens(("late", str(cabin)), tick=sight.tick, time=sight.time):
+            if self._incidents.opens(("late", str(cabin)), tick=seen.tick, time=seen.time):
                 out.emit(
                     "alarm",
                     {
@@ -117,18 +119,18 @@ class Alarms:
                     tags=ALARM_TAGS,
                 )
 
-    def events(self, sight: Sight, out: Outbox) -> None:
+    def events(self, seen: Seen, out: Outbox) -> None:
         """Alarm on the events not seen before, and on a memory overflowing with pinned items."""
-        for event in sight.events:
+        for event in seen.events:
             if event.seq in self._seen_events:
                 continue
             self._seen_events[event.seq] = event.stamp
-            alarm = self._alarm_for(event, sight.tick)
+            alarm = self._alarm_for(event, seen.tick)
             if alarm is not None:
                 out.emit("alarm", alarm, tags=ALARM_TAGS)
-        load = sight.overflow
+        load = seen.overflow
         if load is not None and self._incidents.opens(
-            ("capacity",), tick=sight.tick, time=sight.time
+            ("capacity",), tick=seen.tick, time=seen.time
         ):
             # while pinned items alone overflow memory, the alarm event itself is evicted
             out.emit(
@@ -142,7 +144,7 @@ class Alarms:
                 },
                 tags=ALARM_TAGS,
             )
-        horizon = sight.time - self._event_window - self._episode_gap
+        horizon = seen.time - self._event_window - self._settings.episode_gap
         old = [seq for seq, stamp in self._seen_events.items() if stamp < horizon]
         for seq in old:
             del self._seen_events[seq]

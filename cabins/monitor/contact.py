@@ -12,24 +12,16 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Final
 
-from shapely.geometry.base import BaseGeometry
-
 from cabins.monitor.guards import Scanned
+from cabins.monitor.seen import Seen
 from cabins.monitor.settings import MonitorSettings
-from cabins.monitor.sight import Sight
-from cabins.warehouse.clearance import Solids, braking_path, path_geometry, walls_of
+from cabins.warehouse.clearance import Solids, Walls, braking_path, path_geometry
+from cabins.warehouse.motion import TICK_S
 from cabins.warehouse.shapes import polyline
-from cabins.warehouse.values import (
-    ROBOT_LIMITS,
-    ROBOT_RADIUS,
-    LastRead,
-    RobotLimits,
-    read_bounds,
-)
+from cabins.warehouse.values import LastRead, RobotLimits
 
 __all__ = ["ContactForecast"]
 
-_PREDICT_DT: Final = 0.05  # s: the tick the braking prediction steps by
 _CONTACT_KINDS: Final = frozenset({"shelf", "forbidden", "obstacle"})  # what contact counts
 
 
@@ -37,28 +29,25 @@ class ContactForecast:
     """Predicts contact along the braking path (see the module docstring)."""
 
     def __init__(self, settings: MonitorSettings) -> None:
-        self._contact_margin = settings.contact_margin
-        self._walls_value: Any = None
-        self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
+        self._settings = settings
+        self._walls = Walls()
         self._solids: Solids | None = None  # last tick's, given back while the same
         self._limits_read: LastRead[RobotLimits] = LastRead()  # once per write, not per tick
 
-    def predict(self, sight: Sight, scanned: Scanned) -> dict[str, Any] | None:
+    def predict(self, seen: Seen, scanned: Scanned) -> dict[str, Any] | None:
         """What the braking path would bring the disc within ``contact_margin`` of, if the
         robot closes in on it: a solid on the map, a wall, or what the scanner sees."""
-        pose, here, velocity, radius = sight.pose, sight.here, sight.velocity, sight.radius
+        pose, here, velocity, radius = seen.pose, seen.here, seen.velocity, seen.radius
         if pose is None or here is None or velocity is None or abs(velocity.v) < 1e-3:
             return None
         limits = self._limits_read.get(
-            (sight.limits_value, sight.radius_value), partial(_limits_of, sight)
+            (seen.limits_value, seen.radius_value),
+            partial(RobotLimits.given, seen.limits_value, seen.radius),
         )
-        if sight.bounds is not self._walls_value:
-            self._walls_value, self._walls = sight.bounds, walls_of(read_bounds(sight.bounds))
+        walls = self._walls(seen.bounds)
         solids = self._solids = Solids.of(
-            sight.nearby_map,
-            self._walls + tuple((name, disc) for name, disc, _ in scanned)
-            if scanned
-            else self._walls,
+            seen.nearby_map,
+            walls + tuple((name, disc) for name, disc, _ in scanned) if scanned else walls,
             kinds=_CONTACT_KINDS,
             last=self._solids,
         )
@@ -66,8 +55,9 @@ class ContactForecast:
             return None
         now_gap = solids.gap(here) - radius
         speed = abs(velocity.v)
-        reach = speed * _PREDICT_DT + speed * speed / (2.0 * limits.max_accel)
-        if now_gap >= reach + self._contact_margin:
+        # one tick at speed, then braking: 20 Hz ticks, whatever the run's rate (TICK_S)
+        reach = speed * TICK_S + speed * speed / (2.0 * limits.max_accel)
+        if now_gap >= reach + self._settings.contact_margin:
             return None  # nothing within the braking distance
         path = braking_path(
             pose.x,
@@ -76,13 +66,13 @@ class ContactForecast:
             velocity.v,
             velocity.w,
             accel=limits.max_accel,
-            dt=_PREDICT_DT,
+            dt=TICK_S,
         )
         nearest = solids.nearest(path_geometry(path))
         assert nearest is not None
         what, distance = nearest
         gap = distance - radius
-        if gap >= self._contact_margin:
+        if gap >= self._settings.contact_margin:
             return None
         if gap >= now_gap - 1e-6:
             return None  # moving alongside or away: braking brings it no nearer
@@ -92,7 +82,3 @@ class ContactForecast:
             "speed": round(velocity.v, 3),
             "stopping": round(float(polyline(path).length) if len(path) > 1 else 0.0, 3),
         }
-
-
-def _limits_of(sight: Sight) -> RobotLimits:
-    return RobotLimits.in_view({ROBOT_LIMITS: sight.limits_value, ROBOT_RADIUS: sight.radius_value})

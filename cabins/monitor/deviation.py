@@ -21,8 +21,8 @@ from cabins.monitor.bands import RANK, DeviationBands, Level
 from cabins.monitor.incidents import Incidents
 from cabins.monitor.names import ALARM_TAGS
 from cabins.monitor.parsed import same
+from cabins.monitor.seen import Seen
 from cabins.monitor.settings import MonitorSettings
-from cabins.monitor.sight import Sight
 from cabins.warehouse.values import route_points
 from runtime.cabin import Outbox
 
@@ -32,7 +32,7 @@ __all__ = ["Deviation"]
 class Deviation:
     """The robot's cross-track error from its route (see the module docstring)."""
 
-    def __init__(self, route_key: str, settings: MonitorSettings, incidents: Incidents) -> None:
+    def __init__(self, settings: MonitorSettings, route_key: str, incidents: Incidents) -> None:
         self.bands = DeviationBands(
             settings.warn_deviation, settings.alarm_deviation, settings.hysteresis
         )
@@ -43,26 +43,25 @@ class Deviation:
         self.history: deque[tuple[float, float]] = deque(maxlen=settings.history)
         """Recent (time, cross-track error) samples, oldest first."""
         self._route_key = route_key
-        self._growth = settings.growth
-        self._growth_window = settings.growth_window
+        self._settings = settings
         self._incidents = incidents
         self._route_value: Any = None
         self._route_line: BaseGeometry | None = None
 
-    def track(self, sight: Sight, out: Outbox) -> None:
+    def track(self, seen: Seen, out: Outbox) -> None:
         """Measure this tick's error, keep it, and alarm on climbing into a band."""
-        line = self._line(sight, out) if sight.route_shown else None
+        line = self._line(seen, out) if seen.route_shown else None
         if line is None:
             self.error = None
-            if sight.missing.get(self._route_key, "absent") == "absent":
+            if seen.missing.get(self._route_key, "absent") == "absent":
                 self.level = "ok"  # no route at all: nothing to deviate from
             return
-        here = sight.here
+        here = seen.here
         if here is None:
             self.error = None
             return
         error = float(line.distance(here))
-        self.history.append((sight.time, error))
+        self.history.append((seen.time, error))
         self.error = error
         level = self.bands.classify(error, self.level)
         if RANK[level] > RANK[self.level]:
@@ -78,15 +77,15 @@ class Deviation:
         """The deviation's growth, while it is in a band and still growing."""
         if self.level == "ok" or self.error is None or not self.history:
             return None
-        since = now - self._growth_window
+        since = now - self._settings.growth_window
         recent = [error for t, error in self.history if t >= since]
         grown = self.error - min(recent, default=self.error)
-        if grown < self._growth:
+        if grown < self._settings.growth:
             return None
         return {"deviation": round(self.error, 3), "grown": round(grown, 3)}
 
-    def _line(self, sight: Sight, out: Outbox) -> BaseGeometry | None:
-        value = sight.route
+    def _line(self, seen: Seen, out: Outbox) -> BaseGeometry | None:
+        value = seen.route
         if value is self._route_value or (
             self._route_value is not None and same(value, self._route_value)
         ):
@@ -98,8 +97,8 @@ class Deviation:
                 out,
                 self._route_key,
                 f"a route must be ((x, y), ...), got {value!r}",
-                tick=sight.tick,
-                time=sight.time,
+                tick=seen.tick,
+                time=seen.time,
             )
         elif len(points) == 1:
             line = Point(points[0])

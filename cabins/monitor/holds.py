@@ -22,8 +22,8 @@ from typing import Final
 import shapely
 from shapely.geometry.base import BaseGeometry
 
+from cabins.monitor.seen import Robot
 from cabins.monitor.settings import MonitorSettings
-from cabins.monitor.sight import Robot
 
 __all__ = ["HOLD_REACH", "Hold", "Holds"]
 
@@ -46,9 +46,7 @@ class Holds:
     """The stop rule, with last tick's holds by shape (see the module docstring)."""
 
     def __init__(self, settings: MonitorSettings) -> None:
-        self._closing_speed = settings.closing_speed
-        self._hold_fraction = settings.hold_fraction
-        self._hold_release = settings.hold_release
+        self._settings = settings
         self._held: dict[Hashable, Hold] = {}  # last tick's holds, by shape
         self._holding: dict[Hashable, Hold] = {}  # this tick's
 
@@ -69,20 +67,21 @@ class Holds:
         away_x = (robot.here.x - float(nearest_x)) / centre_distance
         away_y = (robot.here.y - float(nearest_y)) / centre_distance
         facing = robot.cos * away_x + robot.sin * away_y  # < 0: heading points at shape
-        if robot.speed * facing < -self._closing_speed:
+        settings = self._settings
+        if robot.speed * facing < -settings.closing_speed:
             if hold is not None and hold.released:  # it pushed on in its free tick
                 hold = Hold(now, hold.pushes + 1)
             return self._keep(key, hold, gap)
-        at_rest = abs(robot.speed) <= self._closing_speed and abs(robot.turn) <= _AT_REST_TURN
+        at_rest = abs(robot.speed) <= settings.closing_speed and abs(robot.turn) <= _AT_REST_TURN
         if not at_rest or facing >= -_HOLD_FACING:
             return None
         if hold is None:
-            if gap >= margin * self._hold_fraction:
+            if gap >= margin * settings.hold_fraction:
                 return None
             hold = Hold(now, 0)
         elif hold.released:
             hold = Hold(now, hold.pushes)
-        elif now - hold.since >= self._hold_release * 2 ** min(hold.pushes, 3):
+        elif now - hold.since >= settings.hold_release * 2 ** min(hold.pushes, 3):
             self._holding[key] = Hold(now, hold.pushes, released=True)
             return None
         return self._keep(key, hold, gap)

@@ -16,9 +16,10 @@ own episode first when that is over at the hit's time.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from cabins.monitor.names import ALARM_TAGS
+from cabins.monitor.settings import MonitorSettings
 from runtime.cabin import Outbox
 from runtime.episodes import Episodes, QuietSeconds
 
@@ -30,8 +31,8 @@ class Incidents:
 
     __slots__ = ("_episodes",)
 
-    def __init__(self, episode_gap: float) -> None:
-        self._episodes: Episodes[Hashable] = Episodes(QuietSeconds(episode_gap))
+    def __init__(self, settings: MonitorSettings) -> None:
+        self._episodes: Episodes[Hashable] = Episodes(QuietSeconds(settings.episode_gap))
 
     def expire(self, *, tick: int, time: float) -> None:
         """End the episodes quiet for more than ``episode_gap``: the first thing in a step."""
@@ -49,6 +50,13 @@ class Incidents:
                 {"kind": "bad_reading", "level": "alarm", "key": key, "error": problem},
                 tags=ALARM_TAGS,
             )
+
+    def bad_readings(
+        self, out: Outbox, bad: Iterable[tuple[str, str]], *, tick: int, time: float
+    ) -> None:
+        """``bad`` for each (key, problem) of ``bad``, in order."""
+        for key, problem in bad:
+            self.bad(out, key, problem, tick=tick, time=time)
 
     @property
     def estop(self) -> bool:

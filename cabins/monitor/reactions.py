@@ -16,24 +16,20 @@ from typing import Any
 from cabins.monitor.names import CONDITIONS, PROTECTIVE, STOP_TAGS
 from cabins.monitor.settings import MonitorSettings
 from runtime.cabin import Outbox
-from runtime.errors import SettingError
 from runtime.spec import ContextSpec
 
-__all__ = ["Reactions", "check_conditions"]
+__all__ = ["Reactions"]
 
 
 class Reactions:
     """The reactions in force, by condition (see the module docstring)."""
 
-    def __init__(self, spec: ContextSpec, settings: MonitorSettings) -> None:
-        check_conditions(spec)
-        self.chosen: Mapping[str, str] = {
-            condition: spec.on_condition.get(condition, allowed[0])
-            for condition, allowed in CONDITIONS.items()
-        }
+    def __init__(self, settings: MonitorSettings, spec: ContextSpec) -> None:
+        self.chosen: Mapping[str, str] = spec.reactions_in_force(
+            "on_condition", CONDITIONS, cabin="monitor"
+        )
         """Condition -> the reaction in force: the spec's choice, else the default."""
-        self._slow_speed = settings.slow_speed
-        self._clear_after = settings.clear_after
+        self._settings = settings
         self._reacting: dict[str, tuple[float, float]] = {}  # condition -> (since, last held)
 
     @property
@@ -60,7 +56,7 @@ class Reactions:
                     out.react(condition, reaction, condition=condition, **detail)
                     active = (now, now)
                 self._reacting[condition] = (active[0], now)
-            elif active is not None and now - active[1] >= self._clear_after:
+            elif active is not None and now - active[1] >= self._settings.clear_after:
                 del self._reacting[condition]
                 out.emit(
                     "reaction_lifted",
@@ -79,29 +75,9 @@ class Reactions:
                 if detail is not None:
                     stops.append("protective")
             else:
-                cap = self._slow_speed
+                cap = self._settings.slow_speed
                 if condition == "contact_predicted" and detail is not None:
                     cap = min(cap, max(0.0, float(detail["gap"])))
                 if slow is None or cap < slow[0]:
                     slow = (cap, reaction.partition(":")[2])
         return slow
-
-
-def check_conditions(spec: ContextSpec) -> None:
-    """Refuse a spec that declares a condition or a reaction this cabin does not have."""
-    wrong = []
-    for condition, reaction in spec.on_condition.items():
-        allowed = CONDITIONS.get(condition)
-        if allowed is None:
-            wrong.append(
-                f"{condition!r} (the monitor watches for {', '.join(map(repr, CONDITIONS))})"
-            )
-        elif reaction not in allowed:
-            wrong.append(
-                f"{condition!r} = {reaction!r} (for {condition!r} it can do "
-                f"{' or '.join(map(repr, allowed))})"
-            )
-    if wrong:
-        raise SettingError(
-            f"spec {spec.name!r} declares conditions the monitor cannot act on: " + "; ".join(wrong)
-        )

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from cabins.monitor.bands import check_bands
 from runtime.settings import Count, NonNegative, Positive, Settings
 
 __all__ = ["MonitorSettings"]
@@ -75,14 +76,10 @@ class MonitorSettings(Settings):
 
     @model_validator(mode="after")
     def _bands_in_order(self) -> MonitorSettings:
-        warn, alarm, hysteresis = self.warn_deviation, self.alarm_deviation, self.hysteresis
-        if alarm <= warn:
-            raise ValueError(
-                f"alarm_deviation ({alarm!r}) must be greater than warn_deviation ({warn!r})"
-            )
-        if hysteresis >= min(warn, alarm - warn):
-            raise ValueError(
-                f"hysteresis ({hysteresis!r}) must be smaller than warn_deviation ({warn!r}) "
-                f"and than the gap between the bands ({alarm - warn!r})"
-            )
+        check_bands(
+            self.warn_deviation,
+            self.alarm_deviation,
+            self.hysteresis,
+            names=("warn_deviation", "alarm_deviation", "hysteresis"),
+        )
         return self

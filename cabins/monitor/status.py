@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from cabins.monitor.bands import Level
 from cabins.monitor.names import STATUS_KEY
+from cabins.monitor.settings import MonitorSettings
 from runtime.cabin import Outbox
 
 __all__ = ["StatusWriter"]
@@ -14,8 +15,8 @@ __all__ = ["StatusWriter"]
 class StatusWriter:
     """Writes ``monitor:status`` when it changes (see the module docstring)."""
 
-    def __init__(self, status_step: float) -> None:
-        self._status_step = status_step
+    def __init__(self, settings: MonitorSettings) -> None:
+        self._settings = settings
         self._status: tuple[float | None, Level, bool] | None = None
         self._status_reacting: tuple[str, ...] = ()
 
@@ -35,7 +36,7 @@ class StatusWriter:
             same_dev = (deviation is None) == (last_dev is None) and (
                 deviation is None
                 or last_dev is None
-                or abs(deviation - last_dev) < self._status_step
+                or abs(deviation - last_dev) < self._settings.status_step
             )
             if (
                 same_dev

@@ -1,14 +1,16 @@
 """The planner cabin: the goal stack, the plan of the active delivery and its route.
 
-``Planner`` (``planner.py``) is the cabin, a facade over its parts, one module each:
+``Planner`` (``cabin.py``) is the cabin, a facade over its parts, one module each:
 
 - ``settings``: ``PlannerSettings``, every tuning value, checked in one place;
 - ``seen``: the view, read once per tick into a ``Seen`` that the parts take;
-- ``reactions``: one reaction per episode of a missing required item (``REACTIONS``);
+- ``missing``: one reaction per episode of a missing required item (``REACTIONS``);
 - ``layout``: the shelves, zones and bounds remembered, and the route planner on them;
+- ``hold``: why no route may be planned this tick;
 - ``goals``: the goal stack and the active task;
 - ``steps``: the active task's plan (``delivery`` makes its steps, ``stall`` watches
-  its progress): reports, re-plans, the next step, the ``plan`` board value;
+  its progress, ``energy`` says when to charge first): reports, re-plans, the next step,
+  the ``plan`` board value;
 - ``route``: the route: kept, planned again, past the movers or up to them
   (``departure``: where it starts; ``shrink``: what it keeps clear of);
 - ``standoff`` and ``give_way``: a stand-off, and where to give way in it;
@@ -16,9 +18,9 @@
 """
 
 from cabins.planner.blocked_spots import BlockedSpot, blocked_subject
+from cabins.planner.cabin import Planner
 from cabins.planner.give_way import give_way_route, travel_direction
-from cabins.planner.planner import Planner
-from cabins.planner.reactions import REACTIONS
+from cabins.planner.missing import REACTIONS
 from cabins.planner.settings import PlannerSettings
 
 __all__ = [

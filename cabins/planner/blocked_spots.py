@@ -30,6 +30,7 @@ from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from runtime.agent.duplicates import NearDuplicate
@@ -134,18 +135,16 @@ class _Reopen:
 
 class BlockedSpots:
     """The blocked spots known, and the long-term memory they are kept in (see the
-    module docstring). ``cell`` is the side (m) of the square a spot is remembered by,
-    ``radius`` (m) how far round a learned spot a route keeps clear, ``detour`` the
-    longest route clear of the spots that is taken, as a multiple of the shortest."""
+    module docstring). Of the settings, ``memory_cell`` is the side (m) of the square a
+    spot is remembered by, ``memory_radius`` (m) how far round a learned spot a route
+    keeps clear, ``memory_detour`` the longest route clear of the spots that is taken, as
+    a multiple of the shortest."""
 
     def __init__(
         self,
+        settings: PlannerSettings,
         long_term: LongTermMemory | None,
         scope: Mapping[str, str],
-        *,
-        cell: float,
-        radius: float,
-        detour: float,
     ) -> None:
         if long_term is not None and not isinstance(long_term, LongTermMemory):
             raise TypeError(f"long_term must be a LongTermMemory, got {type(long_term).__name__}")
@@ -154,9 +153,7 @@ class BlockedSpots:
         ):
             raise SettingError(f"memory_scope must map strings to strings, got {scope!r}")
         self.scope: Mapping[str, str] = dict(scope)
-        self.cell = cell
-        self.radius = radius
-        self.detour = detour
+        self._settings = settings
         self._long_term = long_term
         # by cell and kind: read from long-term memory once, here, then learned during the
         # run; the recalled ones not yet seen blocked again in this run
@@ -198,7 +195,7 @@ class BlockedSpots:
         _log.debug("planner.spots_recalled", scope=self.scope, spots=len(self._spots))
 
     def _cell(self, x: float, y: float) -> tuple[float, float]:
-        size = self.cell
+        size = self._settings.memory_cell
         return (round(round(x / size) * size, 6), round(round(y / size) * size, 6))
 
     def remember(
@@ -211,11 +208,8 @@ class BlockedSpots:
         feature: Feature | None = None
         if trigger.reason == "obstacle_in_corridor":
             feature = next((f for f in seen.obstacles if f.id == trigger.detail), None)
-        elif trigger.reason == "no_progress" and seen.pose is not None:
-            pose = Point(seen.pose)
-            near = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
-            close = min((n for n in near if n[0] <= reach + 1.0), default=None)
-            feature = close[2] if close is not None else None
+        elif trigger.reason == "no_progress":
+            feature = seen.obstacle_beside(reach)
         if feature is None:
             return
         centre = feature.geometry.centroid
@@ -226,7 +220,7 @@ class BlockedSpots:
         if key in self._spots and key not in self._recalled:
             return  # learned in this run, or already seen again in it
         self._recalled.discard(key)
-        spot = BlockedSpot(x, y, self.radius, kind, seen.time)
+        spot = BlockedSpot(x, y, self._settings.memory_radius, kind, seen.time)
         self._spots[key] = spot
         content, metadata = spot.fact(cell, reason=trigger.reason, obstacle=feature.id, task=task)
         out.remember(content, scope=self.scope, metadata=metadata, stamp=seen.time)
@@ -277,7 +271,7 @@ class BlockedSpots:
         detour = router.plan(start, target, blocked=[*blocked, *avoid]) if avoid else None
         length = float(line.length)
         detour_length = float(LineString(detour).length) if detour is not None else math.inf
-        if detour is None or detour_length > self.detour * length:
+        if detour is None or detour_length > self._settings.memory_detour * length:
             return route, None
         recalled = {
             "spots": len(passed),

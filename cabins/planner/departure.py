@@ -17,13 +17,12 @@ from shapely.geometry import Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
+from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
 __all__ = ["departure"]
 
 _DEPART_SPEED: Final = 0.3  # m/s: slower than this, a new route starts where the robot is
-_BRAKE_FRACTION: Final = 0.8  # the executor brakes with this share of max_accel
-_REACTION_S: Final = 0.1  # s before a new route is acted on
 _DEPART_MARGIN: Final = 0.2  # m added to the braking distance
 _ON_ROUTE: Final = 0.3  # m: nearer the route than this, the robot is following it
 
@@ -37,8 +36,8 @@ def departure(
     assert pose is not None
     if speed is None or abs(speed) < _DEPART_SPEED:
         return pose, ()
-    brake = _BRAKE_FRACTION * seen.limits.max_accel
-    reach = speed * speed / (2.0 * brake) + abs(speed) * _REACTION_S + _DEPART_MARGIN
+    brake = BRAKE_FRACTION * seen.limits.max_accel
+    reach = speed * speed / (2.0 * brake) + abs(speed) * REACTION_S + _DEPART_MARGIN
     if line is not None and float(line.distance(Point(pose))) <= _ON_ROUTE:
         along = float(line.project(Point(pose)))
         end = min(float(line.length), along + reach)

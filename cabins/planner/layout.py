@@ -17,6 +17,7 @@ import structlog
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from cabins.warehouse.values import (
     DEFAULT_LIMITS,
@@ -36,9 +37,8 @@ class Layout:
     """What the planner knows of the floor (see the module docstring); ``clearance`` and
     ``resolution`` (m) are the route planner's."""
 
-    def __init__(self, *, clearance: float, resolution: float) -> None:
-        self.clearance = clearance
-        self.resolution = resolution
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
         self._shelves: dict[str, BaseGeometry] = {}
         self._forbidden: dict[str, BaseGeometry] = {}
         self._constraints: dict[str, BaseGeometry] = {}
@@ -55,9 +55,14 @@ class Layout:
         return self._radius
 
     @property
+    def clearance(self) -> float:
+        """How far (m) a route keeps the robot's disc from shelves, zones and obstacles."""
+        return self._settings.clearance
+
+    @property
     def reach(self) -> float:
         """How near the robot's centre a route may pass a thing: its radius plus clearance."""
-        return self._radius + self.clearance
+        return self._radius + self._settings.clearance
 
     @property
     def constraints(self) -> dict[str, BaseGeometry]:
@@ -65,23 +70,14 @@ class Layout:
         return self._constraints
 
     @property
+    def bounds(self) -> Bounds | None:
+        """The floor's bounds, as last seen (None before they were)."""
+        return self._bounds
+
+    @property
     def router_key(self) -> tuple[Any, ...] | None:
         """What the route planner was last built for: another key, another planner."""
         return self._router_key
-
-    def hold_reason(self, seen: Seen) -> str | None:
-        """Why no route may be planned this tick, or None."""
-        if "goal:*" in seen.missing:
-            return "no_goal"
-        if seen.pose is None:
-            return "no_pose"
-        if "safety:*" in seen.missing:
-            return "no_safety"
-        if "constraint:*" in seen.missing and not self._constraints:
-            return "no_constraints"
-        if self._bounds is None:
-            return "no_bounds"
-        return None
 
     def learn(self, seen: Seen) -> None:
         """Remember the shelves, zones, bounds and radius this tick shows."""
@@ -147,8 +143,8 @@ class Layout:
                     obstacles=tuple(self._shelves.values()),
                     forbidden=tuple(self._forbidden.values()),
                     robot_radius=self._radius,
-                    clearance=self.clearance,
-                    resolution=self.resolution,
+                    clearance=self._settings.clearance,
+                    resolution=self._settings.resolution,
                 )
             except (TypeError, ValueError):
                 _log.exception("planner.bad_layout", bounds=self._bounds, radius=self._radius)

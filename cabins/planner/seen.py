@@ -1,20 +1,26 @@
 """What the planner sees: its view, read once per tick.
 
 ``ViewReader.read`` turns the tick's ``CabinView`` into a ``Seen``: the robot's pose,
-speed, limits, battery and cargo, the obstacles near it and along its route, what is
-missing, the executor's reports, and the raw layout, goal and place values the parts of
-the planner learn from. Nothing after it reads the view: each part takes the ``Seen``.
-Values that seldom change (the robot's limits, the docks, which keys hold zones and
-goals) are parsed again only when their board value is another object.
+speed, limits, battery (and its figures, when ``robot:limits`` publishes them) and
+cargo, the obstacles near it and along its route, what is missing, the executor's
+reports, and the raw layout, goal and place values the parts of the planner learn from.
+Nothing after it reads the view: each part takes the ``Seen``. Values that seldom change
+(the robot's limits, the docks, which keys hold zones and goals) are parsed again only
+when their board value is another object; the view's keys are gathered once a tick, for
+every prefix the reader looks for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
+from shapely.geometry import Point
+
+from cabins.planner.settings import PlannerSettings
+from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import Point2
 from cabins.warehouse.values import (
     BATTERY,
@@ -47,9 +53,13 @@ from runtime.cabin_map import Feature
 from runtime.log import Event
 from runtime.pack import CabinView
 
-__all__ = ["Seen", "ViewReader"]
+__all__ = ["BESIDE", "Seen", "ViewReader"]
 
 _NO_PLACES: Final[Mapping[str, Point2]] = {}
+
+BESIDE: Final = 1.0
+"""Metres beyond the reach of a route (the robot's radius plus clearance) within which an
+obstacle is beside the robot: what a stall may be a stand-off with, and what blocked it."""
 
 
 @dataclass(slots=True)
@@ -78,6 +88,27 @@ class Seen:
     docks: Mapping[str, Point2]  # read only while the goals are in view
     chargers: Any  # the chargers value, read where a step needs it
     order: Any  # the dispatch:order value, read when a task is chosen
+    battery_figures: BatteryFigures | None = None  # published in robot:limits, if they are
+
+    _beside: tuple[float, Feature | None] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
+
+    def obstacle_beside(self, reach: float) -> Feature | None:
+        """The obstacle nearest the robot within ``reach`` plus ``BESIDE`` metres (the
+        first by id of equally near ones), or None; measured once a tick (a re-plan for
+        no progress asks for it twice: the stand-off and long-term memory)."""
+        known = self._beside
+        if known is not None and known[0] == reach:
+            return known[1]
+        found = None
+        if self.pose is not None:
+            pose = Point(self.pose)
+            gaps = [(float(f.geometry.distance(pose)), f.id, f) for f in self.obstacles]
+            near = min((g for g in gaps if g[0] <= reach + BESIDE), default=None)
+            found = None if near is None else near[2]
+        self._beside = (reach, found)
+        return found
 
     def charger_places(self) -> dict[str, Point2]:
         """The chargers in view: id -> (x, y)."""
@@ -90,12 +121,13 @@ class Seen:
 
 class ViewReader:
     """Reads each tick's view into a ``Seen``, keeping what it parsed from values that did
-    not change. ``low_battery`` overrides the board's ``battery:low`` when set."""
+    not change. The setting ``low_battery`` overrides the board's ``battery:low`` when set."""
 
-    def __init__(self, low_battery: float | None) -> None:
-        self.low_battery = low_battery
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._docks_read: LastRead[dict[str, Point2]] = LastRead()
+        self._figures_read: LastRead[BatteryFigures | None] = LastRead()
         self._keys_of = KeysOf()
 
     def read(self, view: CabinView) -> Seen:
@@ -107,6 +139,7 @@ class ViewReader:
         cargo = view.get(CARGO)
         velocity = Velocity.read(view.get(VELOCITY))
         goals_visible = "goal:*" not in missing
+        keys = tuple(view.provenance)  # once a tick, for every prefix looked for
         return Seen(
             tick=view.tick,
             time=view.time,
@@ -127,24 +160,29 @@ class ViewReader:
             missing=missing,
             events=view.recent_events,
             nearby=view.nearby_map,
-            zones=self._items(view, (FORBIDDEN_PREFIX, CONSTRAINT_PREFIX)),
+            zones=self._items(view, keys, (FORBIDDEN_PREFIX, CONSTRAINT_PREFIX)),
             bounds=view.get(WORLD_BOUNDS),
-            goals=self._items(view, GOAL_PREFIX) if goals_visible else (),
+            goals=self._items(view, keys, GOAL_PREFIX) if goals_visible else (),
             docks=self._docks(view) if goals_visible else _NO_PLACES,
             chargers=view.get(CHARGERS),
             order=view.get(DISPATCH_ORDER),
+            battery_figures=self._figures_read.get(
+                (view.get(ROBOT_LIMITS),), partial(BatteryFigures.read, view.get(ROBOT_LIMITS))
+            ),
         )
 
     def _low_battery(self, view: CabinView) -> float:
-        low = self.low_battery
+        low = self._settings.low_battery
         if low is None:
             low = read_low_battery(view.get(BATTERY_LOW))
             # a threshold of 1 would have the robot charge for ever
             low = DEFAULT_LOW_BATTERY if low is None or low >= 1 else low
         return low
 
-    def _items(self, view: CabinView, prefix: str | tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
-        return tuple([(key, view[key]) for key in self._keys_of(view, prefix)])
+    def _items(
+        self, view: CabinView, keys: tuple[str, ...], prefix: str | tuple[str, ...]
+    ) -> tuple[tuple[str, Any], ...]:
+        return tuple([(key, view[key]) for key in self._keys_of(keys, prefix)])
 
     def _docks(self, view: CabinView) -> dict[str, Point2]:
         value = view.get(DOCKS)

@@ -1,11 +1,12 @@
 """The planner's tuning values, as one frozen, checked settings object.
 
 ``PlannerSettings`` holds every number the planner can be tuned by: how long a step or a
-charge may run, the battery levels, the route planner's grid and clearance, how often
-it routes again around obstacles, when the robot is stalled, how it passes or waits for
-movers and gives way to them, and how it remembers blocked spots. Each value is checked
-when the object is built (``runtime.settings``); a bad one raises ``SettingError``
-naming it. A later issue loads the same object from a spec's ``[params]`` table.
+charge may run, the battery levels and a task's energy budget, the route planner's grid
+and clearance, how often it routes again around obstacles, when the robot is stalled,
+how it passes or waits for movers and gives way to them, and how it remembers blocked
+spots. Each value is checked when the object is built (``runtime.settings``); a bad one
+raises ``SettingError`` naming it. A later issue loads the same object from a spec's
+``[params]`` table.
 """
 
 from __future__ import annotations
@@ -100,6 +101,32 @@ class PlannerSettings(Settings):
     give_way_s: Positive = 15.0
     """Seconds the robot gives way to a mover in a stand-off at most (default 15.0;
     > 0)."""
+
+    lane_detour: Ratio = 4.0
+    """The longest other way round a single lane a mover contests that is taken, as a
+    multiple of the way through it (plus ``pass_slack``); with none as short, the robot
+    waits at the lane's entry (default 4.0; >= 1)."""
+
+    lane_wait_s: Positive = 30.0
+    """Seconds the robot waits at a single lane's entry at most, before it goes in behind
+    the mover as before (default 30.0; > 0)."""
+
+    lane_lookahead_s: Positive = 3.0
+    """Seconds along its course within which a mover that will be in a single lane
+    heads into it (default 3.0; > 0)."""
+
+    energy_reserve: Threshold = 0.05
+    """The share of a full battery the robot must still hold on reaching a charger after
+    the rest of its task, by the planner's estimate (``energy``); below what that needs it
+    charges first (default 0.05; in [0, 1))."""
+
+    energy_factor: Ratio = 1.3
+    """How many times the shortest routes' energy the rest of a task is budgeted at, for
+    waits, detours and re-plans (default 1.3; >= 1)."""
+
+    energy_speed: Fraction = 0.5
+    """The share of the robot's top speed a route is assumed driven at on average, for
+    what its seconds drain (default 0.5; in (0, 1])."""
 
     @model_validator(mode="after")
     def _charges_above_low_battery(self) -> PlannerSettings:

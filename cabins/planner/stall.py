@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.routing import Route
 from cabins.warehouse.shapes import locate, point
 from runtime.agent.plan import PlanStep, ReplanTrigger
@@ -38,9 +39,8 @@ class _Stall:
 class StallWatch:
     """Watches the progress of go-to steps (see the module docstring)."""
 
-    def __init__(self, *, stall_ticks: int, progress_step: float) -> None:
-        self.stall_ticks = stall_ticks
-        self.progress_step = progress_step
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
         self._stall: _Stall | None = None
 
     def check(
@@ -67,13 +67,14 @@ class StallWatch:
             stall = _Stall(current.id, route, along - gained, along, stall.since)
         else:
             stall = dataclasses.replace(stall, latest=along)
-        if along >= stall.origin + self.progress_step:
+        if along >= stall.origin + self._settings.progress_step:
             self._stall = _Stall(current.id, route, along, along, tick)
             return None
         self._stall = stall
-        if tick - stall.since < self.stall_ticks:
+        stall_ticks = self._settings.stall_ticks
+        if tick - stall.since < stall_ticks:
             return None
         self._stall = None
         return ReplanTrigger(
-            "no_progress", current.id, f"{self.stall_ticks} ticks without progress along the route"
+            "no_progress", current.id, f"{stall_ticks} ticks without progress along the route"
         )

@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shapely.geometry import Point
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.give_way import give_way_route, travel_direction
 from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
@@ -41,9 +41,8 @@ class StandOff:
     """Whether the robot is in a stand-off, and whom it gives way to (see the module
     docstring). ``progress`` below is the count of steps done, across plans."""
 
-    def __init__(self, *, give_way_s: float, obstacle_moved: float) -> None:
-        self.give_way_s = give_way_s
-        self.obstacle_moved = obstacle_moved
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
         self._give_way: _GiveWay | None = None
         self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
         self._waited_out: int | None = None  # progress when a wait for movers ran out
@@ -67,21 +66,17 @@ class StandOff:
 
     def begin(self, seen: Seen, *, progress: int, waiting: bool, reach: float) -> None:
         """A step made no progress: a stand-off when the robot waited for movers
-        (``waiting``) or one is within ``reach`` plus a metre of it; give way to the
-        nearest such one."""
-        near = None
-        if seen.pose is not None:
-            pose = Point(seen.pose)
-            gaps = [(float(f.geometry.distance(pose)), f.id, f) for f in seen.obstacles]
-            near = min((g for g in gaps if g[0] <= reach + 1.0), default=None)
+        (``waiting``) or one is beside it (``Seen.obstacle_beside``, ``reach`` plus a
+        metre); give way to the nearest such one."""
+        near = seen.obstacle_beside(reach)
         if near is None and not waiting:
             return
         self._waited_out = progress
         if near is not None and self._give_way is None:
-            mover = near[2].geometry
+            mover = near.geometry
             centre = mover.centroid
             self._give_way = _GiveWay(
-                mover=near[1],
+                mover=near.id,
                 at=(float(centre.x), float(centre.y)),
                 size=math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0,
                 since=seen.time,
@@ -99,14 +94,14 @@ class StandOff:
         return True
 
     def _over(self, give: _GiveWay, seen: Seen, progress: int) -> bool:
-        if give.progress != progress or seen.time - give.since > self.give_way_s:
+        if give.progress != progress or seen.time - give.since > self._settings.give_way_s:
             return True
         mover = next((f for f in seen.obstacles if f.id == give.mover), None)
         if mover is None:
             return True
         centre = mover.geometry.centroid
         moved = math.hypot(float(centre.x) - give.at[0], float(centre.y) - give.at[1])
-        return moved > 2.0 * give.size + self.obstacle_moved
+        return moved > 2.0 * give.size + self._settings.obstacle_moved
 
     def aside(
         self,

@@ -20,7 +20,7 @@ of the planner react to a re-plan too (the route, a stand-off, long-term memory)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -36,7 +36,7 @@ from cabins.planner.delivery import (
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.stall import StallWatch
-from cabins.warehouse.routing import Route
+from cabins.warehouse.routing import Point2, Route
 from cabins.warehouse.values import PLAN, DeliverGoal
 from runtime.agent.plan import (
     Plan,
@@ -48,6 +48,7 @@ from runtime.agent.plan import (
     overdue_step,
 )
 from runtime.cabin import Outbox
+from runtime.position import read_xy
 
 __all__ = ["Replan", "Steps", "board_plan"]
 
@@ -57,14 +58,26 @@ Replan = Callable[[ReplanTrigger, Seen, Outbox], Plan | None]
 """How a part of the planner asks for a re-plan: the planner adjusts the plan and tells
 the parts that care; it returns the plan after it."""
 
+EnergyCheck = Callable[[Seen, Sequence[Point2]], str | None]
+"""Why the robot should charge before it goes on to these go-to targets, in order (None:
+it need not); ``Energy.short``."""
+
 
 class Steps:
     """The active task's plan and its progress (see the module docstring);
-    ``event_window`` (s) is the planner spec's, how long a report stays in view."""
+    ``event_window`` (s) is the planner spec's, how long a report stays in view; ``energy``
+    says when the charge does not cover the rest of a task (None: the low level alone)."""
 
-    def __init__(self, settings: PlannerSettings, *, event_window: float) -> None:
-        self.settings = settings
-        self.event_window = event_window
+    def __init__(
+        self,
+        settings: PlannerSettings,
+        *,
+        event_window: float,
+        energy: EnergyCheck | None = None,
+    ) -> None:
+        self._settings = settings
+        self._energy = energy
+        self._event_window = event_window
         self._plan: Plan | None = None
         self._burned: set[str] = set()  # step ids of this task that ever ran
         self._done_since: int | None = None  # tick the active plan became done
@@ -72,9 +85,7 @@ class Steps:
         self._progress = 0  # steps done, across revisions and tasks
         self._repeat = RepeatWatch(repeats=2)
         self._trigger: ReplanTrigger | None = None  # from a report, for the next advance
-        self._stall = StallWatch(
-            stall_ticks=settings.stall_ticks, progress_step=settings.progress_step
-        )
+        self._stall = StallWatch(settings)
         self._written: Plan | None = None
         self._written_once = False
 
@@ -95,9 +106,7 @@ class Steps:
         self._burned = set()
         self._done_since = None
         self._repeat.reset()
-        steps = needed_steps(
-            goal, seen, (), burned=self._burned, charge_until=self.settings.charge_until
-        )
+        steps = self._needed(goal, seen, ())
         plan = Plan(chain((), steps))
         self._plan = plan
         out.emit(
@@ -118,7 +127,7 @@ class Steps:
 
     def read_events(self, seen: Seen) -> None:
         """Follow the reports not seen before about the running step."""
-        horizon = seen.time - 2 * max(self.event_window, 1.0)
+        horizon = seen.time - 2 * max(self._event_window, 1.0)
         if self._seen_events:
             self._seen_events = {s: t for s, t in self._seen_events.items() if t >= horizon}
         for event in seen.events:
@@ -141,7 +150,7 @@ class Steps:
             if (
                 step.action == "charge"
                 and seen.battery is not None
-                and seen.battery < self.settings.charge_until
+                and seen.battery < self._settings.charge_until
             ):
                 return  # charging goes on until the level is reached
             self._plan = plan.with_status(step_id, "done")
@@ -181,7 +190,7 @@ class Steps:
             current is not None
             and current.action == "charge"
             and seen.battery is not None
-            and seen.battery >= self.settings.charge_until
+            and seen.battery >= self._settings.charge_until
         ):
             plan = plan.with_status(current.id, "done")
             self._progress += 1
@@ -221,13 +230,11 @@ class Steps:
             and nxt.action == "go_to"
             and nxt.target not in chargers
             and chargers
-            and needs_charge(seen)
             and not charging_planned(plan)
+            and (why := self._charge_first(seen, (s for s in plan if s.status == "pending")))
         ):
             self._plan = plan
-            replanned = replan(
-                ReplanTrigger("low_battery", None, f"battery {seen.battery:.2f}"), seen, out
-            )
+            replanned = replan(ReplanTrigger("low_battery", None, why), seen, out)
             assert replanned is not None
             plan = replanned
             nxt = plan.next_runnable()
@@ -236,10 +243,36 @@ class Steps:
             plan = plan.with_status(nxt.id, "running", started_at=float(seen.tick))
         return plan
 
+    def _charge_first(self, seen: Seen, steps: Iterable[PlanStep]) -> str | None:
+        """Why to charge before the go-to steps among ``steps`` (pending, in order): the
+        battery below its low level, or short of what they need (``energy``); else None."""
+        if needs_charge(seen):
+            return f"battery {seen.battery:.2f} below {seen.low_battery:.2f}"
+        if self._energy is None:
+            return None
+        targets = [
+            xy
+            for s in steps
+            if s.action == "go_to" and (xy := read_xy(s.data.get("target_xy"))) is not None
+        ]
+        return self._energy(seen, targets) if targets else None
+
+    def _needed(self, goal: DeliverGoal, seen: Seen, kept: tuple[PlanStep, ...]) -> list[PlanStep]:
+        """``needed_steps`` after ``kept``, charging first when ``_charge_first`` says so
+        (not while a kept step charges or goes to charge already)."""
+        until, burned = self._settings.charge_until, self._burned
+        steps = needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=False)
+        chargers = seen.charger_places()
+        if any(s.status == "running" and s.target in chargers for s in kept):
+            return steps  # on its way to charge, or charging
+        if self._charge_first(seen, steps) is None:
+            return steps
+        return needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=True)
+
     def _timeout_for(self, step: PlanStep) -> float:
         if step.action == "charge":
-            return float(self.settings.charge_timeout_ticks)
-        return float(self.settings.replan_after_ticks)
+            return float(self._settings.charge_timeout_ticks)
+        return float(self._settings.replan_after_ticks)
 
     def _check_delivered(self, seen: Seen, out: Outbox, replan: Replan) -> None:
         """A finished plan whose goal stays on the board did not deliver: plan it again."""
@@ -249,7 +282,7 @@ class Steps:
             return
         if self._done_since is None:
             self._done_since = seen.tick
-        elif seen.tick - self._done_since >= self.settings.goal_clear_ticks:
+        elif seen.tick - self._done_since >= self._settings.goal_clear_ticks:
             self._done_since = None
             replan(ReplanTrigger("goal_not_cleared"), seen, out)
 
@@ -288,7 +321,7 @@ class Steps:
     ) -> tuple[PlanStep, ...]:
         if trigger.reason == "obstacle_in_corridor":
             return plan.steps
-        charge_until = self.settings.charge_until
+        charge_until = self._settings.charge_until
         kept = tuple(s for s in plan if s.status in ("done", "running"))
         if trigger.reason == "low_battery":
             taken = {s.id for s in plan} | self._burned
@@ -297,7 +330,7 @@ class Steps:
                 *(s for s in plan if s.status == "pending"),
             ]
         else:
-            tail = needed_steps(goal, seen, kept, burned=self._burned, charge_until=charge_until)
+            tail = self._needed(goal, seen, kept)
         return chain(kept, tail)
 
     # -- writing -------------------------------------------------------------------------

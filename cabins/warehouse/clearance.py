@@ -17,6 +17,7 @@ import math
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +27,10 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.warehouse.shapes import point, polyline
 from cabins.warehouse.shapes import points as points_of
-from cabins.warehouse.values import Bounds
+from cabins.warehouse.values import Bounds, read_bounds
 from runtime.cabin_map import Feature
 
-__all__ = ["SOLID_KINDS", "Solids", "braking_path", "path_geometry", "walls_of"]
+__all__ = ["SOLID_KINDS", "Solids", "Walls", "braking_path", "path_geometry", "walls_of"]
 
 SOLID_KINDS = frozenset({"shelf", "forbidden"})
 """Map kinds a robot must keep its disc off (moving obstacles are added by who asks)."""
@@ -62,7 +63,7 @@ class Solids:
         return boxes
 
     def __getstate__(self) -> tuple[npt.NDArray[np.object_], tuple[str, ...]]:
-        return self.shapes, self.names  # as before the boxes were kept: they are derived
+        return self.shapes, self.names  # the boxes are derived: made again on first use
 
     def __setstate__(self, state: tuple[npt.NDArray[np.object_], tuple[str, ...]]) -> None:
         object.__setattr__(self, "shapes", state[0])
@@ -193,7 +194,7 @@ class Solids:
 
 def walls_of(bounds: Bounds | None) -> tuple[tuple[str, BaseGeometry], ...]:
     """The floor's four walls as named strips outside ``bounds`` (none without bounds);
-    made once per bounds by the cabin that asks, not every tick."""
+    made once per bounds by the cabin that asks (``Walls``), not every tick."""
     if bounds is None:
         return ()
     minx, miny, maxx, maxy = bounds
@@ -203,6 +204,24 @@ def walls_of(bounds: Bounds | None) -> tuple[tuple[str, BaseGeometry], ...]:
         ("wall:west", box(minx - _WALL, miny, minx, maxy)),
         ("wall:east", box(maxx, miny, maxx + _WALL, maxy)),
     )
+
+
+class Walls:
+    """The walls of a ``world:bounds`` value (``walls_of``), made again only when the
+    value is another object: a cabin that needs them every tick makes them once per
+    write. Holds plain data, so a cabin pickles with it."""
+
+    __slots__ = ("_value", "_walls")
+
+    def __init__(self) -> None:
+        self._value: Any = None
+        self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
+
+    def __call__(self, value: Any) -> tuple[tuple[str, BaseGeometry], ...]:
+        """The walls of the ``world:bounds`` value ``value`` (none if it is unreadable)."""
+        if value is not self._value:
+            self._value, self._walls = value, walls_of(read_bounds(value))
+        return self._walls
 
 
 def braking_path(

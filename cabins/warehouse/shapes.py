@@ -3,14 +3,14 @@
 shapely 2's ``Point(x, y)`` and ``LineString(coords)`` constructors convert their
 arguments through numpy and a deprecation wrapper on every call, about 10 µs each; the
 cabins and the world make several every tick. ``point``, ``polyline`` and ``polygon``
-make the same geometries (equal coordinates, equal WKB: ``tests/test_shapes.py``) by
-calling the ufuncs under shapely's vectorised constructors (``shapely.lib.points``,
-``linestrings``, ``linearrings``, ``polygons``) on one coordinate array, which is what
-``shapely.points`` and the rest do after checking their arguments, in a third of the time
-of ``Point()``. Before shapely 2.1 those ufuncs took no NaN policy; there the public
-constructors are used. Cabins and the world use these for the geometries they make per
-tick, and the geometry methods (``a.distance(b)``, ``a.dwithin(b, d)``) rather than the
-array functions for one pair.
+make the same geometries (equal coordinates, equal WKB:
+``tests/cabins/warehouse/test_shapes.py``) by calling the ufuncs under shapely's
+vectorised constructors (``shapely.lib.points``, ``linestrings``, ``linearrings``,
+``polygons``) on one coordinate array, which is what ``shapely.points`` and the rest do
+after checking their arguments, in a third of the time of ``Point()``. Before shapely 2.1
+those ufuncs took no NaN policy; there the public constructors are used. Cabins and the
+world use these for the geometries they make per tick, and the geometry methods
+(``a.distance(b)``, ``a.dwithin(b, d)``) rather than the array functions for one pair.
 """
 
 from __future__ import annotations

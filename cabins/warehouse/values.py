@@ -182,7 +182,11 @@ class LastRead(Generic[_R]):
 class KeysOf:
     """The keys of a view that start with a prefix (or one of several), in the view's
     order, looked for again only when the view's keys change: from tick to tick they
-    seldom do, and a cabin would otherwise test every key for every prefix it reads."""
+    seldom do, and a cabin would otherwise test every key for every prefix it reads.
+
+    ``view`` may be the tick's keys as a tuple, made once (``tuple(view)``) and passed to
+    every call of the tick: then no call makes it again, and the calls after the first
+    see the very tuple they compared last and compare no key."""
 
     __slots__ = ("_found", "_keys")
 
@@ -191,9 +195,12 @@ class KeysOf:
         self._found: dict[str | tuple[str, ...], tuple[str, ...]] = {}
 
     def __call__(self, view: Iterable[str], prefix: str | tuple[str, ...]) -> tuple[str, ...]:
-        keys = tuple(view)
-        if keys != self._keys:
-            self._keys, self._found = keys, {}
+        keys = view if type(view) is tuple else tuple(view)
+        if keys is not self._keys:
+            if keys == self._keys:
+                self._keys = keys  # the same keys: the next call of the tick compares none
+            else:
+                self._keys, self._found = keys, {}
         found = self._found.get(prefix)
         if found is None:
             found = self._found[prefix] = tuple(k for k in keys if k.startswith(prefix))
@@ -348,9 +355,14 @@ class RobotLimits:
     def in_view(cls, view: Mapping[str, Any]) -> RobotLimits:
         """The limits a view says, field by field: a field that is not a positive number
         takes its ``DEFAULT_LIMITS`` value (the radius ``robot:radius`` first)."""
-        raw = view.get(ROBOT_LIMITS)
+        return cls.given(view.get(ROBOT_LIMITS), radius_in(view))
+
+    @classmethod
+    def given(cls, raw: Any, radius: float | None) -> RobotLimits:
+        """The limits of the ``robot:limits`` value ``raw`` as ``in_view`` reads them, with
+        ``radius`` read already (``radius_in``; None: the default), for a cabin that reads
+        the radius its own way."""
         given: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        radius = radius_in(view)
         return cls(
             radius=DEFAULT_LIMITS.radius if radius is None else radius,
             max_speed=_or(positive(given.get("max_speed")), DEFAULT_LIMITS.max_speed),

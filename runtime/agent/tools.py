@@ -13,7 +13,9 @@ result saying what is wrong, which goes back to the model as the tool's output.
 Nothing a model sends can raise out of ``call``.
 
 ``scratchpad_tools(pad)`` are the seed's three scratchpad tools (save, read, list)
-over a ``Scratchpad``; action tools (commands, events) are added the same way.
+over a ``Scratchpad``; action tools (commands, events) are added the same way. Given the
+notes the view lost to capacity (``evicted=``), reading one says it was evicted from the
+working set rather than that it does not exist.
 
 ``schema(strict=True)`` gives a schema usable in OpenAI's strict mode (structured outputs
 for function calling), by the rules the ``openai`` SDK applies in ``pydantic_function_tool``:
@@ -40,6 +42,7 @@ from runtime.logs import debug_enabled
 from runtime.scratchpad import Scratchpad, check_note_key, to_json_text
 
 __all__ = [
+    "EVICTED_NOTE",
     "LIST_SCRATCHPAD_KEYS",
     "READ_FROM_SCRATCHPAD",
     "SAVE_TO_SCRATCHPAD",
@@ -212,8 +215,22 @@ class ListArgs(ToolArgs):
     pass
 
 
-def scratchpad_tools(pad: Scratchpad, *, tick: int | None = None) -> tuple[Tool[Any], ...]:
-    """save_to_scratchpad, read_from_scratchpad and list_scratchpad_keys over ``pad``."""
+EVICTED_NOTE = (
+    "the note is in the scratchpad, but working memory evicted it for capacity at this "
+    "tick: its value is not in your view (save it again only if you know it)"
+)
+"""What ``read_from_scratchpad`` says of a note the view lost to capacity."""
+
+
+def scratchpad_tools(
+    pad: Scratchpad, *, tick: int | None = None, evicted: Iterable[str] = ()
+) -> tuple[Tool[Any], ...]:
+    """save_to_scratchpad, read_from_scratchpad and list_scratchpad_keys over ``pad``.
+
+    ``evicted`` names the notes (keys without ``note:``) that the pad holds but the view
+    ``pad`` was drafted from lost to capacity: reading one says so (``evicted``: true)
+    rather than that there is no such note, and listing names them apart."""
+    lost = tuple(dict.fromkeys(evicted))
 
     def save(args: SaveArgs) -> dict[str, Any]:
         replaced = args.key in pad
@@ -222,10 +239,20 @@ def scratchpad_tools(pad: Scratchpad, *, tick: int | None = None) -> tuple[Tool[
 
     def read(args: ReadArgs) -> dict[str, Any]:
         found = args.key in pad
+        if not found and args.key in lost:
+            return {
+                "key": args.key,
+                "found": False,
+                "evicted": True,
+                "value": None,
+                "why": EVICTED_NOTE,
+            }
         return {"key": args.key, "found": found, "value": pad.read(args.key)}
 
     def list_keys(args: ListArgs) -> dict[str, Any]:
-        return {"keys": pad.list_keys()}
+        keys = pad.list_keys()
+        gone = [k for k in lost if k not in keys]
+        return {"keys": keys, "evicted": gone} if gone else {"keys": keys}
 
     return (
         Tool(
@@ -238,7 +265,8 @@ def scratchpad_tools(pad: Scratchpad, *, tick: int | None = None) -> tuple[Tool[
         Tool(
             READ_FROM_SCRATCHPAD,
             "Read a previously saved intermediate result; found is "
-            "false when there is no such key.",
+            "false when there is no such key, with evicted true when the note exists but "
+            "working memory had no room for it this tick.",
             ReadArgs,
             read,
         ),

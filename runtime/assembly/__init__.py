@@ -17,7 +17,8 @@ What both paths share:
 - ``specs``: the specs compiled once (vias, required matchers, shared map queries);
 - ``sources``: the board, map, log and pads under their locks, the board's keys per
   pattern, the pads of finished tasks, why a source no longer backs an item;
-- ``maps``: map windows and corridors, and their relevance to the active goals;
+- ``maps``: map windows and corridors, their relevance to the active goals, and when a
+  window first offered each map item (``FirstOffered``: the item's stamp);
 - ``events``: event windows, carried on from the last freeze;
 - ``eviction``: letting go of what no spec offers, and the ``evicted`` log line;
 - ``freezing``: each spec's selection, missing items and their reasons, the
@@ -27,7 +28,7 @@ What both paths share:
 from runtime.assembly.candidates import CandidateTable
 from runtime.assembly.delta import STAGES, DeltaPath
 from runtime.assembly.events import EventWindows
-from runtime.assembly.maps import MapOffers, MapWindows
+from runtime.assembly.maps import FirstOffered, MapOffers, MapWindows
 from runtime.assembly.scratch import FromScratch
 from runtime.assembly.sources import Sources
 from runtime.assembly.specs import CompiledSpecs
@@ -38,6 +39,7 @@ __all__ = [
     "CompiledSpecs",
     "DeltaPath",
     "EventWindows",
+    "FirstOffered",
     "FromScratch",
     "MapOffers",
     "MapWindows",

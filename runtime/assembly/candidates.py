@@ -14,8 +14,9 @@ tick and changes only what changed:
   loses a feature, and otherwise refreshed one by one from the map's change feed (the
   features added or replaced since the last freeze). A map candidate's ``seq`` is its
   feature's revision (the map version its last put made) and its ``stamp`` the freeze
-  time at which a window first offered that revision, so a feature that stays in view
-  unchanged keeps both, as a reading nobody rewrites does;
+  time at which a window first offered that revision (``FirstOffered``, shared with the
+  from-scratch path), so a feature that stays in view unchanged keeps both, as a reading
+  nobody rewrites does;
 - the non-pinned candidates are kept sorted by rank, so the victims of a freeze are the
   first few and are known before anything is written: an item that loses never becomes
   a ``WorkItem``. A candidate's rank is ``(importance, last_used, key)`` where
@@ -28,7 +29,7 @@ tick and changes only what changed:
   did not change is held as it would be written.
 
 The delta path (``runtime.assembly.delta``) feeds the table and builds the views;
-``tests/test_assembler.py`` checks that this freezes exactly what the from-scratch path
+``tests/runtime/test_assembler.py`` checks that this freezes exactly what the from-scratch path
 (``runtime.assembly.scratch``) freezes.
 """
 
@@ -37,9 +38,12 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from runtime.memory import Eviction, EvictionReason, Source, WorkingMemory, WorkItem
+
+if TYPE_CHECKING:
+    from runtime.assembly.maps import FirstOffered, FirstTimes
 
 Rank = tuple[float, int, float, str]
 Group = Literal["board", "log", "note"]
@@ -79,10 +83,7 @@ class CandidateTable:
     was left holding. One table serves one assembler and one memory."""
 
     def __init__(
-        self,
-        names: Sequence[str],
-        memory: WorkingMemory,
-        seen: Mapping[str, tuple[int, float]] | None = None,
+        self, names: Sequence[str], memory: WorkingMemory, first_offered: FirstOffered
     ) -> None:
         self.names = tuple(names)
         self.memory = memory
@@ -104,11 +105,11 @@ class CandidateTable:
         self._awake: set[str] = set()  # candidates whose stamp is not behind the clock
         self._rerank: set[str] = set()  # of those, the ones the clock has passed since
         # map candidates (value, revision, first-offered time, importance, first via) and
-        # each spec's keys; the (revision, time) known before this table's first offer
+        # each spec's keys; their (revision, first-offered time), kept in ``first_offered``
         self.map_entries: dict[str, Entry] = {}
         self.map_fixes: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in self.names}
         self._map_sets: dict[str, tuple[set[str], set[str]]] = {}
-        self._seen_before: dict[str, tuple[int, float]] = dict(seen or {})
+        self.first_offered = first_offered
         self.near: dict[str, list[str]] = {n: [] for n in self.names}
         self.along: dict[str, list[str]] = {n: [] for n in self.names}  # corridor, not near
         # ranks of the non-pinned candidates, sorted
@@ -170,12 +171,6 @@ class CandidateTable:
             if entry.stamp < now:  # type: ignore[operator]
                 self._rerank.add(key)  # ranked again at settle, unless refreshed before
                 self._dirty.add(key)  # its last_used is its stamp now, not the freeze time
-
-    def seen(self) -> dict[str, tuple[int, float]]:
-        """Each map candidate's revision and the time a window first offered it."""
-        if not self._map_sets:  # not offered yet
-            return dict(self._seen_before)
-        return {k: (e.seq, e.stamp) for k, e in self.map_entries.items()}  # type: ignore[misc]
 
     def offer(self, group: Group, offers: Mapping[str, Sequence[tuple[Any, ...]]]) -> None:
         """Combine one group of stable offers anew (its shape changed): per spec, in its
@@ -307,13 +302,15 @@ class CandidateTable:
                     changed_sets = True
                     break
         if not changed_sets:
-            entries = self.map_entries
+            entries, first_offered = self.map_entries, self.first_offered
             for feature_id in changed:
                 key = "map:" + feature_id
                 entry = entries.get(key)
                 if entry is not None and entry.seq != revisions[feature_id]:
                     entry.value = feature(feature_id)
-                    entry.seq, entry.stamp = revisions[feature_id], self.now
+                    entry.seq, entry.stamp = first_offered.renew(
+                        key, revisions[feature_id], self.now
+                    )
                     self._set_rank(key, self._stable_rank(key, entry))
                     self._dirty.add(key)
             for name in self.names:
@@ -334,26 +331,23 @@ class CandidateTable:
         revisions: Mapping[str, int],
     ) -> None:
         """Combine every spec's map offers anew: importance, first via, and each feature's
-        revision and time (kept while its revision stays, else the freeze time). A
-        candidate that stays as it was keeps its entry and its rank."""
+        revision and first-offered time (``FirstOffered.at``). A candidate that stays as it
+        was keeps its entry and its rank."""
         importance, first, features = self._map_parts(near, corridor, weighers, vias)
         now = self.now
         old_entries = self.map_entries
-        before = self._seen_before
+        first_offered = self.first_offered
+        times: FirstTimes = {}
         entries: dict[str, Entry] = {}
         for key, w in importance.items():
             revision = revisions[key[4:]]
             via = first[key]
+            known = times[key] = first_offered.at(key, revision, now)
             old = old_entries.get(key)
-            if old is not None and old.seq == revision:
-                if old.importance == w and old.via == via:
-                    entries[key] = old  # as it was: same entry, same rank
-                    continue
-                stamp = old.stamp
-            else:
-                seen = before.get(key)
-                stamp = seen[1] if seen is not None and seen[0] == revision else now
-            entry = entries[key] = Entry(features[key], "map", stamp, revision, w, via)
+            if old is not None and old.seq == revision and old.importance == w and old.via == via:
+                entries[key] = old  # as it was: same entry, same rank
+                continue
+            entry = entries[key] = Entry(features[key], "map", known[1], revision, w, via)
             self._set_rank(key, self._stable_rank(key, entry))
             self._dirty.add(key)
         for key in old_entries:
@@ -361,7 +355,7 @@ class CandidateTable:
                 self._set_rank(key, None)
                 self._awake.discard(key)
         self.map_entries = entries
-        self._seen_before = {}
+        first_offered.keep(times)
         self._reoffered = True
 
     def _map_parts(

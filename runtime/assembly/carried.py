@@ -22,8 +22,7 @@ from runtime.assembly.views import DeltaViews, Requirement
 from runtime.scratchpad import NOTE_PREFIX, memory_key
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
+    from runtime.assembly.maps import FirstOffered
     from runtime.assembly.sources import Sources
     from runtime.assembly.specs import CompiledSpecs
     from runtime.board import Reading
@@ -42,11 +41,11 @@ class Carried:
         sources: Sources,
         compiled: CompiledSpecs,
         memory: WorkingMemory,
-        seen: Mapping[str, tuple[int, float]],
+        first_offered: FirstOffered,
     ) -> None:
         self.sources = sources
         self.compiled = compiled
-        self.table = CandidateTable(compiled.names, memory, seen)
+        self.table = CandidateTable(compiled.names, memory, first_offered)
         self.maps = MapOffers(sources, compiled)
         self.views = DeltaViews(self.table)
         self.debug = DebugSwitch()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.assembly.carried import Carried
 from runtime.assembly.eviction import log_evictions
-from runtime.assembly.freezing import working_set
+from runtime.assembly.freezing import capacity_losses, working_set
 from runtime.freeze import adopt
 
 if TYPE_CHECKING:
@@ -49,11 +49,13 @@ class DeltaPath:
         compiled: CompiledSpecs,
         memory: WorkingMemory,
         events: EventWindows,
+        first_offered: FirstOffered,
     ) -> None:
         self.sources = sources
         self.compiled = compiled
         self.memory = memory
         self.events = events
+        self.first_offered = first_offered
         self.carried: Carried | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -61,83 +63,81 @@ class DeltaPath:
         state["carried"] = None  # the delta path starts afresh
         return state
 
-    def seen(self, otherwise: FirstOffered) -> FirstOffered:
-        """Each map candidate's revision and first-offered time, while the path carries
-        them; else ``otherwise``."""
-        return otherwise if self.carried is None else self.carried.table.seen()
+    def stop(self) -> None:
+        """Drop what the path carries (the from-scratch path freezes next)."""
+        self.carried = None
 
-    def stop(self) -> FirstOffered | None:
-        """Drop what the path carries (the from-scratch path freezes next); the map
-        candidates' first-offered times, if it carried any."""
-        carried, self.carried = self.carried, None
-        return None if carried is None else carried.table.seen()
-
-    def freeze(self, tick: int, now: float, seen: FirstOffered, laps: Laps) -> WorkingSet | None:
+    def freeze(self, tick: int, now: float, laps: Laps) -> WorkingSet | None:
         """The working set of ``tick``, or None when the from-scratch path must freeze it;
-        ``seen`` is the last from-scratch freeze's first-offered times, and ``laps`` is
-        called with each stage's name as the stage ends."""
+        ``laps`` is called with each stage's name as the stage ends."""
         versions = self.sources.versions()
         self.sources.end_finished_tasks(tick)
-        d = self._carried(now, seen)
-        board = self._board(d, now)
+        carried = self._carry_to(now)
+        board = self._board(carried, now)
         if board is None:
             return None
         changed, stale = board
         offered: list[Group] = []
-        if (d.key_set_version, stale) != d.board_shape:
-            d.board_shape = (d.key_set_version, stale)
-            d.offer_board(stale)
+        if (carried.key_set_version, stale) != carried.board_shape:
+            carried.board_shape = (carried.key_set_version, stale)
+            carried.offer_board(stale)
             offered.append("board")
         elif changed:
             for key in changed:
-                reading = d.readings[key]
-                d.table.refresh(key, reading.value, reading.stamp, reading.seq)
+                reading = carried.readings[key]
+                carried.table.refresh(key, reading.value, reading.stamp, reading.seq)
         if laps is not None:
             laps("board")
-        offered += self._offer_log(d, now)
+        offered += self._offer_log(carried, now)
         if offered:
-            d.match_requirements(offered)
+            carried.match_requirements(offered)
         if laps is not None:
             laps("log")
-        near, along = self._offer_map(d, now, versions)
+        near, along = self._offer_map(carried, now, versions)
         if laps is not None:
             laps("map")
-        evictions, victims = self._evict(d, tick, now)
+        evictions, victims = self._evict(carried, tick, now)
         if laps is not None:
             laps("eviction")
-        ws = self._freeze(d, tick, now, versions, evictions, near, along, victims, stale)
+        ws = self._freeze(carried, tick, now, versions, evictions, near, along, victims, stale)
         if laps is not None:
             laps("freeze")
         return ws
 
-    def _carried(self, now: float, seen: FirstOffered) -> Carried:
+    def _carry_to(self, now: float) -> Carried:
         """What the path carries, made afresh on the first freeze, when the clock went
         back, or when memory's pinned patterns changed; moved on to ``now``."""
-        d = self.carried
+        carried = self.carried
         memory = self.memory
-        if d is None or now < d.table.now or memory.pinned is not d.table.pinned_patterns:
-            d = self.carried = Carried(self.sources, self.compiled, memory, self.seen(seen))
-        d.table.advance(now)
-        return d
+        if (
+            carried is None
+            or now < carried.table.now
+            or memory.pinned is not carried.table.pinned_patterns
+        ):
+            carried = self.carried = Carried(
+                self.sources, self.compiled, memory, self.first_offered
+            )
+        carried.table.advance(now)
+        return carried
 
-    def _board(self, d: Carried, now: float) -> tuple[list[str], frozenset[str]] | None:
+    def _board(self, carried: Carried, now: float) -> tuple[list[str], frozenset[str]] | None:
         """The selected board keys written since the last freeze and the stale ones; None
         when a selected key has the form of a map, event or note key."""
-        changed = d.catch_up()
+        changed = carried.catch_up()
         if changed is None:
-            if not d.expand():
+            if not carried.expand():
                 return None
             changed = []
-        d.board_seq = self.sources.board.seq
-        readings = d.readings
+        carried.board_seq = self.sources.board.seq
+        readings = carried.readings
         stale = frozenset(
             k
-            for k in d.ttl_keys
+            for k in carried.ttl_keys
             if now - readings[k].stamp > readings[k].ttl  # type: ignore[operator]
         )
         return changed, stale
 
-    def _offer_log(self, d: Carried, now: float) -> list[Group]:
+    def _offer_log(self, carried: Carried, now: float) -> list[Group]:
         """Offer the event windows and the notes anew where they changed; the groups
         offered."""
         offered: list[Group] = []
@@ -145,29 +145,31 @@ class DeltaPath:
             self.events.recent(spec, now) if spec.event_window > 0 else ()
             for spec in self.compiled.by_name.values()
         )
-        seen = d.windows_seen  # compared by identity: an event's data may hold arrays
+        seen = carried.windows_seen  # compared by identity: an event's data may hold arrays
         if len(seen) != len(windows) or any(a is not b for a, b in zip(seen, windows, strict=True)):
-            d.windows_seen = windows
-            d.offer_events(windows)
+            carried.windows_seen = windows
+            carried.offer_events(windows)
             offered.append("log")
         pads = self.sources.scratchpads
         if pads:
             shape = tuple((pad.version, pad.task) for pad in pads.values())
-            if shape != d.pads_shape:
-                d.pads_shape = shape
-                d.offer_notes()
+            if shape != carried.pads_shape:
+                carried.pads_shape = shape
+                carried.offer_notes()
                 offered.append("note")
         return offered
 
     def _offer_map(
-        self, d: Carried, now: float, versions: Versions
+        self, carried: Carried, now: float, versions: Versions
     ) -> tuple[dict[str, Offered], dict[str, Offered]]:
         """Offer each spec's map window and corridor; them, as offered."""
-        near, along = d.maps.offers(now)
+        near, along = carried.maps.offers(now, self.memory.capacity)
         cabin_map = self.sources.cabin_map
-        changed_features = cabin_map.changed_since(d.map_version) if d.map_version >= 0 else []
-        d.map_version = versions.map_version
-        d.table.offer_map(
+        changed_features = (
+            cabin_map.changed_since(carried.map_version) if carried.map_version >= 0 else []
+        )
+        carried.map_version = versions.map_version
+        carried.table.offer_map(
             near,
             along,
             self.compiled.weighers,
@@ -178,20 +180,20 @@ class DeltaPath:
         )
         return near, along
 
-    def _evict(self, d: Carried, tick: int, now: float) -> tuple[list[Eviction], set[str]]:
+    def _evict(self, carried: Carried, tick: int, now: float) -> tuple[list[Eviction], set[str]]:
         """Let go of what no spec offered and settle memory: the evictions, and the keys
-        of the candidates that lost."""
+        of the candidates that lost for capacity."""
         retraction = self.sources.retraction
-        evictions = d.table.let_go(tick, lambda item: retraction(item, now))
-        capacity, victims = d.table.settle(tick)
+        evictions = carried.table.let_go(tick, lambda item: retraction(item, now))
+        capacity, victims = carried.table.settle(tick)
         evictions.extend(capacity)
-        if evictions and d.debug():
+        if evictions and carried.debug():
             log_evictions(tick, evictions)
         return evictions, victims
 
     def _freeze(
         self,
-        d: Carried,
+        carried: Carried,
         tick: int,
         now: float,
         versions: Versions,
@@ -205,16 +207,18 @@ class DeltaPath:
         memory = self.memory
         held = memory.contents()
         requires = self.compiled.requires
+        losses = capacity_losses(evictions) if victims else {}
         selections = {
-            name: d.views.select(
+            name: carried.views.select(
                 name,
                 held,
                 near[name],
                 along[name],
                 victims,
+                losses,
                 stale,
-                d.requirements[name],
-                d.windows[name],
+                carried.requirements[name],
+                carried.windows[name],
                 requires[name],
             )
             for name in self.compiled.names

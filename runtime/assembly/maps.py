@@ -5,25 +5,33 @@ nearest first; its corridor the features within ``corridor_width`` of the route 
 ``route_key`` holds, in order along it; both filtered by the spec's kinds and tags and,
 when every active goal has an entry in its relevance table, by what those goals need.
 A stale or unreadable centre or route gives nothing. All specs centred on one key share
-one query, at the largest radius, which answers each smaller radius as a prefix.
+one query, at the largest radius, which answers each smaller radius as a prefix. Last,
+the caps: a window keeps at most ``window_cap`` features (``map_limit``, or ``map_share``
+of working memory's capacity: the smaller), its nearest; a corridor at most
+``corridor_limit``, the first along the route. So a wide window on a crowded floor cannot
+take the whole of working memory from a cabin's events and state.
 
 ``MapWindows`` answers the from-scratch path; ``MapOffers`` the delta path, which also
 keeps the keys beside the features and parses a route only when its reading changes.
+``FirstOffered``, which both paths share, holds when a window first offered each map
+item at its current revision: the item's ``stamp``.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import compress
-from math import isfinite
+from math import floor, isfinite
 from typing import TYPE_CHECKING, Any
 
 from runtime.assembly.specs import relevant
 from runtime.position import read_route, read_xy
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from runtime.assembly.sources import Sources
-    from runtime.assembly.specs import CompiledSpecs
+    from runtime.assembly.specs import CompiledSpecs, MapFilters
     from runtime.board import Reading
     from runtime.cabin_map import Feature
     from runtime.spec import ContextSpec
@@ -33,9 +41,60 @@ Found = tuple[tuple["Feature", ...], tuple["Feature", ...]]
 Offered = tuple[list[str], tuple["Feature", ...]]
 """A spec's window (or corridor) as the delta path offers it: keys and features, in order."""
 Route = tuple[tuple[float, float], ...]
-FirstOffered = dict[str, tuple[int, float]]
+FirstTimes = dict[str, tuple[int, float]]
 """Per map candidate: its feature's revision and the freeze time a window first offered
 that revision (its ``seq`` and ``stamp``)."""
+
+
+def window_cap(spec: ContextSpec, capacity: int) -> int | None:
+    """The most features ``spec``'s map window keeps with working memory of ``capacity``:
+    the smaller of its ``map_limit`` and its ``map_share`` of the capacity (rounded down,
+    at least 1); None when it sets neither."""
+    cap = spec.map_limit
+    if spec.map_share is not None:
+        share = max(1, floor(spec.map_share * capacity + 1e-9))
+        cap = share if cap is None else min(cap, share)
+    return cap
+
+
+class FirstOffered:
+    """When a window first offered each map candidate of the last freeze, at its revision.
+
+    A map item's ``seq`` is its feature's revision and its ``stamp`` the freeze time at
+    which a window first offered that revision: kept while the revision is unchanged,
+    else the time of the freeze that offers it (``at``). The times of a freeze replace
+    the last freeze's (``keep``), so a feature that left every window is fresh when it
+    comes back and the table holds only features the map still has. Both paths are
+    handed the one ``FirstOffered`` of their assembler, so either takes over from the
+    other with the times the other kept, and a checkpoint resumes with them.
+    """
+
+    __slots__ = ("_times",)
+
+    def __init__(self) -> None:
+        self._times: FirstTimes = {}
+
+    def times(self) -> Mapping[str, tuple[int, float]]:
+        """Each map candidate of the last freeze: its revision and first-offered time."""
+        return self._times
+
+    def at(self, key: str, revision: int, now: float) -> tuple[int, float]:
+        """The revision and first-offered time of map item ``key`` offered at ``revision``
+        by the freeze at ``now``: the last freeze's while the revision is unchanged, else
+        ``now``."""
+        known = self._times.get(key)
+        return known if known is not None and known[0] == revision else (revision, now)
+
+    def keep(self, times: FirstTimes) -> None:
+        """The times of the map candidates a freeze offered, in place of the last's."""
+        self._times = times
+
+    def renew(self, key: str, revision: int, now: float) -> tuple[int, float]:
+        """The times of ``key`` offered at ``revision`` by the freeze at ``now``, kept in
+        place while the other candidates stay as they were (the delta path refreshes one
+        feature put again)."""
+        known = self._times[key] = self.at(key, revision, now)
+        return known
 
 
 class MapWindows:
@@ -51,10 +110,11 @@ class MapWindows:
         now: float,
         goal_kinds: frozenset[str],
         cache: dict[tuple[Any, ...], Any],
+        capacity: int,
     ) -> Found:
-        """``spec``'s window and corridor at ``now``; ``cache`` holds this freeze's queries."""
-        kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
-        tags = frozenset(spec.map_tags) if spec.map_tags else None
+        """``spec``'s window and corridor at ``now``, capped for working memory of
+        ``capacity``; ``cache`` holds this freeze's queries."""
+        kinds, tags = self.compiled.map_filters[spec.name]
         nearby = self._window(spec, now, kinds, tags, cache)
         corridor: tuple[Feature, ...] = ()
         if spec.corridor_width > 0:
@@ -73,6 +133,11 @@ class MapWindows:
         if keep is not None:
             nearby = tuple(f for f in nearby if f.kind in keep or not keep.isdisjoint(f.tags))
             corridor = tuple(f for f in corridor if f.kind in keep or not keep.isdisjoint(f.tags))
+        cap = window_cap(spec, capacity)
+        if cap is not None:
+            nearby = nearby[:cap]
+        if spec.corridor_limit is not None:
+            corridor = corridor[: spec.corridor_limit]
         return nearby, corridor
 
     def _window(
@@ -118,7 +183,7 @@ class MapOffers:
         self.sources = sources
         self.compiled = compiled
         self.relevant: dict[str, frozenset[str] | None] = {}
-        self.filters: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {}
+        self.filters: dict[str, MapFilters] = {}
         self._routes: dict[str, tuple[Reading, Route | None]] = {}
 
     def expand(self, goal_kinds: frozenset[str]) -> None:
@@ -127,8 +192,7 @@ class MapOffers:
         specs = self.compiled.by_name
         self.relevant = {name: relevant(spec, goal_kinds) for name, spec in specs.items()}
         for name, spec in specs.items():
-            kinds = frozenset(spec.map_kinds) if spec.map_kinds else None
-            tags = frozenset(spec.map_tags) if spec.map_tags else None
+            kinds, tags = self.compiled.map_filters[name]
             shared = self.compiled.centers.get(spec.map_center or "")
             if shared is not None:
                 kinds = None if kinds == shared.kinds else kinds
@@ -146,8 +210,9 @@ class MapOffers:
         self._routes[name] = (reading, route)
         return route
 
-    def offers(self, now: float) -> tuple[dict[str, Offered], dict[str, Offered]]:
-        """Each spec's map window and corridor this tick: keys and features, in order."""
+    def offers(self, now: float, capacity: int) -> tuple[dict[str, Offered], dict[str, Offered]]:
+        """Each spec's map window and corridor this tick, capped for working memory of
+        ``capacity``: keys and features, in order."""
         near: dict[str, Offered] = {}
         along: dict[str, Offered] = {}
         shared_now: dict[str, tuple[tuple[Feature, ...], tuple[float, ...], list[str]]] = {}
@@ -161,17 +226,20 @@ class MapOffers:
                     query = (route, spec.corridor_width, spec.map_kinds, spec.map_tags)
                     along_here = corridors.get(query, along_here)
                     if query not in corridors:
+                        kinds, tags = self.compiled.map_filters[name]
                         path = self.sources.cabin_map.corridor(
-                            route,
-                            spec.corridor_width,
-                            kinds=frozenset(spec.map_kinds) if spec.map_kinds else None,
-                            tags=frozenset(spec.map_tags) if spec.map_tags else None,
+                            route, spec.corridor_width, kinds=kinds, tags=tags
                         )
                         along_here = corridors[query] = (["map:" + f.id for f in path], path)
             keep = self.relevant[name]
             if keep is not None:
                 near_here = _keep_relevant(near_here, keep)
                 along_here = _keep_relevant(along_here, keep)
+            cap = window_cap(spec, capacity)
+            if cap is not None:
+                near_here = _first(near_here, cap)
+            if spec.corridor_limit is not None:
+                along_here = _first(along_here, spec.corridor_limit)
             near[name] = near_here
             along[name] = along_here
         return near, along
@@ -230,3 +298,11 @@ def _keep_relevant(offered: Offered, keep: frozenset[str]) -> Offered:
         return offered
     mask = [f.kind in keep or not keep.isdisjoint(f.tags) for f in features]
     return list(compress(keys, mask)), tuple(compress(features, mask))
+
+
+def _first(offered: Offered, cap: int) -> Offered:
+    """The first ``cap`` features of ``offered`` (the same lists when it holds no more)."""
+    keys, features = offered
+    if len(keys) <= cap:
+        return offered
+    return keys[:cap], features[:cap]

@@ -18,21 +18,28 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime.assembly.eviction import debugging, let_go, log_evictions
-from runtime.assembly.freezing import any_from, missing_reason, with_via, working_set
+from runtime.assembly.freezing import (
+    any_from,
+    capacity_losses,
+    lost_items,
+    missing_reason,
+    with_via,
+    working_set,
+)
 from runtime.assembly.specs import goal_kinds
 from runtime.freeze import FrozenDict
 from runtime.memory import Source, WorkItem
-from runtime.pack import MissingReason, Selection
+from runtime.pack import NOTHING_EVICTED, MissingReason, Selection
 from runtime.scratchpad import NOTE_PREFIX, memory_key
 
 if TYPE_CHECKING:
     from runtime.assembly.events import EventWindows
-    from runtime.assembly.maps import FirstOffered, Found, MapWindows
+    from runtime.assembly.maps import FirstOffered, FirstTimes, Found, MapWindows
     from runtime.assembly.sources import Sources
     from runtime.assembly.specs import CompiledSpecs, Vias
     from runtime.board import Reading
     from runtime.log import Event
-    from runtime.memory import WorkingMemory
+    from runtime.memory import Eviction, WorkingMemory
     from runtime.pack import WorkingSet
     from runtime.spec import ContextSpec
 
@@ -53,19 +60,19 @@ class _Offers:
     __slots__ = (
         "candidates",
         "events",
+        "first_offered",
         "fresh",
         "maps",
         "now",
         "picks",
         "renames",
         "revisions",
-        "seen",
-        "seen_before",
         "stale",
+        "times",
         "window_cache",
     )
 
-    def __init__(self, now: float, revisions: Mapping[str, int], seen_before: FirstOffered):
+    def __init__(self, now: float, revisions: Mapping[str, int], first_offered: FirstOffered):
         self.now = now
         self.candidates: dict[str, _Candidate] = {}
         self.stale: set[str] = set()
@@ -76,10 +83,10 @@ class _Offers:
         self.window_cache: dict[tuple[Any, ...], Any] = {}
         self.fresh: dict[str, Reading | None] = {}  # a key's reading; None: absent or stale
         # a map feature's seq is its revision, its stamp the freeze time a window first
-        # offered that revision (kept while it stays offered unchanged)
+        # offered that revision (``first_offered`` says which); this freeze's, by key
         self.revisions = revisions
-        self.seen_before = seen_before
-        self.seen: FirstOffered = {}
+        self.first_offered = first_offered
+        self.times: FirstTimes = {}
 
     def add(
         self,
@@ -101,15 +108,12 @@ class _Offers:
         if key not in chosen:
             chosen[key] = via
 
-    def first_offered(self, key: str) -> tuple[int, float]:
+    def first_offered_at(self, key: str) -> tuple[int, float]:
         """The map item ``key``'s revision and the time a window first offered it."""
-        known = self.seen.get(key)
+        known = self.times.get(key)
         if known is None:
             revision = self.revisions[key[4:]]
-            before = self.seen_before.get(key)
-            known = self.seen[key] = (
-                before if before is not None and before[0] == revision else (revision, self.now)
-            )
+            known = self.times[key] = self.first_offered.at(key, revision, self.now)
         return known
 
 
@@ -123,22 +127,22 @@ class FromScratch:
         memory: WorkingMemory,
         events: EventWindows,
         maps: MapWindows,
+        first_offered: FirstOffered,
     ) -> None:
         self.sources = sources
         self.compiled = compiled
         self.memory = memory
         self.events = events
         self.maps = maps
+        self.first_offered = first_offered
 
-    def freeze(
-        self, tick: int, now: float, seen_before: FirstOffered
-    ) -> tuple[WorkingSet, FirstOffered]:
-        """The working set of ``tick`` at ``now``, and when each map item it offered was
-        first offered (``seen_before``: the last freeze's)."""
+    def freeze(self, tick: int, now: float) -> WorkingSet:
+        """The working set of ``tick`` at ``now``; the times at which a window first
+        offered its map items are kept in ``first_offered``."""
         memory = self.memory
         versions = self.sources.versions()
         self.sources.end_finished_tasks(tick)
-        offers = _Offers(now, self.sources.cabin_map.revisions(), seen_before)
+        offers = _Offers(now, self.sources.cabin_map.revisions(), self.first_offered)
         kinds = goal_kinds(self.sources.board_keys("goal:*"))
         for name, spec in self.compiled.by_name.items():
             self._offer(offers, name, spec, kinds)
@@ -148,14 +152,14 @@ class FromScratch:
         evictions.extend(evicted)
         if evictions and debugging():
             log_evictions(tick, evictions)
-        evicted_keys = frozenset(e.key for e in evicted)
+        losses = capacity_losses(evicted)
         held = memory.contents()
         selections = {
-            name: self._select(offers, name, spec, held, evicted_keys)
+            name: self._select(offers, name, spec, held, losses)
             for name, spec in self.compiled.by_name.items()
         }
-        ws = working_set(tick, now, versions, FrozenDict(held), evictions, memory, selections)
-        return ws, offers.seen
+        self.first_offered.keep(offers.times)
+        return working_set(tick, now, versions, FrozenDict(held), evictions, memory, selections)
 
     def _offer(
         self, offers: _Offers, name: str, spec: ContextSpec, goal_kinds: frozenset[str]
@@ -167,12 +171,14 @@ class FromScratch:
         weight = spec.weigher
         vias = self.compiled.vias[name]
         self._offer_board(offers, chosen, weight, vias)
-        nearby, corridor = self.maps.of(spec, offers.now, goal_kinds, offers.window_cache)
+        nearby, corridor = self.maps.of(
+            spec, offers.now, goal_kinds, offers.window_cache, self.memory.capacity
+        )
         offers.maps[name] = (nearby, corridor)
         for features, via in ((nearby, vias.window), (corridor, vias.corridor)):
             for feature in features:
                 key = feature.key
-                revision, stamp = offers.first_offered(key)
+                revision, stamp = offers.first_offered_at(key)
                 offers.add(chosen, weight(key), key, feature, "map", stamp, revision, via)
         recent: tuple[Event, ...] = ()
         if spec.event_window > 0:
@@ -246,12 +252,14 @@ class FromScratch:
         name: str,
         spec: ContextSpec,
         held: Mapping[str, WorkItem],
-        evicted_keys: frozenset[str],
+        losses: Mapping[str, Eviction],
     ) -> Selection:
         """``name``'s selection: what it chose and memory kept, under its view keys with
-        its vias; what it required and cannot have, and why."""
+        its vias; what it chose and memory did not keep for capacity (``losses``); what
+        it required and cannot have, and why."""
         chosen = offers.picks[name]
         renamed = offers.renames[name]
+        evicted = lost_items(chosen, losses, renamed) if losses else NOTHING_EVICTED
         items: dict[str, WorkItem] = {}
         for key, via in chosen.items():
             item = held.get(key)
@@ -271,8 +279,7 @@ class FromScratch:
                 if any_from(ordered, prefix, rx):
                     continue
                 match = rx
-            lost = (renamed.get(k, k) for k in evicted_keys if k in chosen)
-            missing[pattern] = missing_reason(match, lost, offers.stale)
+            missing[pattern] = missing_reason(match, evicted, offers.stale)
         nearby, corridor = offers.maps[name]
         return Selection(
             required=tuple(spec.required),
@@ -281,4 +288,5 @@ class FromScratch:
             nearby_map=tuple(f for f in nearby if f.key in items),
             corridor_map=tuple(f for f in corridor if f.key in items),
             recent_events=tuple(e for e in offers.events[name] if e.key in items),
+            evicted=evicted,
         )

@@ -23,10 +23,12 @@ if TYPE_CHECKING:
     from runtime.cabin_map import CabinMap
     from runtime.log import EventLog
     from runtime.memory import EvictionReason, WorkItem
+    from runtime.spec import ContextSpec
 
 
 class Sources:
-    """The board, map, log and scratchpads of one assembler, and their locks."""
+    """The board, map, log and scratchpads of one assembler, and their locks; ``specs``
+    (the assembler's, by cabin name) say which cabins may have a pad."""
 
     def __init__(
         self,
@@ -35,14 +37,14 @@ class Sources:
         log: EventLog,
         scratchpads: Mapping[str, Scratchpad],
         *,
-        cabins: Mapping[str, Any],
+        specs: Mapping[str, ContextSpec],
     ) -> None:
         pads = dict(scratchpads)
-        unknown = sorted(set(pads) - set(cabins))
+        unknown = sorted(set(pads) - set(specs))
         if unknown:
             raise SettingError(
                 f"scratchpads for cabin(s) {', '.join(unknown)} that have no spec "
-                f"(specs: {', '.join(sorted(cabins)) or 'none'})"
+                f"(specs: {', '.join(sorted(specs)) or 'none'})"
             )
         for name, pad in pads.items():
             if not isinstance(pad, Scratchpad):

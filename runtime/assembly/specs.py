@@ -2,10 +2,11 @@
 
 Per spec: the provenance string (``via``) of each of its filters, its required patterns
 as matchers (an exact key, or a glob's compiled match and the literal prefix every key
-it matches starts with), its weigher. Per map centre key: the one query (the largest
-radius, the union of the kind and tag filters) that answers every spec's window around
-it. And, given the kinds of the active goals, the map kinds and tags a spec's relevance
-table keeps. Both paths read these; nothing here changes after the assembler is built.
+it matches starts with), its weigher, its map kind and tag filters as sets. Per map
+centre key: the one query (the largest radius, the union of the kind and tag filters)
+that answers every spec's window around it. And, given the kinds of the active goals,
+the map kinds and tags a spec's relevance table keeps. Both paths read these; nothing
+here changes after the assembler is built.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 Required = tuple[str, Callable[[str], Any] | None, str]
 """A required pattern, its glob's match (None for an exact key) and its literal prefix."""
+MapFilters = tuple[frozenset[str] | None, frozenset[str] | None]
+"""A spec's map kinds and tags (None: any)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +89,17 @@ class CompiledSpecs:
         self.weighers = {name: spec.weigher for name, spec in self.by_name.items()}
         self.map_vias = {name: (v.window, v.corridor) for name, v in self.vias.items()}
         self.requires = {name: tuple(spec.required) for name, spec in self.by_name.items()}
+        self.map_filters: dict[str, MapFilters] = {
+            name: (
+                frozenset(spec.map_kinds) if spec.map_kinds else None,
+                frozenset(spec.map_tags) if spec.map_tags else None,
+            )
+            for name, spec in self.by_name.items()
+        }
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for derived in ("names", "weighers", "map_vias", "requires"):
+        for derived in ("names", "weighers", "map_vias", "requires", "map_filters"):
             del state[derived]
         return state
 

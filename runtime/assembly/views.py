@@ -15,14 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from runtime.assembly.freezing import NONE_MISSING, kept, missing_reason, selection
+from runtime.assembly.freezing import NONE_MISSING, kept, lost_items, missing_reason, selection
 from runtime.freeze import adopt
 from runtime.memory import WorkItem, new_item
+from runtime.pack import NOTHING_EVICTED
 
 if TYPE_CHECKING:
     from runtime.assembly.candidates import CandidateTable
     from runtime.assembly.maps import Offered
+    from runtime.freeze import FrozenDict
     from runtime.log import Event
+    from runtime.memory import Eviction
     from runtime.pack import MissingReason, Selection
 
 Requirement = tuple[str, Callable[[str], Any] | None, tuple[str, ...], bool]
@@ -49,17 +52,21 @@ class DeltaViews:
         near: Offered,
         along: Offered,
         victims: set[str],
+        losses: Mapping[str, Eviction],
         stale: frozenset[str],
         requirements: tuple[Requirement, ...],
         window: tuple[tuple[Event, ...], list[str]],
         required: tuple[str, ...],
     ) -> Selection:
         """``name``'s selection: what its spec offered and memory kept, in offer order,
-        each item with the spec's own ``via``; what it required and cannot have."""
+        each item with the spec's own ``via``; what it offered and memory did not keep for
+        capacity (``victims``, their evictions ``losses``); what it required and cannot
+        have."""
         items = self._items(name, held, victims)
         missing: dict[str, MissingReason] = {}
         keys = items.keys()
         table = self.table
+        evicted = self._lost(name, losses) if victims else NOTHING_EVICTED
         for pattern, rx, known, maps in requirements:
             match: Callable[[str], Any]
             if rx is None:
@@ -73,10 +80,7 @@ class DeltaViews:
                 ):
                     continue
                 match = rx
-            lost = victims.intersection(self.order(name))
-            fixes = table.stable_fixes[name]
-            lost_views = (fixes[k][1] if k in fixes else k for k in lost)
-            missing[pattern] = missing_reason(match, lost_views, stale)
+            missing[pattern] = missing_reason(match, evicted, stale)
         near_keys, near_features = near
         along_keys, along_features = along
         found, found_keys = window
@@ -87,7 +91,15 @@ class DeltaViews:
             kept(near_features, near_keys, victims),
             kept(along_features, along_keys, victims),
             kept(found, found_keys, victims),
+            evicted,
         )
+
+    def _lost(self, name: str, losses: Mapping[str, Eviction]) -> FrozenDict[str, Eviction]:
+        """What ``name``'s spec offered and memory did not keep for capacity, by view key
+        (a note under ``note:<key>``), in offer order."""
+        fixes = self.table.stable_fixes[name]
+        renamed = {k: view for k, (_, view) in fixes.items() if view != k}
+        return lost_items(self.order(name), losses, renamed)
 
     def _items(
         self, name: str, held: Mapping[str, WorkItem], victims: set[str]

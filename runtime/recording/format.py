@@ -9,7 +9,8 @@ JSON-Schema channels:
 ``/board``        every board write and delete (``BoardRecord``)
 ``/events``       every event appended to the log (``EventRecord``)
 ``/working_set``  per tick: tick, time, source versions, the items with their
-                  provenance, occupancy, and each cabin's view (``WorkingSetRecord``)
+                  provenance, occupancy, and each cabin's view, with what it lost
+                  to capacity (``WorkingSetRecord``)
 ``/evictions``    per tick: what working memory let go, and why (``EvictionsRecord``)
 ``/decisions``    per tick: each cabin's outbox or its failure (``DecisionsRecord``)
 ``/faults``       every ``fault`` event: what was done to the run (``FaultRecord``)
@@ -97,7 +98,10 @@ class ItemRecord(TypedDict):
 @with_config(_STRICT)
 class ViewRecord(TypedDict):
     """One cabin's view of a tick: item key → the filter that let it in (``via``), missing
-    pattern → reason, the patterns a fault hid, and the map features and events it held."""
+    pattern → reason, the patterns a fault hid, the map features and events it held, and
+    the keys it selected but lost to capacity (``evicted``, in its offer order: their
+    evictions are in the tick's ``/evictions`` message, a note's under its working-memory
+    key ``note:<cabin>/<key>``; a recording made before views carried it has none)."""
 
     items: dict[str, str]
     missing: dict[str, MissingReason]
@@ -105,6 +109,7 @@ class ViewRecord(TypedDict):
     nearby_map: list[str]
     corridor_map: list[str]
     recent_events: list[int]
+    evicted: NotRequired[list[str]]
 
 
 @with_config(_STRICT)

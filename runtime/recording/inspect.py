@@ -143,7 +143,9 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
     """What each cabin (or just ``cabin``) saw at ``tick``, what it lacked, and what it decided.
 
     ``cabins[name]``: ``items`` (key → provenance, the filter that let it in and the
-    value), ``missing`` (pattern → reason, plus the eviction behind an ``evicted``
+    value), ``lost`` (key → the capacity eviction of what its spec selected and memory
+    did not keep at this freeze; None for a recording whose views do not say),
+    ``missing`` (pattern → reason, plus the eviction behind an ``evicted``
     reason), ``suppressed`` (patterns hidden by a fault) and ``decision`` (its outbox,
     or its failure; None if the file breaks before it; for an asynchronous cabin, the
     decision it made on this tick's view, recorded at the tick it came back at, with
@@ -160,13 +162,22 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
     decisions = recording.one(DECISIONS, tick)
     outboxes = decisions["cabins"] if decisions else None
     evictions = recording.one(EVICTIONS, tick)
+    capacity = {
+        e["key"]: e
+        for e in (evictions["evictions"] if evictions else [])
+        if e["reason"] == "capacity"
+    }
     cabins: Json = {}
     for name in names:
         view = views[name]
+        lost = view.get("evicted")
         cabins[name] = {
             "items": {
                 key: {"via": via, **_item(items, name, key)} for key, via in view["items"].items()
             },
+            "lost": None
+            if lost is None
+            else {key: dict(capacity.get(_held(name, key)) or {"key": key}) for key in lost},
             "missing": {
                 pattern: _missing(recording, tick, name, pattern, reason)
                 for pattern, reason in view["missing"].items()
@@ -181,6 +192,10 @@ def tick_report(recording: Recording, tick: int, *, cabin: str | None = None) ->
         "time": ws["time"],
         "versions": ws["versions"],
         "capacity_alarm": ws.get("capacity_alarm", False),
+        "occupancy": ws.get("occupancy"),
+        "pressure": {
+            name: list(view["evicted"]) for name, view in views.items() if view.get("evicted")
+        },
         "working_set_size": len(items),
         "cabins": cabins,
         "evicted": None if evictions is None else evictions["evictions"],
@@ -219,7 +234,8 @@ def _last_eviction(recording: Recording, tick: int, cabin: str, pattern: str) ->
 
 def key_history(recording: Recording, key: str, *, cabin: str | None = None) -> Json:
     """The history of ``key``: every tick it was in the working set, in a view, missing
-    or evicted (``history``), and every board write or delete of it (``board``)."""
+    or evicted (``history``; ``lost_by``: the cabins whose view selected it and lost it to
+    capacity at that tick), and every board write or delete of it (``board``)."""
     require_ticks(recording)
     names = _check_cabin(recording, cabin)
     evictions: dict[int, list[EvictionRecord]] = {}
@@ -262,6 +278,7 @@ def _key_row(
     names = [cabin] if cabin is not None else list(views)
     in_view: Json = {}
     missing: Json = {}
+    lost: list[str] = []
     held: ItemRecord | None = items.get(key)
     for name in names:
         view = views.get(name)
@@ -271,6 +288,8 @@ def _key_row(
         if via is not None:
             in_view[name] = via
             held = held or items.get(_held(name, key))
+        if key in view.get("evicted", ()):
+            lost.append(name)
         gaps = {p: r for p, r in view["missing"].items() if overlaps(key, p)}
         if gaps:
             missing[name] = gaps
@@ -279,7 +298,7 @@ def _key_row(
     row: Json = {"tick": tick, "time": ws["time"], "in_working_set": held is not None}
     if held is not None:
         row.update(held)
-    row.update({"views": in_view, "missing": missing, "evicted": evicted or []})
+    row.update({"views": in_view, "missing": missing, "evicted": evicted or [], "lost_by": lost})
     return row
 
 

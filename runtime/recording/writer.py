@@ -227,6 +227,7 @@ class Recorder:
                 "nearby_map": [f.id for f in view.nearby_map],
                 "corridor_map": [f.id for f in view.corridor_map],
                 "recent_events": [e.seq for e in view.recent_events],
+                "evicted": list(view.evicted),
             }
         self._put(
             WORKING_SET,

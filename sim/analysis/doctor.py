@@ -35,6 +35,21 @@ add a required pattern
 Missing items whose reason is ``fault`` (and stale ones whose keys a fault froze)
 were injected by the run's faults: they are reported as injected, not as spec
 problems.
+
+Capacity pressure is reported per cabin whether or not a bad outcome followed it: the
+ticks at which its view lost items it selected (``view.evicted``, recorded with each
+view), how many, the keys it lost most often, its ``capacity_pressure`` episodes, and
+what to tighten first (the part of a spec that held the most of working memory at the
+tick it lost most: a ``map_limit`` for a map window), growing the capacity last. In a
+recording whose views say what they lost, a capacity eviction counts for a cabin exactly
+when its view lost the item; in an older one, by the rule above.
+
+A run can also go wrong with nothing lacking at all: a robot that waits for a mover, re-plans
+without getting further and delivers nothing for the whole run saw everything it needed. So
+the doctor also reads the run's liveness from the recording (``Liveness``): its waits for
+movers, give-ways, no-progress re-plans, stalled episodes, deferred and abandoned tasks, and,
+from the summary the run wrote when it finished, its verdict and the reachable tasks it left
+undelivered.
 """
 
 from __future__ import annotations
@@ -42,7 +57,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +65,15 @@ from typing import Any, Literal
 
 from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
+from runtime.pressure import advice, crowding
 from runtime.recording.format import DECISIONS, EVENTS, EVICTIONS, WORKING_SET, EvictionRecord
 from runtime.recording.inspect import require_ticks
 from runtime.recording.reader import Recording
+from runtime.scratchpad import memory_key as _memory_key
 from runtime.spec import ContextSpec
 from sim.analysis.replay import recorded_faults, recorded_specs
 from sim.faults.model import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
+from sim.run.verdict import judge
 
 BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision", "safety_violation")
 SUCCESS_KINDS = ("action_done", "task_started", "plan_done")
@@ -64,7 +82,7 @@ WEIGHT_STEP = 0.05
 REPEAT_SPAN = 3.0
 """A repeat more than this many event windows after the earlier event is unrelated."""
 
-Action = Literal["raise_weight", "widen_window", "add_required"]
+Action = Literal["tighten", "raise_weight", "widen_window", "add_required"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +242,106 @@ class Injected:
 
 
 @dataclass(frozen=True, slots=True)
+class Pressure:
+    """One cabin's capacity pressure over a recording: what its view selected and lost."""
+
+    cabin: str
+    ticks: int
+    """Ticks at which its view lost something."""
+    lost: int
+    """Items lost, summed over those ticks."""
+    first: int
+    last: int
+    keys: tuple[tuple[str, int], ...]
+    """The keys it lost at the most ticks, with how many (at most five)."""
+    episodes: int
+    """Its ``capacity_pressure`` events."""
+    advice: str
+    worst: int = 0
+    """The (first) tick at which it lost the most."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "cabin": self.cabin,
+            "ticks": self.ticks,
+            "lost": self.lost,
+            "first": self.first,
+            "last": self.last,
+            "keys": [{"key": k, "ticks": n} for k, n in self.keys],
+            "episodes": self.episodes,
+            "advice": self.advice,
+            "worst_tick": self.worst,
+        }
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k} ({n})" for k, n in self.keys)
+        span = f"tick {self.first}" if self.ticks == 1 else f"ticks {self.first}-{self.last}"
+        return (
+            f"{self.cabin} lost {self.lost} selected item(s) to capacity at {self.ticks} "
+            f"tick(s) ({span}; {self.episodes} episode(s)); most often {shown}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """Whether the recorded run kept making progress: counts of its events, and its verdict
+    and undelivered tasks from the summary it wrote when it finished (None when it holds none:
+    the run was killed)."""
+
+    waits: int = 0
+    give_ways: int = 0
+    no_progress_replans: int = 0
+    stalled: int = 0
+    deferred: int = 0
+    abandoned: tuple[tuple[str, str], ...] = ()
+    """(task, reason) of each task given up."""
+    verdict: str | None = None
+    """The verdict line (``sim.run.verdict``)."""
+    status: str | None = None
+    """The verdict's status: passed, cut_short or failed."""
+    undelivered: tuple[str, ...] | None = None
+    """The reachable tasks left undelivered (ids; empty names for a summary without them)."""
+    delivered: int | None = None
+    reachable: int | None = None
+    stuck: bool = False
+    """Whether the run failed to make progress: a stalled episode, an abandoned task, or
+    reachable tasks left undelivered at the scenario's end (not a run cut short)."""
+
+    def counts_text(self) -> str:
+        """``3 waits for movers, 0 give-ways, ...``."""
+        text = (
+            f"{self.waits} waits for movers, {self.give_ways} give-ways, "
+            f"{self.no_progress_replans} no-progress re-plans, {self.stalled} stalled "
+            f"episodes, {self.deferred} deferrals, {len(self.abandoned)} abandoned tasks"
+        )
+        if self.abandoned:
+            text += " (" + ", ".join(f"{t}: {r}" for t, r in self.abandoned) + ")"
+        return text
+
+    def outcome_text(self) -> str:
+        """What the run delivered and its verdict, or that the recording does not say."""
+        if self.verdict is None:
+            return "verdict unknown: the recording holds no summary (the run did not finish)"
+        return f"verdict: {self.verdict}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "waits": self.waits,
+            "give_ways": self.give_ways,
+            "no_progress_replans": self.no_progress_replans,
+            "stalled_episodes": self.stalled,
+            "deferrals": self.deferred,
+            "tasks_abandoned": dict(self.abandoned),
+            "verdict": self.verdict,
+            "status": self.status,
+            "tasks_undelivered": None if self.undelivered is None else list(self.undelivered),
+            "deliveries_done": self.delivered,
+            "reachable": self.reachable,
+            "stuck": self.stuck,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DoctorReport:
     """What the doctor found in one recording."""
 
@@ -235,6 +353,14 @@ class DoctorReport:
     injected: tuple[Injected, ...]
     damaged: bool = False
     notes: tuple[str, ...] = ()
+    pressure: tuple[Pressure, ...] = ()
+    """Per cabin whose view lost selected items to capacity, most lost first."""
+    liveness: Liveness = field(default_factory=Liveness)
+
+    @property
+    def nothing_lacked(self) -> bool:
+        """Whether no bad outcome had anything missing or evicted before it."""
+        return not any(f.lacks for f in self.findings)
 
     @property
     def outcome_counts(self) -> dict[str, int]:
@@ -254,7 +380,9 @@ class DoctorReport:
             "outcomes": [f.as_json() for f in self.findings],
             "suggestions": [s.as_json() for s in self.suggestions],
             "injected": [i.as_json() for i in self.injected],
+            "pressure": [p.as_json() for p in self.pressure],
             "notes": list(self.notes),
+            "liveness": self.liveness.as_json(),
         }
 
 
@@ -267,6 +395,8 @@ class _Tick:
     missing: dict[str, dict[str, str]] = field(default_factory=dict)
     kinds: dict[str, frozenset[str]] = field(default_factory=dict)
     evictions: list[EvictionRecord] = field(default_factory=list)
+    lost: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    """Per cabin: the keys its view lost to capacity (None: the recording does not say)."""
 
 
 @dataclass(slots=True)
@@ -319,6 +449,8 @@ def _read(rec: Recording) -> _Timeline:
                 cabins.append(cabin)
             entry.missing[cabin] = dict(view["missing"])
             entry.kinds[cabin] = frozenset(item_kind(k, via) for k, via in view["items"].items())
+            lost = view.get("evicted")
+            entry.lost[cabin] = None if lost is None else frozenset(lost)
         evicted = rec.one(EVICTIONS, tick)
         if evicted is not None:
             entry.evictions = list(evicted["evictions"])
@@ -417,15 +549,24 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
         else f
         for f in (doctor.finding(o) for o in line.outcomes)
     )
-    suggestions = doctor.suggestions(findings)
+    pressed = pressure(rec, line, specs)
+    suggestions = doctor.suggestions(findings, _tighten(rec, findings, pressed, specs))
     crowded = sum(
         any(e.get("reason") == "capacity" for e in t.evictions) for t in line.ticks.values()
     )
     if line.ticks and crowded >= len(line.ticks) / 2:
         doctor.notes.append(
             f"memory evicted items for capacity at {crowded} of {len(line.ticks)} ticks: a "
-            "raised weight only moves the evictions to other items; narrower map radii and "
-            "event windows are usually cheaper than more capacity"
+            "raised weight only moves the evictions to other items; a map_limit, narrower "
+            "map radii and event windows are usually cheaper than more capacity"
+        )
+    liveness = liveness_of(line.events, _recorded_summary(rec))
+    if liveness.stuck and not any(f.lacks for f in findings):
+        doctor.notes.append(
+            "nothing was missing or evicted before "
+            + (f"its {len(findings)} bad outcome(s)" if findings else "this run's trouble")
+            + ": what the cabins lacked does not explain why the run did not get its work "
+            "done (the liveness lines say what happened instead); no spec change covers it"
         )
     return DoctorReport(
         path=rec.path,
@@ -436,7 +577,164 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
         injected=doctor.injected(findings),
         damaged=rec.damaged,
         notes=tuple(doctor.notes),
+        pressure=pressed,
+        liveness=liveness,
     )
+
+
+def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) -> Liveness:
+    """The run's ``Liveness``: its events counted, and its verdict judged from ``summary``
+    (the one the run wrote; None when it wrote none)."""
+    waits = give_ways = no_progress = stalled = deferred = 0
+    abandoned: dict[str, str] = {}
+    for event in events:
+        data = event.data if isinstance(event.data, Mapping) else {}
+        if event.kind == "wait_for_obstacles":
+            waits += 1
+        elif event.kind == "give_way":
+            give_ways += 1
+        elif event.kind == "replan" and data.get("reason") == "no_progress":
+            no_progress += 1
+        elif event.kind == "alarm" and data.get("kind") == "stalled":
+            stalled += 1
+        elif event.kind == "task_deferred":
+            deferred += 1
+        elif event.kind == "task_abandoned":
+            abandoned[str(data.get("task", "?"))] = str(data.get("reason", "?"))
+    counts = Liveness(
+        waits,
+        give_ways,
+        no_progress,
+        stalled,
+        deferred,
+        tuple(sorted(abandoned.items())),
+        stuck=bool(stalled or abandoned),
+    )
+    if summary is None:
+        return counts
+    verdict = judge(summary)
+    named = summary.get("tasks_undelivered")
+    undelivered: tuple[str, ...] = (
+        tuple(str(t) for t in named)
+        if isinstance(named, list)
+        else ("",) * max(0, verdict.reachable - verdict.delivered)
+    )
+    return dataclasses.replace(
+        counts,
+        verdict=verdict.line,
+        status=verdict.status,
+        undelivered=undelivered,
+        delivered=verdict.delivered,
+        reachable=verdict.reachable,
+        stuck=counts.stuck or any(r.fails and r.kind in _NO_PROGRESS for r in verdict.reasons),
+    )
+
+
+_NO_PROGRESS = frozenset({"undelivered", "stalled", "abandoned"})
+"""The verdict's reasons that say a run did not make progress."""
+
+
+def _recorded_summary(rec: Recording) -> dict[str, Any] | None:
+    """The summary the run wrote into its recording when it finished (None: it did not)."""
+    text = rec.scan.metadata.get("summary", {}).get("json")
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _tighten(
+    rec: Recording,
+    findings: Sequence[Finding],
+    pressed: Sequence[Pressure],
+    specs: Mapping[str, ContextSpec],
+) -> list[Suggestion]:
+    """A cap on the part of a spec that held the most of working memory when the most was
+    lost (``runtime.pressure.crowding``), covering every bad outcome some cabin lacked an
+    item evicted for capacity before: ranked before a raised weight, which only moves the
+    evictions to other items."""
+    if not pressed:
+        return []
+    lost_at = max(pressed, key=lambda p: (p.lost, p.cabin)).worst
+    message = rec.one(WORKING_SET, lost_at)
+    if message is None:
+        return []
+    views = message["views"]
+    owner, part, held = crowding({name: view["items"] for name, view in views.items()})
+    spec = specs.get(owner)
+    room = len({_memory_key(n, k) for n, v in views.items() for k in v.get("evicted") or []})
+    knob = {"map_window": "map_limit", "corridor": "corridor_limit", "events": "event_limit"}
+    if spec is None or part not in knob:
+        return []
+    covered = [
+        f.outcome.tick
+        for f in findings
+        if any(lack.what == "evicted" and lack.reason == "capacity" for lack in f.lacks)
+    ]
+    if not covered:
+        return []
+    change = f"{knob[part]} = {max(1, held - room)}"
+    why = (
+        f"items were evicted for capacity before {len(covered)} bad outcome(s); at tick "
+        f"{lost_at} the specs lost {room} selected item(s) while {owner}'s "
+        f"{part.replace('_', ' ')} held {held}: capping it leaves them room (cheaper than "
+        "more capacity)"
+    )
+    return [Suggestion(owner, "tighten", change, why, len(covered), tuple(covered), order=-1)]
+
+
+def pressure(
+    rec: Recording, line: _Timeline, specs: Mapping[str, ContextSpec]
+) -> tuple[Pressure, ...]:
+    """Each cabin's capacity pressure over the recording (``Pressure``), most lost first;
+    the advice is taken at the tick the cabin lost most, from every view of that tick."""
+    lost_at: dict[str, dict[int, int]] = defaultdict(dict)
+    keys: dict[str, Counter[str]] = defaultdict(Counter)
+    for tick, entry in line.ticks.items():
+        for cabin, lost in entry.lost.items():
+            if lost:
+                lost_at[cabin][tick] = len(lost)
+                keys[cabin].update(lost)
+    episodes = Counter(
+        str(e.data.get("spec"))
+        for e in line.events
+        if e.kind == "capacity_pressure" and isinstance(e.data, Mapping)
+    )
+    found: list[Pressure] = []
+    for cabin, ticks in lost_at.items():
+        worst = max(ticks, key=lambda t: (ticks[t], -t))
+        found.append(
+            Pressure(
+                cabin,
+                len(ticks),
+                sum(ticks.values()),
+                min(ticks),
+                max(ticks),
+                tuple(keys[cabin].most_common(5)),
+                episodes.get(cabin, 0),
+                _advice_at(rec, worst, cabin, specs),
+                worst,
+            )
+        )
+    found.sort(key=lambda p: (-p.lost, p.cabin))
+    return tuple(found)
+
+
+def _advice_at(rec: Recording, tick: int, cabin: str, specs: Mapping[str, ContextSpec]) -> str:
+    """What to tighten, from the working set of ``tick`` (``runtime.pressure.advice``)."""
+    message = rec.one(WORKING_SET, tick)
+    if message is None:
+        return "tighten the specs' map windows, corridors and event windows; grow capacity last"
+    views = {name: view["items"] for name, view in message["views"].items()}
+    lost = message["views"][cabin].get("evicted") or []
+    room = len(
+        {_memory_key(n, k) for n, v in message["views"].items() for k in v.get("evicted") or []}
+    )
+    load = message.get("occupancy")
+    return advice(cabin, len(lost), views, specs, load["capacity"] if load else 0, room)
 
 
 _MOVES = ("drive", "stop", "slow")
@@ -563,8 +861,12 @@ class _Doctor:
                 pattern = self._relevant(spec, key)
                 if key is None or pattern is None:
                     continue
-                if reason == "capacity" and not _offered(e, at.time, spec, key):
-                    continue
+                if reason == "capacity":
+                    lost = at.lost.get(cabin)
+                    if lost is not None and key not in lost:
+                        continue  # its view says it did not select the item then
+                    if lost is None and not _offered(e, at.time, spec, key):
+                        continue
                 entry = seen.setdefault((key, reason), ([], pattern))
                 entry[0].append(t)
         return [
@@ -613,8 +915,11 @@ class _Doctor:
 
     # -- suggestions --
 
-    def suggestions(self, findings: Sequence[Finding]) -> tuple[Suggestion, ...]:
+    def suggestions(
+        self, findings: Sequence[Finding], tighten: Sequence[Suggestion] = ()
+    ) -> tuple[Suggestion, ...]:
         found = [
+            *tighten,
             *self._raise_weights(findings),
             *self._widen_windows(),
             *self._add_required(findings),

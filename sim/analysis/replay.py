@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.agent.memory import LongTermMemory
-from runtime.asynchronous import timing_of
-from runtime.cabin import Cabin, Outbox
+from runtime.cabin import Cabin, Outbox, timing_of
 from runtime.errors import TickworkError
 from runtime.freeze import FrozenDict
 from runtime.jsonable import from_json
@@ -212,8 +211,9 @@ class ViewBuilder:
                 Eviction(tick, e["key"], e["importance"], e["last_used"], e["reason"])
                 for e in (evictions["evictions"] if evictions is not None else ())
             )
+            capacity = {e.key: e for e in gone if e.reason == "capacity"}
             selections = {
-                cabin: self._selection(tick, cabin, view, held)
+                cabin: self._selection(tick, cabin, view, held, capacity)
                 for cabin, view in message["views"].items()
             }
             load = message.get("occupancy") or {"held": 0, "pinned": 0, "capacity": 0}
@@ -247,7 +247,12 @@ class ViewBuilder:
         return out
 
     def _selection(
-        self, tick: int, cabin: str, recorded: ViewRecord, held: Mapping[str, WorkItem]
+        self,
+        tick: int,
+        cabin: str,
+        recorded: ViewRecord,
+        held: Mapping[str, WorkItem],
+        capacity: Mapping[str, Eviction],
     ) -> Selection:
         items: dict[str, WorkItem] = {}
         for key, via in recorded["items"].items():
@@ -283,7 +288,21 @@ class ViewBuilder:
             nearby_map=tuple(_feature(tick, cabin, items, i) for i in recorded["nearby_map"]),
             corridor_map=tuple(_feature(tick, cabin, items, i) for i in recorded["corridor_map"]),
             recent_events=tuple(_event(tick, cabin, events, s) for s in recorded["recent_events"]),
+            evicted=FrozenDict(
+                {key: _lost(tick, cabin, key, capacity) for key in recorded.get("evicted", ())}
+            ),
         )
+
+
+def _lost(tick: int, cabin: str, key: str, capacity: Mapping[str, Eviction]) -> Eviction:
+    """The capacity eviction of the item ``cabin``'s view lost as ``key``, under that key."""
+    found = capacity.get(memory_key(cabin, key))
+    if found is None:
+        raise ReplayError(
+            f"tick {tick}: cabin {cabin!r} lost {key!r} to capacity, but the recorded "
+            "evictions of that tick do not hold it"
+        )
+    return Eviction(tick, key, found.importance, found.last_used, found.reason)
 
 
 def _feature(tick: int, cabin: str, items: Mapping[str, WorkItem], feature_id: str) -> Any:
@@ -314,6 +333,8 @@ def _check_view(view: CabinView, recorded: ViewRecord) -> None:
         "corridor_map": ([f.id for f in view.corridor_map], recorded["corridor_map"]),
         "recent_events": ([e.seq for e in view.recent_events], recorded["recent_events"]),
     }
+    if "evicted" in recorded:
+        checks["evicted"] = (list(view.evicted), recorded["evicted"])
     for name, (rebuilt, wanted) in checks.items():
         if rebuilt != wanted:
             raise ReplayError(

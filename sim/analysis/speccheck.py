@@ -1,5 +1,9 @@
 """Spec checking: validate cabin specs, lint them, and show what each would receive.
 
+With a scenario, it also bounds how many items each spec may select at once on that
+world, and all of them together (they share one working memory), against the capacity
+(``sim.analysis.demand``): demand above it warns before anything runs.
+
 ``check_specs`` loads each spec file (or every spec in a folder), reports load
 errors as ``SpecError`` text, lints what loads (a required pattern with no
 declared reaction, or one no selector of the spec can ever satisfy), and
@@ -47,6 +51,10 @@ def lint(spec: ContextSpec) -> list[str]:
             "map_kinds/map_tags are set but the spec has no map window or "
             "corridor: they filter nothing"
         )
+    if (spec.map_limit is not None or spec.map_share is not None) and spec.map_radius <= 0:
+        warnings.append("map_limit/map_share are set but map_radius is 0: no map window to cap")
+    if spec.corridor_limit is not None and spec.corridor_width <= 0:
+        warnings.append("corridor_limit is set but corridor_width is 0: no corridor to cap")
     if (spec.event_kinds or spec.event_tags) and spec.event_window <= 0:
         warnings.append("event_kinds/event_tags are set but event_window is 0: no events")
     unused = spec.timing.unused()
@@ -144,7 +152,7 @@ def _filters(kinds: Iterable[str], tags: Iterable[str]) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def receives(spec: ContextSpec, scenario: str) -> dict[str, Any]:
+def receives(spec: ContextSpec, scenario: str, capacity: int = 64) -> dict[str, Any]:
     """The items and missing items of ``spec``'s view at the first tick of ``scenario``."""
     import numpy as np
 
@@ -160,24 +168,27 @@ def receives(spec: ContextSpec, scenario: str) -> dict[str, Any]:
     world = World(sc, rng=np.random.default_rng(0))
     world.install(board, cabin_map)
     world.sense(board, cabin_map, 0.0)
-    view = (
-        Assembler(board, cabin_map, log, WorkingMemory(), [spec]).assemble(0, 0.0).view(spec.name)
-    )
+    memory = WorkingMemory(capacity=capacity)
+    view = Assembler(board, cabin_map, log, memory, [spec]).assemble(0, 0.0).view(spec.name)
     return {
         "scenario": sc.name,
         "items": sorted(view),
         "missing": dict(view.missing),
+        "evicted": list(view.evicted),
         "warnings": center_warnings(spec, board, sc.name),
     }
 
 
 def check_specs(
-    paths: Iterable[str | Path], *, scenario: str | None = "warehouse"
+    paths: Iterable[str | Path], *, scenario: str | None = "warehouse", capacity: int = 64
 ) -> list[dict[str, Any]]:
-    """One report per spec file: errors, warnings, what it reads and receives."""
+    """One report per spec file: errors, warnings, what it reads and receives; with a
+    scenario, its worst-case demand on that world (``demand``) and that of every spec
+    that loads, together, against working memory's ``capacity`` (``memory``)."""
     from sim.world.scenario import ScenarioError
 
     reports: list[dict[str, Any]] = []
+    loaded: list[tuple[dict[str, Any], ContextSpec]] = []
     for path in _spec_files(paths):
         report: dict[str, Any] = {"path": str(path), "errors": [], "warnings": []}
         reports.append(report)
@@ -191,13 +202,36 @@ def check_specs(
         report["reads"] = describe(spec)
         if scenario is not None:
             try:
-                received = receives(spec, scenario)
+                received = receives(spec, scenario, capacity)
             except ScenarioError as exc:
                 report["errors"] = str(exc).splitlines()
             else:
                 report["warnings"] += received.pop("warnings")
                 report["receives"] = received
+                loaded.append((report, spec))
+    if scenario is not None and loaded:
+        _add_demand(loaded, scenario, capacity)
     return reports
+
+
+def _add_demand(
+    loaded: list[tuple[dict[str, Any], ContextSpec]], scenario: str, capacity: int
+) -> None:
+    """Each report's worst-case demand on ``scenario``, the shared one, and their
+    warnings (specs of one name are counted once: the first)."""
+    from sim.analysis.demand import demand
+    from sim.world.scenario import load_scenario
+
+    unique: dict[str, ContextSpec] = {}
+    for _, spec in loaded:
+        unique.setdefault(spec.name, spec)
+    shared = demand(list(unique.values()), load_scenario(scenario), capacity)
+    mine = {d.spec: d for d in shared.specs}
+    for report, spec in loaded:
+        report["demand"] = mine[spec.name].as_json()
+        report["memory"] = shared.as_json()
+        if unique[spec.name] is spec:
+            report["warnings"] += shared.warnings(spec.name)
 
 
 def _spec_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -202,7 +202,7 @@ def _print_tick(r: dict[str, Any]) -> None:
         style="bold",
     )
     if r["capacity_alarm"]:
-        console.print("[red]capacity alarm: pinned items alone exceed the capacity[/red]")
+        console.print(_t(_alarm_text(r)), style="red")
     now = r["time"]
     for name, c in r["cabins"].items():
         table = _table(
@@ -228,6 +228,17 @@ def _print_tick(r: dict[str, Any]) -> None:
                 _t(item["via"]),
             )
         console.print(table)
+        lost = c.get("lost")
+        if lost:
+            console.print(
+                _t(
+                    f"  lost to capacity ({len(lost)}): "
+                    + ", ".join(
+                        f"{k} (importance {e.get('importance', '?')})" for k, e in lost.items()
+                    )
+                ),
+                style="yellow",
+            )
         if c["missing"]:
             for pattern, m in c["missing"].items():
                 line = f"  missing {pattern}: {m['reason']}"
@@ -273,6 +284,26 @@ def _print_tick(r: dict[str, Any]) -> None:
     unviewed = r.get("unviewed")
     if unviewed:
         console.print(_t(f"held in working memory but in no cabin's view: {', '.join(unviewed)}"))
+
+
+def _alarm_text(r: dict[str, Any]) -> str:
+    """What a tick's capacity alarm was: pinned items overflowing memory, and which cabins
+    lost items they selected."""
+    load = r.get("occupancy") or {}
+    causes = []
+    if load and load.get("held", 0) > load.get("capacity", 0):
+        pinned, capacity = load.get("pinned"), load.get("capacity")
+        causes.append(f"pinned items alone ({pinned}) exceed the capacity ({capacity})")
+    pressure = r.get("pressure") or {}
+    if pressure:
+        causes.append(
+            "capacity pressure: "
+            + ", ".join(f"{name} lost {len(keys)}" for name, keys in pressure.items())
+            + (f" (capacity {load.get('capacity')})" if load else "")
+        )
+    if not causes:  # a recording made before the alarm said why
+        causes.append("pinned items alone exceed the capacity")
+    return "capacity alarm: " + "; ".join(causes)
 
 
 def _decision(d: dict[str, Any] | None, recorded: bool) -> str:
@@ -364,7 +395,12 @@ def _print_key(r: dict[str, Any]) -> None:
                     for p, why in gaps.items()
                 )
             ),
-            _t(", ".join(str(e.get("reason")) for e in row["evicted"])),
+            _t(
+                ", ".join(
+                    [str(e.get("reason")) for e in row["evicted"]]
+                    + [f"lost by {c}" for c in row.get("lost_by", ())]
+                )
+            ),
         )
         last = run["last"]
     console.print(table)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sim.cli.args import positive_int
 from sim.cli.exits import EXIT_OK, EXIT_USAGE
 from sim.cli.tables import counts_text
 
@@ -23,6 +24,14 @@ def register(sub: Any) -> None:
         default="warehouse",
         metavar="NAME|PATH",
         help="show what each spec would receive in this scenario (default: warehouse)",
+    )
+    check.add_argument(
+        "--capacity",
+        type=positive_int,
+        default=64,
+        metavar="N",
+        help="the working-memory capacity the specs share: each spec's worst-case demand on "
+        "the scenario, and theirs together, is checked against it (default: 64)",
     )
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check_spec)
@@ -63,7 +72,7 @@ def cmd_check_spec(args: argparse.Namespace) -> int:
     from sim.analysis.speccheck import check_specs
 
     configure_logging(level="error")
-    reports = check_specs(args.files, scenario=args.scenario)
+    reports = check_specs(args.files, scenario=args.scenario, capacity=args.capacity)
     if args.json:
         import json
 
@@ -101,6 +110,18 @@ def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
             table.add_row(
                 "missing there",
                 counts_text(receives["missing"]) if receives["missing"] else "nothing",
+            )
+            if receives.get("evicted"):
+                table.add_row("lost to capacity there", ", ".join(receives["evicted"]))
+        demand = report.get("demand")
+        if demand is not None:
+            memory = report["memory"]
+            table.add_row(
+                "worst-case demand",
+                f"{demand['total']} items at once (board {demand['board']}, map window "
+                f"{demand['map_window']}, corridor {demand['corridor']}, events "
+                f"{demand['events']}); with {', '.join(memory['specs'])}: {memory['total']} "
+                f"of capacity {memory['capacity']}",
             )
         console.print(table)
         for line in report["warnings"]:

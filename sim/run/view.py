@@ -47,7 +47,9 @@ WORLD_FRAME = "world"
 ROBOT_FRAME = "robot"
 
 ERROR_KINDS = frozenset({"collision", "safety_violation", "emergency_stop"})
-WARNING_KINDS = frozenset({"alarm", "fault", "action_failed", "cabin_failed", "fail_safe"})
+WARNING_KINDS = frozenset(
+    {"alarm", "fault", "action_failed", "cabin_failed", "fail_safe", "capacity_pressure"}
+)
 MARKED_KINDS = frozenset({"collision", "safety_violation", "emergency_stop", "alarm", "fault"})
 """The events that leave a marker in the scene where the robot was."""
 

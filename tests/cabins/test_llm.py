@@ -235,6 +235,42 @@ def test_missing_items_are_rendered_with_their_reason() -> None:
     assert "- pose: [0,1,2,3,4,5,6,7,8,9,10,11,...\n" in long
 
 
+def test_items_lost_to_capacity_are_rendered_apart_from_missing_ones() -> None:
+    board = {"goal:deliver:t1": {"drop": "B"}, "pose": (0, 0, 0)}
+    view = make_view(SPEC, board=board, now=1.5, tick=3, evicted=["pose"])
+    assert render_view(view).splitlines()[-4:] == [
+        "Missing (required but not visible):",
+        "- pose: evicted (dropped from working memory for capacity)",
+        "Lost to capacity (selected for you, but working memory had no room for them this "
+        "tick; they exist, you cannot see their values):",
+        "- pose (importance 0.9)",
+    ]
+
+
+def test_what_the_view_lost_to_capacity_is_in_the_prompt_and_a_lost_note_reads_as_evicted() -> None:
+    """Memory has room for the goal and the pose only: the note the pad holds is lost to
+    capacity. The prompt lists it (not "Missing: none"), and reading it says it was
+    evicted from the working set rather than that there is no such note."""
+    client = ScriptedClient(
+        [
+            ChatReply.calls(("read_from_scratchpad", {"key": "route_plan"})),
+            ChatReply.calls(("list_scratchpad_keys", {}), first_id=1),
+            ChatReply.text("waiting"),
+        ]
+    )
+    rig = Rig(client)
+    rig.pad.write("route_plan", ["A", "B"])
+    rig.loop.assembler.memory.capacity = 2
+    rig.step()
+    prompt = system_of(client.requests[0])
+    assert "Missing: none" not in prompt
+    assert "Lost to capacity" in prompt and "- note:route_plan (importance 0.6)" in prompt
+    read = tool_messages(client.requests[1])[-1]
+    assert read["found"] is False and read["evicted"] is True and "evicted" in read["why"]
+    assert tool_messages(client.requests[2])[-1] == {"keys": [], "evicted": ["route_plan"]}
+    assert rig.pad.read("route_plan") == ("A", "B")  # the pad keeps it: only the view lost it
+
+
 def test_a_failing_client_ends_the_decision_with_an_outcome_not_a_cabin_failure() -> None:
     rig = Rig(ScriptedClient([]))
     result = rig.step()

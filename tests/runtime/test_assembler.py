@@ -681,10 +681,48 @@ _D_SPECS = (
 )
 
 
+_CAPS = (
+    st.sampled_from([None, None, 1, 2, 3]),
+    st.sampled_from([None, None, 0.05, 0.2, 0.5]),
+    st.sampled_from([None, None, 1, 2]),
+)
+
+
+def _capped(spec: ContextSpec, caps: tuple[Any, Any, Any]) -> ContextSpec:
+    """``spec`` with its map window and corridor capped: ``map_limit``, ``map_share`` and
+    ``corridor_limit`` (None: not set)."""
+    limit, share, corridor = caps
+    return ContextSpec(
+        **{
+            **spec.model_dump(),
+            "map_limit": limit,
+            "map_share": share,
+            "corridor_limit": corridor,
+        }
+    )
+
+
+_d_specs = st.tuples(*(st.tuples(*_CAPS) for _ in _D_SPECS)).map(
+    lambda drawn: tuple(_capped(s, caps) for s, caps in zip(_D_SPECS, drawn, strict=True))
+)
+"""The four specs with map caps drawn for each (capacity changes move ``map_share``'s)."""
+
+
+def _random_specs(rng: np.random.Generator) -> tuple[ContextSpec, ...]:
+    """``_d_specs`` drawn from a seeded generator."""
+    choices = ([None, None, 1, 2, 3], [None, None, 0.05, 0.2, 0.5], [None, None, 1, 2])
+    return tuple(
+        _capped(spec, tuple(c[int(rng.integers(0, len(c)))] for c in choices))  # type: ignore[arg-type]
+        for spec in _D_SPECS
+    )
+
+
 class _TwinWorld:
     """A world whose sources, memory and scratchpad one assembler freezes."""
 
-    def __init__(self, policy: Any, capacity: int) -> None:
+    def __init__(
+        self, policy: Any, capacity: int, specs: tuple[ContextSpec, ...] = _D_SPECS
+    ) -> None:
         self.clock = SimClock()
         lock = threading.RLock()
         self.board = StateBoard(clock=self.clock, lock=lock)
@@ -697,7 +735,7 @@ class _TwinWorld:
             self.map,
             self.log,
             self.memory,
-            _D_SPECS,
+            specs,
             scratchpads={"writer": self.pad},
         )
 
@@ -769,6 +807,10 @@ def _everything(ws: Any, memory: WorkingMemory) -> tuple[Any, ...]:
             tuple(f.id for f in sel.nearby_map),
             tuple(f.id for f in sel.corridor_map),
             tuple(e.seq for e in sel.recent_events),
+            tuple(
+                (k, (e.tick, e.key, e.importance, e.last_used, e.reason))
+                for k, e in sel.evicted.items()
+            ),
         )
         for name, sel in ws.selections.items()
     )
@@ -789,16 +831,17 @@ def _everything(ws: Any, memory: WorkingMemory) -> tuple[Any, ...]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(steps=_d_steps, capacity=st.integers(2, 16))
+@given(steps=_d_steps, capacity=st.integers(2, 16), specs=_d_specs)
 def test_the_delta_path_freezes_what_the_from_scratch_path_does(
-    steps: list[tuple[Any, ...]], capacity: int
+    steps: list[tuple[Any, ...]], capacity: int, specs: tuple[ContextSpec, ...]
 ) -> None:
     """Generated writes, deletes, map changes, events (some stamped ahead), notes, goal
-    changes (relevance), stale readings and capacity changes: on every tick the delta path
-    freezes the working set, views, evictions and memory that offering everything again
-    freezes, in the same order, field for field."""
-    delta = _TwinWorld(ValueEviction(), capacity)
-    scratch = _TwinWorld(_FromScratch(), capacity)
+    changes (relevance), stale readings, capacity changes and map caps (``map_limit``,
+    ``map_share``, ``corridor_limit``): on every tick the delta path freezes the working
+    set, views, what each view lost to capacity, evictions and memory that offering
+    everything again freezes, in the same order, field for field."""
+    delta = _TwinWorld(ValueEviction(), capacity, specs)
+    scratch = _TwinWorld(_FromScratch(), capacity, specs)
     assert delta.memory.settles and not scratch.memory.settles
     tick = 0
     for step in [*steps, ("tick", 0.05)]:
@@ -810,8 +853,10 @@ def test_the_delta_path_freezes_what_the_from_scratch_path_does(
         got = delta.assembler.assemble(tick, now)
         want = scratch.assembler.assemble(tick, now)
         assert _everything(got, delta.memory) == _everything(want, scratch.memory)
+        assert got.pressure == want.pressure
         for name in got.cabins:
             assert tuple(got.view(name).items()) == tuple(want.view(name).items())
+            assert tuple(got.view(name).evicted) == tuple(want.view(name).evicted)
         tick += 1
         delta.clock.advance(step[1])
         scratch.clock.advance(step[1])
@@ -880,11 +925,13 @@ def _program(rng: np.random.Generator, length: int) -> list[tuple[Any, ...]]:
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), capacity=st.integers(3, 20))
 def test_the_delta_path_holds_over_long_random_runs(seed: int, capacity: int) -> None:
-    """Long runs (hundreds of ticks) of the same steps, drawn from a seed."""
-    delta = _TwinWorld(ValueEviction(), capacity)
-    scratch = _TwinWorld(_FromScratch(), capacity)
+    """Long runs (hundreds of ticks) of the same steps, and map caps, drawn from a seed."""
+    rng = np.random.default_rng(seed)
+    specs = _random_specs(rng)
+    delta = _TwinWorld(ValueEviction(), capacity, specs)
+    scratch = _TwinWorld(_FromScratch(), capacity, specs)
     tick = 0
-    for step in _program(np.random.default_rng(seed), 600):
+    for step in _program(rng, 600):
         if step[0] != "tick":
             delta.apply(step)
             scratch.apply(step)
@@ -1008,7 +1055,7 @@ def test_the_first_offered_times_stay_bounded_by_the_map(
                 continue
             world.assembler.assemble(tick, world.clock.now())
             world.clock.advance(step[1])
-            seen = world.assembler._seen_map()
+            seen = world.assembler._scratch.first_offered.times()  # both paths' one table
             on_map = {f"map:{f.id}": world.map.revision(f.id) for f in world.map.features()}
             assert set(seen) <= set(on_map)
             assert all(revision == on_map[key] for key, (revision, _) in seen.items())

@@ -29,18 +29,8 @@ from runtime import (
     WorkingMemory,
     load_spec,
 )
-from runtime.asynchronous import (
-    LATE_PREFIX,
-    Asynchronous,
-    DropLate,
-    RecheckLate,
-    SimulatedExecutor,
-    Task,
-    ThreadExecutor,
-    late_policy,
-    same_view,
-    timing_of,
-)
+from runtime.asynchronous import Asynchronous, SimulatedExecutor, Task, ThreadExecutor
+from runtime.cabin import LATE_PREFIX, DropLate, RecheckLate, late_policy, same_view, timing_of
 from runtime.errors import TickworkError
 from runtime.testing import ManualExecutor, make_view
 from runtime.timing import Timing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
@@ -16,8 +17,7 @@ from runtime import (
     Outbox,
     RecheckLate,
 )
-from runtime.asynchronous import late_policy
-from runtime.cabin import innermost, latency_share, recheck, timing_of
+from runtime.cabin import innermost, late_policy, latency_share, recheck, timing_of
 from runtime.testing import make_view, run_step
 from runtime.timing import Timing
 
@@ -118,6 +118,39 @@ def test_what_a_wrapper_changes_holds_through_the_wrappers_around_it() -> None:
     assert late.timing.max_age == 9 and late.timing.mode == "async"
     assert late.timing.latency == 0.2  # from the innermost cabin's timing
     assert late.latency_share() == 0.0 and late.uses_notes is True and late.name == "inner"
+
+
+@pytest.mark.parametrize(
+    ("make", "wins"),
+    [
+        (lambda inner: Asynchronous(inner), "inner"),
+        (lambda inner: Asynchronous(inner, max_age=9), "inner"),
+        (lambda inner: Asynchronous(inner, on_late="drop"), "drop"),
+        (lambda inner: Asynchronous(inner, on_late="recheck"), "recheck"),
+        (lambda inner: Asynchronous(inner, timing=Timing(max_age=2)), "drop"),
+        (lambda inner: Asynchronous(inner, timing=Timing(on_late="recheck")), "recheck"),
+        (lambda inner: CabinWrapper(Asynchronous(inner, on_late="drop")), "drop"),
+        (lambda inner: Asynchronous(CabinWrapper(inner), on_late="drop"), "drop"),
+        (lambda inner: Asynchronous(CabinWrapper(inner)), "inner"),
+    ],
+)
+def test_an_asynchronous_wrapper_given_a_timing_or_on_late_decides_late_decisions(
+    make: Any, wins: str
+) -> None:
+    """The inner cabin's own late policy (``RecheckLate``, its timing saying ``drop``)
+    holds unless the ``Asynchronous`` around it was given a ``timing`` or an ``on_late``:
+    then that timing's ``on_late`` does, as the wrapper's timing says."""
+    inner = Declaring()
+    wrapped = make(inner)
+    policy = late_policy(wrapped)
+    if wins == "inner":
+        assert policy is Declaring.late_policy
+        assert wrapped.late_policy is Declaring.late_policy
+    else:
+        assert policy is not Declaring.late_policy
+        assert policy.name == wins == timing_of(wrapped).on_late
+        assert isinstance(policy, RecheckLate if wins == "recheck" else DropLate)
+        assert wrapped.late_policy is None
 
 
 def test_a_wrapper_pickles_with_its_inner_cabin() -> None:

@@ -21,7 +21,14 @@ from runtime import (
     WorkingMemory,
 )
 from runtime.asynchronous import AsyncDecisions, Notices, Returned, SimulatedExecutor
-from runtime.runners import AsyncRunner, AtOnceRunner, SyncRunner, TickDecisions, runner_for
+from runtime.runners import (
+    AsyncRunner,
+    AtOnceRunner,
+    LoopContext,
+    SyncRunner,
+    TickDecisions,
+    runner_for,
+)
 from runtime.testing import ManualExecutor
 from runtime.timing import Timing
 
@@ -50,17 +57,8 @@ def _decisions(tick: int, cabins: list[Writer], *, notices: bool) -> TickDecisio
         [c.spec for c in cabins],
     )
     ws = assembler.assemble(tick, 0.0)
-    return TickDecisions(
-        tick,
-        0.0,
-        ws,
-        lambda t, c: (),
-        {},
-        0.05,
-        clock,
-        structlog.get_logger("test"),
-        Notices() if notices else None,
-    )
+    loop = LoopContext(lambda t, c: (), {}, 0.05, clock, structlog.get_logger("test"))
+    return TickDecisions(tick, 0.0, ws, loop, Notices() if notices else None)
 
 
 def _pending(*names: str, latency: float = 0.0, executor: Any = None) -> AsyncDecisions:
@@ -85,7 +83,7 @@ def test_each_cabin_gets_the_runner_of_its_kind() -> None:
     assert isinstance(runner_for(quick, threads), AsyncRunner)
 
 
-def test_the_apply_phase_takes_what_the_decide_phase_decided_in_cabin_order() -> None:
+def test_the_collect_pass_takes_what_the_cabins_decided_in_cabin_order() -> None:
     cabins = [Writer("a"), Writer("b", fail_at=(3,)), Writer("c")]
     decided = _decisions(3, cabins, notices=False)
     runners = [SyncRunner(c) for c in cabins]

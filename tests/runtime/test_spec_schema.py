@@ -122,6 +122,12 @@ def mutants(draw: st.DrawFn) -> dict[str, Any]:
 @example({"corridor_width": 1e308})
 @example({"weights": {"pose": math.nan}})
 @example({"relevance": {"delivery": []}, "name": "x"})
+@example({"map_limit": 16.0})
+@example({"map_limit": 0})
+@example({"corridor_limit": True})
+@example({"map_share": 1.5})
+@example({"map_share": 0})
+@example({"map_share": 1})
 def test_the_schema_judges_a_mutant_as_the_loader_does(data: dict[str, Any]) -> None:
     by_loader = loader_accepts(data)
     by_schema = VALIDATOR.is_valid(data)

@@ -14,6 +14,7 @@ from shapely.geometry import Point, box
 
 from cabins.executor import REACTIONS, Executor, ExecutorSettings
 from cabins.executor.retry import CONSERVATIVE, NORMAL, RetryChooser, RetryPolicy
+from cabins.executor.seen import ViewReader
 from cabins.warehouse.values import DEFAULT_LIMITS
 from runtime import ContextSpec, Feature, Outbox, load_spec
 from runtime.testing import Stale, make_view, run_step
@@ -556,10 +557,9 @@ def test_policy_is_conservative_with_failures_in_view() -> None:
     out = tick(cabin, board_with(), events=[failure(1)])
     assert [(w.key, w.value) for w in out.writes] == [("retry:mode", "conservative")]
     assert out.reactions == []
-    assert (
-        RetryChooser().choose(make_view(SPEC, board=board_with(), events=[failure(1)])).cause
-        == "recent_failures"
-    )
+    seen = ViewReader().read(make_view(SPEC, board=board_with(), events=[failure(1)]))
+    assert seen.failures == 1
+    assert RetryChooser().choose(seen.failures, seen.failures_missing).cause == "recent_failures"
 
 
 def test_policy_turns_conservative_when_the_failure_records_are_hidden() -> None:

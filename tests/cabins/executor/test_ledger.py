@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from cabins.executor import REANNOUNCE_TICKS, RETRYABLE_REASONS, ExecutorSettings
 from cabins.executor.ledger import StepLedger
 from cabins.executor.plan import PlanReading, Step
-from cabins.executor.reading import Reading, ViewReader
 from cabins.executor.retry import CONSERVATIVE, NORMAL, RetryPolicy
+from cabins.executor.seen import Seen, ViewReader
 from cabins.warehouse.values import ActionOutcome
 from runtime import Outbox, load_spec
 from runtime.testing import make_view
@@ -27,7 +27,7 @@ def step(action: str = "pick", *, task: str = "t1", step_id: str | None = None) 
     return Step(step_id or f"{action}-1", action, "dock", (5.0, 0.0), task, "running")
 
 
-def seen(tick: int = 0, **changes: Any) -> Reading:
+def seen(tick: int = 0, **changes: Any) -> Seen:
     return replace(BASE, tick=tick, **changes)
 
 

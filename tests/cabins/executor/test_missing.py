@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from cabins.executor import EPISODE_QUIET_TICKS, REACTIONS
-from cabins.executor.missing import HOLD, MissingItems, check_declared
+from cabins.executor.missing import HOLD, MissingItems
 from runtime import ContextSpec, Outbox, load_spec
 from runtime.errors import SettingError
 from tests.support.paths import ROOT
@@ -79,7 +79,7 @@ def test_a_reaction_it_cannot_carry_out_is_refused(
     on_missing: dict[str, str], message: str
 ) -> None:
     with pytest.raises(SettingError, match=message):
-        check_declared(ContextSpec(name="e", required=tuple(on_missing), on_missing=on_missing))
+        MissingItems(ContextSpec(name="e", required=tuple(on_missing), on_missing=on_missing))
 
 
 def test_open_episodes_survive_a_pickle() -> None:
@@ -87,3 +87,13 @@ def test_open_episodes_survive_a_pickle() -> None:
     reported(items, {"pose": "stale"}, 0)
     copy = pickle.loads(pickle.dumps(items))
     assert reported(copy, {"pose": "stale"}, 1) == []
+
+
+def test_every_reaction_refused_is_named_in_one_error() -> None:
+    on_missing = {"battery": HOLD, "pose": "slow:speed_limits_unknown", "plan": HOLD}
+    with pytest.raises(SettingError) as caught:
+        MissingItems(ContextSpec(name="e", required=tuple(on_missing), on_missing=on_missing))
+    message = str(caught.value)
+    assert message.startswith("spec 'e' declares reactions the executor does not have: ")
+    assert "'battery' = 'stop:hold'" in message and "'pose' = 'slow:" in message
+    assert "'plan' = " not in message  # a reaction it can carry out

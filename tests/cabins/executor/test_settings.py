@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from cabins.executor import ExecutorSettings
+from cabins.executor import Executor, ExecutorSettings
+from runtime import load_spec
 from runtime.errors import SettingError
+from tests.support.paths import SPECS
 
 DEFAULTS = {
     "lookahead": 0.8,
@@ -62,3 +64,14 @@ def test_the_bounds_themselves_are_allowed() -> None:
     edge = ExecutorSettings(obstacle_margin=0, accept_margin=0.0, arrive_fraction=1, charge_until=1)
     assert (edge.obstacle_margin, edge.arrive_fraction, edge.charge_until) == (0, 1, 1)
     assert ExecutorSettings.from_table({"outcome_timeout_ticks": 1}).outcome_timeout_ticks == 1
+
+
+def test_the_executor_takes_its_settings_object_and_shows_it_read_only() -> None:
+    spec = load_spec(SPECS / "executor.toml")
+    chosen = ExecutorSettings(lookahead=1.0)
+    executor = Executor(spec, chosen)
+    assert executor.settings is chosen and Executor(spec).settings == ExecutorSettings()
+    with pytest.raises(AttributeError):
+        executor.settings = ExecutorSettings()  # type: ignore[misc]
+    with pytest.raises(TypeError, match="settings must be ExecutorSettings, got dict"):
+        Executor(spec, {"lookahead": 1.0})  # type: ignore[arg-type]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
+from cabins.executor.seen import ViewReader
+from cabins.executor.settings import ExecutorSettings
 from cabins.executor.track import Track
 from cabins.executor.zones import SpeedZones
 from runtime import load_spec
@@ -26,13 +29,13 @@ BAY: dict[str, Any] = {
 TRACK = Track(((0.0, 0.0), (20.0, 0.0)))
 
 
-def items(**zones: Any) -> dict[str, WorkItem]:
+def items(**zones: Any) -> Sequence[tuple[str, WorkItem]]:
     board = {f"constraint:speed:{name}": value for name, value in zones.items()}
-    return dict(make_view(SPEC, board=board).provenance)
+    return ViewReader().read(make_view(SPEC, board=board)).speed_zones
 
 
 def zones(*, slow_when_blind: bool = True) -> SpeedZones:
-    return SpeedZones(blind_max_speed=0.8, slow_when_blind=slow_when_blind)
+    return SpeedZones(ExecutorSettings(blind_max_speed=0.8), slow_when_blind=slow_when_blind)
 
 
 def test_the_cap_is_that_of_a_zone_met_within_the_stopping_distance() -> None:
@@ -47,12 +50,12 @@ def test_the_cap_is_that_of_a_zone_met_within_the_stopping_distance() -> None:
 def test_hidden_constraints_cap_the_speed_at_the_lowest_limit_seen() -> None:
     blind = {"constraint:*": "fault"}
     fresh = zones()
-    assert fresh.cap({}, blind, TRACK, 0.0, (0.0, 0.0), 1.0) == 0.8
-    assert fresh.cap({}, {"constraint:*": "absent"}, TRACK, 0.0, (0.0, 0.0), 1.0) == math.inf
+    assert fresh.cap((), blind, TRACK, 0.0, (0.0, 0.0), 1.0) == 0.8
+    assert fresh.cap((), {"constraint:*": "absent"}, TRACK, 0.0, (0.0, 0.0), 1.0) == math.inf
     fresh.cap(items(bay=BAY), {}, TRACK, 0.0, (0.0, 0.0), 1.0)  # seen once, far off
-    assert fresh.cap({}, blind, TRACK, 0.0, (0.0, 0.0), 1.0) == pytest.approx(0.45)
+    assert fresh.cap((), blind, TRACK, 0.0, (0.0, 0.0), 1.0) == pytest.approx(0.45)
     holding = zones(slow_when_blind=False)
-    assert holding.cap({}, blind, TRACK, 0.0, (0.0, 0.0), 1.0) == math.inf
+    assert holding.cap((), blind, TRACK, 0.0, (0.0, 0.0), 1.0) == math.inf
 
 
 def test_a_malformed_zone_is_logged_once_and_ignored() -> None:
@@ -68,6 +71,6 @@ def test_speed_zones_pickle_with_what_they_learnt() -> None:
     learnt = zones()
     learnt.cap(items(bay=BAY), {}, TRACK, 0.0, (0.0, 0.0), 1.0)
     copy = pickle.loads(pickle.dumps(learnt))
-    assert copy.cap({}, {"constraint:*": "stale"}, TRACK, 0.0, (0.0, 0.0), 1.0) == pytest.approx(
+    assert copy.cap((), {"constraint:*": "stale"}, TRACK, 0.0, (0.0, 0.0), 1.0) == pytest.approx(
         0.45
     )

@@ -8,7 +8,8 @@ from typing import Any
 from cabins.monitor import Monitor
 from cabins.monitor.alarms import Alarms
 from cabins.monitor.incidents import Incidents
-from cabins.monitor.sight import Reader, Sight
+from cabins.monitor.seen import Seen, ViewReader
+from cabins.monitor.settings import MonitorSettings
 from runtime import load_spec
 from runtime.cabin import Outbox
 from runtime.testing import make_view, run_step
@@ -18,10 +19,10 @@ SPEC = load_spec(ROOT / "specs" / "monitor.toml")
 LOAD = {"held": 70, "pinned": 66, "capacity": 64}
 
 
-def sight(incidents: Incidents, now: float = 10.0, tick: int = 0, **kwargs: Any) -> Sight:
+def read(incidents: Incidents, now: float = 10.0, tick: int = 0, **kwargs: Any) -> Seen:
     view = make_view(SPEC, now=now, tick=tick, **kwargs)
     incidents.expire(tick=tick, time=now)
-    return Reader(SPEC.route_key, incidents).read(view, Outbox("monitor"))
+    return ViewReader(SPEC.route_key).read(view)
 
 
 def alarms(out: Outbox) -> list[tuple[str, Any]]:
@@ -29,15 +30,15 @@ def alarms(out: Outbox) -> list[tuple[str, Any]]:
 
 
 def test_each_event_is_alarmed_once_while_it_stays_in_the_window() -> None:
-    incidents = Incidents(1.0)
-    part = Alarms(incidents, event_window=SPEC.event_window, episode_gap=1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
+    part = Alarms(MonitorSettings(episode_gap=1.0), incidents, event_window=SPEC.event_window)
     failed = ("cabin_failed", {"cabin": "planner", "error_type": "KeyError", "tick": 3}, 9.5)
     ended = ("capacity_alarm", {**LOAD, "phase": "end"}, 9.6)
     out = Outbox("monitor")
-    part.events(sight(incidents, events=[failed, ended]), out)
+    part.events(read(incidents, events=[failed, ended]), out)
     assert alarms(out) == [("cabin_failed", "planner")]  # an end of pressure is no alarm
     again = Outbox("monitor")
-    part.events(sight(incidents, now=10.05, tick=1, events=[failed, ended]), again)
+    part.events(read(incidents, now=10.05, tick=1, events=[failed, ended]), again)
     assert alarms(again) == []
 
 
@@ -53,20 +54,20 @@ def test_a_view_overflowing_after_an_older_capacity_event_is_a_new_episode() -> 
         f"safety:forbidden:z{i}": {"zone": f"z{i}", "polygon": ((9 + i, 9), (10 + i, 9), (9, 10))}
         for i in range(3)
     }
-    overflow = sight(Incidents(1.0), board=board, capacity=2).overflow
+    overflow = read(Incidents(MonitorSettings(episode_gap=1.0)), board=board, capacity=2).overflow
     assert overflow is not None
     for stamp, episodes in ((9.5, 1), (8.5, 2)):
-        incidents = Incidents(1.0)
-        part = Alarms(incidents, event_window=SPEC.event_window, episode_gap=1.0)
-        seen = sight(incidents, events=[("capacity_alarm", LOAD, stamp)])
+        incidents = Incidents(MonitorSettings(episode_gap=1.0))
+        part = Alarms(MonitorSettings(episode_gap=1.0), incidents, event_window=SPEC.event_window)
+        seen = read(incidents, events=[("capacity_alarm", LOAD, stamp)])
         out = Outbox("monitor")
         part.events(replace(seen, overflow=overflow), out)
         assert [e.data["held"] for e in out.events] == [70, 3][:episodes], stamp
 
 
 def test_a_late_cabin_and_a_low_battery_are_alarmed_once_per_episode() -> None:
-    incidents = Incidents(1.0)
-    part = Alarms(incidents, event_window=SPEC.event_window, episode_gap=1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
+    part = Alarms(MonitorSettings(episode_gap=1.0), incidents, event_window=SPEC.event_window)
     board = {
         "late:llm": {"cabin": "llm", "since_tick": 3, "limit": 2},
         "late:other": {},
@@ -74,12 +75,12 @@ def test_a_late_cabin_and_a_low_battery_are_alarmed_once_per_episode() -> None:
         "battery:low": 0.4,
     }
     out = Outbox("monitor")
-    seen = sight(incidents, board=board)
+    seen = read(incidents, board=board)
     part.battery(seen, out)
     part.late(seen, out)
     assert alarms(out) == [("battery", None), ("cabin_late", "llm"), ("cabin_late", "other")]
     again = Outbox("monitor")
-    seen = sight(incidents, now=10.5, tick=10, board=board)
+    seen = read(incidents, now=10.5, tick=10, board=board)
     part.battery(seen, again)
     part.late(seen, again)
     assert alarms(again) == []

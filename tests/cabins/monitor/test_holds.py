@@ -11,7 +11,7 @@ from shapely.geometry import Point, box
 
 from cabins.monitor import MonitorSettings
 from cabins.monitor.holds import Holds
-from cabins.monitor.sight import Robot
+from cabins.monitor.seen import Robot
 
 WALL = box(2.0, -1.0, 3.0, 1.0)  # its near edge at x = 2
 MARGIN = 0.1

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cabins.monitor.incidents import Incidents
+from cabins.monitor.settings import MonitorSettings
 from runtime.cabin import Outbox
 
 
@@ -46,7 +47,7 @@ def test_incidents_open_exactly_when_the_monitors_old_tracker_did(
 ) -> None:
     """Each tick: expire at the tick's time, then hits at that time or earlier (an
     event's stamp is at most the tick's time)."""
-    incidents, reference = Incidents(gap), _GapEpisodes(gap)
+    incidents, reference = Incidents(MonitorSettings(episode_gap=gap)), _GapEpisodes(gap)
     now = 10.0
     for tick, (step, hits) in enumerate(ticks):
         now += step
@@ -59,7 +60,7 @@ def test_incidents_open_exactly_when_the_monitors_old_tracker_did(
 
 
 def test_a_bad_reading_is_alarmed_once_per_episode() -> None:
-    incidents = Incidents(1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
     out = Outbox("monitor")
     for tick in range(3):
         incidents.expire(tick=tick, time=10.0 + tick * 0.5)
@@ -74,7 +75,7 @@ def test_a_bad_reading_is_alarmed_once_per_episode() -> None:
 
 
 def test_the_emergency_stop_lasts_while_a_stop_episode_is_open() -> None:
-    incidents = Incidents(1.0)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
     assert incidents.opens(("stop", "obstacle", "p1"), tick=0, time=10.0)
     assert incidents.opens(("battery",), tick=0, time=10.0)
     assert incidents.estop

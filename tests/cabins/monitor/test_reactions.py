@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cabins.monitor import CONDITIONS, MonitorSettings
-from cabins.monitor.reactions import Reactions, check_conditions
+from cabins.monitor.reactions import Reactions
 from runtime import ContextSpec
 from runtime.cabin import Outbox
 from runtime.errors import SettingError
@@ -34,7 +34,7 @@ def run(
 
 
 def test_a_protective_stop_holds_while_the_contact_does_and_is_lifted_when_clear() -> None:
-    reactions = Reactions(ContextSpec(name="m"), MonitorSettings(clear_after=0.5))
+    reactions = Reactions(MonitorSettings(clear_after=0.5), ContextSpec(name="m"))
     ticks = [(1.0, None, CONTACT), (1.05, None, CONTACT), (1.1, None, None), (1.6, None, None)]
     assert run(reactions, ticks) == [
         (["stop:protective"], [], ["protective"], None),
@@ -47,7 +47,7 @@ def test_a_protective_stop_holds_while_the_contact_does_and_is_lifted_when_clear
 
 def test_a_slow_down_lasts_until_lifted_capped_by_the_predicted_gap() -> None:
     spec = ContextSpec(name="m", on_condition={"contact_predicted": "slow:contact"})
-    reactions = Reactions(spec, MonitorSettings(slow_speed=0.5, clear_after=0.5))
+    reactions = Reactions(MonitorSettings(slow_speed=0.5, clear_after=0.5), spec)
     ticks = [(1.0, GROWING, CONTACT), (1.2, GROWING, None), (1.4, None, None), (1.75, None, None)]
     assert run(reactions, ticks) == [
         (["slow:deviation", "slow:contact"], [], [], (0.2, "contact")),
@@ -59,9 +59,11 @@ def test_a_slow_down_lasts_until_lifted_capped_by_the_predicted_gap() -> None:
 
 def test_the_spec_chooses_among_what_the_monitor_can_do() -> None:
     spec = ContextSpec(name="m", on_condition={"deviation_growing": "stop:protective"})
-    assert Reactions(spec, MonitorSettings()).chosen == {
+    assert Reactions(MonitorSettings(), spec).chosen == {
         "deviation_growing": "stop:protective",
         "contact_predicted": CONDITIONS["contact_predicted"][0],
     }
     with pytest.raises(SettingError, match="'slow:x'"):
-        check_conditions(ContextSpec(name="m", on_condition={"deviation_growing": "slow:x"}))
+        Reactions(
+            MonitorSettings(), ContextSpec(name="m", on_condition={"deviation_growing": "slow:x"})
+        )

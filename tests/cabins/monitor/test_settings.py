@@ -116,3 +116,11 @@ def test_the_bands_are_refused_exactly_when_they_overlap(
     assert fine
     bands = Monitor(SPEC, settings)._deviation.bands
     assert (bands.warn, bands.alarm, bands.hysteresis) == (warn, alarm, hysteresis)
+
+
+def test_the_settings_are_read_only_and_must_be_monitor_settings() -> None:
+    monitor = Monitor(SPEC)
+    with pytest.raises(AttributeError):
+        monitor.settings = MonitorSettings(stop_margin=0.2)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="settings must be MonitorSettings, got dict"):
+        Monitor(SPEC, {"stop_margin": 0.2})  # type: ignore[arg-type]

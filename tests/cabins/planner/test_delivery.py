@@ -6,6 +6,7 @@ from typing import Any
 
 from cabins.planner.delivery import chain, charging_planned, needed_steps
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.values import DeliverGoal
 from runtime.agent.plan import Plan, PlanStep
 from runtime.spec import load_spec
@@ -19,7 +20,7 @@ CHARGERS = {"c2": (9.0, 9.0), "c1": (2.0, 1.0)}
 
 def seen(**board: Any) -> Seen:
     values = {"pose": (0.0, 0.0, 0.0), "battery": 0.8, "chargers": CHARGERS, **board}
-    return ViewReader(None).read(make_view(SPEC, board=values))
+    return ViewReader(PlannerSettings()).read(make_view(SPEC, board=values))
 
 
 def plan_of(steps: list[PlanStep]) -> list[tuple[str, str, str | None]]:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from cabins.planner.goals import Goals
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from runtime.cabin import Outbox
 from runtime.spec import load_spec
 from runtime.testing import make_view
@@ -27,7 +28,7 @@ def seen(goals: dict[str, dict[str, Any]], *, order: Any = None, **board: Any) -
     values["docks"] = DOCKS
     if order is not None:
         values["dispatch:order"] = order
-    return ViewReader(None).read(make_view(SPEC, board={**values, **board}))
+    return ViewReader(PlannerSettings()).read(make_view(SPEC, board={**values, **board}))
 
 
 def choose(goals: Goals, view: Seen) -> tuple[bool, str | None, Outbox]:

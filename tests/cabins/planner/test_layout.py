@@ -1,5 +1,5 @@
 """The layout the planner remembers: kept when evicted, the route planner built again
-only when it changed, and why no route may be planned."""
+only when it changed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from shapely.geometry import box
 
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec
 from runtime.testing import make_view
@@ -34,11 +35,11 @@ def shelf(x: float = 8.0) -> Feature:
 def seen(features: Iterable[Feature] = (), suppress: Iterable[str] = (), **board: Any) -> Seen:
     values = {k: v for k, v in {**BOARD, **board}.items() if v is not None}
     view = make_view(SPEC, board=values, features=features, suppress=suppress)
-    return ViewReader(None).read(view)
+    return ViewReader(PlannerSettings()).read(view)
 
 
 def layout() -> Layout:
-    return Layout(clearance=0.25, resolution=0.25)
+    return Layout(PlannerSettings(clearance=0.25, resolution=0.25))
 
 
 def test_the_route_planner_is_built_again_only_when_the_layout_changed() -> None:
@@ -67,17 +68,3 @@ def test_speed_zones_are_known_but_no_walls() -> None:
     assert set(known.constraints) == {"map:zone:slow2", "constraint:speed:slow"}
     router = known.router()
     assert router is not None and len(router.problem.forbidden) == 1
-
-
-def test_no_route_may_be_planned_without_goals_pose_safety_bounds_or_any_constraints() -> None:
-    known = layout()
-    assert known.hold_reason(seen()) == "no_bounds"  # nothing learned yet
-    known.learn(seen())
-    assert known.hold_reason(seen()) is None
-    assert known.hold_reason(seen(suppress=["goal:*"])) == "no_goal"
-    assert known.hold_reason(seen(pose=None)) == "no_pose"
-    assert known.hold_reason(seen(suppress=["safety:*"])) == "no_safety"
-    assert known.hold_reason(seen(suppress=["constraint:*"])) is None  # the zones are known
-    fresh = layout()
-    fresh.learn(seen(**{"constraint:speed:slow": None}))
-    assert fresh.hold_reason(seen(suppress=["constraint:*"])) == "no_constraints"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 from shapely.geometry import Point, box
@@ -16,6 +16,7 @@ from runtime.pack import CabinView
 from runtime.spec import load_spec
 from runtime.testing import make_view
 from tests.support.paths import ROOT
+from tests.support.sealed import RealViewReader, SealedView
 
 SPEC = load_spec(ROOT / "specs" / "planner.toml")
 
@@ -34,14 +35,16 @@ def test_obstacles_near_the_robot_come_first_then_those_only_along_the_route() -
     near, ahead = person(3.0, 0.0, "near"), person(55.0, 0.0, "ahead")
     beside = person(55.0, 20.0, "beside")  # neither near nor along the route
     board = {"pose": (0.0, 0.0, 0.0), "route": ((0.0, 0.0), (60.0, 0.0))}
-    seen = ViewReader(None).read(make_view(SPEC, board=board, features=[ahead, near, beside]))
+    seen = ViewReader(PlannerSettings()).read(
+        make_view(SPEC, board=board, features=[ahead, near, beside])
+    )
     assert [f.id for f in seen.obstacles] == ["obstacle:near", "obstacle:ahead"]
     assert {f.id for f in seen.corridor_obstacles} == {"obstacle:near", "obstacle:ahead"}
 
 
 def test_missing_items_absent_ones_left_out_and_goals_not_read_while_missing() -> None:
     board = {"goal:deliver:t1": {"task": "t1"}, "docks": {"a": (1.0, 1.0)}}
-    reader = ViewReader(None)
+    reader = ViewReader(PlannerSettings())
     seen = reader.read(make_view(SPEC, board=board, suppress=["goal:*"], tick=4, now=12.5))
     assert seen.missing["goal:*"] == "fault" and "pose" not in seen.missing  # pose: absent
     assert (seen.goals, dict(seen.docks)) == ((), {})
@@ -63,26 +66,12 @@ def test_missing_items_absent_ones_left_out_and_goals_not_read_while_missing() -
 def test_the_low_battery_level_is_the_setting_else_the_board_else_the_default(
     setting: float | None, board: dict[str, Any], low: float
 ) -> None:
-    assert ViewReader(setting).read(make_view(SPEC, board=board)).low_battery == low
-
-
-class _Sealed:
-    """A view that no one may read: the planner reads its view only in ViewReader."""
-
-    def __getattribute__(self, name: str) -> NoReturn:
-        raise AssertionError(f"the view was read after its Seen: .{name}")
-
-    def __getitem__(self, key: str) -> NoReturn:
-        raise AssertionError(f"the view was read after its Seen: [{key!r}]")
-
-    def __contains__(self, key: object) -> NoReturn:
-        raise AssertionError(f"the view was read after its Seen: {key!r} in")
-
-    def __iter__(self) -> NoReturn:
-        raise AssertionError("the view was read after its Seen: iter")
-
-    def __len__(self) -> NoReturn:
-        raise AssertionError("the view was read after its Seen: len")
+    assert (
+        ViewReader(PlannerSettings(low_battery=setting))
+        .read(make_view(SPEC, board=board))
+        .low_battery
+        == low
+    )
 
 
 def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
@@ -105,8 +94,7 @@ def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
         PlannerSettings(stall_ticks=5, obstacle_replan_interval=0.1),
         long_term=LongTermMemory(":memory:"),
     )
-    reader = planner._reader
-    read = type(reader).read
+    reader = planner._reader = RealViewReader(planner._reader)  # type: ignore[assignment]
     kinds: set[str] = set()
     for tick in range(40):
         features = [shelf]
@@ -125,9 +113,9 @@ def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
             now=10.0 + tick * 0.05,
             suppress=["constraint:*"] if tick == 5 else ["pose"] if tick == 6 else (),
         )
-        reader.read = lambda _sealed, view=view: read(reader, view)  # type: ignore[method-assign]
+        reader.view = view
         out = Outbox(planner.name)
-        planner.step(_Sealed(), out)  # type: ignore[arg-type]
+        planner.step(SealedView(), out)  # type: ignore[arg-type]
         for write in out.writes:
             board[write.key] = write.value
         kinds |= {e.kind for e in out.events} | {r.reaction for r in out.reactions}
@@ -142,3 +130,15 @@ def test_no_part_of_the_planner_reads_the_view_after_the_reader() -> None:
         "give_way",
         "recalled",
     } <= kinds
+
+
+def test_the_obstacle_beside_the_robot_is_the_nearest_within_reach_and_a_metre() -> None:
+    board = {"pose": (0.0, 0.0, 0.0)}
+    near, far = person(1.5, 0.0, "near"), person(2.0, 0.0, "far")
+    seen = ViewReader(PlannerSettings()).read(make_view(SPEC, board=board, features=[far, near]))
+    beside = seen.obstacle_beside(0.6)  # 1.2 from near's disc: within 0.6 + 1
+    assert beside is not None and beside.id == "obstacle:near"
+    assert seen.obstacle_beside(0.6) is beside  # measured once a tick
+    assert seen.obstacle_beside(0.1) is None  # 1.2 > 0.1 + 1
+    alone = ViewReader(PlannerSettings()).read(make_view(SPEC, board={}, features=[near]))
+    assert alone.obstacle_beside(5.0) is None  # no pose: nothing is beside it

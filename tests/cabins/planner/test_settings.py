@@ -83,6 +83,8 @@ def test_the_planner_takes_its_settings_whole_and_pickles_with_them() -> None:
     assert Planner(SPEC).settings == PlannerSettings()
     copy = pickle.loads(pickle.dumps(planner))
     assert copy.settings == settings
+    with pytest.raises(AttributeError):
+        planner.settings = PlannerSettings()  # type: ignore[misc]
     with pytest.raises(TypeError, match="settings must be PlannerSettings, got dict"):
         Planner(SPEC, {"stall_ticks": 3})  # type: ignore[arg-type]
     with pytest.raises(TypeError):

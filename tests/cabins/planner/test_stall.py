@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from shapely.geometry import LineString
 
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from cabins.planner.stall import StallWatch
 from runtime.agent.plan import PlanStep, ReplanTrigger
 from runtime.spec import load_spec
@@ -20,13 +21,15 @@ GO = PlanStep("t1:go_drop", "go to the drop dock", "go_to", "b")
 
 
 def at(x: float, tick: int) -> Seen:
-    return ViewReader(None).read(make_view(SPEC, board={"pose": (x, 0.0, 0.0)}, tick=tick))
+    return ViewReader(PlannerSettings()).read(
+        make_view(SPEC, board={"pose": (x, 0.0, 0.0)}, tick=tick)
+    )
 
 
 def watch(
     xs: list[float], *, stall_ticks: int = 5, step: PlanStep = GO
 ) -> list[ReplanTrigger | None]:
-    stall = StallWatch(stall_ticks=stall_ticks, progress_step=0.25)
+    stall = StallWatch(PlannerSettings(stall_ticks=stall_ticks, progress_step=0.25))
     return [stall.check(step, at(x, tick), ROUTE, LINE) for tick, x in enumerate(xs)]
 
 
@@ -53,13 +56,13 @@ def test_getting_a_progress_step_further_starts_the_clock_again() -> None:
 def test_only_a_go_to_step_on_a_route_is_watched() -> None:
     pick = PlanStep("t1:pick", "pick", "pick", "a")
     assert watch([1.0] * 10, step=pick) == [None] * 10
-    stall = StallWatch(stall_ticks=2, progress_step=0.25)
+    stall = StallWatch(PlannerSettings(stall_ticks=2, progress_step=0.25))
     assert [stall.check(GO, at(1.0, t), None, None) for t in range(5)] == [None] * 5
     assert [stall.check(None, at(1.0, t), ROUTE, LINE) for t in range(5)] == [None] * 5
 
 
 def test_a_new_route_for_the_same_step_keeps_the_clock_and_the_progress() -> None:
-    stall = StallWatch(stall_ticks=5, progress_step=0.25)
+    stall = StallWatch(PlannerSettings(stall_ticks=5, progress_step=0.25))
     other = ((0.0, 1.0), (10.0, 1.0))
     found = []
     for tick in range(6):  # a new route every tick, the robot standing: still stalled

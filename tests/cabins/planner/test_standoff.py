@@ -5,6 +5,7 @@ from __future__ import annotations
 from shapely.geometry import Point
 
 from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from cabins.planner.standoff import StandOff
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
@@ -28,11 +29,11 @@ def mover(x: float, y: float, name: str = "p1", **props: float) -> Feature:
 
 def seen(*movers: Feature, now: float = 10.0, pose: tuple[float, float] = (5.0, 5.0)) -> Seen:
     view = make_view(SPEC, board={"pose": (*pose, 0.0)}, features=movers, now=now)
-    return ViewReader(None).read(view)
+    return ViewReader(PlannerSettings()).read(view)
 
 
 def stand_off(give_way_s: float = 15.0) -> StandOff:
-    return StandOff(give_way_s=give_way_s, obstacle_moved=0.5)
+    return StandOff(PlannerSettings(give_way_s=give_way_s, obstacle_moved=0.5))
 
 
 def test_no_progress_with_no_mover_near_and_no_wait_is_no_stand_off() -> None:

@@ -468,3 +468,33 @@ def test_keys_of_finds_prefixed_keys_in_order_and_follows_key_changes() -> None:
     del view["zone:b"]
     assert keys_of(view, "zone:") == ("zone:a", "zone:c")
     assert keys_of({}, "zone:") == ()
+
+
+def test_keys_of_takes_the_ticks_key_tuple_and_compares_it_once() -> None:
+    from cabins.warehouse.values import KeysOf
+
+    keys_of = KeysOf()
+    view = {"zone:b": 1, "pose": 2, "zone:a": 3}
+    keys = tuple(view)
+    found = keys_of(keys, "zone:")
+    assert found == keys_of(view, "zone:") == ("zone:b", "zone:a")
+    again = tuple(view)  # the same keys, another tuple: what was found is kept
+    assert keys_of(again, "zone:") is found and keys_of(again, "pose") == ("pose",)
+    assert keys_of((*again, "zone:c"), "zone:") == ("zone:b", "zone:a", "zone:c")
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        {},
+        {"robot:radius": 0.4},
+        {"robot:limits": {"radius": 0.5, "max_speed": 2.0, "max_accel": -1.0}},
+        {"robot:limits": {"radius": "big", "max_turn_rate": 1.0}, "robot:radius": 0.3},
+        {"robot:limits": "nonsense", "robot:radius": -1.0},
+    ],
+)
+def test_limits_given_a_radius_read_already_are_the_limits_in_view(view: dict[str, Any]) -> None:
+    from cabins.warehouse.values import RobotLimits, radius_in
+
+    limits = RobotLimits.given(view.get("robot:limits"), radius_in(view))
+    assert limits == RobotLimits.in_view(view)

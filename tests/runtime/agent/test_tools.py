@@ -91,6 +91,26 @@ def test_bad_calls_get_a_clear_error_result(name: Any, arguments: str, expected:
     assert len(pad) == 0
 
 
+def test_reading_a_note_the_view_lost_to_capacity_says_it_was_evicted() -> None:
+    from runtime.agent.tools import EVICTED_NOTE
+
+    tools = ToolDispatcher(scratchpad_tools(Scratchpad(), evicted=["plan"]))
+    read = json.loads(tools.call("read_from_scratchpad", '{"key": "plan"}').content)
+    assert read == {
+        "key": "plan",
+        "found": False,
+        "evicted": True,
+        "value": None,
+        "why": EVICTED_NOTE,
+    }
+    other = json.loads(tools.call("read_from_scratchpad", '{"key": "nope"}').content)
+    assert other == {"key": "nope", "found": False, "value": None}
+    assert json.loads(tools.call("list_scratchpad_keys", "{}").content) == {
+        "keys": [],
+        "evicted": ["plan"],
+    }
+
+
 def test_an_argument_error_says_what_was_expected() -> None:
     result = dispatcher().call("save_to_scratchpad", '{"value": 1}')
     assert result.error == (

@@ -164,6 +164,13 @@ def _assert_report_is_what_was_frozen(report: dict[str, Any], result: TickResult
             ), key
         assert {p: m["reason"] for p, m in seen["missing"].items()} == dict(view.missing)
         assert seen["suppressed"] == list(view.suppressed)
+        assert list(seen["lost"]) == list(view.evicted)
+        for key, eviction in view.evicted.items():
+            assert (seen["lost"][key]["importance"], seen["lost"][key]["reason"]) == (
+                eviction.importance,
+                "capacity",
+            )
+    assert report["pressure"] == {n: list(lost) for n, lost in ws.pressure.items()}
     for out in result.outboxes:
         decision = report["cabins"][out.cabin]["decision"]
         assert decision["failed"] is None
@@ -254,6 +261,32 @@ def test_key_history_follows_the_working_set_views_and_board(
         (w["seq"], w["value"]) for w in writes
     ]
     assert len(writes) > TICKS // 2
+
+
+def test_inspect_shows_what_each_view_lost_to_capacity(run: Run, recording: Recording) -> None:
+    """A capacity of 12 starves every cabin: the tick report lists each cabin's lost items,
+    the key history marks the ticks a cabin lost a key, and the people's output says which
+    cabins lost how much."""
+    tick, result = next((t, r) for t, r in run.results.items() if r.working_set.pressure)
+    lost = {v.cabin: list(v.evicted) for v in result.views if v.evicted}
+    report = tick_report(recording, tick)
+    assert report["pressure"] == lost and report["capacity_alarm"]
+    cabin, keys = next(iter(lost.items()))
+    rows = {row["tick"]: row for row in key_history(recording, keys[0])["history"]}
+    assert cabin in rows[tick]["lost_by"]
+    assert main(["inspect", str(run.path), "--tick", str(tick), "--cabin", cabin]) == 0
+
+
+def test_cli_inspect_says_what_raised_the_capacity_alarm(
+    run: Run, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    tick, result = next((t, r) for t, r in run.results.items() if r.working_set.pressure)
+    assert main(["inspect", str(run.path), "--tick", str(tick)]) == 0
+    out = capsys.readouterr().out
+    name, lost = next(iter(result.working_set.pressure.items()))
+    assert f"capacity alarm: capacity pressure: {name} lost {len(lost)}" in out
+    assert f"lost to capacity ({len(lost)}): {lost[0]} (importance" in out
 
 
 def test_key_history_shows_evictions_and_missing(run: Run, recording: Recording) -> None:

@@ -22,6 +22,7 @@ from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
 from tests.support.paths import ROOT
+from tests.support.worlds import TOO_SHORT, write_world
 
 HIDE_FAILURES = "missing:executor:event:action_failed*@50-400"
 
@@ -146,6 +147,8 @@ def test_a_short_event_window_is_widened(tmp_path: Path) -> None:
 def test_a_quiet_run_has_nothing_to_suggest(tmp_path: Path) -> None:
     report = diagnose(record(tmp_path / "run.mcap", ticks=150))
     assert report.findings == () and report.suggestions == ()
+    assert report.liveness.status == "cut_short" and not report.liveness.stuck
+    assert report.notes == ()
 
 
 def test_a_negative_window_is_refused(starved: Path) -> None:
@@ -157,9 +160,16 @@ def test_a_negative_window_is_refused(starved: Path) -> None:
 
 
 def write_recording(
-    path: Path, specs: Mapping[str, ContextSpec], ticks: list[dict[str, Any]]
+    path: Path,
+    specs: Mapping[str, ContextSpec],
+    ticks: list[dict[str, Any]],
+    *,
+    summary: Mapping[str, Any] | None = None,
 ) -> Path:
-    """A minimal tickwork recording: per tick, each cabin's view items and the events."""
+    """A minimal tickwork recording: per tick, each cabin's view items and the events
+    (``(kind, cabin)`` or ``(kind, cabin, data)``); when a tick says, what each view lost to
+    capacity (``lost``: cabin → keys, evicted at importance 0.7) and memory's ``occupancy``;
+    and the ``summary`` a finished run writes."""
     from mcap.writer import Writer
 
     with open(path, "wb") as fh:
@@ -177,8 +187,11 @@ def write_recording(
                 "faults": "[]",
             },
         )
+        if summary is not None:
+            writer.add_metadata("summary", {"json": json.dumps(summary)})
         seq = 0
         for tick, entry in enumerate(ticks):
+            lost = entry.get("lost", {})
             views = {
                 cabin: {
                     "items": items,
@@ -187,24 +200,30 @@ def write_recording(
                     "nearby_map": [],
                     "corridor_map": [],
                     "recent_events": [],
+                    **({"evicted": lost.get(cabin, [])} if "lost" in entry else {}),
                 }
                 for cabin, items in entry["views"].items()
             }
-            versions = {"board_seq": tick, "map_version": 0, "log_seq": seq}
-            messages = [
-                (
-                    "/working_set",
-                    {
-                        "tick": tick,
-                        "time": tick * 0.05,
-                        "items": {},
-                        "versions": versions,
-                        "views": views,
-                    },
-                ),
-                ("/evictions", {"tick": tick, "evictions": []}),
+            gone = sorted({k for keys in lost.values() for k in keys})
+            evictions = [
+                {"key": k, "importance": 0.7, "last_used": tick * 0.05, "reason": "capacity"}
+                for k in gone
             ]
-            for kind, cabin in entry.get("events", ()):
+            versions = {"board_seq": tick, "map_version": 0, "log_seq": seq}
+            working_set: dict[str, Any] = {
+                "tick": tick,
+                "time": tick * 0.05,
+                "items": {},
+                "versions": versions,
+                "views": views,
+            }
+            if "occupancy" in entry:
+                working_set["occupancy"] = entry["occupancy"]
+            messages = [
+                ("/working_set", working_set),
+                ("/evictions", {"tick": tick, "evictions": evictions}),
+            ]
+            for kind, cabin, *data in entry.get("events", ()):
                 seq += 1
                 messages.append(
                     (
@@ -214,7 +233,7 @@ def write_recording(
                             "stamp": tick * 0.05,
                             "kind": kind,
                             "tags": [f"cabin:{cabin}"],
-                            "data": {},
+                            "data": data[0] if data else {},
                         },
                     )
                 )
@@ -248,6 +267,156 @@ def test_an_item_seen_before_successes_but_not_failures_becomes_required(tmp_pat
     assert suggestion.change == 'required = ["pose", "beacon"]'
     assert suggestion.ticks == (15, 25, 35) and suggestion.outcomes == 3
     assert apply(spec, suggestion.change).required == ("pose", "beacon")
+
+
+# -- capacity pressure -------------------------------------------------------------------------
+
+
+def test_capacity_pressure_is_named_per_cabin_and_the_crowding_window_is_capped_first(
+    tmp_path: Path,
+) -> None:
+    """The mapper's wide window holds 12 shelves of a 16-item memory; the mover loses its
+    battery reading from tick 5 and its step fails at tick 20. The doctor names the mover's
+    pressure (ticks, keys, its episode) and, before any raised weight, a ``map_limit`` on
+    the mapper's window, the part that holds the most of memory, not the mover's spec."""
+    mapper = ContextSpec(name="mapper", board_keys=("pose",), map_center="pose", map_radius=40.0)
+    mover = ContextSpec(name="mover", board_keys=("pose", "battery"), weights={"battery": 0.7})
+    shelves = {f"map:shelf:{n}": "map:window(pose,40)" for n in range(12)}
+    ticks: list[dict[str, Any]] = []
+    for tick in range(25):
+        lost = {"mover": ["battery"]} if tick >= 5 else {}
+        mover_items = (
+            {"pose": "board:pose"}
+            if tick >= 5
+            else {
+                "pose": "board:pose",
+                "battery": "board:battery",
+            }
+        )
+        events = [("action_failed", "mover")] if tick == 20 else []
+        if tick == 5:
+            events.append(("capacity_pressure", "runtime"))
+        ticks.append(
+            {
+                "views": {"mapper": {"pose": "board:pose", **shelves}, "mover": mover_items},
+                "lost": lost,
+                "occupancy": {"held": 16, "pinned": 0, "capacity": 16},
+                "events": events,
+            }
+        )
+    path = write_recording(tmp_path / "pressed.mcap", {"mapper": mapper, "mover": mover}, ticks)
+    report = diagnose(path)
+    (pressed,) = report.pressure
+    assert (pressed.cabin, pressed.ticks, pressed.lost, pressed.first, pressed.last) == (
+        "mover",
+        20,
+        20,
+        5,
+        24,
+    )
+    assert pressed.keys == (("battery", 20),)
+    assert "mapper's map window holds 12 items" in pressed.advice
+    assert pressed.advice.endswith("grow the capacity last")
+    first = report.suggestions[0]
+    assert (first.cabin, first.action, first.change) == ("mapper", "tighten", "map_limit = 11")
+    assert first.ticks == (20,)
+    assert apply(mapper, first.change).map_limit == 11
+    failed = next(f for f in report.findings if f.outcome.kind == "action_failed")
+    assert any(lack.item == "battery" and lack.reason == "capacity" for lack in failed.lacks)
+    assert report.as_json()["pressure"][0]["keys"] == [{"key": "battery", "ticks": 20}]
+
+
+def test_an_eviction_counts_for_a_cabin_only_if_its_view_lost_the_item(tmp_path: Path) -> None:
+    """With views that say what they lost, a capacity eviction of a key the cabin reads
+    but did not select then (another cabin lost it) is not the cabin's lack."""
+    spec = ContextSpec(name="walker", board_keys=("pose", "beacon"), weights={"beacon": 0.7})
+    other = ContextSpec(name="other", board_keys=("beacon",), weights={"beacon": 0.7})
+    ticks = [
+        {
+            "views": {"walker": {"pose": "board:pose"}, "other": {}},
+            "lost": {"other": ["beacon"]},
+            "events": [("action_failed", "walker")] if tick == 3 else [],
+        }
+        for tick in range(4)
+    ]
+    report = diagnose(write_recording(tmp_path / "x.mcap", {"walker": spec, "other": other}, ticks))
+    (finding,) = report.findings
+    assert not [lack for lack in finding.lacks if lack.what == "evicted"]
+    assert [p.cabin for p in report.pressure] == ["other"]
+
+
+# -- liveness: a stand-off has nothing missing, and the doctor still says what happened ------
+
+
+def standoff(folder: Path, *, finished: bool = True) -> Path:
+    """A recorded stand-off: the planner waits for a mover and re-plans without progress,
+    seeing everything it requires, and the run ends with both tasks undelivered."""
+    spec = ContextSpec(name="planner", board_keys=("pose",), required=("pose",))
+    ticks = []
+    for tick in range(60):
+        events: list[tuple[Any, ...]] = []
+        if tick % 10 == 5:
+            events.append(("wait_for_obstacles", "planner", {"task": "t1", "step": "go_pick"}))
+        if tick % 20 == 19:
+            events.append(("replan", "planner", {"reason": "no_progress", "task": "t1"}))
+        ticks.append({"views": {"planner": {"pose": "board:pose"}}, "events": events})
+    summary = {
+        "ticks": 60,
+        "scenario_ticks": 60,
+        "stopped_by": None,
+        "deliveries_done": 0,
+        "tasks_total": 2,
+        "tasks_undeliverable": [],
+        "tasks_undelivered": ["t1", "t2"],
+        "collisions": 0,
+        "safety_violations": 0,
+    }
+    return write_recording(
+        folder / "standoff.mcap", {"planner": spec}, ticks, summary=summary if finished else None
+    )
+
+
+def test_a_stand_off_with_nothing_missing_is_named_as_a_liveness_failure(tmp_path: Path) -> None:
+    report = diagnose(standoff(tmp_path))
+    assert [f.outcome.summary for f in report.findings] == ["replan (no_progress)"] * 3
+    assert report.nothing_lacked and report.suggestions == ()
+    live = report.liveness
+    assert (live.waits, live.give_ways, live.no_progress_replans, live.stalled) == (6, 0, 3, 0)
+    assert live.undelivered == ("t1", "t2") and (live.delivered, live.reachable) == (0, 2)
+    assert live.status == "failed" and live.stuck
+    assert live.verdict == "FAILED: 2 reachable tasks undelivered (t1, t2)"
+    assert any(note.startswith("nothing was missing or evicted") for note in report.notes)
+    data = report.as_json()["liveness"]
+    assert data["waits"] == 6 and data["tasks_undelivered"] == ["t1", "t2"] and data["stuck"]
+
+
+def test_the_doctor_prints_the_liveness_of_a_stand_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli.main(["doctor", str(standoff(tmp_path))]) == 0  # nothing to suggest
+    out = capsys.readouterr().out
+    assert (
+        "liveness: 6 waits for movers, 0 give-ways, 3 no-progress re-plans, 0 stalled "
+        "episodes, 0 deferrals, 0 abandoned tasks"
+    ) in out
+    assert "verdict: FAILED: 2 reachable tasks undelivered (t1, t2)" in out
+    assert "no spec change covers it" in out
+    assert "no spec change to suggest" in out
+
+
+def test_a_killed_runs_verdict_is_unknown(tmp_path: Path) -> None:
+    live = diagnose(standoff(tmp_path, finished=False)).liveness
+    assert (live.waits, live.no_progress_replans) == (6, 3)
+    assert live.verdict is None and live.undelivered is None and not live.stuck
+    assert live.outcome_text().startswith("verdict unknown: the recording holds no summary")
+
+
+def test_a_recorded_run_that_left_its_task_undelivered(tmp_path: Path) -> None:
+    path = record(tmp_path / "short.mcap", write_world(tmp_path, TOO_SHORT), ticks=100)
+    report = diagnose(path)
+    assert report.liveness.undelivered == ("t1",) and report.liveness.stuck
+    assert report.liveness.verdict == "FAILED: 1 reachable task undelivered (t1)"
 
 
 # -- properties ------------------------------------------------------------------------------

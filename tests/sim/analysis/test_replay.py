@@ -201,6 +201,62 @@ def test_a_note_is_rebuilt_under_its_view_key() -> None:
     assert view.provenance["note:route_hint"].via == "note:scratchpad"
 
 
+def test_a_starved_run_replays_what_each_view_lost(tmp_path: Path) -> None:
+    """Under capacity pressure each rebuilt view loses what the recorded one lost, with
+    the recorded evictions, so a cabin that reads ``view.evicted`` replays the same."""
+    path = record(tmp_path / "starved.mcap", ticks=60, capacity=12)
+    rec = Recording.open(path)
+    message = rec.one(WORKING_SET, 30)
+    evictions = rec.one(EVICTIONS, 30)
+    assert message is not None and evictions is not None
+    views = ViewBuilder().views(message, evictions)
+    capacity = {e["key"]: e for e in evictions["evictions"] if e["reason"] == "capacity"}
+    lost_somewhere = False
+    for cabin, view in views.items():
+        assert list(view.evicted) == message["views"][cabin]["evicted"]
+        for key, eviction in view.evicted.items():
+            assert eviction.importance == capacity[key]["importance"]
+            lost_somewhere = True
+    assert lost_somewhere
+    assert not replay(rec).drifted
+
+
+def test_a_lost_note_is_rebuilt_under_its_view_key() -> None:
+    message = {
+        "tick": 20,
+        "time": 1.0,
+        "versions": {"board_seq": 1, "map_version": 0, "log_seq": 0},
+        "items": {},
+        "views": {
+            "walker": {
+                "items": {},
+                "missing": {},
+                "suppressed": [],
+                "nearby_map": [],
+                "corridor_map": [],
+                "recent_events": [],
+                "evicted": ["note:route_hint"],
+            }
+        },
+    }
+    gone = {
+        "tick": 20,
+        "evictions": [
+            {
+                "key": "note:walker/route_hint",
+                "importance": 0.5,
+                "last_used": 1.0,
+                "reason": "capacity",
+            }
+        ],
+    }
+    view = ViewBuilder().views(WORKING_SET.parse(message), EVICTIONS.parse(gone))["walker"]
+    assert list(view.evicted) == ["note:route_hint"]
+    assert view.evicted["note:route_hint"].importance == 0.5
+    with pytest.raises(ReplayError, match="lost 'note:route_hint' to capacity"):
+        ViewBuilder().views(WORKING_SET.parse(message), EVICTIONS.parse({**gone, "evictions": []}))
+
+
 # -- comparing decisions ---------------------------------------------------------------------
 
 json_values = st.recursive(

@@ -1,10 +1,11 @@
 """What the monitor saw: its view, read once per tick.
 
-``Reader.read(view, out)`` takes from the view everything the monitor's parts look at and
-returns it as one ``Sight``; the parts take the sight, never the view. The robot's radius,
-pose and velocity are parsed here (each unreadable one is a bad reading); the other values
-are passed on as the view holds them, to be parsed by the part that knows them, in the
-order the monitor reports on them.
+``ViewReader.read(view)`` takes from the view everything the monitor's parts look at and
+returns it as one ``Seen``; the parts take it, never the view. The robot's radius, pose
+and velocity are parsed here (each unreadable one is a bad reading, for the step to
+report); the other values are passed on as the view holds them, to be parsed by the part
+that knows them, in the order the monitor reports on them. The view's keys are gathered
+once a tick, for every prefix the reader looks for.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any, TypeVar
 
 from shapely.geometry import Point
 
-from cabins.monitor.incidents import Incidents
 from cabins.warehouse.shapes import point
 from cabins.warehouse.values import (
     BATTERY,
@@ -35,13 +35,12 @@ from cabins.warehouse.values import (
     Velocity,
     positive,
 )
-from runtime.asynchronous import LATE_PREFIX
-from runtime.cabin import Outbox
+from runtime.cabin import LATE_PREFIX
 from runtime.cabin_map import Feature
 from runtime.log import Event
 from runtime.pack import CabinView, Occupancy
 
-__all__ = ["Reader", "Robot", "Sight"]
+__all__ = ["Robot", "Seen", "ViewReader"]
 
 _T = TypeVar("_T")
 
@@ -59,7 +58,7 @@ class Robot:
 
 
 @dataclass(slots=True)
-class Sight:
+class Seen:
     """One tick's view, as the monitor reads it. Built once per tick and only read after
     (not frozen: it is built every tick, and a frozen one costs more to build)."""
 
@@ -67,6 +66,9 @@ class Sight:
     time: float
     missing: Mapping[str, str]
     """Required pattern -> why it is missing (every reason, "absent" too)."""
+    bad: Sequence[tuple[str, str]]
+    """The readings found unreadable on the way, (key, what is wrong), in order: the
+    radius, the pose, the velocity."""
     radius: float
     pose: Pose | None
     velocity: Velocity | None
@@ -83,7 +85,8 @@ class Sight:
     forbidden: Sequence[tuple[str, Any]]
     """The ``safety:forbidden:*`` items (key, value), in key order."""
     speed_zones: Sequence[tuple[str, Any]]
-    """The speed zones (key, value), in key order."""
+    """The speed zones (key, value), in key order; read only while the robot's speed is
+    known (the speeding alarm is all that looks at them), else none."""
     late: Sequence[tuple[str, Any]]
     """The ``late:*`` items (key, value), in the view's order."""
     nearby_map: tuple[Feature, ...]
@@ -99,19 +102,22 @@ class Sight:
     """The memory's load while its pinned items alone overflow it, else None."""
 
 
-class Reader:
-    """Reads a monitor's view into a ``Sight`` (see the module docstring)."""
+class ViewReader:
+    """Reads a monitor's view into a ``Seen`` (see the module docstring); ``route_key`` is
+    the spec's."""
 
-    def __init__(self, route_key: str, incidents: Incidents) -> None:
+    __slots__ = ("_keys_of", "_route_key")
+
+    def __init__(self, route_key: str) -> None:
         self._route_key = route_key
-        self._incidents = incidents
         self._keys_of = KeysOf()
 
-    def read(self, view: CabinView, out: Outbox) -> Sight:
+    def read(self, view: CabinView) -> Seen:
+        bad: list[tuple[str, str]] = []
         limits, radius_value = view.get(ROBOT_LIMITS), view.get(ROBOT_RADIUS)
-        radius = self._radius(view, out, limits, ROBOT_RADIUS in view, radius_value)
-        pose = self._parse(view, POSE, 3, Pose.read, out)
-        velocity = self._parse(view, VELOCITY, 2, Velocity.read, out)
+        radius = _radius(bad, limits, ROBOT_RADIUS in view, radius_value)
+        pose = _parse(bad, view, POSE, 3, Pose.read)
+        velocity = _parse(bad, view, VELOCITY, 2, Velocity.read)
         here = None if pose is None else point(pose.x, pose.y)
         robot = None
         if pose is not None and here is not None:
@@ -124,11 +130,14 @@ class Reader:
                 radius,
             )
         route_key, keys_of = self._route_key, self._keys_of
+        keys = tuple(view.provenance)  # once a tick, for every prefix looked for
         route_shown, scan_shown = route_key in view, SCANNER in view
-        return Sight(
+        speeding_known = robot is not None and robot.speed is not None
+        return Seen(
             tick=view.tick,
             time=view.time,
             missing=view.missing,
+            bad=bad,
             radius=radius,
             pose=pose,
             velocity=velocity,
@@ -138,9 +147,13 @@ class Reader:
             route=view[route_key] if route_shown else None,
             scan_shown=scan_shown,
             scan=view[SCANNER] if scan_shown else None,
-            forbidden=[(k, view[k]) for k in sorted(keys_of(view, FORBIDDEN_PREFIX))],
-            speed_zones=[(k, view[k]) for k in sorted(keys_of(view, SPEED_ZONE_PREFIX))],
-            late=[(k, view[k]) for k in keys_of(view, LATE_PREFIX)],
+            forbidden=[(k, view[k]) for k in sorted(keys_of(keys, FORBIDDEN_PREFIX))],
+            speed_zones=(
+                [(k, view[k]) for k in sorted(keys_of(keys, SPEED_ZONE_PREFIX))]
+                if speeding_known
+                else ()
+            ),
+            late=[(k, view[k]) for k in keys_of(keys, LATE_PREFIX)],
             nearby_map=view.nearby_map,
             limits_value=limits,
             radius_value=radius_value,
@@ -151,33 +164,36 @@ class Reader:
             overflow=view.occupancy if view.capacity_alarm else None,
         )
 
-    def _bad(self, view: CabinView, out: Outbox, key: str, problem: str) -> None:
-        self._incidents.bad(out, key, problem, tick=view.tick, time=view.time)
 
-    def _parse(
-        self, view: CabinView, key: str, count: int, read: Callable[[Any], _T | None], out: Outbox
-    ) -> _T | None:
-        if key not in view:
-            return None
-        value = view[key]
-        reading = read(value)
-        if reading is None:
-            self._bad(view, out, key, f"{key} must hold {count} finite numbers, got {value!r}")
-        return reading
+def _parse(
+    bad: list[tuple[str, str]],
+    view: CabinView,
+    key: str,
+    count: int,
+    read: Callable[[Any], _T | None],
+) -> _T | None:
+    if key not in view:
+        return None
+    value = view[key]
+    reading = read(value)
+    if reading is None:
+        bad.append((key, f"{key} must hold {count} finite numbers, got {value!r}"))
+    return reading
 
-    def _radius(
-        self, view: CabinView, out: Outbox, limits: Any, radius_shown: bool, radius_value: Any
-    ) -> float:
-        """The robot radius (``cabins.warehouse.values.radius_in``), with an alarm for each
-        unreadable radius on the way to it."""
-        if isinstance(limits, Mapping) and "radius" in limits:
-            radius = positive(limits["radius"])
-            if radius is not None:
-                return radius
-            self._bad(view, out, ROBOT_LIMITS, f"radius must be > 0, got {limits['radius']!r}")
-        if radius_shown:
-            radius = positive(radius_value)
-            if radius is not None:
-                return radius
-            self._bad(view, out, ROBOT_RADIUS, f"must be > 0, got {radius_value!r}")
-        return DEFAULT_LIMITS.radius
+
+def _radius(
+    bad: list[tuple[str, str]], limits: Any, radius_shown: bool, radius_value: Any
+) -> float:
+    """The robot radius (``cabins.warehouse.values.radius_in``), with a bad reading for
+    each unreadable radius on the way to it."""
+    if isinstance(limits, Mapping) and "radius" in limits:
+        radius = positive(limits["radius"])
+        if radius is not None:
+            return radius
+        bad.append((ROBOT_LIMITS, f"radius must be > 0, got {limits['radius']!r}"))
+    if radius_shown:
+        radius = positive(radius_value)
+        if radius is not None:
+            return radius
+        bad.append((ROBOT_RADIUS, f"must be > 0, got {radius_value!r}"))
+    return DEFAULT_LIMITS.radius

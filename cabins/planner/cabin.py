@@ -2,15 +2,17 @@
 
 Each tick the planner reads its view once (``seen``) and, through its outbox only:
 
-- reports each episode of a missing required item once (``reactions``);
+- reports each episode of a missing required item once (``missing``);
 - remembers the static layout it sees, so an item evicted from working memory is still
   avoided, and builds the route planner from it (``layout``);
 - keeps a stack of the ``goal:deliver:*`` goals (oldest released first, unless a
   dispatcher's ``dispatch:order`` ranks them) and works on one at a time; a goal that
   leaves the board was delivered (``goals``);
 - plans the active task as a chain of steps (go to the pick-up dock, pick, go to the
-  drop dock, drop), with go-to-charger and charge first when the battery is low
-  (``delivery``); follows the executor's ``action_done``/``action_failed`` reports to
+  drop dock, drop), with go-to-charger and charge first when the battery is low or, by
+  its drain model, does not cover the rest of the task and the way to a charger after it
+  (``delivery``, ``energy``: checked when a task starts, before each go-to step and on
+  re-plans); follows the executor's ``action_done``/``action_failed`` reports to
   mark steps done or failed, and re-plans (keeping done steps, with a ``replan`` event)
   when a step failed, when an obstacle enters the route corridor ahead, when the same
   action failed twice in a row without progress, when the robot made no progress along
@@ -37,7 +39,8 @@ through its outbox (``out.remember``); the loop that runs it writes it to the lo
 ``remembered`` event reports each fact asked for and a ``recalled`` event each route
 that memory changed. Without long-term memory the planner behaves exactly as before.
 
-The planner's tuning values are one ``PlannerSettings`` object (``settings``).
+The planner's tuning values are one ``PlannerSettings`` object (``settings``, read-only):
+each part that is tuned takes that object, first, and reads its values from it.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots, blocked_subject
+from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots
+from cabins.planner.energy import Energy
 from cabins.planner.goals import Goals
+from cabins.planner.hold import hold_reason
 from cabins.planner.layout import Layout
-from cabins.planner.reactions import REACTIONS, MissingReactions
+from cabins.planner.missing import MissingItems
 from cabins.planner.route import RouteKeeper
 from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
@@ -60,7 +65,7 @@ from runtime.cabin import Outbox
 from runtime.pack import CabinView
 from runtime.spec import ContextSpec
 
-__all__ = ["REACTIONS", "BlockedSpot", "Planner", "blocked_subject"]
+__all__ = ["Planner"]
 
 
 class Planner:
@@ -83,22 +88,17 @@ class Planner:
         if not isinstance(settings, PlannerSettings):
             raise TypeError(f"settings must be PlannerSettings, got {type(settings).__name__}")
         self.spec = spec
-        self.settings = settings
+        self._settings = settings
         self._spots = BlockedSpots(
-            long_term,
-            {"cabin": spec.name} if memory_scope is None else memory_scope,
-            cell=settings.memory_cell,
-            radius=settings.memory_radius,
-            detour=settings.memory_detour,
+            settings, long_term, {"cabin": spec.name} if memory_scope is None else memory_scope
         )
-        self._reader = ViewReader(settings.low_battery)
-        self._reactions = MissingReactions()
-        self._layout = Layout(clearance=settings.clearance, resolution=settings.resolution)
+        self._reader = ViewReader(settings)
+        self._missing = MissingItems()
+        self._layout = Layout(settings)
         self._goals = Goals()
-        self._steps = Steps(settings, event_window=spec.event_window)
-        self._standoff = StandOff(
-            give_way_s=settings.give_way_s, obstacle_moved=settings.obstacle_moved
-        )
+        self._energy = Energy(settings, self._layout)
+        self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
+        self._standoff = StandOff(settings)
         self._route = RouteKeeper(
             settings, layout=self._layout, spots=self._spots, standoff=self._standoff
         )
@@ -106,6 +106,11 @@ class Planner:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def settings(self) -> PlannerSettings:
+        """The planner's tuning values (its parts read them from this one object)."""
+        return self._settings
 
     @property
     def long_term(self) -> LongTermMemory | None:
@@ -142,14 +147,15 @@ class Planner:
         seen = self._reader.read(view)
         layout, goals, steps, keeper = self._layout, self._goals, self._steps, self._route
         self._standoff.watch(seen)
-        self._reactions.react(seen, len(layout.constraints), out)
+        self._missing.react(seen, len(layout.constraints), out)
         layout.learn(seen)
+        self._energy.observe(seen)
         goals_visible = "goal:*" not in seen.missing
         if goals_visible:
             goals.update(seen)
         steps.read_events(seen)
 
-        hold = layout.hold_reason(seen)
+        hold = hold_reason(seen, layout)
         if goals_visible:
             self._choose_task(seen, out)
         replan = self._replan

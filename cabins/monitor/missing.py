@@ -1,4 +1,4 @@
-"""Absences: the required readings the monitor cannot see, and the fail-safe stop.
+"""MissingItems: the required readings the monitor cannot see, and the fail-safe stop.
 
 A required reading missing for a reason other than "absent" (stale, fault, evicted) is
 reported on the tick it goes missing, and again when its reason changes: an ``alarm``
@@ -16,17 +16,17 @@ from typing import Final
 
 from cabins.monitor.incidents import Incidents
 from cabins.monitor.names import ALARM_TAGS, FAIL_SAFE, FAIL_SAFE_ON, READING_REACTION, STOP_TAGS
-from cabins.monitor.sight import Sight
+from cabins.monitor.seen import Seen
 from runtime.cabin import Outbox
 from runtime.episodes import Episodes, UntilSeen
 from runtime.spec import ContextSpec
 
-__all__ = ["Absences"]
+__all__ = ["MissingItems"]
 
 _SAFETY_KEY: Final = "safety"  # the fail-safe's one episode: its reason names the pattern
 
 
-class Absences:
+class MissingItems:
     """Missing required readings and the fail-safe stop (see the module docstring)."""
 
     def __init__(self, spec: ContextSpec, incidents: Incidents) -> None:
@@ -35,11 +35,9 @@ class Absences:
         self._safety: Episodes[str] = Episodes(UntilSeen(new_reason=True))
         self._incidents = incidents
 
-    def report_missing(self, sight: Sight, out: Outbox) -> None:
+    def report_missing(self, seen: Seen, out: Outbox) -> None:
         """Alarm (and react) on the tick a required reading goes missing, or changes reason."""
-        opened = self._missing.follow(
-            sight.missing, self._watched, tick=sight.tick, time=sight.time
-        )
+        opened = self._missing.follow(seen.missing, self._watched, tick=seen.tick, time=seen.time)
         for pattern, reason in opened:
             kind = "stale_reading" if reason == "stale" else "missing_reading"
             out.emit(
@@ -49,10 +47,10 @@ class Absences:
             )
             out.react(pattern, READING_REACTION, reason=reason)
 
-    def fail_safe(self, sight: Sight, out: Outbox, stops: list[str]) -> None:
+    def fail_safe(self, seen: Seen, out: Outbox, stops: list[str]) -> None:
         """Stop every tick while safety items (``safety:*``, or the scanner's reading) are
         missing; report it when that starts."""
-        missing, tick, time = sight.missing, sight.tick, sight.time
+        missing, tick, time = seen.missing, seen.tick, seen.time
         found = next(
             ((p, r) for p in FAIL_SAFE_ON if (r := missing.get(p)) not in (None, "absent")),
             None,

@@ -1,4 +1,4 @@
-"""The planner's reactions to missing items: one per episode of missingness.
+"""The planner's missing items: one reaction per episode of missingness.
 
 A required item that goes missing (for a reason other than "absent") is reported once,
 on the tick it goes missing, with the reaction ``REACTIONS`` names for it; it is
@@ -17,7 +17,7 @@ from cabins.planner.seen import Seen
 from runtime.cabin import Outbox
 from runtime.episodes import Episodes, UntilSeen
 
-__all__ = ["REACTIONS", "MissingReactions"]
+__all__ = ["REACTIONS", "MissingItems"]
 
 REACTIONS: Final[Mapping[str, str]] = {
     "goal:*": "idle:no_goal",
@@ -28,7 +28,7 @@ REACTIONS: Final[Mapping[str, str]] = {
 """Required pattern -> the reaction the planner reports when it goes missing (not absent)."""
 
 
-class MissingReactions:
+class MissingItems:
     """Reports each episode of a missing required item once (see the module docstring)."""
 
     def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Absences: missing required readings reported once per episode (a new reason is a new
+"""MissingItems: missing required readings reported once per episode (a new reason is a new
 one), and the fail-safe stop while a safety item is missing."""
 
 from __future__ import annotations
@@ -8,31 +8,30 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cabins.monitor.absences import Absences
 from cabins.monitor.incidents import Incidents
-from cabins.monitor.sight import Reader, Sight
+from cabins.monitor.missing import MissingItems
+from cabins.monitor.seen import Seen, ViewReader
+from cabins.monitor.settings import MonitorSettings
 from runtime import load_spec
 from runtime.cabin import Outbox
 from runtime.testing import make_view
 from tests.support.paths import ROOT
 
 SPEC = load_spec(ROOT / "specs" / "monitor.toml")
-BASE = Reader(SPEC.route_key, Incidents(1.0)).read(
-    make_view(SPEC, board={"pose": (0.0, 0.0, 0.0)}), Outbox("monitor")
-)
+BASE = ViewReader(SPEC.route_key).read(make_view(SPEC, board={"pose": (0.0, 0.0, 0.0)}))
 REASONS = st.sampled_from([None, "absent", "stale", "fault", "evicted"])
 
 
-def _sight(tick: int, missing: dict[str, str]) -> Sight:
+def _seen(tick: int, missing: dict[str, str]) -> Seen:
     return replace(BASE, tick=tick, time=10.0 + 0.05 * tick, missing=missing)
 
 
 def test_a_missing_reading_is_reported_when_it_starts_and_when_its_reason_changes() -> None:
-    absences = Absences(SPEC, Incidents(1.0))
+    items = MissingItems(SPEC, Incidents(MonitorSettings(episode_gap=1.0)))
     reported = []
     for tick, reason in enumerate(["stale", "stale", "fault", None, "absent", "fault"]):
         out = Outbox("monitor")
-        absences.report_missing(_sight(tick, {} if reason is None else {"pose": reason}), out)
+        items.report_missing(_seen(tick, {} if reason is None else {"pose": reason}), out)
         assert len(out.events) == len(out.reactions)
         reported += [(tick, e.data["kind"], e.data["reason"]) for e in out.events]
         assert all(r.reaction == "alarm:missing_reading" for r in out.reactions)
@@ -44,12 +43,12 @@ def test_a_missing_reading_is_reported_when_it_starts_and_when_its_reason_change
 
 
 def test_the_safety_patterns_are_the_fail_safes_not_missing_readings() -> None:
-    absences = Absences(SPEC, Incidents(1.0))
+    items = MissingItems(SPEC, Incidents(MonitorSettings(episode_gap=1.0)))
     out = Outbox("monitor")
-    absences.report_missing(_sight(0, {"safety:*": "fault", "safety:scanner": "stale"}), out)
+    items.report_missing(_seen(0, {"safety:*": "fault", "safety:scanner": "stale"}), out)
     assert out.events == [] and out.reactions == []
     stops: list[str] = []
-    absences.fail_safe(_sight(0, {"safety:*": "fault", "safety:scanner": "stale"}), out, stops)
+    items.fail_safe(_seen(0, {"safety:*": "fault", "safety:scanner": "stale"}), out, stops)
     assert stops == ["fail_safe"]
     assert [(r.pattern, r.reaction, dict(r.detail)) for r in out.reactions] == [
         ("safety:*", "stop:fail_safe", {"reason": "fault"})
@@ -63,8 +62,8 @@ def test_the_fail_safe_reports_each_change_of_what_is_missing_and_stops_while_it
     """Against the rule as the monitor wrote it before: report when the first safety
     pattern missing (for a reason other than "absent"), with its reason, differs from the
     last tick's."""
-    incidents = Incidents(1.0)
-    absences = Absences(SPEC, incidents)
+    incidents = Incidents(MonitorSettings(episode_gap=1.0))
+    items = MissingItems(SPEC, incidents)
     before: tuple[str, str] | None = None
     for tick, (zones, scanner) in enumerate(ticks):
         missing = {
@@ -75,7 +74,7 @@ def test_the_fail_safe_reports_each_change_of_what_is_missing_and_stops_while_it
             None,
         )
         out, stops = Outbox("monitor"), list[str]()
-        absences.fail_safe(_sight(tick, missing), out, stops)
+        items.fail_safe(_seen(tick, missing), out, stops)
         assert stops == ([] if found is None else ["fail_safe"])
         reported = [(e.data["pattern"], e.data["missing"]) for e in out.events]
         assert reported == ([found] if found is not None and found != before else [])

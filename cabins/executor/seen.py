@@ -1,27 +1,28 @@
 """What the executor's view says this tick, read once.
 
-``ViewReader.read(view)`` turns a tick's ``CabinView`` into a ``Reading``: the robot's
+``ViewReader.read(view)`` turns a tick's ``CabinView`` into a ``Seen``: the robot's
 pose, velocity and limits, the acceptance numbers, the plan's current step, the route,
 the last action outcome, the solids to keep clear of (shelves, forbidden zones and the
-world's walls) and, as they are, the map window and the items (for the speed zones and
-obstacles, looked at only while driving). The executor's parts take the reading, never
-the view.
+world's walls), the failure records in view and why they are missing (what the retry
+policy is chosen by), and, as they are, the map window (for the obstacles) and the speed
+zone items (parsed by ``SpeedZones``, only while driving). The executor's parts take the
+``Seen``, never the view.
 
 A board value is frozen, so the same object is the same value: the reader keeps what it
-parsed from each value and parses again only when the value is another object.
+parsed from each value and parses again only when the value is another object. The
+view's keys are gathered once a tick, for every prefix the reader looks for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from shapely.geometry.base import BaseGeometry
-
 from cabins.executor.plan import PlanReading, read_plan
-from cabins.warehouse.clearance import Solids, walls_of
+from cabins.executor.retry import FAILURE_PATTERN
+from cabins.warehouse.clearance import Solids, Walls
 from cabins.warehouse.values import (
     ACCEPTANCE,
     ACTION_LAST,
@@ -32,28 +33,31 @@ from cabins.warehouse.values import (
     ROBOT_LIMITS,
     ROBOT_RADIUS,
     ROUTE,
+    SPEED_ZONE_PREFIX,
     VELOCITY,
     WORLD_BOUNDS,
     Acceptance,
     ActionOutcome,
+    KeysOf,
     LastRead,
     Point2,
     Pose,
     RobotLimits,
     Velocity,
-    read_bounds,
     route_points,
 )
 from runtime.cabin_map import Feature
 from runtime.memory import WorkItem
 from runtime.pack import CabinView
+from runtime.patterns import literal_prefix, matches
 
-__all__ = ["Reading", "ViewReader"]
+__all__ = ["Seen", "ViewReader"]
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """What one tick's view says (see the module docstring)."""
+@dataclass(slots=True)
+class Seen:
+    """What one tick's view says (see the module docstring). Built once per tick and only
+    read after (not frozen: a frozen one costs three times as much to build)."""
 
     tick: int
     time: float
@@ -73,8 +77,13 @@ class Reading:
     battery: Any
     """The ``battery`` value, unread."""
     nearby_map: tuple[Feature, ...]
-    items: Mapping[str, WorkItem]
-    """Key -> the view's item (with its ``seq``)."""
+    speed_zones: Sequence[tuple[str, WorkItem]]
+    """The speed zone items (``constraint:speed:*``), (key, item with its ``seq``), in the
+    view's order."""
+    failures: int
+    """How many failure records (items matching the failure pattern) are in view."""
+    failures_missing: str | None
+    """Why the failure records are missing (``absent`` included), or None."""
 
     def obstacles(self) -> list[Feature]:
         """The obstacles (people, forklifts) in the map window."""
@@ -82,12 +91,15 @@ class Reading:
 
 
 class ViewReader:
-    """Reads a view into a ``Reading``, parsing each board value once (see the module
-    docstring)."""
+    """Reads a view into a ``Seen``, parsing each board value once (see the module
+    docstring). ``failure_pattern`` names the failure records (the retry chooser's)."""
 
     __slots__ = (
         "_accept_read",
-        "_bounds_value",
+        "_failure_count",
+        "_failure_keys",
+        "_failure_prefix",
+        "_keys_of",
         "_limits_read",
         "_outcome_read",
         "_plan",
@@ -96,9 +108,15 @@ class ViewReader:
         "_route_value",
         "_solids",
         "_walls",
+        "failure_pattern",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, failure_pattern: str = FAILURE_PATTERN) -> None:
+        self.failure_pattern = failure_pattern
+        self._failure_prefix = literal_prefix(failure_pattern)
+        self._failure_keys: tuple[str, ...] | None = None
+        self._failure_count = 0
+        self._keys_of = KeysOf()
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._accept_read: LastRead[Acceptance] = LastRead()
         self._outcome_read: LastRead[ActionOutcome | None] = LastRead()
@@ -106,22 +124,20 @@ class ViewReader:
         self._plan: PlanReading | None = None
         self._route_value: Any = None
         self._route_points: tuple[Point2, ...] | None = None
-        self._bounds_value: Any = None
-        self._walls: tuple[tuple[str, BaseGeometry], ...] = ()
+        self._walls = Walls()
         self._solids = Solids.of(())
 
-    def read(self, view: CabinView) -> Reading:
+    def read(self, view: CabinView) -> Seen:
         """What ``view`` says."""
-        get = view.get
+        get, items = view.get, view.provenance
+        keys = tuple(items)  # once a tick, for every prefix looked for
         limits = self._limits_read.get(
             (get(ROBOT_LIMITS), get(ROBOT_RADIUS)), partial(RobotLimits.in_view, view)
         )
         accept = self._accept_read.get((get(ACCEPTANCE),), partial(Acceptance.in_view, view))
-        self._solids = Solids.of(
-            view.nearby_map, self._walls_in(get(WORLD_BOUNDS)), last=self._solids
-        )
+        self._solids = Solids.of(view.nearby_map, self._walls(get(WORLD_BOUNDS)), last=self._solids)
         last = get(ACTION_LAST)
-        return Reading(
+        return Seen(
             tick=view.tick,
             time=view.time,
             missing=view.missing,
@@ -136,13 +152,20 @@ class ViewReader:
             cargo=get(CARGO),
             battery=get(BATTERY),
             nearby_map=view.nearby_map,
-            items=view.provenance,
+            speed_zones=[(k, items[k]) for k in self._keys_of(keys, SPEED_ZONE_PREFIX)],
+            failures=self._failures(keys),
+            failures_missing=view.missing.get(self.failure_pattern),
         )
 
-    def _walls_in(self, value: Any) -> tuple[tuple[str, BaseGeometry], ...]:
-        if value is not self._bounds_value:
-            self._bounds_value, self._walls = value, walls_of(read_bounds(value))
-        return self._walls
+    def _failures(self, keys: tuple[str, ...]) -> int:
+        """How many of ``keys`` are failure records; counted again only when the keys
+        with their prefix change."""
+        found = self._keys_of(keys, self._failure_prefix)
+        if found is not self._failure_keys:
+            pattern = self.failure_pattern
+            self._failure_keys = found
+            self._failure_count = sum(1 for key in found if matches(key, pattern))
+        return self._failure_count
 
     def _plan_in(self, value: Any) -> PlanReading | None:
         if value is not self._plan_value:  # values are frozen: the same object, the same plan
