@@ -20,6 +20,7 @@ examples:
   python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
   python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
   python -m sim campaign --scenario gen:0-99 --faults auto --journal c.jsonl   resumable
+  python -m sim campaign --scenario hard:0-29 --seeds 0-1 --faults none   the harder family
 exit status: 0 every run passed: its declared reactions seen and its verdict not failed
   (a run cut short by --ticks is not failed); 1 otherwise (a reaction missed, a run unsafe,
   a reachable task undelivered at the scenario's end, a stalled episode, an abandoned task,
@@ -42,7 +43,8 @@ def register(sub: Any) -> None:
         action="append",
         metavar="NAME|PATH",
         help="a scenario (repeatable; default: warehouse), or generated worlds: "
-        "gen:N or gen:A-B (the seeds of python -m sim generate)",
+        "gen:N or gen:A-B, hard:N or hard:A-B (the seeds of python -m sim generate "
+        "[--family hard])",
     )
     campaign.add_argument(
         "--cabin",
@@ -309,19 +311,18 @@ def _run(campaign: Campaign, total: int, *, quiet: bool) -> list[dict[str, Any]]
 
 
 def scenario_worlds(names: list[str]) -> dict[str, Any]:
-    """Each ``--scenario``: a shipped name, a file, or generated worlds (``gen:0-49``),
-    loaded once here so that every worker gets the scenario itself."""
-    from sim.world.generate import generate, generated_name, parse_generated
+    """Each ``--scenario``: a shipped name, a file, or generated worlds (``gen:0-49``,
+    ``hard:0-29``), loaded once here so that every worker gets the scenario itself."""
+    from sim.world.families import family_worlds
     from sim.world.scenario import load_scenario
 
     worlds: dict[str, Any] = {}
     for name in names:
-        seeds = parse_generated(name)
-        if seeds is None:
+        drawn = family_worlds(name)
+        if drawn is None:
             worlds[name] = load_scenario(name)
         else:
-            for seed in seeds:
-                worlds[generated_name(seed)] = generate(seed)
+            worlds.update(drawn)
     return worlds
 
 

@@ -52,8 +52,8 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--scenario",
         metavar="NAME|PATH",
-        help="a shipped scenario name (see `python -m sim scenarios`) or a TOML file "
-        "(default: warehouse)",
+        help="a shipped scenario name (see `python -m sim scenarios`), a TOML file or "
+        "one generated world, gen:N or hard:N (default: warehouse)",
     )
     run.add_argument("--seed", type=at_least(0, what="seed"), help="random seed (default: 0)")
     length = run.add_mutually_exclusive_group()
@@ -317,7 +317,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     from sim.cli.outputs import check_outputs
     from sim.run.checkpoint import RunPlan
     from sim.run.harness import Simulation
-    from sim.world.scenario import load_scenario
+    from sim.world.families import load_world
 
     if args.port is not None and not args.live:
         raise InputError(f"--port {args.port}: only a --live run serves on a port")
@@ -343,7 +343,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         import runtime
 
         overrun = getattr(runtime, OVERRUN_POLICIES[args.overrun])()
-    scenario = load_scenario(args.scenario or "warehouse")
+    scenario = load_world(args.scenario or "warehouse")
     extra = [load_cabin(text, llm=_llm_endpoint(args)) for text in args.cabin]
     specs = None
     if args.specs:

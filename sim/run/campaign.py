@@ -175,10 +175,11 @@ class _Observer:
 def run_one(request: RunRequest) -> dict[str, Any]:
     """Run one campaign run and judge it (picklable: runs in worker processes)."""
     from sim.run.harness import Simulation
+    from sim.world.families import load_world
 
     faults = [request.fault] if request.fault is not None else []
     sim = Simulation(
-        request.world if request.world is not None else request.scenario,
+        request.world if request.world is not None else load_world(request.scenario),
         seed=request.seed,
         faults=faults,
         specs=request.specs,

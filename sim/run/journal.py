@@ -92,9 +92,9 @@ def run_key(request: RunRequest, *, code: str) -> str:
     """The digest a run's result is kept under: what the result depends on, and ``code``."""
     world = request.world
     if world is None:
-        from sim.world.scenario import load_scenario
+        from sim.world.families import load_world
 
-        world = load_scenario(request.scenario)
+        world = load_world(request.scenario)
     specs = request.specs
     if specs is None:  # what the worker reads: the shipped specs
         from runtime import load_specs

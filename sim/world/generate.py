@@ -13,7 +13,8 @@ staggered releases, given a duration long enough to deliver them all.
 
 Every draw is validated as a ``Scenario`` (reachability included), so a generated world
 always loads; ``to_toml`` writes it so that ``load_scenario`` reads back the same
-scenario. ``parse_generated`` reads the ``gen:N`` and ``gen:A-B`` names campaigns take.
+scenario. ``parse_generated`` reads the ``gen:N`` and ``gen:A-B`` names campaigns take
+(``sim.world.families`` names this family and the harder ``hard:N`` beside it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from shapely.geometry import LineString, Point, box
 
 from cabins.warehouse.routing import DEFAULT_CLEARANCE, min_aisle_width
 from runtime.errors import SettingError
+from sim.world.names import parse_name
 from sim.world.scenario import YIELD_MARGIN, Scenario
 
 __all__ = [
@@ -102,23 +104,12 @@ def generated_name(seed: int) -> str:
 
 
 def parse_generated(text: str) -> list[int] | None:
-    """The seeds ``gen:N`` or ``gen:A-B`` names (None when ``text`` is not such a name)."""
+    """The seeds ``gen:N`` or ``gen:A-B`` names (None when ``text`` is not such a name);
+    ``sim.world.names`` is their grammar, shared with the other families."""
     if not text.startswith(GENERATED_PREFIX):
         return None
-    rest = text[len(GENERATED_PREFIX) :]
-    low, dash, high = rest.partition("-")
-    try:
-        first = int(low)
-        last = int(high) if dash else first
-    except ValueError:
-        raise SettingError(
-            f"{text!r}: a generated world is gen:N or gen:A-B (seeds, e.g. gen:0-49)"
-        ) from None
-    if first < 0 or last < first:
-        raise SettingError(f"{text!r}: seeds must be >= 0 and A <= B")
-    if last - first >= 10_000:
-        raise SettingError(f"{text!r}: at most 10000 generated worlds at once")
-    return list(range(first, last + 1))
+    found = parse_name(text, {"gen": "this generator's worlds"})
+    return None if found is None else found[1]
 
 
 def generate(seed: int, settings: GeneratorSettings | None = None) -> Scenario:
