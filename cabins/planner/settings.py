@@ -3,7 +3,8 @@
 ``PlannerSettings`` holds every number the planner can be tuned by: how long a step or a
 charge may run, the battery levels, the route planner's grid and clearance, how often
 it routes again around obstacles, when the robot is stalled, how it passes or waits for
-movers and gives way to them, and how it remembers blocked spots. Each value is checked
+movers and gives way to them, how it remembers blocked spots, and when the watchdog
+finds a task stalled and how long it defers it. Each value is checked
 when the object is built (``runtime.settings``); a bad one raises ``SettingError``
 naming it. A later issue loads the same object from a spec's ``[params]`` table.
 """
@@ -100,6 +101,20 @@ class PlannerSettings(Settings):
     give_way_s: Positive = 15.0
     """Seconds the robot gives way to a mover in a stand-off at most (default 15.0;
     > 0)."""
+
+    watchdog_s: Positive = 90.0
+    """Seconds the active task may go without progress (a step done that the task had
+    not done yet, the way left to a go-to step's target ``progress_step`` shorter than
+    ever, the battery rising on a charge) before a ``stalled`` alarm and a recovery:
+    re-route, then defer, then abandon (default 90.0; > 0)."""
+
+    defer_s: Positive = 60.0
+    """Seconds a deferred task waits at least before it is taken again (default 60.0;
+    > 0)."""
+
+    max_deferrals: Count = 2
+    """Times a task may be deferred; stalled once more after that, it is abandoned
+    (default 2; a whole number >= 1)."""
 
     @model_validator(mode="after")
     def _charges_above_low_battery(self) -> PlannerSettings:
