@@ -9,7 +9,8 @@
 - ``hold``: why no route may be planned this tick;
 - ``goals``: the goal stack and the active task;
 - ``steps``: the active task's plan (``delivery`` makes its steps, ``stall`` watches
-  its progress): reports, re-plans, the next step, the ``plan`` board value;
+  its progress, ``energy`` says when to charge first): reports, re-plans, the next step,
+  the ``plan`` board value;
 - ``route``: the route: kept, planned again, past the movers or up to them
   (``departure``: where it starts; ``shrink``: what it keeps clear of);
 - ``standoff`` and ``give_way``: a stand-off, and where to give way in it;

@@ -9,8 +9,10 @@ Each tick the planner reads its view once (``seen``) and, through its outbox onl
   dispatcher's ``dispatch:order`` ranks them; deferred ones after the others) and works
   on one at a time; a goal that leaves the board was delivered (``goals``);
 - plans the active task as a chain of steps (go to the pick-up dock, pick, go to the
-  drop dock, drop), with go-to-charger and charge first when the battery is low
-  (``delivery``); follows the executor's ``action_done``/``action_failed`` reports to
+  drop dock, drop), with go-to-charger and charge first when the battery is low or, by
+  its drain model, does not cover the rest of the task and the way to a charger after it
+  (``delivery``, ``energy``: checked when a task starts, before each go-to step and on
+  re-plans); follows the executor's ``action_done``/``action_failed`` reports to
   mark steps done or failed, and re-plans (keeping done steps, with a ``replan`` event)
   when a step failed, when an obstacle enters the route corridor ahead, when the same
   action failed twice in a row without progress, when the robot made no progress along
@@ -54,6 +56,7 @@ from typing import Any
 from shapely.geometry import LineString
 
 from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots
+from cabins.planner.energy import Energy
 from cabins.planner.goals import Goals
 from cabins.planner.hold import hold_reason
 from cabins.planner.layout import Layout
@@ -104,7 +107,8 @@ class Planner:
         self._missing = MissingItems()
         self._layout = Layout(settings)
         self._goals = Goals()
-        self._steps = Steps(settings, event_window=spec.event_window)
+        self._energy = Energy(settings, self._layout)
+        self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
         self._standoff = StandOff(settings)
         self._route = RouteKeeper(
             settings, layout=self._layout, spots=self._spots, standoff=self._standoff
@@ -158,6 +162,7 @@ class Planner:
         self._standoff.watch(seen)
         self._missing.react(seen, len(layout.constraints), out)
         layout.learn(seen)
+        self._energy.observe(seen)
         goals_visible = "goal:*" not in seen.missing
         if goals_visible:
             goals.update(seen)
@@ -284,10 +289,10 @@ class Planner:
         current = plan.current
         if self._standoff.in_stand_off(self._steps.progress):
             return "stand_off"
+        if self._route.waiting:  # for a mover on the way, or at a single lane's entry
+            return "waiting_for_mover"
         if current is not None and current.action == "go_to" and not route:
             return "no_route"
-        if self._route.waiting:
-            return "waiting_for_mover"
         if current is not None and current.action == "charge":
             return "charging"
         return "moving"

@@ -2,7 +2,8 @@
 
 A plan for a ``goal:deliver:*`` goal is a chain of steps, each depending on the one
 before it. The pick-up steps are left out while the robot carries the goal's item;
-go-to-charger and charge steps come first while the battery is below its low level.
+go-to-charger and charge steps come first while the battery is below its low level, or
+when the planner's energy estimate (``energy``) says the charge does not cover the rest.
 A step's id is the task and the step's name (``t1:go_pickup``); an id the task used
 before (``burned``, or kept in the plan) gets a number (``t1:go_pickup.1``), so a step
 that failed is never mistaken for the one that replaces it.
@@ -43,9 +44,12 @@ def needed_steps(
     *,
     burned: set[str],
     charge_until: float,
+    charge: bool | None = None,
 ) -> list[PlanStep]:
     """The steps still to do for ``goal``, given the cargo, the battery and the ``kept``
-    steps; ``burned`` are the ids the task used, ``charge_until`` the level to charge to."""
+    steps; ``burned`` are the ids the task used, ``charge_until`` the level to charge to;
+    ``charge`` says whether to charge first (None: while the battery is below its low
+    level)."""
     if seen.cargo_known:
         carrying = seen.cargo == goal.task
     else:
@@ -53,7 +57,7 @@ def needed_steps(
         carrying = picked and not any(s.action == "drop" and s.status == "done" for s in kept)
     taken = {s.id for s in kept} | burned
     steps: list[PlanStep] = []
-    if needs_charge(seen):
+    if needs_charge(seen) if charge is None else charge:
         steps.extend(charge_steps(goal.task, seen, taken, charge_until=charge_until))
     new = partial(_new_step, taken, goal.task)
     if not carrying:

@@ -38,6 +38,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.blocked_spots import BlockedSpots
 from cabins.planner.departure import departure
+from cabins.planner.lanes import LaneGuard
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
@@ -96,6 +97,7 @@ class RouteKeeper:
         self._last_obstacle_replan = -math.inf
         self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
         self._waiting = False  # the route keeps to the way through moving obstacles
+        self._lanes = LaneGuard(settings)
 
     @property
     def route(self) -> Route | None:
@@ -136,6 +138,11 @@ class RouteKeeper:
         if current is None or current.action in _AT_TARGET:
             return self._route or _EMPTY_ROUTE
         router = self._layout.router()
+        held = self._lanes.hold(seen, current.id, router, self._layout.reach)
+        if held:
+            return _EMPTY_ROUTE  # waiting at a single lane's entry
+        if held is None:
+            self._key = None  # the wait is over: route again
         blocking = "constraint:*" in seen.missing
         if self._standoff.ends(seen, progress):
             self._key = None
@@ -154,6 +161,7 @@ class RouteKeeper:
         if target is None or router is None:
             return _EMPTY_ROUTE
         fixed = list(self._layout.constraints.values()) if blocking else []
+        fixed += self._lanes.avoided(current.id)
         return self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
 
     def _plan(self, leg: _Leg, key: tuple[Any, ...], out: Outbox) -> Route:
@@ -264,6 +272,9 @@ class RouteKeeper:
             detour = float(LineString(route).length) if len(route) >= 2 else 0.0
             if detour <= self._settings.pass_detour * length + self._settings.pass_slack:
                 return route, recalled
+        lane = self._single_lane(leg, start, prefix, (way, way_recalled), out)
+        if lane is not None:
+            return lane
         out.emit(
             "wait_for_obstacles",
             {
@@ -272,11 +283,61 @@ class RouteKeeper:
                 "obstacles": sorted(f.id for f in leg.seen.obstacles),
                 "way": round(length, 3),
                 "around": None if detour is None else round(detour, 3),
+                "reason": "no_pass",
             },
             tags=("plan",),
         )
         self._waiting = True
         return way, way_recalled
+
+    def _single_lane(
+        self, leg: _Leg, start: Point2, prefix: Route, found: _Found, out: Outbox
+    ) -> _Found | None:
+        """The movers cannot be passed: when one contests a single lane of the way
+        (``found``), the other way round it, or the way with a wait at the lane's entry
+        (``lanes``); None when no lane is contested, or no wait can be made there."""
+        way, _ = found
+        assert way is not None and leg.seen.pose is not None
+        reach, step, settings = self._layout.reach, leg.step, self._settings
+        lane = self._lanes.contested(leg.router, leg.seen, way, reach)
+        if lane is None:
+            return None
+        length = float(LineString(way).length)
+        data = {"task": leg.task, "step": step.id, "obstacles": list(lane.movers)}
+        other = self._route_from(leg, start, prefix, [*leg.fixed, lane.ground])
+        if other[0] is not None and len(other[0]) >= 2:
+            around = float(LineString(other[0]).length)
+            if around <= settings.lane_detour * length + settings.pass_slack:
+                self._lanes.avoid(step.id, lane)
+                self._waiting = False
+                out.emit(
+                    "single_lane",
+                    {
+                        **data,
+                        "choice": "other_way",
+                        "way": round(length, 3),
+                        "other": round(around, 3),
+                    },
+                    tags=("plan",),
+                )
+                return other
+        if not self._lanes.may_wait(step.id) or not self._lanes.wait(
+            leg.seen, step.id, way, lane, reach
+        ):
+            return None
+        out.emit(
+            "wait_for_obstacles",
+            {
+                **data,
+                "way": round(length, 3),
+                "around": None,
+                "reason": "single_lane",
+                "lane": [round(lane.start, 3), round(lane.end, 3)],
+            },
+            tags=("plan",),
+        )
+        self._waiting = True
+        return found
 
     def _obstacle_ahead(self, seen: Seen) -> ReplanTrigger | None:
         """An ``obstacle_in_corridor`` trigger (rate limited) when an obstacle in the

@@ -1,12 +1,13 @@
 """What the planner sees: its view, read once per tick.
 
 ``ViewReader.read`` turns the tick's ``CabinView`` into a ``Seen``: the robot's pose,
-speed, limits, battery and cargo, the obstacles near it and along its route, what is
-missing, the executor's reports, and the raw layout, goal and place values the parts of
-the planner learn from. Nothing after it reads the view: each part takes the ``Seen``.
-Values that seldom change (the robot's limits, the docks, which keys hold zones and
-goals) are parsed again only when their board value is another object; the view's keys
-are gathered once a tick, for every prefix the reader looks for.
+speed, limits, battery (and its figures, when ``robot:limits`` publishes them) and
+cargo, the obstacles near it and along its route, what is missing, the executor's
+reports, and the raw layout, goal and place values the parts of the planner learn from.
+Nothing after it reads the view: each part takes the ``Seen``. Values that seldom change
+(the robot's limits, the docks, which keys hold zones and goals) are parsed again only
+when their board value is another object; the view's keys are gathered once a tick, for
+every prefix the reader looks for.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Final
 from shapely.geometry import Point
 
 from cabins.planner.settings import PlannerSettings
+from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import Point2
 from cabins.warehouse.values import (
     BATTERY,
@@ -86,6 +88,7 @@ class Seen:
     docks: Mapping[str, Point2]  # read only while the goals are in view
     chargers: Any  # the chargers value, read where a step needs it
     order: Any  # the dispatch:order value, read when a task is chosen
+    battery_figures: BatteryFigures | None = None  # published in robot:limits, if they are
 
     _beside: tuple[float, Feature | None] | None = field(
         init=False, default=None, repr=False, compare=False
@@ -124,6 +127,7 @@ class ViewReader:
         self._settings = settings
         self._limits_read: LastRead[RobotLimits] = LastRead()
         self._docks_read: LastRead[dict[str, Point2]] = LastRead()
+        self._figures_read: LastRead[BatteryFigures | None] = LastRead()
         self._keys_of = KeysOf()
 
     def read(self, view: CabinView) -> Seen:
@@ -162,6 +166,9 @@ class ViewReader:
             docks=self._docks(view) if goals_visible else _NO_PLACES,
             chargers=view.get(CHARGERS),
             order=view.get(DISPATCH_ORDER),
+            battery_figures=self._figures_read.get(
+                (view.get(ROBOT_LIMITS),), partial(BatteryFigures.read, view.get(ROBOT_LIMITS))
+            ),
         )
 
     def _low_battery(self, view: CabinView) -> float:

@@ -20,7 +20,7 @@ of the planner react to a re-plan too (the route, a stand-off, long-term memory)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -36,7 +36,7 @@ from cabins.planner.delivery import (
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.stall import StallWatch
-from cabins.warehouse.routing import Route
+from cabins.warehouse.routing import Point2, Route
 from cabins.warehouse.values import PLAN, DeliverGoal
 from runtime.agent.plan import (
     Plan,
@@ -48,6 +48,7 @@ from runtime.agent.plan import (
     overdue_step,
 )
 from runtime.cabin import Outbox
+from runtime.position import read_xy
 
 __all__ = ["Replan", "Steps", "board_plan"]
 
@@ -57,13 +58,25 @@ Replan = Callable[[ReplanTrigger, Seen, Outbox], Plan | None]
 """How a part of the planner asks for a re-plan: the planner adjusts the plan and tells
 the parts that care; it returns the plan after it."""
 
+EnergyCheck = Callable[[Seen, Sequence[Point2]], str | None]
+"""Why the robot should charge before it goes on to these go-to targets, in order (None:
+it need not); ``Energy.short``."""
+
 
 class Steps:
     """The active task's plan and its progress (see the module docstring);
-    ``event_window`` (s) is the planner spec's, how long a report stays in view."""
+    ``event_window`` (s) is the planner spec's, how long a report stays in view; ``energy``
+    says when the charge does not cover the rest of a task (None: the low level alone)."""
 
-    def __init__(self, settings: PlannerSettings, *, event_window: float) -> None:
+    def __init__(
+        self,
+        settings: PlannerSettings,
+        *,
+        event_window: float,
+        energy: EnergyCheck | None = None,
+    ) -> None:
         self._settings = settings
+        self._energy = energy
         self._event_window = event_window
         self._plan: Plan | None = None
         self._burned: set[str] = set()  # step ids of this task that ever ran
@@ -102,9 +115,7 @@ class Steps:
         self._burned = self._burned_by.setdefault(goal.task, set())
         self._done_since = None
         self._repeat.reset()
-        steps = needed_steps(
-            goal, seen, (), burned=self._burned, charge_until=self._settings.charge_until
-        )
+        steps = self._needed(goal, seen, ())
         plan = Plan(chain((), steps))
         self._plan = plan
         out.emit(
@@ -229,13 +240,11 @@ class Steps:
             and nxt.action == "go_to"
             and nxt.target not in chargers
             and chargers
-            and needs_charge(seen)
             and not charging_planned(plan)
+            and (why := self._charge_first(seen, (s for s in plan if s.status == "pending")))
         ):
             self._plan = plan
-            replanned = replan(
-                ReplanTrigger("low_battery", None, f"battery {seen.battery:.2f}"), seen, out
-            )
+            replanned = replan(ReplanTrigger("low_battery", None, why), seen, out)
             assert replanned is not None
             plan = replanned
             nxt = plan.next_runnable()
@@ -243,6 +252,32 @@ class Steps:
             self._burned.add(nxt.id)
             plan = plan.with_status(nxt.id, "running", started_at=float(seen.tick))
         return plan
+
+    def _charge_first(self, seen: Seen, steps: Iterable[PlanStep]) -> str | None:
+        """Why to charge before the go-to steps among ``steps`` (pending, in order): the
+        battery below its low level, or short of what they need (``energy``); else None."""
+        if needs_charge(seen):
+            return f"battery {seen.battery:.2f} below {seen.low_battery:.2f}"
+        if self._energy is None:
+            return None
+        targets = [
+            xy
+            for s in steps
+            if s.action == "go_to" and (xy := read_xy(s.data.get("target_xy"))) is not None
+        ]
+        return self._energy(seen, targets) if targets else None
+
+    def _needed(self, goal: DeliverGoal, seen: Seen, kept: tuple[PlanStep, ...]) -> list[PlanStep]:
+        """``needed_steps`` after ``kept``, charging first when ``_charge_first`` says so
+        (not while a kept step charges or goes to charge already)."""
+        until, burned = self._settings.charge_until, self._burned
+        steps = needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=False)
+        chargers = seen.charger_places()
+        if any(s.status == "running" and s.target in chargers for s in kept):
+            return steps  # on its way to charge, or charging
+        if self._charge_first(seen, steps) is None:
+            return steps
+        return needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=True)
 
     def _timeout_for(self, step: PlanStep) -> float:
         if step.action == "charge":
@@ -305,7 +340,7 @@ class Steps:
                 *(s for s in plan if s.status == "pending"),
             ]
         else:
-            tail = needed_steps(goal, seen, kept, burned=self._burned, charge_until=charge_until)
+            tail = self._needed(goal, seen, kept)
         return chain(kept, tail)
 
     # -- writing -------------------------------------------------------------------------

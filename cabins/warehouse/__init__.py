@@ -8,7 +8,8 @@ them and route over it. What both sides share lives here and nowhere else:
 - ``routing``: collision-free routes for a disc robot over a floor, and the narrowest
   aisle it can drive;
 - ``clearance``: how far the robot's disc is, or would be, from everything solid;
-- ``motion``: how the robot is driven, as the cabins that predict its motion assume it.
+- ``motion``: how the robot is driven, as the cabins that predict its motion assume it;
+- ``energy``: the battery's capacity, drain and charge rate, as the world publishes them.
 
 This package imports only ``runtime`` and libraries, never a cabin, so the ground truth
 (``sim.world``) can use it without depending on the decision layer

@@ -35,6 +35,13 @@ add a required pattern
 Missing items whose reason is ``fault`` (and stale ones whose keys a fault froze)
 were injected by the run's faults: they are reported as injected, not as spec
 problems.
+
+A run can also go wrong with nothing lacking at all: a robot that waits for a mover, re-plans
+without getting further and delivers nothing for the whole run saw everything it needed. So
+the doctor also reads the run's liveness from the recording (``Liveness``): its waits for
+movers, give-ways, no-progress re-plans, stalled episodes, deferred and abandoned tasks, and,
+from the summary the run wrote when it finished, its verdict and the reachable tasks it left
+undelivered.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from runtime.recording.reader import Recording
 from runtime.spec import ContextSpec
 from sim.analysis.replay import recorded_faults, recorded_specs
 from sim.faults.model import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
+from sim.run.verdict import judge
 
 BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision", "safety_violation")
 SUCCESS_KINDS = ("action_done", "task_started", "plan_done")
@@ -224,6 +232,65 @@ class Injected:
 
 
 @dataclass(frozen=True, slots=True)
+class Liveness:
+    """Whether the recorded run kept making progress: counts of its events, and its verdict
+    and undelivered tasks from the summary it wrote when it finished (None when it holds none:
+    the run was killed)."""
+
+    waits: int = 0
+    give_ways: int = 0
+    no_progress_replans: int = 0
+    stalled: int = 0
+    deferred: int = 0
+    abandoned: tuple[tuple[str, str], ...] = ()
+    """(task, reason) of each task given up."""
+    verdict: str | None = None
+    """The verdict line (``sim.run.verdict``)."""
+    status: str | None = None
+    """The verdict's status: passed, cut_short or failed."""
+    undelivered: tuple[str, ...] | None = None
+    """The reachable tasks left undelivered (ids; empty names for a summary without them)."""
+    delivered: int | None = None
+    reachable: int | None = None
+    stuck: bool = False
+    """Whether the run failed to make progress: a stalled episode, an abandoned task, or
+    reachable tasks left undelivered at the scenario's end (not a run cut short)."""
+
+    def counts_text(self) -> str:
+        """``3 waits for movers, 0 give-ways, ...``."""
+        text = (
+            f"{self.waits} waits for movers, {self.give_ways} give-ways, "
+            f"{self.no_progress_replans} no-progress re-plans, {self.stalled} stalled "
+            f"episodes, {self.deferred} deferrals, {len(self.abandoned)} abandoned tasks"
+        )
+        if self.abandoned:
+            text += " (" + ", ".join(f"{t}: {r}" for t, r in self.abandoned) + ")"
+        return text
+
+    def outcome_text(self) -> str:
+        """What the run delivered and its verdict, or that the recording does not say."""
+        if self.verdict is None:
+            return "verdict unknown: the recording holds no summary (the run did not finish)"
+        return f"verdict: {self.verdict}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "waits": self.waits,
+            "give_ways": self.give_ways,
+            "no_progress_replans": self.no_progress_replans,
+            "stalled_episodes": self.stalled,
+            "deferrals": self.deferred,
+            "tasks_abandoned": dict(self.abandoned),
+            "verdict": self.verdict,
+            "status": self.status,
+            "tasks_undelivered": None if self.undelivered is None else list(self.undelivered),
+            "deliveries_done": self.delivered,
+            "reachable": self.reachable,
+            "stuck": self.stuck,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DoctorReport:
     """What the doctor found in one recording."""
 
@@ -235,6 +302,12 @@ class DoctorReport:
     injected: tuple[Injected, ...]
     damaged: bool = False
     notes: tuple[str, ...] = ()
+    liveness: Liveness = field(default_factory=Liveness)
+
+    @property
+    def nothing_lacked(self) -> bool:
+        """Whether no bad outcome had anything missing or evicted before it."""
+        return not any(f.lacks for f in self.findings)
 
     @property
     def outcome_counts(self) -> dict[str, int]:
@@ -255,6 +328,7 @@ class DoctorReport:
             "suggestions": [s.as_json() for s in self.suggestions],
             "injected": [i.as_json() for i in self.injected],
             "notes": list(self.notes),
+            "liveness": self.liveness.as_json(),
         }
 
 
@@ -427,6 +501,14 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
             "raised weight only moves the evictions to other items; narrower map radii and "
             "event windows are usually cheaper than more capacity"
         )
+    liveness = liveness_of(line.events, _recorded_summary(rec))
+    if liveness.stuck and not any(f.lacks for f in findings):
+        doctor.notes.append(
+            "nothing was missing or evicted before "
+            + (f"its {len(findings)} bad outcome(s)" if findings else "this run's trouble")
+            + ": what the cabins lacked does not explain why the run did not get its work "
+            "done (the liveness lines say what happened instead); no spec change covers it"
+        )
     return DoctorReport(
         path=rec.path,
         ticks=len(line.ticks),
@@ -436,7 +518,72 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
         injected=doctor.injected(findings),
         damaged=rec.damaged,
         notes=tuple(doctor.notes),
+        liveness=liveness,
     )
+
+
+def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) -> Liveness:
+    """The run's ``Liveness``: its events counted, and its verdict judged from ``summary``
+    (the one the run wrote; None when it wrote none)."""
+    waits = give_ways = no_progress = stalled = deferred = 0
+    abandoned: dict[str, str] = {}
+    for event in events:
+        data = event.data if isinstance(event.data, Mapping) else {}
+        if event.kind == "wait_for_obstacles":
+            waits += 1
+        elif event.kind == "give_way":
+            give_ways += 1
+        elif event.kind == "replan" and data.get("reason") == "no_progress":
+            no_progress += 1
+        elif event.kind == "alarm" and data.get("kind") == "stalled":
+            stalled += 1
+        elif event.kind == "task_deferred":
+            deferred += 1
+        elif event.kind == "task_abandoned":
+            abandoned[str(data.get("task", "?"))] = str(data.get("reason", "?"))
+    counts = Liveness(
+        waits,
+        give_ways,
+        no_progress,
+        stalled,
+        deferred,
+        tuple(sorted(abandoned.items())),
+        stuck=bool(stalled or abandoned),
+    )
+    if summary is None:
+        return counts
+    verdict = judge(summary)
+    named = summary.get("tasks_undelivered")
+    undelivered: tuple[str, ...] = (
+        tuple(str(t) for t in named)
+        if isinstance(named, list)
+        else ("",) * max(0, verdict.reachable - verdict.delivered)
+    )
+    return dataclasses.replace(
+        counts,
+        verdict=verdict.line,
+        status=verdict.status,
+        undelivered=undelivered,
+        delivered=verdict.delivered,
+        reachable=verdict.reachable,
+        stuck=counts.stuck or any(r.fails and r.kind in _NO_PROGRESS for r in verdict.reasons),
+    )
+
+
+_NO_PROGRESS = frozenset({"undelivered", "stalled", "abandoned"})
+"""The verdict's reasons that say a run did not make progress."""
+
+
+def _recorded_summary(rec: Recording) -> dict[str, Any] | None:
+    """The summary the run wrote into its recording when it finished (None: it did not)."""
+    text = rec.scan.metadata.get("summary", {}).get("json")
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 _MOVES = ("drive", "stop", "slow")

@@ -29,6 +29,9 @@ safety_violation event; it belongs to the cabin its cabin:<name> tag names (an
 untagged incident belongs to every cabin). Suggestions are TOML lines for the
 cabin's spec, ranked by how many bad outcomes each would have covered
 (weights."P" = W is the dotted form: under a spec's [weights] table write "P" = W).
+The last lines give the run's liveness (waits for movers, give-ways, no-progress
+re-plans, stalled episodes, deferred and abandoned tasks) and its verdict with the
+reachable tasks left undelivered (from the summary a finished run recorded).
 exit status: 0 nothing to suggest, 1 spec changes suggested, 2 bad input
 """
 
@@ -224,8 +227,26 @@ def _print_doctor(report: Any) -> None:
         console.print(table)
     for note in report.notes:
         console.print(_t(f"note: {note}"))
+    _print_liveness(console, report.liveness)
     if not report.findings:
-        console.print("[green]no bad outcome in this recording[/green]")
+        console.print(
+            "[green]no bad outcome in this recording[/green]"
+            if not report.liveness.stuck
+            else "[red]no bad outcome in this recording, and yet the run did not make "
+            "progress (above)[/red]"
+        )
+
+
+def _print_liveness(console: Any, liveness: Any) -> None:
+    """The run's liveness: its waits, give-ways, no-progress re-plans, stalls, deferrals and
+    abandoned tasks, and its verdict with the reachable tasks it left undelivered."""
+    style = "red" if liveness.stuck else ""
+    console.print(_t(f"liveness: {liveness.counts_text()}"), style=style)
+    outcome = liveness.outcome_text()
+    if liveness.undelivered and liveness.status != "failed":
+        named = ", ".join(t for t in liveness.undelivered if t)
+        outcome += f" ({len(liveness.undelivered)} undelivered{': ' + named if named else ''})"
+    console.print(_t(outcome), style=style)
 
 
 def _print_replay(report: Any) -> None:

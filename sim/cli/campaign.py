@@ -20,7 +20,10 @@ examples:
   python -m sim campaign --faults auto --backend ray --address ray://head:10001 --out r.json
   python -m sim campaign --faults auto --memory shared.sqlite   runs learn from each other
   python -m sim campaign --scenario gen:0-99 --faults auto --journal c.jsonl   resumable
-exit status: 0 every declared reaction seen and no safety violation, 1 otherwise, 2 bad input
+exit status: 0 every run passed: its declared reactions seen and its verdict not failed
+  (a run cut short by --ticks is not failed); 1 otherwise (a reaction missed, a run unsafe,
+  a reachable task undelivered at the scenario's end, a stalled episode, an abandoned task,
+  a flat battery, a run lost); 2 bad input
 """
 
 
@@ -280,7 +283,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
-        _print_campaign(rows, report["passed"])
+        _print_campaign(rows, results, report["passed"])
     return EXIT_OK if report["passed"] else EXIT_FAILED
 
 
@@ -322,14 +325,15 @@ def scenario_worlds(names: list[str]) -> dict[str, Any]:
     return worlds
 
 
-def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:
+def _print_campaign(rows: list[dict[str, Any]], results: list[dict[str, Any]], ok: bool) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="fault campaign", title_justify="left")
     table.add_column("fault", overflow="fold")
     table.add_column("declared reactions", overflow="fold")
-    for name in ("seen in", "deliveries", "safety"):
+    for name in ("seen in", "deliveries", "safety", "verdicts"):
         table.add_column(name)
     for row in rows:
         seen = f"{row['reactions_seen']} of {row['runs']}"
@@ -346,16 +350,78 @@ def _print_campaign(rows: list[dict[str, Any]], ok: bool) -> None:
         if row.get("not_started"):
             seen += f" [red](the fault never started in {row['not_started']})[/red]"
         table.add_row(
-            row["fault"],
-            "\n".join(row["expected"]) or "-",
+            Text(row["fault"]),
+            Text("\n".join(row["expected"]) or "-"),
             seen,
-            f"{row['deliveries_pct']:.0f}%",
+            f"{row['delivered']} of {row['tasks']} ({row['deliveries_pct']:.0f}%)",
             safety,
+            _verdicts_text(row.get("verdicts", {})),
         )
     console = Console()
     console.print(table)
+    _print_runs(console, results)
     console.print(
-        "[green]every declared reaction seen, no safety violation[/green]"
+        "[green]every declared reaction seen, no safety violation, every run delivered (or "
+        "cut short by --ticks) with nothing failed[/green]"
         if ok
-        else "[red]FAILED: a declared reaction was missed or a run was unsafe[/red]"
+        else "[red]FAILED: a declared reaction was missed, a run's verdict failed (unsafe, "
+        "tasks left undone, stalled, abandoned, a flat battery) or a run was lost[/red]",
+        soft_wrap=True,
     )
+
+
+_STATUS_STYLE = {"passed": "", "cut_short": "yellow", "failed": "red", "lost": "red"}
+
+
+def _verdicts_text(counts: dict[str, int]) -> str:
+    """``{"passed": 2, "failed": 1}`` as ``2 passed, [red]1 failed[/red]``."""
+    parts = []
+    for status in ("passed", "cut_short", "failed", "lost", "unknown"):
+        n = counts.get(status, 0)
+        if n:
+            text = f"{n} {status.replace('_', ' ')}"
+            style = _STATUS_STYLE.get(status, "")
+            parts.append(f"[{style}]{text}[/{style}]" if style else text)
+    return ", ".join(parts) or "-"
+
+
+def _print_runs(console: Any, results: list[dict[str, Any]]) -> None:
+    """One row per run that did not pass (its verdict failed, a reaction was missed, or it
+    was lost), with its deliveries and its verdict; the runs that passed in one line."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from sim.run.campaign import verdict_status
+
+    failed = [r for r in results if not r["passed"]]
+    if failed:
+        table = Table(title="runs that failed", title_justify="left")
+        for name in ("scenario", "seed", "fault", "deliveries", "verdict"):
+            table.add_column(name, overflow="fold")
+        for r in failed:
+            status = verdict_status(r)
+            if status == "lost":
+                line = f"lost: {r.get('error')}"
+            elif isinstance(r.get("verdict"), dict):
+                line = str(r["verdict"].get("line", status))
+            else:
+                line = status
+            if status != "lost" and not r.get("reactions_ok", True):
+                line += "; a declared reaction was missed"
+            table.add_row(
+                Text(str(r["scenario"])),
+                str(r["seed"]),
+                Text(str(r["fault"])),
+                f"{r['deliveries_done']} of {r['tasks_total']}",
+                Text(line, style=_STATUS_STYLE.get(status, "") or "red"),
+            )
+        console.print(table)
+    passed = [r for r in results if r["passed"]]
+    if passed:
+        cut = sum(verdict_status(r) == "cut_short" for r in passed)
+        console.print(
+            f"{len(passed)} run(s) passed: {len(passed) - cut} safe and delivered"
+            + (f", {cut} cut short by --ticks with nothing failed" if cut else ""),
+            highlight=False,
+            soft_wrap=True,
+        )

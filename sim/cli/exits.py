@@ -2,7 +2,7 @@
 and how notices and JSON reach the terminal.
 
 Exit status 0 means all is well, 1 that the command did its work and found a bad
-outcome (a collision, a missed reaction, drift, a suggestion), 2 bad input: any
+outcome (a run's failed verdict, a missed reaction, drift, a suggestion), 2 bad input: any
 ``TickworkError``, which ``sim.cli.app.main`` prints as one ``error:`` line.
 """
 

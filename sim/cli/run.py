@@ -2,7 +2,9 @@
 
 Parses the run's flags, builds (or resumes) the simulation, drives it with a
 progress bar on a terminal, stops it between two ticks on Ctrl-C or SIGTERM, and
-prints the summary as a table or, with ``--json``, as one JSON object.
+prints the summary as a table ending with the run's verdict or, with ``--json``, as one
+JSON object (``verdict`` among its keys). The exit status follows the verdict
+(``sim.run.verdict``): 1 when it failed, 0 when the run passed or was cut short.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ examples:
   python -m sim run --realtime                   paced on the wall clock, to watch it live
   python -m sim run --cabin cabins.dispatcher:LLMDispatcher@specs/examples/dispatcher.toml \
       --llm-base-url http://127.0.0.1:8000/v1     an LLM dispatcher on any OpenAI-compatible server
-exit status: 0 ok, 1 a safety violation or a collision happened, 2 bad input
+exit status: 0 safe and delivered, or cut short by --ticks/--duration with nothing failed;
+  1 the verdict failed: a collision, a safety violation, a reachable task undelivered at
+  the scenario's end, a stalled episode, an abandoned task or a flat battery;
+  2 bad input; 128+N stopped by signal N (Ctrl-C: 130)
 """
 
 
@@ -546,9 +551,11 @@ def _restore_signals(previous: dict[int, Any]) -> None:
 def _print_summary(s: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from sim.run.verdict import judge
 
     console = Console()
-    ok = not (s["safety_violations"] or s["collisions"])
     title = (
         f"{s['scenario']} · seed {s['seed']} · {s['ticks']} ticks · {s['sim_time']:.1f} s simulated"
     )
@@ -572,6 +579,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_row("collisions", _count(s["collisions"]))
     table.add_row("speed-limit violations", str(s["speed_violations"]))
     table.add_row("re-plans", str(s["replans"]))
+    _liveness_rows(table, s)
     table.add_row("failed actions", str(s["actions_failed"]))
     table.add_row("alarms", counts_text(s["alarms"]))
     table.add_row("emergency stops", counts_text(s["emergency_stops"]))
@@ -582,6 +590,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         table.add_row("overruns", f"{s['overruns']} ({s['skipped_ticks']} ticks skipped)")
     table.add_row("evictions", str(s["evictions"]))
     table.add_row("capacity alarms", str(s["capacity_alarms"]))
+    table.add_row("capacity pressure", Text(counts_text(s["capacity_pressure"])))
     for cabin, reasons in s["missing"].items():
         table.add_row(
             f"missing items · {cabin}",
@@ -594,11 +603,54 @@ def _print_summary(s: dict[str, Any]) -> None:
     rtf = s["real_time_factor"]
     table.add_row("real-time factor", "-" if rtf is None else f"{rtf:.0f}x")
     console.print(table)
-    if ok:
-        console.print("[green]no safety violation, no collision[/green]")
-    else:
-        console.print("[red]FAILED: a safety violation or a collision happened[/red]")
+    verdict = judge(s)
+    style = {"passed": "green", "cut_short": "yellow", "failed": "red"}[verdict.status]
+    console.print(Text(verdict.line, style=style), soft_wrap=True)  # one line, for grep
 
 
-def _count(n: int) -> str:
-    return "0" if n == 0 else f"[red]{n}[/red]"
+def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
+    """Whether the run kept making progress: waits, give-ways, no-progress re-plans, stalled
+    episodes, deferred and abandoned tasks, and the battery's lowest."""
+    from rich.text import Text
+
+    table.add_row("waits for movers", str(s["waits"]))
+    table.add_row("give-ways", str(s["give_ways"]))
+    table.add_row("no-progress re-plans", str(s["no_progress_replans"]))
+    causes: dict[str, int] = {}
+    for stall in s["stalls"]:
+        causes[str(stall.get("cause"))] = causes.get(str(stall.get("cause")), 0) + 1
+    stalled = str(s["stalled_episodes"])
+    if causes:
+        stalled += f" ({counts_text(causes)})"
+    table.add_row("stalled episodes", _count(s["stalled_episodes"], stalled))
+    deferred = s["tasks_deferred"]
+    times = sum(sum(reasons.values()) for reasons in deferred.values())
+    table.add_row(
+        "deferred tasks",
+        Text(
+            f"{len(deferred)} ({times} times: "
+            + "; ".join(f"{task} {counts_text(r)}" for task, r in deferred.items())
+            + ")"
+            if deferred
+            else "0"
+        ),
+    )
+    abandoned = s["tasks_abandoned"]
+    table.add_row(
+        "abandoned tasks",
+        Text(
+            f"{len(abandoned)} (" + ", ".join(f"{t}: {r}" for t, r in abandoned.items()) + ")"
+            if abandoned
+            else "0",
+            style="red" if abandoned else "",
+        ),
+    )
+    low = f"{100 * s['battery_min']:.0f}% at {s['battery_min_at']:.1f} s"
+    if s["battery_empty_at"] is not None:
+        low = f"[red]empty at {s['battery_empty_at']:.1f} s[/red]"
+    table.add_row("lowest battery", f"{low} · {100 * s['battery_end']:.0f}% at the end")
+
+
+def _count(n: int, text: str | None = None) -> str:
+    shown = str(n) if text is None else text
+    return "0" if n == 0 else f"[red]{shown}[/red]"

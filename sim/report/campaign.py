@@ -1,6 +1,6 @@
 """The campaign report: a fault campaign's results as one self-contained HTML page, the
 fault matrix (pass and fail in colour, each cell linking to its run's summary) and every
-run's declared reactions, deliveries and the command that reproduces it."""
+run's declared reactions, verdict, deliveries and the command that reproduces it."""
 
 from __future__ import annotations
 
@@ -143,9 +143,11 @@ def campaign_page(report: Mapping[str, Any]) -> tuple[str, ReportInfo]:
     sections = [_campaign_run(i, r) for i, r in enumerate(runs)]
     passed = bool(report.get("passed"))
     verdict = (
-        '<span class="badge ok">every declared reaction seen, no safety violation</span>'
+        '<span class="badge ok">every declared reaction seen, no safety violation, every run '
+        "delivered (or cut short) with nothing failed</span>"
         if passed
-        else '<span class="badge bad">a declared reaction was missed or a run was unsafe</span>'
+        else '<span class="badge bad">a declared reaction was missed, a run\'s verdict failed or '
+        "a run was lost</span>"
     )
     settings = kv_table(
         [
@@ -186,7 +188,15 @@ def _cell_title(run: Mapping[str, Any]) -> str:
     return (
         f"{run.get('fault')} · {run.get('scenario')} seed {run.get('seed')}: "
         f"{_state(run)}, {run.get('deliveries_done')}/{run.get('tasks_total')} delivered"
+        f" · {_verdict_line(run)}"
     )
+
+
+def _verdict_line(run: Mapping[str, Any]) -> str:
+    """The run's verdict line ("-" for a lost run or one from before verdicts)."""
+    verdict = run.get("verdict")
+    line = verdict.get("line") if isinstance(verdict, Mapping) else None
+    return str(line) if line else "-"
 
 
 def _campaign_run(index: int, run: Mapping[str, Any]) -> str:
@@ -210,6 +220,7 @@ def _campaign_run(index: int, run: Mapping[str, Any]) -> str:
     )
     facts = kv_table(
         [
+            ("verdict", _verdict_line(run)),
             ("deliveries", f"{run.get('deliveries_done')} of {run.get('tasks_total')}"),
             ("safety violations", str(run.get("safety_violations"))),
             ("collisions", str(run.get("collisions"))),

@@ -47,6 +47,7 @@ from sim.report.html import (
     write_page,
 )
 from sim.report.svg import draw_map, map_legend
+from sim.run.verdict import judge
 from sim.world.scenario import Scenario
 
 MAX_POINTS = 1000
@@ -269,7 +270,10 @@ def _summary_html(
     rows.append(("overruns", str(len(run.overruns))))
     out = ["<h3>From the recording</h3>", kv_table(rows)]
     if summary:
-        live = [(str(k), _summary_value(v)) for k, v in summary.items()]
+        live = [
+            (str(k), judge(summary).line if k == "verdict" else _summary_value(v))
+            for k, v in summary.items()
+        ]
         out += [
             "<h3>From the run</h3>",
             '<p class="note">The summary the run printed (deliveries completed at the '
@@ -278,6 +282,22 @@ def _summary_html(
             kv_table(live),
         ]
     return "".join(out)
+
+
+def _verdict_badge(run: RunData, summary: Mapping[str, Any] | None) -> str:
+    """The run's verdict (``sim.run.verdict``) as a badge, judged from the summary the run
+    wrote; a run that did not finish has none, and its badge says what the recording shows
+    of its safety."""
+    if summary is None:
+        failed = run.counts["events"]["collision"] + run.counts["events"]["safety_violation"]
+        return (
+            '<span class="badge bad">a safety violation or a collision happened</span>'
+            if failed
+            else '<span class="badge ok">no safety violation, no collision</span>'
+        ) + ' <span class="note">(the run did not finish: no verdict)</span>'
+    verdict = judge(summary)
+    style = {"passed": "ok", "cut_short": "cut", "failed": "bad"}[verdict.status]
+    return f'<span class="badge {style}">{escape(verdict.line)}</span>'
 
 
 def _whole(summary: Mapping[str, Any] | None, key: str) -> int | None:
@@ -449,16 +469,7 @@ def run_page(
     }
     meta = recording.metadata
     name = meta.get("scenario", scenario.name if scenario else "?")
-    failed = run.counts["events"]["collision"] + run.counts["events"]["safety_violation"]
-    if summary is not None:
-        failed = int(summary.get("collisions", 0) or 0) + int(
-            summary.get("safety_violations", 0) or 0
-        )
-    verdict = (
-        '<span class="badge bad">a safety violation or a collision happened</span>'
-        if failed
-        else '<span class="badge ok">no safety violation, no collision</span>'
-    )
+    verdict = _verdict_badge(run, summary)
     notices = []
     notice = damage_notice(recording)
     if notice is not None:

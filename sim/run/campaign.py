@@ -1,9 +1,12 @@
 """Fault campaigns: scenarios by seeds by faults, each run checked against the specs' contracts.
 
-Every run injects one fault (or none: the control run) and checks three things:
-the reactions the specs declare for what the fault takes away were observed
-within ``within`` ticks of the fault's start; no safety violation or collision
-happened; and how much of the mission still got done. Runs are independent and
+Every run injects one fault (or none: the control run) and checks two things: the
+reactions the specs declare for what the fault takes away were observed within ``within``
+ticks of the fault's start, and the run's verdict (``sim.run.verdict``: no collision, no
+safety violation, every reachable task delivered by the scenario's end, no stalled
+episode, no abandoned task, no flat battery) does not fail. A run stopped by ``ticks``
+before the scenario's end is judged as ``sim run --ticks`` judges it: cut short, not failed
+for the tasks it had no time to do. Runs are independent and
 deterministic, so they go to any ``concurrent.futures.Executor``: a local
 process pool by default (a worker that dies loses only its own run, which is
 retried once, alone, and then reported) or Ray for clusters.
@@ -219,6 +222,7 @@ def run_one(request: RunRequest) -> dict[str, Any]:
     safe = summary["safety_violations"] == 0 and summary["collisions"] == 0
     # a fault the run never reached tested nothing: it must not pass as "all seen"
     reactions_ok = started and all(c["ok"] for c in checks)
+    verdict = summary["verdict"]
     return {
         "scenario": request.scenario,
         "cabins": [c.label for c in request.cabins],
@@ -231,9 +235,11 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         "fault_started": started,
         "reactions_ok": reactions_ok,
         "safe": safe,
-        "passed": safe and reactions_ok,
+        "passed": safe and reactions_ok and verdict["status"] != "failed",
+        "verdict": verdict,
         "deliveries_done": summary["deliveries_done"],
         "tasks_total": summary["tasks_total"],
+        "tasks_undelivered": summary["tasks_undelivered"],
         "safety_violations": summary["safety_violations"],
         "collisions": summary["collisions"],
         "ticks": summary["ticks"],
@@ -256,8 +262,10 @@ RESULT_FIELDS = frozenset(
         "reactions_ok",
         "safe",
         "passed",
+        "verdict",
         "deliveries_done",
         "tasks_total",
+        "tasks_undelivered",
         "safety_violations",
         "collisions",
         "ticks",
@@ -265,7 +273,10 @@ RESULT_FIELDS = frozenset(
         "error",
     }
 )
-"""The fields of every run's result (``run_one``'s and ``crashed_result``'s)."""
+"""The fields of every run's result (``run_one``'s and ``crashed_result``'s). ``verdict`` is
+the run's verdict as ``--json`` prints it (None for a lost run), and ``tasks_undelivered`` the
+reachable tasks it left undone; a journal line without them (written before runs had a
+verdict) is not taken, and its run is run again."""
 
 
 def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
@@ -282,8 +293,10 @@ def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
         "reactions_ok": False,
         "safe": False,
         "passed": False,
+        "verdict": None,
         "deliveries_done": 0,
         "tasks_total": 0,
+        "tasks_undelivered": [],
         "safety_violations": 0,
         "collisions": 0,
         "ticks": 0,
@@ -430,7 +443,8 @@ def ray_lost_errors() -> tuple[type[BaseException], ...]:
 
 
 def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per fault: reactions seen in x of n runs, deliveries done %, safety."""
+    """One row per fault: reactions seen in x of n runs, deliveries done of the tasks, safety,
+    and its runs' verdicts (``verdicts``: how many runs ended with each status)."""
     rows: dict[str, dict[str, Any]] = {}
     for r in results:
         row = rows.setdefault(
@@ -447,6 +461,7 @@ def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "errors": 0,
                 "not_started": 0,
                 "passed": 0,
+                "verdicts": {},
             },
         )
         row["runs"] += 1
@@ -459,6 +474,8 @@ def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row["errors"] += int(r["error"] is not None)
         row["not_started"] += int(r["error"] is None and not r.get("fault_started", True))
         row["passed"] += int(r["passed"])
+        status = verdict_status(r)
+        row["verdicts"][status] = row["verdicts"].get(status, 0) + 1
     out = []
     for row in rows.values():
         row["expected"] = sorted(row["expected"])
@@ -468,4 +485,16 @@ def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def passed(results: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether every run passed: its declared reactions seen and its verdict not failed."""
     return all(r["passed"] for r in results)
+
+
+def verdict_status(result: Mapping[str, Any]) -> str:
+    """A run result's verdict status (``passed``, ``cut_short``, ``failed``), ``lost`` for a
+    run that ended in an error, ``unknown`` for a result from before verdicts."""
+    if result.get("error") is not None:
+        return "lost"
+    verdict = result.get("verdict")
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("status"), str):
+        return str(verdict["status"])
+    return "unknown"

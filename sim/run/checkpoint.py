@@ -46,11 +46,12 @@ if TYPE_CHECKING:
     from sim.run.harness import Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 7  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
+FORMAT = 8  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
 # 4: the layout of issue 11 (modules moved, board values typed in cabins.values);
 # 5: asynchronous decisions in flight (the loop's executor and its jobs);
 # 6: the header carries a checksum of its own; 7: the cabins redesign (cabins as
-# packages, the warehouse contract in cabins.warehouse, settings objects)
+# packages, the warehouse contract in cabins.warehouse, settings objects); 8: the
+# summary's liveness tallies and the world's battery record (issue 29)
 _HEADER_LIMIT = 1 << 20
 
 

@@ -4,9 +4,11 @@
 working memory and a ``TickLoop`` running the cabins: the world's sensors write
 before each freeze, and the world moves on the cabins' commands after each
 apply. It counts what a person wants to know after a run (deliveries, safety
-violations, collisions, re-plans, alarms, evictions, missing items) and keeps a
-digest of every board write, so two runs can be compared tick for tick; its
-summary also carries digests of the final world, working memory and event log.
+violations, collisions, re-plans, alarms, evictions, missing items, and whether it kept
+making progress: waits, give-ways, stalled episodes, deferred and abandoned tasks, the
+lowest battery), judges it (``sim.run.verdict``) and keeps a digest of every board write,
+so two runs can be compared tick for tick; its summary also carries digests of the final
+world, working memory and event log.
 
 With ``long_term`` (a SQLite file or a ``LongTermMemory``), the planner remembers where
 its way was blocked, scoped to the scenario's name, and recalls it in later runs. The
@@ -72,6 +74,7 @@ from runtime.loop import OverrunPolicy
 from runtime.recording.writer import MessageSink, Recorder
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
+from sim.run.verdict import judge
 from sim.run.view import FoxgloveView
 from sim.world.scenario import Scenario, load_scenario
 from sim.world.world import World
@@ -228,7 +231,10 @@ def log_digest(log: EventLog) -> str:
 
 
 class _EventTally:
-    """Counts the events of a run that its summary reports."""
+    """Counts the events of a run that its summary reports: re-plans (the last one kept for a
+    collision's detail), alarms, stops and reactions by kind, and what shows whether the run
+    kept making progress (waits, give-ways, no-progress re-plans, stalled episodes, deferred
+    and abandoned tasks, capacity-pressure episodes by spec)."""
 
     def __init__(self) -> None:
         self.kinds: Counter[str] = Counter()
@@ -236,18 +242,56 @@ class _EventTally:
         self.stops: Counter[str] = Counter()
         self.reactions: Counter[str] = Counter()
         self.last_replan: dict[str, Any] | None = None
+        self.replan_reasons: Counter[str] = Counter()
+        self.stalls: list[dict[str, Any]] = []
+        self.deferred: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.abandoned: dict[str, str] = {}
+        self.pressure: Counter[str] = Counter()
 
     def __call__(self, event: Event) -> None:
         self.kinds[event.kind] += 1
         data = event.data if isinstance(event.data, Mapping) else {}
         if event.kind == "replan":
             self.last_replan = {"time": event.stamp, **canonical(data)}
-        if event.kind == "alarm":
+            self.replan_reasons[str(data.get("reason", "unknown"))] += 1
+        elif event.kind == "alarm":
             self.alarms[str(data.get("kind", "unknown"))] += 1
+            if data.get("kind") == "stalled":
+                self.stalls.append(_stall(event.stamp, data))
         elif event.kind == "emergency_stop":
             self.stops[str(data.get("reason", "unknown"))] += 1
         elif event.kind == "reaction":
             self.reactions[f"{data.get('cabin')}:{data.get('reaction')}"] += 1
+        elif event.kind == "task_deferred":
+            self.deferred[str(data.get("task", "?"))][str(data.get("reason", "unknown"))] += 1
+        elif event.kind == "task_abandoned":
+            self.abandoned[str(data.get("task", "?"))] = str(data.get("reason", "unknown"))
+        elif event.kind == "capacity_pressure":
+            self.pressure[str(data.get("spec", "unknown"))] += 1
+
+    def liveness(self) -> dict[str, Any]:
+        """The summary's liveness rows."""
+        return {
+            "waits": self.kinds["wait_for_obstacles"],
+            "give_ways": self.kinds["give_way"],
+            "no_progress_replans": self.replan_reasons["no_progress"],
+            "stalled_episodes": len(self.stalls),
+            "stalls": [dict(s) for s in self.stalls],
+            "tasks_deferred": {
+                task: dict(sorted(reasons.items()))
+                for task, reasons in sorted(self.deferred.items())
+            },
+            "tasks_abandoned": dict(sorted(self.abandoned.items())),
+            "capacity_pressure": dict(sorted(self.pressure.items())),
+        }
+
+
+def _stall(stamp: float, data: Mapping[str, Any]) -> dict[str, Any]:
+    """A stalled episode as the summary lists it: when, the task and step, why, how long."""
+    return {
+        "time": stamp,
+        **{k: canonical(data.get(k)) for k in ("task", "step", "cause", "seconds")},
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,19 +732,23 @@ class Simulation:
         return self.summary()
 
     def summary(self) -> dict[str, Any]:
+        """What happened so far (see ``sim.cli.run``'s table and the README), with its
+        ``verdict`` (``sim.run.verdict``)."""
         world = self.world.summary()
         stats = self.loop.stats()
         sim_time = self.loop.tick * self.dt
-        return {
+        summary = {
             "scenario": self.scenario.name,
             "seed": self.seed,
             "ticks": self.loop.tick,
+            "scenario_ticks": self.max_ticks,
             "sim_time": sim_time,
             "rate_hz": self.rate_hz,
             "deliveries_done": world["deliveries_done"],
             "deliveries_assigned": world["deliveries_assigned"],
             "tasks_total": world["tasks_total"],
             "tasks_undeliverable": world["tasks_undeliverable"],
+            "tasks_undelivered": world["tasks_undelivered"],
             "mean_delivery_time": world["mean_delivery_time"],
             "delivery_times": world["delivery_times"],
             "safety_violations": world["safety_violations"],
@@ -708,6 +756,7 @@ class Simulation:
             "collision_details": list(self.collision_details),
             "speed_violations": world.get("speed_violations", 0),
             "replans": self.tally.kinds["replan"],
+            **self.tally.liveness(),
             "alarms": dict(sorted(self.tally.alarms.items())),
             "emergency_stops": dict(sorted(self.tally.stops.items())),
             "reactions": dict(sorted(self.tally.reactions.items())),
@@ -731,6 +780,9 @@ class Simulation:
             "wall_seconds": self.wall_seconds,
             "real_time_factor": sim_time / self.wall_seconds if self.wall_seconds > 0 else None,
             "battery_end": world["battery_end"],
+            "battery_min": world["battery_min"],
+            "battery_min_at": world["battery_min_at"],
+            "battery_empty_at": world["battery_empty_at"],
             "distance": world["distance"],
             "board_writes": self.digest.writes,
             "board_digest": self.digest.hexdigest(),
@@ -738,11 +790,15 @@ class Simulation:
             "memory_digest": memory_digest(self.memory),
             "log_digest": log_digest(self.log),
         }
+        summary["verdict"] = judge(summary).as_json()
+        return summary
 
 
 def failed(summary: Mapping[str, Any]) -> bool:
-    """A run fails when a safety violation or a collision happened."""
-    return bool(summary["safety_violations"] or summary["collisions"])
+    """Whether a run failed: its verdict fails (``sim.run.verdict``: a collision, a safety
+    violation, a reachable task undelivered at the scenario's end, a stalled episode, an
+    abandoned task or a flat battery)."""
+    return judge(summary).failed
 
 
 def deterministic_fields(summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import numpy as np
 import shapely
 from shapely.geometry import Point
 
+from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.shapes import point, polygon
 from cabins.warehouse.values import (
     ACCEPTANCE,
@@ -61,6 +62,7 @@ from runtime.errors import SettingError
 from sim.world.scenario import YIELD_MARGIN, MovingObstacle, Scenario, Task
 
 __all__ = [
+    "BatteryLow",
     "BoardSink",
     "CommandLike",
     "Contact",
@@ -184,8 +186,32 @@ class Stats:
 
 
 @dataclass
+class BatteryLow:
+    """The lowest the battery fell in a run (a fraction of its capacity), when it first got
+    there, and when it first ran empty (None: it never did).
+
+    A record of where the run has been, kept by the world beside its state (and pickled with
+    it in a checkpoint), not part of the state: ``World.state_digest`` leaves it out, so that
+    the state digests of the fixed runs (``benchmarks.digests``) stay comparable with those
+    made before it was kept. It is a function of the states the run went through.
+    """
+
+    level: float
+    at: float = 0.0
+    empty_at: float | None = None
+
+    def update(self, level: float, now: float) -> None:
+        """Take the battery's ``level`` at time ``now``."""
+        if level < self.level:
+            self.level, self.at = level, now
+        if level <= 0.0 and self.empty_at is None:
+            self.empty_at = now
+
+
+@dataclass
 class WorldState:
-    """All mutable world state: what a checkpoint must hold besides the rng."""
+    """All mutable world state: what a checkpoint must hold besides the rng (and the
+    ``BatteryLow`` record the world keeps beside it)."""
 
     robot: RobotState
     obstacles: list[ObstacleState]
@@ -300,6 +326,7 @@ class World:
             ],
             tasks=[TaskState(id=t.id) for t in scenario.tasks],
         )
+        self.battery_low = BatteryLow(level=robot.start_battery)
         self._geo = _Geometry(scenario)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -384,7 +411,10 @@ class World:
         acceptance = Acceptance(sc.acceptance.dock_tolerance, sc.acceptance.max_speed)
         board.write(WORLD_BOUNDS, sc.floor.bounds, source=WORLD)
         board.write(ROBOT_RADIUS, robot.radius, source=WORLD)
-        board.write(ROBOT_LIMITS, limits.as_value(), source=WORLD)
+        figures = BatteryFigures(
+            robot.battery_wh, robot.drain_wh_per_m, robot.drain_wh_per_s, robot.charge_wh_per_s
+        )
+        board.write(ROBOT_LIMITS, {**limits.as_value(), **figures.as_value()}, source=WORLD)
         board.write(ACCEPTANCE, acceptance.as_value(), source=WORLD)
         board.write(BATTERY_LOW, robot.low_battery, source=WORLD)
         board.write(DOCKS, {d.id: (d.x, d.y) for d in sc.docks}, source=DISPATCHER)
@@ -695,6 +725,7 @@ class World:
         gain = spec.charge_wh_per_s * dt if st.charging is not None else 0.0
         before = robot.battery_wh
         robot.battery_wh = min(spec.battery_wh, max(0.0, before - drain + gain))
+        self.battery_low.update(robot.battery_wh / spec.battery_wh, st.time + dt)
         if before > 0 and robot.battery_wh <= 0:
             st.stats.battery_depleted = True
             st.incidents.append(Incident(st.time + dt, "battery_depleted", "battery at 0"))
@@ -774,6 +805,8 @@ class World:
             if ts.delivered_at is not None
         }
         stats = dataclasses.asdict(st.stats)
+        skip = self._geo.undeliverable
+        low = self.battery_low
         return {
             "scenario": sc.name,
             "time": st.time,
@@ -782,10 +815,16 @@ class World:
             "deliveries_assigned": sum(ts.goal_posted for ts in st.tasks),
             "tasks_total": len(sc.tasks),
             "tasks_undeliverable": list(sc.undeliverable),
+            "tasks_undelivered": [
+                ts.id for ts in st.tasks if ts.delivered_at is None and ts.id not in skip
+            ],
             "delivery_times": times,
             "mean_delivery_time": sum(times.values()) / len(times) if times else None,
             **stats,
             "battery_end": st.robot.battery_wh / sc.robot.battery_wh,
+            "battery_min": low.level,
+            "battery_min_at": low.at,
+            "battery_empty_at": low.empty_at,
             "distance": st.robot.distance,
         }
 

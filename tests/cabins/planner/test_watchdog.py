@@ -23,7 +23,7 @@ SPEC = load_spec(ROOT / "specs" / "planner.toml")
 DOCK = (10.0, 0.0)
 ROUTE = ((0.0, 0.0), DOCK)
 LINE = LineString(ROUTE)
-SETTINGS = PlannerSettings(watchdog_s=5.0, progress_step=0.25)
+SETTINGS = PlannerSettings(watchdog_s=5.0, lane_wait_s=2.0, progress_step=0.25)
 
 
 def at(x: float, now: float, *, battery: float | None = None, y: float = 0.0) -> Seen:

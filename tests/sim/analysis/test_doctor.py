@@ -22,6 +22,7 @@ from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
 from tests.support.paths import ROOT
+from tests.support.worlds import TOO_SHORT, write_world
 
 HIDE_FAILURES = "missing:executor:event:action_failed*@50-400"
 
@@ -146,6 +147,8 @@ def test_a_short_event_window_is_widened(tmp_path: Path) -> None:
 def test_a_quiet_run_has_nothing_to_suggest(tmp_path: Path) -> None:
     report = diagnose(record(tmp_path / "run.mcap", ticks=150))
     assert report.findings == () and report.suggestions == ()
+    assert report.liveness.status == "cut_short" and not report.liveness.stuck
+    assert report.notes == ()
 
 
 def test_a_negative_window_is_refused(starved: Path) -> None:
@@ -157,9 +160,15 @@ def test_a_negative_window_is_refused(starved: Path) -> None:
 
 
 def write_recording(
-    path: Path, specs: Mapping[str, ContextSpec], ticks: list[dict[str, Any]]
+    path: Path,
+    specs: Mapping[str, ContextSpec],
+    ticks: list[dict[str, Any]],
+    *,
+    summary: Mapping[str, Any] | None = None,
 ) -> Path:
-    """A minimal tickwork recording: per tick, each cabin's view items and the events."""
+    """A minimal tickwork recording: per tick, each cabin's view items and the events
+    (``(kind, cabin)`` or ``(kind, cabin, data)``), and the ``summary`` a finished run
+    writes."""
     from mcap.writer import Writer
 
     with open(path, "wb") as fh:
@@ -177,6 +186,8 @@ def write_recording(
                 "faults": "[]",
             },
         )
+        if summary is not None:
+            writer.add_metadata("summary", {"json": json.dumps(summary)})
         seq = 0
         for tick, entry in enumerate(ticks):
             views = {
@@ -204,7 +215,7 @@ def write_recording(
                 ),
                 ("/evictions", {"tick": tick, "evictions": []}),
             ]
-            for kind, cabin in entry.get("events", ()):
+            for kind, cabin, *data in entry.get("events", ()):
                 seq += 1
                 messages.append(
                     (
@@ -214,7 +225,7 @@ def write_recording(
                             "stamp": tick * 0.05,
                             "kind": kind,
                             "tags": [f"cabin:{cabin}"],
-                            "data": {},
+                            "data": data[0] if data else {},
                         },
                     )
                 )
@@ -248,6 +259,80 @@ def test_an_item_seen_before_successes_but_not_failures_becomes_required(tmp_pat
     assert suggestion.change == 'required = ["pose", "beacon"]'
     assert suggestion.ticks == (15, 25, 35) and suggestion.outcomes == 3
     assert apply(spec, suggestion.change).required == ("pose", "beacon")
+
+
+# -- liveness: a stand-off has nothing missing, and the doctor still says what happened ------
+
+
+def standoff(folder: Path, *, finished: bool = True) -> Path:
+    """A recorded stand-off: the planner waits for a mover and re-plans without progress,
+    seeing everything it requires, and the run ends with both tasks undelivered."""
+    spec = ContextSpec(name="planner", board_keys=("pose",), required=("pose",))
+    ticks = []
+    for tick in range(60):
+        events: list[tuple[Any, ...]] = []
+        if tick % 10 == 5:
+            events.append(("wait_for_obstacles", "planner", {"task": "t1", "step": "go_pick"}))
+        if tick % 20 == 19:
+            events.append(("replan", "planner", {"reason": "no_progress", "task": "t1"}))
+        ticks.append({"views": {"planner": {"pose": "board:pose"}}, "events": events})
+    summary = {
+        "ticks": 60,
+        "scenario_ticks": 60,
+        "stopped_by": None,
+        "deliveries_done": 0,
+        "tasks_total": 2,
+        "tasks_undeliverable": [],
+        "tasks_undelivered": ["t1", "t2"],
+        "collisions": 0,
+        "safety_violations": 0,
+    }
+    return write_recording(
+        folder / "standoff.mcap", {"planner": spec}, ticks, summary=summary if finished else None
+    )
+
+
+def test_a_stand_off_with_nothing_missing_is_named_as_a_liveness_failure(tmp_path: Path) -> None:
+    report = diagnose(standoff(tmp_path))
+    assert [f.outcome.summary for f in report.findings] == ["replan (no_progress)"] * 3
+    assert report.nothing_lacked and report.suggestions == ()
+    live = report.liveness
+    assert (live.waits, live.give_ways, live.no_progress_replans, live.stalled) == (6, 0, 3, 0)
+    assert live.undelivered == ("t1", "t2") and (live.delivered, live.reachable) == (0, 2)
+    assert live.status == "failed" and live.stuck
+    assert live.verdict == "FAILED: 2 reachable tasks undelivered (t1, t2)"
+    assert any(note.startswith("nothing was missing or evicted") for note in report.notes)
+    data = report.as_json()["liveness"]
+    assert data["waits"] == 6 and data["tasks_undelivered"] == ["t1", "t2"] and data["stuck"]
+
+
+def test_the_doctor_prints_the_liveness_of_a_stand_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    assert cli.main(["doctor", str(standoff(tmp_path))]) == 0  # nothing to suggest
+    out = capsys.readouterr().out
+    assert (
+        "liveness: 6 waits for movers, 0 give-ways, 3 no-progress re-plans, 0 stalled "
+        "episodes, 0 deferrals, 0 abandoned tasks"
+    ) in out
+    assert "verdict: FAILED: 2 reachable tasks undelivered (t1, t2)" in out
+    assert "no spec change covers it" in out
+    assert "no spec change to suggest" in out
+
+
+def test_a_killed_runs_verdict_is_unknown(tmp_path: Path) -> None:
+    live = diagnose(standoff(tmp_path, finished=False)).liveness
+    assert (live.waits, live.no_progress_replans) == (6, 3)
+    assert live.verdict is None and live.undelivered is None and not live.stuck
+    assert live.outcome_text().startswith("verdict unknown: the recording holds no summary")
+
+
+def test_a_recorded_run_that_left_its_task_undelivered(tmp_path: Path) -> None:
+    path = record(tmp_path / "short.mcap", write_world(tmp_path, TOO_SHORT), ticks=100)
+    report = diagnose(path)
+    assert report.liveness.undelivered == ("t1",) and report.liveness.stuck
+    assert report.liveness.verdict == "FAILED: 1 reachable task undelivered (t1)"
 
 
 # -- properties ------------------------------------------------------------------------------

@@ -664,6 +664,35 @@ def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> No
     assert saved["board_digest"] == summary["board_digest"]
 
 
+def test_the_run_page_badge_is_the_verdict(tmp_path: Path) -> None:
+    from tests.support.worlds import TOO_SHORT, write_world
+
+    configure_logging(level="critical")
+    world = load_scenario(write_world(tmp_path, TOO_SHORT))
+    badges = {}
+    for name, ticks in (("short", None), ("cut", 10)):
+        sim = Simulation(world, seed=0, record=tmp_path / f"{name}.mcap")
+        try:
+            sim.run(ticks)
+        finally:
+            sim.close()
+        page = run_page(tmp_path / f"{name}.mcap")[0]
+        badges[name] = re.findall(r'<span class="badge (\w+)">([^<]*)</span>', page)
+    assert badges["short"] == [("bad", "FAILED: 1 reachable task undelivered (t1)")]
+    ((style, line),) = badges["cut"]
+    assert style == "cut" and line.startswith("cut short: 0 of 1 delivered")
+
+
+def test_a_campaign_run_shows_its_verdict(campaign_report: dict[str, Any]) -> None:
+    line = "FAILED: 1 reachable task undelivered (t1)"
+    campaign_report["runs"][1]["verdict"] = {"status": "failed", "line": line}
+    page, _ = campaign_page(campaign_report)
+    section = re.search(r'<section class="run [a-z]+" id="run-1">.*?</section>', page, re.S)
+    assert section is not None and f"<th>verdict</th><td>{line}</td>" in section.group(0)
+    other = re.search(r'<section class="run [a-z]+" id="run-0">.*?</section>', page, re.S)
+    assert other is not None and "<th>verdict</th><td>-</td>" in other.group(0)
+
+
 def test_a_report_replaces_its_own_page_but_no_other_file(
     recorded: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

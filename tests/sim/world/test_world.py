@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from shapely.geometry import Point
 
 from cabins.warehouse import values
+from cabins.warehouse.energy import BatteryFigures
 from runtime.board import StateBoard
 from runtime.cabin import Command
 from runtime.cabin_map import CabinMap
@@ -571,6 +572,47 @@ def test_the_battery_drains_and_an_empty_robot_cannot_move() -> None:
     assert summary["battery_depleted"] is True
     assert summary["depleted_ticks"] >= 10
     assert summary["battery_end"] == 0.0
+    assert summary["battery_min"] == 0.0
+    empty = next(i.time for i in rig.world.incidents if i.kind == "battery_depleted")
+    assert summary["battery_empty_at"] == summary["battery_min_at"] == empty
+
+
+def test_the_world_keeps_the_lowest_battery_and_leaves_it_out_of_its_digest() -> None:
+    rig = Rig(make_scenario(robot__start={"x": 5.0, "y": 8.0}, robot__start_battery=0.5))
+    twin = Rig(make_scenario(robot__start={"x": 5.0, "y": 8.0}, robot__start_battery=0.5))
+    rig.step([], n=int(RATE))  # idle: it drains 0.01 Wh/s
+    low = rig.world.state.robot.battery_wh / rig.scenario.robot.battery_wh
+    rig.step([act("charge", charger="c")], n=int(RATE))  # and charges back above it
+    summary = rig.world.summary()
+    assert summary["battery_min"] == pytest.approx(low) and summary["battery_min"] < 0.5
+    assert summary["battery_min_at"] == pytest.approx(1.0)
+    assert summary["battery_end"] > summary["battery_min"]
+    assert summary["battery_empty_at"] is None
+    twin.step([], n=int(RATE))
+    twin.step([act("charge", charger="c")], n=int(RATE))
+    twin.world.battery_low.level = 0.25  # what it records is not the world's state
+    assert twin.world.state_digest() == rig.world.state_digest()
+    clone = pickle.loads(pickle.dumps(rig.world))
+    assert clone.battery_low == rig.world.battery_low
+
+
+def test_the_summary_names_the_reachable_tasks_not_delivered() -> None:
+    wall = {"id": "W", "polygon": [[10.0, 4.0], [11.0, 4.0], [11.0, 10.0], [10.0, 10.0]]}
+    scenario = make_scenario(
+        shelves=[*BASE["shelves"], wall],  # the floor cut in two: x > 11 cannot be reached
+        docks=[*BASE["docks"], {"id": "far", "x": 15.0, "y": 5.0}],
+        tasks=[
+            {"id": "t1", "pickup": "a", "drop": "b"},
+            {"id": "t2", "pickup": "a", "drop": "far"},
+            {"id": "t3", "pickup": "b", "drop": "a"},
+        ],
+        allow_unreachable=True,
+    )
+    rig = Rig(scenario)
+    rig.step([], n=2)
+    summary = rig.world.summary()
+    assert summary["tasks_undeliverable"] == ["t2"]
+    assert summary["tasks_undelivered"] == ["t1", "t3"]
 
 
 # --- sensors and dispatcher ---------------------------------------------------------------
@@ -678,7 +720,6 @@ def test_every_value_the_world_writes_reads_back_through_cabins_values() -> None
     models: dict[str, Callable[[Any], Any]] = {
         values.POSE: values.Pose.read,
         values.VELOCITY: values.Velocity.read,
-        values.ROBOT_LIMITS: values.RobotLimits.read,
         values.ACCEPTANCE: values.Acceptance.read,
         values.ACTION_LAST: values.ActionOutcome.read,
         values.forbidden_key("hv"): partial(values.Zone.read, values.forbidden_key("hv")),
@@ -690,6 +731,12 @@ def test_every_value_the_world_writes_reads_back_through_cabins_values() -> None
         parsed = read(value)
         assert parsed is not None, key
         assert parsed.as_value() == value, key
+    # robot:limits holds the limits and the battery's figures, each read by its own model
+    limits = rig.value(values.ROBOT_LIMITS)
+    robot, figures = values.RobotLimits.read(limits), BatteryFigures.read(limits)
+    assert robot is not None and figures is not None
+    assert {**robot.as_value(), **figures.as_value()} == limits
+    assert figures.share_per_m == rig.scenario.robot.drain_wh_per_m / rig.scenario.robot.battery_wh
     assert values.read_bounds(rig.value(values.WORLD_BOUNDS)) == (0.0, 0.0, 20.0, 10.0)
     assert values.radius_in({values.ROBOT_RADIUS: rig.value(values.ROBOT_RADIUS)}) == 0.35
     assert values.read_places(rig.value(values.DOCKS)) == {"a": (2.0, 2.0), "b": (2.0, 8.0)}
@@ -746,6 +793,10 @@ def test_the_summary_is_plain_json() -> None:
         "safety_violations",
         "speed_violations",
         "battery_end",
+        "battery_min",
+        "battery_min_at",
+        "battery_empty_at",
+        "tasks_undelivered",
         "distance",
         "picks_failed",
         "drops_failed",

@@ -1,0 +1,218 @@
+"""Energy: whether the battery covers the rest of a task and the way to a charger after it.
+
+Charging used to be decided by a fixed threshold at the end of a step: a robot above it
+drove to a far pick, found itself below it there, and ran flat on the way to the charger.
+Now, before it sets off on a go-to step (and when a task is started or re-planned), the
+planner asks ``Energy.short`` whether the charge covers the rest of the task (the go-to
+targets still to reach, in order) and then the way from the last of them to the nearest
+charger, and charges first when it does not.
+
+**The drain model.** What a metre driven and a second passed cost, as shares of a full
+battery (the unit of the ``battery`` reading). The world publishes its battery's figures
+in ``robot:limits`` (``cabins.warehouse.energy.BatteryFigures``), and those are used; a
+world that does not publish them is learnt from (``DrainLearner``: least squares of each
+fall of the ``battery`` reading on the metres driven, from ``velocity``, and the seconds
+passed; rises, a charge, are left out), once ``_LEARN_S`` seconds and ``_LEARN_M``
+metres were seen. Before then there is no estimate, and only the low-battery level
+counts.
+
+**The estimate.** A leg's length is the route planner's, on the layout known (cached per
+layout: only step boundaries and re-plans ask, never each tick); straight lines are
+tried first, and the route planner is asked only when the battery covers the need at
+their length but not at three times it (on a 120 x 80 m floor a route across costs half
+a second). A leg's seconds are its length at ``energy_speed`` of the top speed. The
+energy of the legs is multiplied by ``energy_factor`` (waits, detours and re-plans cost
+more than the shortest route at a steady speed), and ``energy_reserve`` is added: the
+share left on arrival at a charger.
+
+**The decision.** None (go on) when the battery covers that need, or when it is charged
+already (at ``charge_until``: a charge would not add to it). When even a full charge
+would not cover the whole task, it is done leg by leg: the robot goes on while the
+battery covers the next leg and the way from its end to a charger, and charges first
+when it does not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Final, NamedTuple
+
+import structlog
+from shapely.geometry import LineString
+
+from cabins.planner.layout import Layout
+from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
+from cabins.warehouse.routing import Point2
+
+__all__ = ["Drain", "DrainLearner", "Energy", "RouteLengths"]
+
+_log = structlog.get_logger(__name__)
+
+_LEARN_S: Final = 20.0  # s of readings before a learnt drain is used
+_LEARN_M: Final = 5.0  # m driven before a learnt drain is used
+_GAP_S: Final = 1.0  # s: two readings further apart than this are not one interval
+_FULL_SLACK: Final = 0.02  # a battery this close below charge_until counts as charged
+_CELL: Final = 0.5  # m: robot positions within one cell share a cached route length
+_CACHE: Final = 512  # route lengths kept per layout at most
+_SURE_DETOUR: Final = 3.0  # a need covered at this many times the straight lines is covered
+
+
+class Drain(NamedTuple):
+    """What a metre driven (``per_m``) and a second passed (``per_s``) cost, as shares of
+    a full battery, and where the figures came from (``published`` or ``learnt``)."""
+
+    per_m: float
+    per_s: float
+    source: str
+
+
+class DrainLearner:
+    """Learns the drain from the battery readings and the speeds seen (see the module
+    docstring): sums of the least-squares fit, a handful of numbers per tick."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None  # (time, battery) of the last reading
+        self._mm = self._ms = self._ss = self._my = self._sy = 0.0
+        self._metres = self._seconds = 0.0
+
+    def observe(self, time: float, battery: float | None, speed: float | None) -> None:
+        """Take one tick's ``battery`` reading and forward ``speed`` (m/s) at ``time`` (s)."""
+        last = self._last
+        self._last = None if battery is None else (time, battery)
+        if last is None or battery is None or speed is None:
+            return
+        seconds, fall = time - last[0], last[1] - battery
+        if not 0.0 < seconds <= _GAP_S or fall < 0.0:
+            return  # a gap in the readings, or charging
+        metres = abs(speed) * seconds
+        self._mm += metres * metres
+        self._ms += metres * seconds
+        self._ss += seconds * seconds
+        self._my += metres * fall
+        self._sy += seconds * fall
+        self._metres += metres
+        self._seconds += seconds
+
+    def drain(self) -> Drain | None:
+        """The drain learnt so far, or None before enough was seen."""
+        if self._seconds < _LEARN_S or self._metres < _LEARN_M:
+            return None
+        mm, ms, ss, my, sy = self._mm, self._ms, self._ss, self._my, self._sy
+        det = mm * ss - ms * ms
+        per_m = per_s = -1.0
+        if det > 1e-9 * mm * ss:
+            per_m, per_s = (my * ss - sy * ms) / det, (sy * mm - my * ms) / det
+        if per_m < 0.0 or per_s < 0.0:
+            # metres and seconds in step (one steady speed), or a noisy split: all of the
+            # fall on whichever of the two explains it alone, the other left at zero
+            per_m, per_s = (my / mm, 0.0) if per_s < 0.0 else (0.0, sy / ss)
+        return Drain(max(per_m, 0.0), max(per_s, 0.0), "learnt")
+
+
+class RouteLengths:
+    """Route lengths on the layout's route planner (moving obstacles left out), cached
+    until the layout changes; the straight line where no route is found."""
+
+    def __init__(self, layout: Layout) -> None:
+        self._layout = layout
+        self._key: object = None
+        self._known: dict[tuple[Point2, Point2], float] = {}
+
+    def __call__(self, a: Point2, b: Point2) -> float:
+        router = self._layout.router()
+        if router is None:
+            return math.dist(a, b)
+        key = self._layout.router_key
+        if key != self._key or len(self._known) >= _CACHE:
+            self._key, self._known = key, {}
+        pair = (_cell(a), _cell(b))
+        known = self._known.get(pair)
+        if known is None:
+            route = router.plan(a, b)
+            known = float(LineString(route).length) if route else math.dist(a, b)
+            self._known[pair] = known
+        return known
+
+
+def _cell(p: Point2) -> Point2:
+    return (round(p[0] / _CELL) * _CELL, round(p[1] / _CELL) * _CELL)
+
+
+class Energy:
+    """Whether the battery covers the rest of a task (see the module docstring)."""
+
+    def __init__(self, settings: PlannerSettings, layout: Layout) -> None:
+        self._settings = settings
+        self._learner = DrainLearner()
+        self._lengths = RouteLengths(layout)
+
+    def observe(self, seen: Seen) -> None:
+        """Learn from this tick's battery reading (each tick: a few sums)."""
+        if seen.battery_figures is None:
+            self._learner.observe(seen.time, seen.battery, seen.speed)
+
+    def drain(self, seen: Seen) -> Drain | None:
+        """The drain model: the published figures, else the learnt ones, else None."""
+        figures = seen.battery_figures
+        if figures is not None:
+            return Drain(figures.share_per_m, figures.share_per_s, "published")
+        return self._learner.drain()
+
+    def short(self, seen: Seen, targets: Sequence[Point2]) -> str | None:
+        """Why the robot should charge before it goes on to ``targets`` (the go-to targets
+        of the rest of its task, in order), or None when it need not."""
+        battery, here, chargers = seen.battery, seen.pose, seen.charger_places()
+        drain = self.drain(seen)
+        if battery is None or here is None or drain is None or not chargers or not targets:
+            return None
+        full = self._settings.charge_until - _FULL_SLACK
+        if battery >= full:
+            return None  # a charge would not add to it: go on, leg by leg
+        places = [here, *targets]
+        # straight lines first: no route is shorter, and few are three times as long, so
+        # the route planner is asked only when those two bounds disagree
+        for bound in (math.dist, self._lengths):
+            metres, need = self._metres_and_need(bound, places, chargers, drain, seen)
+            if battery < need:
+                break
+            if bound is math.dist and battery >= self._need(drain, _SURE_DETOUR * metres, seen):
+                return None
+        else:
+            return None
+        _log.debug("planner.energy_short", battery=battery, need=need, metres=metres)
+        return (
+            f"battery {battery:.2f} < {need:.2f} needed for {metres:.0f} m and a charger "
+            f"({drain.source} drain)"
+        )
+
+    def _metres_and_need(
+        self,
+        length: Callable[[Point2, Point2], float],
+        places: list[Point2],
+        chargers: dict[str, Point2],
+        drain: Drain,
+        seen: Seen,
+    ) -> tuple[float, float]:
+        """The metres from the robot through ``places`` to the nearest charger (by
+        ``length``) and what they need; when no single charge covers that, the next leg
+        and a charger after it."""
+        full = self._settings.charge_until - _FULL_SLACK
+        metres = sum(length(a, b) for a, b in itertools.pairwise(places))
+        metres += min(length(places[-1], c) for c in chargers.values())
+        need = self._need(drain, metres, seen)
+        if need > full:  # not on one charge: the next leg and a charger after it
+            metres = length(places[0], places[1])
+            metres += min(length(places[1], c) for c in chargers.values())
+            need = self._need(drain, metres, seen)
+        return metres, need
+
+    def _need(self, drain: Drain, metres: float, seen: Seen) -> float:
+        """The share of a full battery ``metres`` of driving take, with the factor and the
+        reserve."""
+        settings = self._settings
+        seconds = metres / (settings.energy_speed * seen.limits.max_speed)
+        energy = drain.per_m * metres + drain.per_s * seconds
+        return settings.energy_factor * energy + settings.energy_reserve

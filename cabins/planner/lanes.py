@@ -1,0 +1,264 @@
+"""Single lanes: stretches of a route too narrow to pass a mover in, and waiting for them.
+
+On a floor whose two 2.6 m corridors met only at their ends, the robot followed a
+forklift into one, met it coming back at the end of its loop, and shuttled to and fro
+behind it for minutes. Where a route runs through a lane that a mover blocks, the
+planner does not follow the mover in (``LaneGuard``, used by ``route``):
+
+- **A lane** is a stretch of the route where the free width across it, measured on the
+  route planner's grid (the ground the robot's centre may take), is less than twice the
+  robot's reach (radius plus clearance) plus the mover's diameter: a mover walking down
+  its middle cannot be passed (``narrow_stretches``). Measured once per route planned,
+  with numpy over the static grid: no per-tick work.
+- **Contested**: a mover is in the lane ahead of the robot (whichever way it goes: one
+  walking away may turn back at the end of its loop, inside the lane), or heads into it
+  against the robot (where it will be in ``lane_lookahead_s`` is in the lane).
+- **The other way**: the route that keeps off the contested lane, when it is at most
+  ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept for
+  the rest of the step, so that the route does not flip back when the mover is out of
+  sight (a ``single_lane`` event says so).
+- **Else it waits at the entry**: the robot follows the way up to the lane and stops
+  short of its entry (an empty route, written once it is within its braking distance of
+  the stopping point; a ``wait_for_obstacles`` event with the reason ``single_lane``);
+  it looks again every ``obstacle_replan_interval`` seconds and goes on once the lane is
+  no longer contested, or after ``lane_wait_s`` (then as before: it follows the way and
+  the executor keeps back from the mover). A robot already in the lane when the mover
+  is seen has no entry to wait at: it takes the other way, or keeps to the way as before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import shapely
+import shapely.ops
+from shapely.geometry import LineString, Point
+from shapely.geometry.base import BaseGeometry
+
+from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
+from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
+from cabins.warehouse.routing import Route, RoutePlanner
+from runtime.cabin_map import Feature
+
+__all__ = ["Lane", "LaneGuard", "narrow_stretches"]
+
+_STEP: Final = 0.25  # m between the route's samples
+_MIN_LENGTH: Final = 0.5  # m: a narrow stretch shorter than this is no lane
+_STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry when it waits
+_BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
+
+
+def narrow_stretches(
+    router: RoutePlanner, line: LineString, width: float
+) -> list[tuple[float, float, float]]:
+    """``(start, end, widest)`` in metres along ``line`` for each stretch where the free width
+    across it on ``router``'s grid (the width its centre may take, plus a cell diagonal for
+    the grid's margin) is less than ``width``; ``widest`` is the stretch's widest such
+    width. Samples whose own cell is not free (a dock in a shelf's margin) count as wide."""
+    length = float(line.length)
+    if length <= 0.0:
+        return []
+    problem, grid = router.problem, router.grid
+    res = problem.resolution
+    minx, miny = problem.bounds[0], problem.bounds[1]
+    along = np.arange(0.0, length + 1e-9, _STEP)
+    xy = _at(line, along)
+    heading = _at(line, np.minimum(along + 0.05, length)) - _at(line, np.maximum(along - 0.05, 0.0))
+    norm = np.hypot(heading[:, 0], heading[:, 1])
+    norm[norm == 0.0] = 1.0
+    normal = np.stack([-heading[:, 1], heading[:, 0]], axis=1) / norm[:, None]
+    step = res / 2.0
+    count = math.ceil(width / step) + 1
+    offsets = np.arange(-count, count + 1) * step
+    cross = xy[:, None, :] + offsets[None, :, None] * normal[:, None, :]
+    cols = np.floor((cross[..., 0] - minx) / res).astype(int)
+    rows = np.floor((cross[..., 1] - miny) / res).astype(int)
+    inside = (cols >= 0) & (rows >= 0) & (cols < grid.shape[1]) & (rows < grid.shape[0])
+    free = np.zeros(cols.shape, dtype=bool)
+    free[inside] = grid[rows[inside], cols[inside]]
+    centre = count
+    blocked_right = ~free[:, centre::-1]  # from the centre outwards, each way
+    blocked_left = ~free[:, centre:]
+    right = np.where(blocked_right.any(axis=1), blocked_right.argmax(axis=1), count + 1)
+    left = np.where(blocked_left.any(axis=1), blocked_left.argmax(axis=1), count + 1)
+    free_width = (right + left - 1) * step + res * math.sqrt(2.0)
+    narrow = free[:, centre] & (free_width < width)
+    stretches: list[tuple[float, float, float]] = []
+    start: int | None = None
+    for i, flag in enumerate([*narrow.tolist(), False]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            a, b = float(along[start]), float(along[i - 1])
+            if b - a >= _MIN_LENGTH:
+                stretches.append((a, b, float(free_width[start:i].max())))
+            start = None
+    return stretches
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """A lane of a route: from ``start`` to ``end`` metres along it, its ``ground`` (the
+    stretch widened to the lane's walls), and the movers that contest it."""
+
+    start: float
+    end: float
+    ground: BaseGeometry
+    movers: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Wait:
+    """Waiting at a lane's entry: for ``step``, on the route ``line``, stopping at ``stop``
+    metres along it, since ``since``; ``holding`` once the route was cleared to stop."""
+
+    step: str
+    way: Route
+    line: LineString
+    stop: float
+    lane: Lane
+    since: float
+    checked: float
+    holding: bool = False
+
+
+class LaneGuard:
+    """Finds the contested lane of a way, keeps the lanes avoided per step, and holds the
+    robot at a lane's entry (see the module docstring)."""
+
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
+        self._avoided: tuple[str, list[BaseGeometry]] | None = None  # (step, lane grounds)
+        self._wait: _Wait | None = None
+        self._patience_spent: str | None = None  # the step that waited lane_wait_s already
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the robot waits at a lane's entry."""
+        return self._wait is not None
+
+    def avoided(self, step: str) -> list[BaseGeometry]:
+        """The grounds of the lanes the routes of ``step`` keep off."""
+        avoided = self._avoided
+        return avoided[1] if avoided is not None and avoided[0] == step else []
+
+    def avoid(self, step: str, lane: Lane) -> None:
+        """Keep the routes of ``step`` off ``lane`` until the step is over."""
+        self._avoided = (step, [*self.avoided(step), lane.ground])
+        self._wait = None
+
+    def contested(self, router: RoutePlanner, seen: Seen, way: Route, reach: float) -> Lane | None:
+        """The first lane of ``way`` ahead of the robot that a mover in view contests."""
+        movers = [f for f in seen.obstacles if f.geometry.area > 0]
+        if len(way) < 2 or not movers or seen.pose is None:
+            return None
+        line = LineString(way)
+        size = max(_radius(f) for f in movers)
+        here = float(line.project(Point(seen.pose)))
+        for start, end, widest in narrow_stretches(router, line, 2.0 * (reach + size)):
+            if end <= here:
+                continue
+            # only the lane ahead: the robot may stand in it, and the other way leads back
+            first = min(max(start, here + reach + _STOP_SHORT), end - _STEP)
+            stretch = shapely.ops.substring(line, first, end)
+            ground = stretch.buffer(widest / 2.0 + reach, cap_style="flat")
+            inside = [f.id for f in movers if self._contests(f, ground, line, here)]
+            if inside:
+                return Lane(start, end, ground, tuple(sorted(inside)))
+        return None
+
+    def _contests(
+        self, mover: Feature, ground: BaseGeometry, line: LineString, here: float
+    ) -> bool:
+        """Whether ``mover`` is in ``ground`` ahead of the robot (at ``here`` along
+        ``line``), or heads into it against the robot."""
+        centre = mover.geometry.centroid
+        along = float(line.project(centre))
+        if along < here - _BEHIND:
+            return False
+        if mover.geometry.intersects(ground):
+            return True
+        vx, vy = _velocity(mover)
+        lookahead = self._settings.lane_lookahead_s
+        later = Point(centre.x + vx * lookahead, centre.y + vy * lookahead)
+        if not later.intersects(ground):
+            return False
+        a = line.interpolate(max(along - 0.1, 0.0))
+        b = line.interpolate(min(along + 0.1, float(line.length)))
+        return bool(vx * (b.x - a.x) + vy * (b.y - a.y) < 0.0)  # against the robot's way
+
+    def may_wait(self, step: str) -> bool:
+        """Whether the robot may still wait at a lane's entry on ``step``."""
+        return self._patience_spent != step
+
+    def wait(self, seen: Seen, step: str, way: Route, lane: Lane, reach: float) -> bool:
+        """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already."""
+        assert seen.pose is not None
+        line = LineString(way)
+        here = float(line.project(Point(seen.pose)))
+        stop = lane.start - reach - _STOP_SHORT
+        if stop < here - _BEHIND:
+            return False
+        known = self._wait
+        since = known.since if known is not None and known.step == step else seen.time
+        self._wait = _Wait(step, way, line, stop, lane, since, seen.time)
+        return True
+
+    def hold(self, seen: Seen, step: str, router: RoutePlanner | None, reach: float) -> bool | None:
+        """While waiting on ``step``: True to hold the robot now (no route), False to go on
+        with the way; None when the wait is over (route again)."""
+        wait = self._wait
+        if wait is None or wait.step != step or seen.pose is None:
+            self._wait = None
+            return None if wait is not None else False
+        settings = self._settings
+        if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
+            wait.checked = seen.time
+            if seen.time - wait.since >= settings.lane_wait_s:
+                self._patience_spent = step
+                self._wait = None
+                return None
+            if self.contested(router, seen, wait.way, reach) is None:
+                self._wait = None
+                return None
+        if not wait.holding:
+            speed = abs(seen.speed or 0.0)
+            brake = BRAKE_FRACTION * seen.limits.max_accel
+            stopping = speed * speed / (2.0 * brake) + speed * REACTION_S
+            here = float(wait.line.project(Point(seen.pose)))
+            wait.holding = bool(wait.stop - here <= stopping)
+        return wait.holding
+
+    def forget(self) -> None:
+        """The task or step changed: no lane is avoided or waited at."""
+        self._avoided = None
+        self._wait = None
+
+
+def _at(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The points ``along`` metres along ``line``, as an (n, 2) array."""
+    points: npt.NDArray[np.float64] = shapely.get_coordinates(
+        shapely.line_interpolate_point(line, along)
+    )
+    return points
+
+
+def _radius(feature: Feature) -> float:
+    radius = feature.props.get("radius")
+    if isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius > 0:
+        return float(radius)
+    return math.sqrt(feature.geometry.area / math.pi)
+
+
+def _velocity(feature: Feature) -> tuple[float, float]:
+    vx, vy = feature.props.get("vx"), feature.props.get("vy")
+    ok = all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in (vx, vy)
+    )
+    return (float(vx), float(vy)) if ok else (0.0, 0.0)  # type: ignore[arg-type]

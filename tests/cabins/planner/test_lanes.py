@@ -1,0 +1,223 @@
+"""Single lanes: the robot does not follow a mover into a lane it cannot pass it in; it
+takes the other way when there is one, or waits at the lane's entry.
+
+The two-corridor floor of issue 29, in miniature: two 2.6 m corridors that meet only at
+their ends, and a forklift walking the southern one end to end. The robot, at a dock in
+the middle of that corridor, had to go east with the forklift ahead of it: it followed
+the forklift, met it coming back at the end of its loop, stood in a stand-off and then
+drove round by the other corridor anyway (a ``no_progress`` re-plan and a step timeout;
+the second task took 89 s). Now it takes the other corridor at once (a ``single_lane``
+event), and keeps to it until the step is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shapely.geometry import LineString, Point, box
+
+from cabins.planner import Planner
+from cabins.planner.lanes import narrow_stretches
+from cabins.warehouse.routing import RoutePlanner, RoutingProblem
+from runtime.cabin_map import Feature
+from runtime.spec import load_spec
+from runtime.testing import make_view, run_step
+from sim.run.harness import Simulation
+from sim.world.scenario import Scenario
+from tests.support.paths import ROOT
+
+CORRIDORS: dict[str, Any] = {
+    "name": "two-corridors",
+    "duration": 200.0,
+    "rate_hz": 20.0,
+    "floor": {"max_x": 40.0, "max_y": 9.2},
+    "shelves": [{"id": "S", "polygon": [[4.0, 2.6], [36.0, 2.6], [36.0, 6.6], [4.0, 6.6]]}],
+    "docks": [
+        {"id": "west", "x": 2.0, "y": 4.6},
+        {"id": "mid", "x": 20.0, "y": 1.3},
+        {"id": "east", "x": 38.0, "y": 4.6},
+    ],
+    "chargers": [{"id": "C0", "x": 2.0, "y": 8.0}],
+    "moving_obstacles": [
+        {
+            "id": "forklift0",
+            "kind": "forklift",
+            "radius": 0.6,
+            "speed": 0.8,
+            "waypoints": [[6.0, 1.3], [34.0, 1.3]],
+            "patience": 4.0,
+        }
+    ],
+    "robot": {
+        "radius": 0.35,
+        "max_speed": 1.2,
+        "max_turn_rate": 2.0,
+        "max_accel": 0.8,
+        "start": {"x": 2.0, "y": 3.0, "theta": 0.0},
+        "battery_wh": 60.0,
+        "drain_wh_per_m": 0.1,
+        "drain_wh_per_s": 0.01,
+        "charge_wh_per_s": 1.0,
+    },
+    "tasks": [
+        {"id": "t1", "pickup": "west", "drop": "mid", "release": 0.0},
+        {"id": "t2", "pickup": "mid", "drop": "east", "release": 5.0},
+    ],
+}
+
+
+def test_the_robot_takes_the_other_corridor_instead_of_following_the_forklift() -> None:
+    simulation = Simulation(Scenario.model_validate(CORRIDORS), seed=0)
+    events: list[tuple[str, Any]] = []
+    simulation.log.add_listener(lambda e: events.append((e.kind, e.data)))
+    summary = simulation.run()
+    assert summary["deliveries_done"] == 2, summary
+    assert summary["collisions"] == 0 and summary["safety_violations"] == 0
+    reasons = [d["reason"] for k, d in events if k == "replan"]
+    assert "no_progress" not in reasons and "step_timeout" not in reasons, reasons
+    assert summary["replans"] <= 10, reasons
+    lanes = [d for k, d in events if k == "single_lane"]
+    assert [d["choice"] for d in lanes] == ["other_way"]
+    assert lanes[0]["step"] == "t2:go_drop" and lanes[0]["obstacles"] == ("obstacle:forklift0",)
+    assert summary["delivery_times"]["t2"] < 80.0
+
+
+# -- lanes and waiting at an entry, on hand-built views ---------------------------------
+
+SPEC = load_spec(ROOT / "specs" / "planner.toml")
+# one 2.6 m corridor from x 6 to 14, the only way from the west of the floor to the east
+NORTH, SOUTH = box(6.0, 6.3, 14.0, 10.0), box(6.0, 0.0, 14.0, 3.7)
+BOUNDS = (0.0, 0.0, 20.0, 10.0)
+
+
+def _router() -> RoutePlanner:
+    return RoutePlanner(
+        RoutingProblem(
+            bounds=BOUNDS, obstacles=(NORTH, SOUTH), forbidden=(), robot_radius=0.35, clearance=0.25
+        )
+    )
+
+
+def test_a_corridor_too_narrow_to_pass_a_mover_in_is_a_lane() -> None:
+    line = LineString([(2.0, 5.0), (18.0, 5.0)])
+    [(start, end, widest)] = narrow_stretches(_router(), line, 2.0 * (0.6 + 0.6))
+    # the corridor runs from 4 to 12 m along the route; its ends flare on the grid
+    assert 3.0 <= start <= 4.5 and 11.5 <= end <= 13.0
+    assert widest < 2.4
+    # four metres wide would pass a person: no lane for a 0.3 m mover in a 4 m aisle
+    wide = RoutePlanner(
+        RoutingProblem(
+            bounds=BOUNDS,
+            obstacles=(box(6.0, 7.0, 14.0, 10.0), box(6.0, 0.0, 14.0, 3.0)),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+        )
+    )
+    assert narrow_stretches(wide, line, 2.0 * (0.6 + 0.3)) == []
+
+
+def _forklift(x: float, y: float, vx: float) -> Feature:
+    return Feature(
+        "obstacle:forklift0",
+        Point(x, y).buffer(0.6),
+        "obstacle",
+        frozenset({"moving", "forklift"}),
+        {"id": "forklift0", "kind": "forklift", "radius": 0.6, "vx": vx, "vy": 0.0},
+    )
+
+
+class _Floor:
+    """The planner ticked on views of the one-corridor floor, its writes applied."""
+
+    def __init__(self) -> None:
+        self.planner = Planner(SPEC)
+        self.board: dict[str, Any] = {
+            "goal:deliver:t0": {
+                "task": "t0",
+                "pickup": "W",
+                "drop": "E",
+                "pickup_xy": (2.0, 5.0),
+                "drop_xy": (18.0, 5.0),
+                "released": 0.0,
+            },
+            "pose": (2.0, 5.0, 0.0),
+            "velocity": (0.0, 0.0),
+            "battery": 0.9,
+            "cargo": "t0",
+            "world:bounds": BOUNDS,
+            "robot:radius": 0.35,
+            "docks": {"W": (2.0, 5.0), "E": (18.0, 5.0)},
+            "chargers": {"C": (2.0, 1.0)},
+        }
+        self.movers: list[Feature] = []
+        self.now, self.tick = 10.0, 0
+
+    def step(self) -> list[tuple[str, Any]]:
+        shelves = [
+            Feature("shelf:N", NORTH, "shelf", frozenset({"static"})),
+            Feature("shelf:S", SOUTH, "shelf", frozenset({"static"})),
+        ]
+        view = make_view(
+            SPEC,
+            board=self.board,
+            features=[*shelves, *self.movers],
+            now=self.now,
+            tick=self.tick,
+        )
+        out = run_step(self.planner, view)
+        for write in out.writes:
+            self.board[write.key] = write.value
+        self.tick += 1
+        self.now += 0.05
+        return [(e.kind, e.data) for e in out.events]
+
+    def approach(self) -> float:
+        """Drive the robot east along its route, 5 cm a tick, until the route is cleared
+        (it holds) or it reaches the corridor; where it stopped (x)."""
+        x = self.board["pose"][0]
+        while self.board["route"] and x < 6.0:
+            x += 0.05
+            self.board["pose"] = (x, 5.0, 0.0)
+            self.step()
+        return float(x)
+
+
+def test_with_no_other_way_the_robot_waits_at_the_entry_and_goes_once_the_lane_is_clear() -> None:
+    floor = _Floor()
+    floor.step()  # route to the east dock, through the corridor
+    assert floor.board["route"]
+    # a forklift in the corridor, coming west: it cannot be passed in there
+    floor.movers = [_forklift(10.0, 5.0, -0.8)]
+    floor.board["pose"] = (3.0, 5.0, 0.0)
+    floor.now += 1.0
+    events = floor.step()
+    [wait] = [d for k, d in events if k == "wait_for_obstacles"]
+    assert wait["reason"] == "single_lane" and wait["obstacles"] == ("obstacle:forklift0",)
+    assert floor.board["route"]  # it drives on up to the entry ...
+    assert floor.approach() < 6.0 - 0.35 - 0.25  # ... and holds short of it
+    assert floor.board["route"] == ()
+    for _ in range(30):
+        floor.step()
+    assert floor.board["route"] == ()  # still contested: it keeps waiting
+    # the forklift has left the corridor (it is out of the way, north-west of the robot)
+    floor.movers = [_forklift(2.0, 8.5, -0.8)]
+    for _ in range(25):
+        floor.step()
+    route = floor.board["route"]
+    assert route and route[-1] == (18.0, 5.0)
+
+
+def test_the_robot_goes_in_after_waiting_lane_wait_s() -> None:
+    floor = _Floor()
+    floor.planner = Planner(SPEC, floor.planner.settings.model_copy(update={"lane_wait_s": 3.0}))
+    floor.step()
+    floor.movers = [_forklift(10.0, 5.0, 0.0)]  # standing in the corridor
+    floor.now += 1.0
+    floor.step()
+    floor.approach()
+    assert floor.board["route"] == ()
+    for _ in range(70):  # 3.5 s
+        floor.step()
+    route = floor.board["route"]
+    assert route and route[-1] == (18.0, 5.0)  # the way: the executor keeps back from it
