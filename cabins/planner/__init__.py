@@ -14,6 +14,8 @@
 - ``route``: the route: kept, planned again, past the movers or up to them
   (``departure``: where it starts; ``shrink``: what it keeps clear of);
 - ``standoff`` and ``give_way``: a stand-off, and where to give way in it;
+- ``watchdog`` and ``recovery``: no progress on the active task, and what is done
+  about it (re-route, defer, abandon);
 - ``blocked_spots``: where the way was blocked, kept in long-term memory.
 """
 

@@ -6,8 +6,8 @@ Each tick the planner reads its view once (``seen``) and, through its outbox onl
 - remembers the static layout it sees, so an item evicted from working memory is still
   avoided, and builds the route planner from it (``layout``);
 - keeps a stack of the ``goal:deliver:*`` goals (oldest released first, unless a
-  dispatcher's ``dispatch:order`` ranks them) and works on one at a time; a goal that
-  leaves the board was delivered (``goals``);
+  dispatcher's ``dispatch:order`` ranks them; deferred ones after the others) and works
+  on one at a time; a goal that leaves the board was delivered (``goals``);
 - plans the active task as a chain of steps (go to the pick-up dock, pick, go to the
   drop dock, drop), with go-to-charger and charge first when the battery is low or, by
   its drain model, does not cover the rest of the task and the way to a charger after it
@@ -20,6 +20,11 @@ Each tick the planner reads its view once (``seen``) and, through its outbox onl
 - routes the robot to the current go-to step's target, keeping the robot radius clear
   of shelves and never crossing a forbidden zone, passing moving obstacles or waiting
   for them (``route``), and giving way in a stand-off (``standoff``, ``give_way``);
+- watches the active task's progress: ``watchdog_s`` without it raises a ``stalled``
+  alarm with its cause, and the task is re-routed, then deferred (the next task is
+  served, and it comes back), then abandoned with a reason (``watchdog``,
+  ``recovery``); a task cornered in a stand-off, with no spot to give way, is deferred
+  when another can be served;
 - writes ``plan`` and ``route`` to the board when they change.
 
 Missing items (``view.missing``, reason other than "absent"; one reaction per episode
@@ -48,21 +53,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shapely.geometry import LineString
+
 from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots
 from cabins.planner.energy import Energy
 from cabins.planner.goals import Goals
 from cabins.planner.hold import hold_reason
 from cabins.planner.layout import Layout
 from cabins.planner.missing import MissingItems
+from cabins.planner.recovery import Recovery
 from cabins.planner.route import RouteKeeper
 from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.standoff import StandOff
 from cabins.planner.steps import Steps, board_plan
+from cabins.planner.watchdog import Situation, Watchdog
+from cabins.warehouse.routing import Route
 from runtime.agent.memory import LongTermMemory
 from runtime.agent.plan import Plan, ReplanTrigger
 from runtime.cabin import Outbox
 from runtime.pack import CabinView
+from runtime.position import read_xy
 from runtime.spec import ContextSpec
 
 __all__ = ["Planner"]
@@ -102,6 +113,8 @@ class Planner:
         self._route = RouteKeeper(
             settings, layout=self._layout, spots=self._spots, standoff=self._standoff
         )
+        self._watchdog = Watchdog(settings)
+        self._recovery = Recovery(settings)
 
     @property
     def name(self) -> str:
@@ -172,16 +185,22 @@ class Planner:
             replan=replan,
             out=out,
         )
+        route = self._watch(seen, hold, route, out)
         keeper.publish(route, out)
         steps.publish(task, out)
         self._spots.clear(seen, layout.reach, out)
 
     def _choose_task(self, seen: Seen, out: Outbox) -> None:
-        finished, started = self._goals.choose(seen, out)
+        before = self._goals.task
+        finished, started = self._goals.choose(seen, out, self._recovery)
         if finished:
             self._steps.finish()
+            self._watchdog.stop()
+            if before is not None:
+                self._recovery.forget(before)
         if started is not None:
             self._steps.start(started, seen, out)
+            self._watchdog.start(started.task, seen, self._steps.failures)
 
     def _replan(self, trigger: ReplanTrigger, seen: Seen, out: Outbox) -> Plan | None:
         """Re-plan the active task for ``trigger``, and tell the parts that care: a step
@@ -191,13 +210,106 @@ class Planner:
         if self._steps.plan is None or goal is None:
             return self._steps.plan
         if trigger.reason == "no_progress":
+            current = self._steps.plan.current
             self._standoff.begin(
                 seen,
                 progress=self._steps.progress,
                 waiting=self._route.waiting,
                 reach=self._layout.reach,
+                target=None if current is None else read_xy(current.data.get("target_xy")),
             )
         if self._steps.replan(trigger, goal, seen, out):
             self._route.forget()
             self._spots.remember(trigger, seen, goal.task, self._layout.reach, out)
         return self._steps.plan
+
+    # -- liveness: the watchdog and its recovery ----------------------------------------
+
+    def _watch(self, seen: Seen, hold: str | None, route: Route, out: Outbox) -> Route:
+        """Watch the active task's progress and recover it when it stalls (``watchdog``,
+        ``recovery``); the route for this tick after it (none once the task is set
+        aside)."""
+        task, plan, recovery = self._goals.task, self._steps.plan, self._recovery
+        if task is None or plan is None:
+            return route
+        carried = self._carried(seen, task)
+        cornered = self._standoff.take_cornered()
+        if (
+            cornered is not None
+            and not carried
+            and recovery.can_defer(task)
+            and self._goals.others_ready(recovery, seen.time)
+        ):
+            recovery.defer(task, f"stand_off: no spot to give way to {cornered}", seen.time, out)
+            return self._set_aside()
+        keeper = self._route
+        line = keeper.line if route == keeper.route else None
+        if line is None and len(route) >= 2:
+            line = LineString(route)
+        stalled = self._watchdog.watch(
+            seen,
+            plan,
+            line=line,
+            route=route,
+            situation=self._situation(hold, plan, route),
+            failures=self._steps.failures,
+        )
+        if stalled is None:
+            return route
+        remedy = recovery.remedy(task, carried=carried)
+        out.emit(
+            "alarm",
+            {
+                "kind": "stalled",
+                "level": "alarm",
+                "task": task,
+                "step": stalled.step,
+                "cause": stalled.cause,
+                "seconds": stalled.seconds,
+                "recovery": remedy,
+            },
+            tags=("alarm",),
+        )
+        if remedy == "reroute":
+            self._standoff.go_round(self._steps.progress)
+            self._replan(ReplanTrigger("stalled", stalled.step, stalled.cause), seen, out)
+            self._watchdog.rebase()
+            return route
+        reason = f"stalled: {stalled.cause}"
+        if remedy == "defer":
+            recovery.defer(task, reason, seen.time, out)
+        else:
+            recovery.abandon(task, reason, out)
+        return self._set_aside()
+
+    def _situation(self, hold: str | None, plan: Plan, route: Route) -> Situation | None:
+        """What the planner does this tick, for the watchdog (None while it holds)."""
+        if hold is not None:
+            return None
+        current = plan.current
+        if self._standoff.in_stand_off(self._steps.progress):
+            return "stand_off"
+        if self._route.waiting:  # for a mover on the way, or at a single lane's entry
+            return "waiting_for_mover"
+        if current is not None and current.action == "go_to" and not route:
+            return "no_route"
+        if current is not None and current.action == "charge":
+            return "charging"
+        return "moving"
+
+    def _carried(self, seen: Seen, task: str) -> bool:
+        """Whether the robot carries ``task``'s item (by its cargo, else by the plan)."""
+        if seen.cargo_known:
+            return seen.cargo == task
+        plan = self._steps.plan
+        done = {s.action for s in plan if s.status == "done"} if plan is not None else set()
+        return "pick" in done and "drop" not in done
+
+    def _set_aside(self) -> Route:
+        """Stop working on the active task (deferred or abandoned): no plan, no route."""
+        self._goals.put_aside()
+        self._steps.finish()
+        self._watchdog.stop()
+        self._standoff.reset()
+        self._route.forget()
+        return ()

@@ -2,8 +2,10 @@
 
 The planner works on one task at a time. While it has none, it takes the goal the
 dispatcher's ``dispatch:order`` ranks first, else the oldest released (ties by task
-id). A task is over when its goal leaves the board: it was delivered. Once the last
-task is over a ``plan_done`` event says how many were done. Goals are parsed once per
+id); a task the planner deferred goes after the others, and one it abandoned, or
+deferred until a time still to come, is not taken (``recovery``). A task is over when
+its goal leaves the board: it was delivered. Once the last task is over (or only
+abandoned ones are left) a ``plan_done`` event says how many were done. Goals are parsed once per
 write: a goal item that is the same object as last tick is not read again; one that is
 not a readable delivery goal is ignored, with a warning.
 """
@@ -14,6 +16,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
+from cabins.planner.recovery import Recovery
 from cabins.planner.seen import Seen
 from cabins.warehouse.values import GOAL_DELIVER_PREFIX, DeliverGoal
 from runtime.cabin import Outbox
@@ -80,9 +83,11 @@ class Goals:
             self._goals = {g.task: g for _, g in parsed.values() if g is not None}
         self._items = parsed
 
-    def choose(self, seen: Seen, out: Outbox) -> Choice:
+    def choose(self, seen: Seen, out: Outbox, aside: Recovery | None = None) -> Choice:
         """End the active task if its goal left the board; with no active task, start
-        the first goal in order, or say ``plan_done`` once after the last task."""
+        the first goal in order, or say ``plan_done`` once after the last task. With
+        ``aside``, a task it deferred goes after the others, and one it abandoned, or
+        deferred until a time still to come, is not taken."""
         finished = False
         if self._task is not None and self._task not in self._goals:
             self._tasks_done += 1
@@ -91,14 +96,42 @@ class Goals:
         if self._task is None and self._goals:
             order = seen.dispatch_order()
             rank = {task: i for i, task in enumerate(order)}
-            goal = min(
-                self._goals.values(),
-                key=lambda g: (rank.get(g.task, len(order)), g.released, g.task),
-            )
-            self._task = goal.task
-            self._busy = True
-            return Choice(finished, goal)
-        if self._task is None and self._busy:
+            ready = [
+                g
+                for g in self._goals.values()
+                if aside is None or not aside.waiting(g.task, seen.time)
+            ]
+            if ready:
+                goal = min(
+                    ready,
+                    key=lambda g: (
+                        aside is not None and aside.set_aside(g.task),
+                        rank.get(g.task, len(order)),
+                        g.released,
+                        g.task,
+                    ),
+                )
+                self._task = goal.task
+                self._busy = True
+                if aside is not None:
+                    aside.resume(goal.task, out)
+                return Choice(finished, goal)
+        if self._task is None and self._busy and self._all_given_up(aside):
             self._busy = False
             out.emit("plan_done", {"tasks_done": self._tasks_done}, tags=("plan",))
         return _FINISHED if finished else _KEPT_ON
+
+    def others_ready(self, aside: Recovery, now: float) -> bool:
+        """Whether a task other than the active one could be taken now."""
+        return any(t != self._task and not aside.waiting(t, now) for t in self._goals)
+
+    def put_aside(self) -> None:
+        """Stop working on the active task, though its goal stays (deferred, abandoned)."""
+        self._task = None
+
+    def _all_given_up(self, aside: Recovery | None) -> bool:
+        """Whether every goal left was abandoned (none, without ``aside``)."""
+        if aside is None:
+            return not self._goals
+        abandoned = aside.abandoned
+        return all(task in abandoned for task in self._goals)

@@ -3,9 +3,10 @@
 ``PlannerSettings`` holds every number the planner can be tuned by: how long a step or a
 charge may run, the battery levels and a task's energy budget, the route planner's grid
 and clearance, how often it routes again around obstacles, when the robot is stalled,
-how it passes or waits for movers and gives way to them, and how it remembers blocked
-spots. Each value is checked when the object is built (``runtime.settings``); a bad one
-raises ``SettingError`` naming it. A later issue loads the same object from a spec's
+how it passes or waits for movers and gives way to them, how it remembers blocked
+spots, and when the watchdog finds a task stalled and how long it defers it. Each value
+is checked when the object is built (``runtime.settings``); a bad one raises
+``SettingError`` naming it. A later issue loads the same object from a spec's
 ``[params]`` table.
 """
 
@@ -127,6 +128,30 @@ class PlannerSettings(Settings):
     energy_speed: Fraction = 0.5
     """The share of the robot's top speed a route is assumed driven at on average, for
     what its seconds drain (default 0.5; in (0, 1])."""
+
+    watchdog_s: Positive = 90.0
+    """Seconds the active task may go without progress (a step done that the task had
+    not done yet, the way left to a go-to step's target ``progress_step`` shorter than
+    ever, the battery rising on a charge) before a ``stalled`` alarm and a recovery:
+    re-route, then defer, then abandon (default 90.0; > 0 and more than ``lane_wait_s``, so a
+    wait at a single lane's entry is not a stall)."""
+
+    defer_s: Positive = 60.0
+    """Seconds a deferred task waits at least before it is taken again (default 60.0;
+    > 0)."""
+
+    max_deferrals: Count = 2
+    """Times a task may be deferred; stalled once more after that, it is abandoned
+    (default 2; a whole number >= 1)."""
+
+    @model_validator(mode="after")
+    def _watchdog_outlasts_a_lane_wait(self) -> PlannerSettings:
+        if self.watchdog_s <= self.lane_wait_s:
+            raise ValueError(
+                f"watchdog_s ({self.watchdog_s!r}) must be more than lane_wait_s "
+                f"({self.lane_wait_s!r}): a wait at a single lane's entry is no stall"
+            )
+        return self
 
     @model_validator(mode="after")
     def _charges_above_low_battery(self) -> PlannerSettings:

@@ -6,7 +6,9 @@ goes round the movers however long the way round (``gone_round``), and first giv
 to the nearest one: it drives to the nearest spot out of that mover's way
 (``give_way.give_way_route``) until the mover has gone, ``give_way_s`` have passed, or
 a step is done. The way each mover last moved is watched every tick: a mover waiting
-for the robot stands still, and giving way to it needs the way it goes on.
+for the robot stands still, and giving way to it needs the way it goes on. With no spot
+to give way to, the robot is cornered: the planner defers the task when it can serve
+another (``recovery``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class _GiveWay:
     size: float
     since: float
     progress: int
+    target: Point2 | None
 
 
 class StandOff:
@@ -46,6 +49,8 @@ class StandOff:
         self._give_way: _GiveWay | None = None
         self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
         self._waited_out: int | None = None  # progress when a wait for movers ran out
+        self._cornered: str | None = None  # a mover given way to with no spot to give way
+        self._stood_off: int | None = None  # progress when a stand-off began
 
     @property
     def giving_way(self) -> str | None:
@@ -57,6 +62,28 @@ class StandOff:
         them without getting a step further."""
         return self._waited_out == progress
 
+    def in_stand_off(self, progress: int) -> bool:
+        """Whether a stand-off began since the last step was done (``progress``)."""
+        return self._give_way is not None or self._stood_off == progress
+
+    def reset(self) -> None:
+        """The task was set aside: no stand-off, no giving way, no going round."""
+        self._give_way = None
+        self._waited_out = None
+        self._stood_off = None
+        self._cornered = None
+
+    def go_round(self, progress: int) -> None:
+        """Go round the movers however long the way, until a step is done (a re-route
+        the watchdog asked for)."""
+        self._waited_out = progress
+
+    def take_cornered(self) -> str | None:
+        """The id of the mover the robot had to give way to but found no spot to give way
+        to (``aside``), once; None when it did not happen since the last call."""
+        cornered, self._cornered = self._cornered, None
+        return cornered
+
     def watch(self, seen: Seen) -> None:
         """Remember the way each mover in view last moved."""
         for feature in seen.obstacles:
@@ -64,14 +91,23 @@ class StandOff:
             if direction is not None:
                 self._headings[feature.id] = direction
 
-    def begin(self, seen: Seen, *, progress: int, waiting: bool, reach: float) -> None:
+    def begin(
+        self,
+        seen: Seen,
+        *,
+        progress: int,
+        waiting: bool,
+        reach: float,
+        target: Point2 | None = None,
+    ) -> None:
         """A step made no progress: a stand-off when the robot waited for movers
         (``waiting``) or one is beside it (``Seen.obstacle_beside``, ``reach`` plus a
-        metre); give way to the nearest such one."""
+        metre); give way to the nearest such one. ``target`` is where the step went."""
         near = seen.obstacle_beside(reach)
         if near is None and not waiting:
             return
         self._waited_out = progress
+        self._stood_off = progress
         if near is not None and self._give_way is None:
             mover = near.geometry
             centre = mover.centroid
@@ -81,12 +117,14 @@ class StandOff:
                 size=math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0,
                 since=seen.time,
                 progress=progress,
+                target=target,
             )
 
     def ends(self, seen: Seen, progress: int) -> bool:
         """Stop giving way once a step is done, after ``give_way_s``, or once the mover
-        has gone (out of sight, or well away from where it stood); True when it stopped
-        now."""
+        has gone (out of sight, or well away from where it stood and no longer between
+        the robot and the step's target: farther from it than the robot); True when it
+        stopped now."""
         give = self._give_way
         if give is None or not self._over(give, seen, progress):
             return False
@@ -100,8 +138,17 @@ class StandOff:
         if mover is None:
             return True
         centre = mover.geometry.centroid
-        moved = math.hypot(float(centre.x) - give.at[0], float(centre.y) - give.at[1])
-        return moved > 2.0 * give.size + self._settings.obstacle_moved
+        x, y = float(centre.x), float(centre.y)
+        moved = math.hypot(x - give.at[0], y - give.at[1])
+        if moved <= 2.0 * give.size + self._settings.obstacle_moved:
+            return False
+        # A mover walking out of a dead-end bay past the robot has moved well away from
+        # where it stood long before it is out: going back in then met it half way,
+        # and the robot gave way again and again, for a whole run.
+        target, pose = give.target, seen.pose
+        if target is None or pose is None:
+            return True
+        return math.dist((x, y), target) > math.dist(pose, target)
 
     def aside(
         self,
@@ -113,7 +160,8 @@ class StandOff:
         clearance: float,
     ) -> Route | None:
         """The route out of the way of the mover the robot gives way to, clear of
-        ``fixed`` and the movers; None (and no more giving way) when there is none."""
+        ``fixed`` and the movers; None (and no more giving way) when there is none: the
+        robot is cornered (``take_cornered``)."""
         give = self._give_way
         assert give is not None and seen.pose is not None
         mover = next((f for f in seen.obstacles if f.id == give.mover), None)
@@ -132,4 +180,6 @@ class StandOff:
             )
         if route is None:
             self._give_way = None
+            if mover is not None:
+                self._cornered = give.mover
         return route

@@ -80,6 +80,8 @@ class Steps:
         self._event_window = event_window
         self._plan: Plan | None = None
         self._burned: set[str] = set()  # step ids of this task that ever ran
+        self._burned_by: dict[str, set[str]] = {}  # task -> its burned ids, across deferrals
+        self._failures = 0  # action_failed reports about the running step, across tasks
         self._done_since: int | None = None  # tick the active plan became done
         self._seen_events: dict[int, float] = {}  # report seq -> its stamp
         self._progress = 0  # steps done, across revisions and tasks
@@ -99,11 +101,18 @@ class Steps:
         """How many steps were done, across plans and tasks."""
         return self._progress
 
+    @property
+    def failures(self) -> int:
+        """How many times the running step's action was reported failed, across plans and
+        tasks."""
+        return self._failures
+
     # -- starting and finishing a task ---------------------------------------------------
 
     def start(self, goal: DeliverGoal, seen: Seen, out: Outbox) -> None:
-        """Plan ``goal``'s task afresh (a ``task_started`` event)."""
-        self._burned = set()
+        """Plan ``goal``'s task afresh (a ``task_started`` event); a task taken again
+        after it was set aside never reuses a step id it used before."""
+        self._burned = self._burned_by.setdefault(goal.task, set())
         self._done_since = None
         self._repeat.reset()
         steps = self._needed(goal, seen, ())
@@ -156,6 +165,7 @@ class Steps:
             self._plan = plan.with_status(step_id, "done")
             self._progress += 1
             return
+        self._failures += 1
         attempt = data.get("attempt")
         attempts = max(step.attempts, attempt if isinstance(attempt, int) else step.attempts)
         if data.get("final"):

@@ -1,0 +1,212 @@
+"""The watchdog: the active task gets no further for ``watchdog_s`` seconds.
+
+Progress on a task means something real happened, never that a re-plan did:
+
+- a step was done that the task had not done yet (its action at its target): a go-to
+  step re-planned after a failed pick is done again at once, and that is no progress;
+- the way left along the route to the current go-to step's target became
+  ``progress_step`` metres shorter than it ever was on this task: a robot that backs off
+  and comes back, or is re-routed there again, gets no nearer than before;
+- the battery rose on a charge step.
+
+A stretch of ``watchdog_s`` seconds with none of these is a stalled episode: ``watch``
+says so once, with its cause, and the clock starts again (the next stretch without
+progress is another episode). The cause is what the planner saw most in the episode
+(``Situation``): repeated action failures when actions failed twice or more, a
+stand-off when one began in it, else the most seen of waiting for a mover, no route,
+charging and driving (plain no progress). The clock does not run while the planner
+holds (no pose, no safety items, ...: those have alarms of their own).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from shapely.geometry.base import BaseGeometry
+
+from cabins.planner.seen import Seen
+from cabins.planner.settings import PlannerSettings
+from cabins.warehouse.routing import Route
+from cabins.warehouse.shapes import locate, point
+from runtime.agent.plan import Plan
+from runtime.position import read_xy
+
+__all__ = ["CAUSES", "Situation", "Stalled", "Watchdog"]
+
+Situation = Literal["stand_off", "waiting_for_mover", "no_route", "charging", "moving"]
+"""What the planner does on one tick of a task: in a stand-off with a mover (giving way
+or going round it), waiting for movers on its way, with no route to its target,
+charging, or driving (or acting) as planned."""
+
+CAUSES: Final = (
+    "repeated_action_failure",
+    "stand_off",
+    "waiting_for_mover",
+    "no_route",
+    "charging",
+    "no_progress",
+)
+"""The causes a ``stalled`` alarm gives, most specific first."""
+
+_AT_TARGET: Final = 0.05  # m: a route ending this near the step's target leads there
+_CHARGED: Final = 0.01  # a rise of the battery (share of full) that is progress
+_FAILURES: Final = 2  # failed actions in an episode that make it repeated failure
+
+
+@dataclass(frozen=True, slots=True)
+class Stalled:
+    """A stalled episode: ``task`` (on ``step``) got no further for ``seconds``, because
+    of ``cause`` (one of ``CAUSES``)."""
+
+    task: str
+    step: str | None
+    cause: str
+    seconds: float
+
+
+class Watchdog:
+    """Watches the progress of the active task (see the module docstring)."""
+
+    def __init__(self, settings: PlannerSettings) -> None:
+        self._settings = settings
+        self._task: str | None = None
+        self._since = 0.0  # when the task last made progress, or the episode began
+        self._done: set[str] = set()  # ids of the task's steps seen done
+        self._milestones: set[tuple[str, str | None]] = set()  # (action, target) done
+        self._best: dict[tuple[float, float], float] = {}  # target -> least way left (m)
+        self._battery: tuple[str, float] | None = None  # charge step -> highest level
+        self._situations: Counter[str] = Counter()
+        self._failures = 0  # the task's failed actions when the episode began
+
+    @property
+    def task(self) -> str | None:
+        """The task watched, or None."""
+        return self._task
+
+    def start(self, task: str, seen: Seen, failures: int) -> None:
+        """Watch ``task`` from now (it was started or resumed): nothing done yet."""
+        self._task = task
+        self._done = set()
+        self._milestones = set()
+        self._best = {}
+        self._battery = None
+        self._episode(seen.time, failures)
+
+    def stop(self) -> None:
+        """No task to watch."""
+        self._task = None
+
+    def rebase(self) -> None:
+        """The robot was re-routed on purpose (the long way round): the way left is
+        measured afresh along the new route, not against the way it had before."""
+        self._best = {}
+
+    def watch(
+        self,
+        seen: Seen,
+        plan: Plan | None,
+        *,
+        line: BaseGeometry | None,
+        route: Route | None,
+        situation: Situation | None,
+        failures: int,
+    ) -> Stalled | None:
+        """Follow one tick of the task: ``line`` is the route written (``route``, as a
+        line), ``situation`` what the planner does (None while it holds), ``failures``
+        how many of the task's actions failed so far. A ``Stalled`` once per episode."""
+        task = self._task
+        if task is None or plan is None:
+            return None
+        now = seen.time
+        if situation is None:  # holding: the clock does not run
+            self._since = now
+            return None
+        progressed = self._steps_done(plan)
+        progressed |= self._nearer(seen, plan, line, route)
+        progressed |= self._charged(seen, plan)
+        if progressed:
+            self._episode(now, failures)
+            return None
+        self._situations[situation] += 1
+        seconds = now - self._since
+        if seconds < self._settings.watchdog_s:
+            return None
+        current = plan.current
+        stalled = Stalled(
+            task,
+            None if current is None else current.id,
+            self._cause(failures),
+            round(seconds, 3),
+        )
+        self._episode(now, failures)
+        return stalled
+
+    def _episode(self, now: float, failures: int) -> None:
+        self._since = now
+        self._situations = Counter()
+        self._failures = failures
+
+    def _steps_done(self, plan: Plan) -> bool:
+        """Whether a step was done that the task had not done before."""
+        new = False
+        for step in plan:
+            if step.status != "done" or step.id in self._done:
+                continue
+            self._done.add(step.id)
+            milestone = (step.action, step.target)
+            if milestone not in self._milestones:
+                self._milestones.add(milestone)
+                new = True
+        return new
+
+    def _nearer(
+        self, seen: Seen, plan: Plan, line: BaseGeometry | None, route: Route | None
+    ) -> bool:
+        """Whether the way left to the current go-to step's target, along a route that
+        leads there, is ``progress_step`` shorter than ever on this task."""
+        current = plan.current
+        if current is None or current.action != "go_to" or seen.pose is None:
+            return False
+        target = read_xy(current.data.get("target_xy"))
+        if target is None or not route or line is None:
+            return False
+        end = route[-1]
+        if abs(end[0] - target[0]) > _AT_TARGET or abs(end[1] - target[1]) > _AT_TARGET:
+            return False  # a route aside, out of a mover's way: not towards the target
+        left = float(line.length) - locate(line, point(*seen.pose))
+        best = self._best.get(target)
+        if best is None:
+            self._best[target] = left
+            return False
+        if left <= best - self._settings.progress_step:
+            self._best[target] = left
+            return True
+        return False
+
+    def _charged(self, seen: Seen, plan: Plan) -> bool:
+        """Whether the battery rose on the current charge step."""
+        current = plan.current
+        if current is None or current.action != "charge" or seen.battery is None:
+            self._battery = None
+            return False
+        known = self._battery
+        if known is None or known[0] != current.id:
+            self._battery = (current.id, seen.battery)
+            return False
+        if seen.battery >= known[1] + _CHARGED:
+            self._battery = (current.id, seen.battery)
+            return True
+        return False
+
+    def _cause(self, failures: int) -> str:
+        """The cause of the episode ending now (see the module docstring)."""
+        if failures - self._failures >= _FAILURES:
+            return "repeated_action_failure"
+        situations = self._situations
+        if situations["stand_off"]:
+            return "stand_off"
+        named = ("waiting_for_mover", "no_route", "charging", "moving")
+        most = max(named, key=lambda s: situations[s])  # the first of equals
+        return "no_progress" if most == "moving" or not situations[most] else most

@@ -1,0 +1,278 @@
+"""The planner's watchdog: no real progress on the active task for watchdog_s is a
+stalled episode, once, with its cause; a re-plan, a step done again or a robot that
+backs off and comes back is no progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from shapely.geometry import LineString
+
+from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
+from cabins.planner.watchdog import Situation, Stalled, Watchdog
+from runtime.agent.plan import Plan, PlanStep
+from runtime.spec import load_spec
+from runtime.testing import make_view
+from tests.support.paths import ROOT
+
+SPEC = load_spec(ROOT / "specs" / "planner.toml")
+DOCK = (10.0, 0.0)
+ROUTE = ((0.0, 0.0), DOCK)
+LINE = LineString(ROUTE)
+SETTINGS = PlannerSettings(watchdog_s=5.0, lane_wait_s=2.0, progress_step=0.25)
+
+
+def at(x: float, now: float, *, battery: float | None = None, y: float = 0.0) -> Seen:
+    board: dict[str, Any] = {"pose": (x, y, 0.0)}
+    if battery is not None:
+        board["battery"] = battery
+    return ViewReader(SETTINGS).read(make_view(SPEC, board=board, now=now))
+
+
+def step(name: str, action: str, target: str, status: str = "pending", **data: Any) -> PlanStep:
+    return PlanStep(
+        f"t1:{name}", name, action, target, status=status, data={"target_xy": DOCK, **data}
+    )
+
+
+def going(*done: PlanStep) -> Plan:
+    """A plan whose current step goes to the dock, after ``done``."""
+    return Plan((*done, step("go_drop", "go_to", "b", "running")))
+
+
+def started(now: float = 0.0) -> Watchdog:
+    dog = Watchdog(SETTINGS)
+    dog.start("t1", at(0.0, now), failures=0)
+    return dog
+
+
+def run(
+    dog: Watchdog,
+    xs: list[float],
+    *,
+    plan: Plan | None = None,
+    situation: Situation | None = "moving",
+    route: tuple[tuple[float, float], ...] = ROUTE,
+    failures: int = 0,
+    dt: float = 1.0,
+    t0: float = 0.0,
+) -> list[Stalled | None]:
+    """Watch the robot at ``xs``, one every ``dt`` seconds after ``t0``."""
+    plan = going() if plan is None else plan
+    line = LineString(route)
+    return [
+        dog.watch(
+            at(x, t0 + (i + 1) * dt),
+            plan,
+            line=line,
+            route=route,
+            situation=situation,
+            failures=failures,
+        )
+        for i, x in enumerate(xs)
+    ]
+
+
+def test_no_progress_for_watchdog_s_is_one_stalled_episode_then_the_clock_starts_again() -> None:
+    found = run(started(), [1.0] * 11)
+    assert found[:4] == [None] * 4  # t = 1 .. 4
+    stalled = found[4]  # t = 5: five seconds without progress
+    assert stalled == Stalled("t1", "t1:go_drop", "no_progress", 5.0)
+    assert found[5:9] == [None] * 4  # once per episode
+    assert found[9] is not None  # the next episode, five seconds later
+
+
+def test_getting_nearer_the_target_along_the_route_is_progress() -> None:
+    assert run(started(), [0.3 * i for i in range(1, 30)]) == [None] * 29
+
+
+def test_backing_off_and_coming_back_is_no_progress() -> None:
+    # the robot gets to 4 m, backs off to 3.2 m and comes back, for ever: never nearer
+    xs = [2.0, 4.0, 3.6, 3.2, 3.6, 4.0, 3.6, 3.2, 3.6, 4.0]
+    found = run(started(), xs)
+    assert [f is not None for f in found] == [False] * 6 + [True] + [False] * 3
+
+
+def test_a_new_route_to_the_same_target_is_no_progress() -> None:
+    dog = started()
+    other = ((1.0, 2.0), (5.0, 2.0), DOCK)
+    found = [
+        dog.watch(
+            at(1.0, t),
+            going(),
+            line=LineString(r),
+            route=r,
+            situation="moving",
+            failures=0,
+        )
+        for t, r in zip(range(1, 8), [ROUTE, other] * 4, strict=False)
+    ]
+    assert found[4] is not None
+
+
+def test_a_route_aside_is_not_measured_as_the_way_to_the_target() -> None:
+    dog = started()
+    aside = ((4.0, 0.0), (4.0, 3.0))
+    run(dog, [4.0])  # 6 m left to the dock
+    # giving way: the route leads aside; nearing its end is no progress on the task
+    found = run(dog, [4.0, 4.0, 4.0, 4.0], route=aside, situation="stand_off", t0=1.0)
+    assert found[:3] == [None] * 3
+    assert found[3] is not None and found[3].cause == "stand_off"
+
+
+def test_a_step_done_the_task_had_not_done_is_progress_and_one_done_again_is_not() -> None:
+    go_pickup = step("go_pickup", "go_to", "a", "done")
+    pick = step("pick", "pick", "a", "running")
+    dog = started()
+    plan = Plan((go_pickup, pick))
+    assert run(dog, [0.0] * 4, plan=plan) == [None] * 4  # progress at t = 1
+    # the pick failed and was re-planned: the go-to the dock it stands at is done again
+    again = Plan((go_pickup, step("go_pickup.1", "go_to", "a", "done"), pick))
+    found = run(dog, [0.0, 0.0], plan=again, t0=4.0)
+    assert found[0] is None and found[1] is not None  # t = 6: five seconds since t = 1
+    # the pick is done at last: progress
+    dog = started()
+    run(dog, [0.0] * 4, plan=plan)
+    picked = Plan((go_pickup, step("pick", "pick", "a", "done")))
+    assert run(dog, [0.0] * 5, plan=picked, t0=4.0) == [None] * 5  # progress at t = 5
+
+
+def test_the_battery_rising_on_a_charge_is_progress() -> None:
+    dog = started()
+    charge = Plan((step("charge", "charge", "c", "running"),))
+    found = [
+        dog.watch(
+            at(0.0, t, battery=0.3 + 0.02 * t),
+            charge,
+            line=None,
+            route=(),
+            situation="charging",
+            failures=0,
+        )
+        for t in range(1, 12)
+    ]
+    assert found == [None] * 11
+    flat = [
+        dog.watch(
+            at(0.0, t, battery=0.5), charge, line=None, route=(), situation="charging", failures=0
+        )
+        for t in range(12, 18)
+    ]
+    assert [f is not None for f in flat] == [False] * 4 + [True, False]
+    assert flat[4] is not None and flat[4].cause == "charging"
+
+
+def test_the_clock_does_not_run_while_the_planner_holds() -> None:
+    dog = started()
+    assert run(dog, [1.0] * 20, situation=None) == [None] * 20
+    found = run(dog, [1.0] * 5, t0=20.0)  # held until t = 20: five seconds from there
+    assert [f is not None for f in found] == [False] * 4 + [True]
+
+
+def test_the_cause_is_what_the_episode_saw_most_and_failed_actions_first() -> None:
+    def cause(situations: list[Situation], failures: int = 0) -> str:
+        dog = started()
+        found = [
+            dog.watch(
+                at(1.0, t),
+                going(),
+                line=LINE,
+                route=ROUTE,
+                situation=s,
+                failures=failures,
+            )
+            for t, s in enumerate(situations, start=1)
+        ]
+        stalled = found[-1]
+        assert stalled is not None
+        return stalled.cause
+
+    assert cause(["moving", "waiting_for_mover", "waiting_for_mover", "moving", "no_route"]) == (
+        "waiting_for_mover"
+    )
+    assert cause(["no_route"] * 3 + ["moving"] * 2) == "no_route"
+    assert cause(["moving"] * 4 + ["stand_off"]) == "stand_off"  # any stand-off
+    assert cause(["moving"] * 5) == "no_progress"
+    assert cause(["stand_off"] * 5, failures=2) == "repeated_action_failure"
+
+
+def test_nothing_is_watched_without_a_task_or_a_plan() -> None:
+    dog = Watchdog(SETTINGS)
+    assert run(dog, [1.0] * 10) == [None] * 10
+    dog = started()
+    found = [
+        dog.watch(at(1.0, t), None, line=LINE, route=ROUTE, situation="moving", failures=0)
+        for t in range(1, 10)
+    ]
+    assert found == [None] * 9
+    dog.stop()
+    assert run(dog, [1.0] * 10) == [None] * 10
+
+
+@given(st.lists(st.floats(-0.2, 0.2), min_size=12, max_size=12))
+def test_moving_to_and_fro_within_a_progress_step_fires_at_exactly_watchdog_s(
+    moves: list[float],
+) -> None:
+    # the first measure is the best; never a progress step below it: stalled at t = 5
+    xs = [4.0, *(4.0 + abs(m) for m in moves)]
+    found = run(started(), xs, dt=0.5)
+    assert [f is not None for f in found[:11]] == [False] * 9 + [True, False]
+
+
+# -- the miniature: a dock blocked for longer than the watchdog, simulated ---------------
+
+BLOCKED_DOCK: dict[str, Any] = {
+    "name": "blocked-dock",
+    "duration": 150.0,
+    "rate_hz": 20.0,
+    "floor": {"max_x": 12.0, "max_y": 8.0},
+    "docks": [{"id": "D", "x": 10.0, "y": 4.0}, {"id": "E", "x": 2.0, "y": 6.0}],
+    "chargers": [{"id": "C0", "x": 1.0, "y": 1.0}],
+    "moving_obstacles": [  # a person pacing on the dock, never leaving it
+        {
+            "id": "p",
+            "kind": "person",
+            "radius": 0.3,
+            "speed": 0.3,
+            "waypoints": [[10.0, 4.0], [10.2, 4.0]],
+        }
+    ],
+    "tasks": [{"id": "t1", "pickup": "D", "drop": "E", "release": 0.0}],
+    "robot": {
+        "radius": 0.35,
+        "max_speed": 1.0,
+        "max_turn_rate": 1.6,
+        "max_accel": 1.0,
+        "start": {"x": 2.0, "y": 3.0, "theta": 0.0},
+        "battery_wh": 200.0,
+        "drain_wh_per_m": 0.05,
+        "drain_wh_per_s": 0.005,
+        "charge_wh_per_s": 1.0,
+    },
+    "failures": {"pick_fail_p": 0.0, "drop_fail_p": 0.0, "sensor_dropout_p": 0.0},
+}
+
+
+def test_a_dock_blocked_for_longer_than_the_watchdog_raises_stalled_with_its_cause() -> None:
+    # Before: the robot gave way and came back, again and again, and said nothing.
+    from sim.run.harness import Simulation
+    from sim.world.scenario import Scenario
+
+    sim = Simulation(Scenario.model_validate(BLOCKED_DOCK), seed=0)
+    alarms: list[tuple[float, dict[str, Any]]] = []
+    sim.log.add_listener(
+        lambda e: alarms.append((e.stamp, dict(e.data))) if e.kind == "alarm" else None
+    )
+    summary = sim.run()
+    assert summary["collisions"] == 0 and summary["safety_violations"] == 0
+    assert summary["deliveries_done"] == 0
+    [(stamp, stalled)] = [(t, d) for t, d in alarms if d["kind"] == "stalled"]
+    watchdog_s = PlannerSettings().watchdog_s
+    assert stalled["task"] == "t1" and stalled["step"].startswith("t1:go_pickup")
+    assert stalled["level"] == "alarm" and stalled["seconds"] == pytest.approx(watchdog_s)
+    assert stalled["cause"] == "stand_off" and stalled["recovery"] == "reroute"
+    assert stamp >= watchdog_s  # no sooner than watchdog_s after the task started
