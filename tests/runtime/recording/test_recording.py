@@ -41,7 +41,7 @@ from tests.support.edit_loop import few_and_many
 from tests.support.paths import ROOT
 
 TICKS = 300
-CAPACITY = 12  # small enough that required constraint:* items get evicted every tick
+CAPACITY = 6  # small enough that required constraint:* items get evicted every tick
 FAULTS = ("missing:executor:event:action_failed*@50-150", "crash:planner@120")
 
 
@@ -264,7 +264,7 @@ def test_key_history_follows_the_working_set_views_and_board(
 
 
 def test_inspect_shows_what_each_view_lost_to_capacity(run: Run, recording: Recording) -> None:
-    """A capacity of 12 starves every cabin: the tick report lists each cabin's lost items,
+    """A capacity of 6 starves every cabin: the tick report lists each cabin's lost items,
     the key history marks the ticks a cabin lost a key, and the people's output says which
     cabins lost how much."""
     tick, result = next((t, r) for t, r in run.results.items() if r.working_set.pressure)

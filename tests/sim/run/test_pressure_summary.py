@@ -10,10 +10,10 @@ from sim.run.harness import Simulation
 
 
 def test_the_summary_counts_pressure_per_cabin_and_a_roomy_run_has_none() -> None:
-    """The warehouse in 24 items of memory: the planner's 40 m window crowds out items
-    the cabins select, every tick; in the default 64 nothing is lost."""
+    """The warehouse in 16 items of memory: the cabins select more than that every tick, so
+    some of it is lost at each; in the default 64 nothing is lost."""
     configure_logging(level="critical")
-    tight = Simulation("warehouse", seed=0, capacity=24)
+    tight = Simulation("warehouse", seed=0, capacity=16)
     summary = tight.run(100, until_done=False)
     stats = tight.loop.stats()
     assert summary["pressure"] == {n: c.as_dict() for n, c in sorted(stats.pressure.items())}
@@ -30,7 +30,7 @@ def test_the_run_table_has_a_pressure_row_per_cabin(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
-    code = main(["run", "--ticks", "40", "--capacity", "24", "--log-level", "error"])
+    code = main(["run", "--ticks", "40", "--capacity", "16", "--log-level", "error"])
     assert code in (0, 1)  # 1: a run that ends with deliveries undone (issue 29)
     out = capsys.readouterr().out
     assert "capacity pressure · planner" in out and "selected items lost at 40 ticks" in out
