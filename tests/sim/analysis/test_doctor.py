@@ -119,9 +119,7 @@ def test_an_evicted_item_is_listed_with_the_pattern_that_weights_it(starved: Pat
     report = diagnose(starved)
     evicted = [lack for f in report.findings for lack in f.lacks if lack.what == "evicted"]
     assert any(
-        lack.item == "battery:low"
-        and lack.pattern == "battery:low"
-        and lack.reason == "capacity"
+        lack.item == "battery:low" and lack.pattern == "battery:low" and lack.reason == "capacity"
         for lack in evicted
     )
     assert all(lack.pattern is not None for lack in evicted)
