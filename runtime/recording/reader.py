@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from mcap.records import Channel as McapChannel
 from mcap.records import Header, Message, Schema
 
+from runtime import jsondata
 from runtime.errors import TickworkError
 from runtime.files import InputFileError, atomic_output, read_input
 from runtime.recording.format import (
@@ -272,7 +273,7 @@ class Recording:
     def spec_json(self) -> dict[str, Any]:
         """Cabin name → its spec as recorded (``ContextSpec.model_dump(mode="json")``)."""
         try:
-            specs = json.loads(self.metadata.get("specs", "{}"))
+            specs = jsondata.parse(self.metadata.get("specs", "{}"))
         except ValueError as exc:
             raise RecordingError(
                 f"{self.path}: the run metadata's specs are not JSON ({exc})"

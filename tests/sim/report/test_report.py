@@ -652,7 +652,7 @@ def test_capacity_alarms_are_drawn_and_worth_a_look(tmp_path: Path) -> None:
 
 def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> None:
     from runtime.recording.reader import Recording
-    from sim.report.collect import recorded_summary
+    from sim.run.summary import recorded_summary
     from sim.run.harness import Simulation
 
     sim = Simulation("warehouse", seed=0, record=tmp_path / "run.mcap")
