@@ -3,14 +3,14 @@ cannot be read, and writing outputs atomically, so that a reader never sees half
 and a failed write leaves the previous file as it was.
 
 Every input file is read here, and only here (``tests/docs/test_layout.py`` holds every
-other module to it): ``read_input`` reads a whole file, ``open_input`` hands a stream
-to a reader that takes one (MCAP), ``check_input`` vets a file another library opens
-(SQLite), and ``read_head`` peeks at an existing output before it is replaced. Each
-opens without blocking (``O_NONBLOCK``, so a FIFO never hangs), refuses what ``fstat``
-says is not a regular file (a folder, a device such as ``/dev/zero``, a FIFO, a socket;
-a symbolic link is judged by what it names), and reads at most its limit: it asks for one
-byte more and refuses the file when it gets it, never trusting the size ``stat`` reports
-(0 for a device, stale for a file that grows).
+other module to it): ``read_input`` reads a whole file (``read_descriptor`` one the caller
+opened and checked itself), ``open_input`` hands a stream to a reader that takes one,
+``check_input`` vets a file another library opens (SQLite), and ``read_head`` peeks at an
+existing output before it is replaced. Each opens without blocking (``O_NONBLOCK``, so a
+FIFO never hangs), refuses what ``fstat`` says is not a regular file (a folder, a device
+such as ``/dev/zero``, a FIFO, a socket; a symbolic link is judged by what it names), and
+reads at most its limit: it asks for one byte more and refuses the file when it gets it,
+never trusting the size ``stat`` reports (0 for a device, stale for a file that grows).
 """
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ def read_input(path: str | os.PathLike[str], *, limit: int, what: str = "a file"
     ``InputFileError`` saying why not (``what`` names the kind of file in the message)."""
     with _opened(path, what) as (fd, shown):
         return _read_bounded(fd, limit, shown, what)
+
+
+def read_descriptor(fd: int, *, limit: int, shown: str, what: str = "a file") -> bytes:
+    """The bytes of the file open as ``fd`` from its start, at most ``limit`` of them (for
+    a file the caller opened and checked itself, such as a locked journal)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    return _read_bounded(fd, limit, shown, what)
 
 
 def open_input(path: str | os.PathLike[str], *, limit: int, what: str = "a file") -> IO[bytes]:
