@@ -144,7 +144,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     import os
 
     from runtime import configure_logging, load_specs
-    from sim.cli.inputs import build_cabin, cabin_ref, load_cabin, load_faults, memory_file
+    from sim.cli.inputs import (
+        build_cabin,
+        cabin_ref,
+        check_memory,
+        load_cabin,
+        load_faults,
+        memory_file,
+    )
     from sim.faults.model import FaultPlan
     from sim.run import campaign as cp
     from sim.run.harness import BUILTIN_CABINS, SPECS_DIR
@@ -199,6 +206,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         )
     if args.backend == "ray" and len({ref.folder for ref in refs}) > 1:
         raise InputError("--backend ray: give every --cabin from one folder")
+    if args.memory is not None:
+        check_memory(args.memory)  # read-only, before the journal is opened
     journal = None
     with contextlib.ExitStack() as stack:
         if args.journal is not None:  # opened (checked, locked) before anything is written
