@@ -33,6 +33,13 @@ def cabin_ref(text: str) -> CabinRef:
         raise InputError(
             f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
         )
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise InputError(
+            f"--cabin {text!r}: {module_name!r} is not a module name (dotted Python names, "
+            "imported from the current folder, such as greeter or my_cabins.greeter)"
+        )
+    if not class_name.isidentifier():
+        raise InputError(f"--cabin {text!r}: {class_name!r} is not a class name")
     return CabinRef(module_name, class_name, load_spec(spec_path), os.getcwd())
 
 
