@@ -183,8 +183,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         from sim.cli.report import check_report_target
 
         check_report_target(args.report)
-    from sim.cli.outputs import check_outputs
+    from sim.cli.outputs import check_outputs, check_replaceable
 
+    check_replaceable("--out", args.out, what="a campaign result", ours=is_campaign_result)
     check_outputs(
         [
             ("--out", args.out),
@@ -266,11 +267,17 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             "path": args.journal,
             "reused": journal.reused,
             "ran": journal.appended,
+            "refused_lines": len(journal.refused),
         }
         if not args.json:
+            refused = (
+                f", {len(journal.refused)} damaged or edited line(s) refused (their runs ran again)"
+                if journal.refused
+                else ""
+            )
             print(
                 f"journal {args.journal}: {journal.reused} run(s) taken from it, "
-                f"{journal.appended} run and appended",
+                f"{journal.appended} run and appended{refused}",
                 file=sys.stderr,
             )
     if args.out:
@@ -294,6 +301,23 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     else:
         _print_campaign(rows, results, report["passed"])
     return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+RESULT_KEYS = frozenset({"scenarios", "seeds", "passed", "table", "runs"})
+"""Keys every campaign result (``--out``) has, this tickwork's and earlier ones'."""
+
+
+def is_campaign_result(path: str) -> bool:
+    """Whether ``path`` is a campaign result (a JSON object with ``RESULT_KEYS``), which
+    ``--out`` may replace; a recording, a journal or anything else is not."""
+    from runtime.files import InputFileError, read_input
+    from runtime.jsondata import JSONDataError, parse
+
+    try:
+        value = parse(read_input(path, limit=1 << 30, what="a campaign result"), max_depth=64)
+    except (InputFileError, JSONDataError):
+        return False
+    return isinstance(value, dict) and value.keys() >= RESULT_KEYS
 
 
 def _run(campaign: Campaign, total: int, *, quiet: bool) -> list[dict[str, Any]]:
