@@ -177,13 +177,19 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
                 return
             self.close_connection = True
-            try:
-                for i in range(len(data)):
-                    self.wfile.write(data[i : i + 1])
-                    self.wfile.flush()
-                    if server.closing.wait(trickle):
-                        return
-            except OSError:  # the client gave up and closed the connection
-                return
+            _trickle(self.wfile, data, trickle, server.closing)
 
     return Handler
+
+
+def _trickle(out: Any, data: bytes, pause: float, closing: threading.Event) -> None:
+    """Write ``data`` one byte every ``pause`` seconds, until it is all sent, the server
+    closes or the client hangs up."""
+    try:
+        for i in range(len(data)):
+            out.write(data[i : i + 1])
+            out.flush()
+            if closing.wait(pause):
+                return
+    except OSError:  # the client gave up and closed the connection
+        return

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 from pydantic import ValidationError as PydanticValidationError
 
 from runtime.errors import TickworkError
-from runtime.files import InputFileError, read_descriptor
+from runtime.files import InputFileError, read_descriptor, read_input
 from runtime.jsondata import JSONDataError, parse
 from runtime.tomlfile import key_path
 from sim.run.summary import JUDGED, Count, SummaryError, checked_summary
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 FORMAT = 2
 """Format 2 (issue 30): each line carries its own checksum, and a result its ``measured``
 fields. A format-1 journal is refused (its keys name older code: nothing in it is reused)."""
+MAX_SOURCE_BYTES = 16 << 20
+"""The largest source file a key digests."""
 MAX_BYTES = 1 << 30
 """The largest journal read (1 GiB: some half a million runs)."""
 HEADER = json.dumps({"tickwork_journal": FORMAT}).encode() + b"\n"
@@ -98,7 +100,7 @@ def code_digest() -> str:
     digest = hashlib.sha256()
     for name, path in run_code():
         digest.update(f"{name}\0".encode())
-        digest.update(path.read_bytes())
+        digest.update(read_input(path, limit=MAX_SOURCE_BYTES, what="a source file"))
         digest.update(b"\0")
     return digest.hexdigest()
 
@@ -162,10 +164,13 @@ def _module_digest(module: str, folder: str) -> str | None:
             except (ImportError, ValueError):
                 found = None
             where = found.origin if found is not None else None
-    try:
-        return hashlib.sha256(Path(where).read_bytes()).hexdigest() if where else None
-    except OSError:
+    if where is None:
         return None
+    try:
+        source = read_input(where, limit=MAX_SOURCE_BYTES, what="a Python module")
+    except InputFileError:  # a special file, or one that is gone
+        return None
+    return hashlib.sha256(source).hexdigest()
 
 
 def _factory_name(factory: object) -> str:
