@@ -271,9 +271,6 @@ class LongTermMemory:
     def _open(self, *, recover: bool) -> None:
         db = self._db
         db.execute("PRAGMA busy_timeout = 60000")
-        if self.path != ":memory:":
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
         with self._transaction():
             _script(db, _TABLES)
             have = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
@@ -296,6 +293,9 @@ class LongTermMemory:
             self._check_embedder()
             row = db.execute("SELECT MAX(seq) FROM changes").fetchone()
             self._synced = int(row[0] or 0)
+        if self.path != ":memory:":  # once the file is known to be ours: a refusal (another
+            db.execute("PRAGMA journal_mode = WAL")  # embedder) rolls back, leaving it as it was
+            db.execute("PRAGMA synchronous = NORMAL")
         recovered = self.flush() if recover else ()
         if recovered:
             _log.info("ltm_recovered", path=self.path, writes=len(recovered))

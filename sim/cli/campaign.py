@@ -185,7 +185,6 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         check_report_target(args.report)
     from sim.cli.outputs import check_outputs, check_replaceable
 
-    check_replaceable("--out", args.out, what="a campaign result", ours=is_campaign_result)
     check_outputs(
         [
             ("--out", args.out),
@@ -196,6 +195,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         inputs=[("--scenario", name) for name in scenarios if os.path.isfile(name)]
         + [("--faults", args.faults if args.faults not in (None, "auto", "none") else None)],
     )
+    check_replaceable("--out", args.out, what="a campaign result", ours=is_campaign_result)
     faults = load_faults(args.fault, None if args.faults in (None, "auto", "none") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))

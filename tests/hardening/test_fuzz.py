@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from runtime import load_specs
 from runtime.agent.long_term import LongTermMemory
-from runtime.agent.memory_file import MemoryFileError
+from runtime.errors import TickworkError
 from runtime.recording.reader import scan
 from runtime.recording.writer import RawMessage, Recorder
 from sim import cli
@@ -442,7 +442,7 @@ def memory_file(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 def _memory_case(tmp_path: Path, original: bytes, data: st.DataObject) -> None:
     """A memory file edited with SQL: opened and read, or refused with a ``MemoryFileError``
-    and left byte for byte as it was, never a traceback."""
+    (or an ``EmbedderMismatch``) and left byte for byte as it was, never a traceback."""
     path = tmp_path / "m.sqlite"
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -461,7 +461,7 @@ def _memory_case(tmp_path: Path, original: bytes, data: st.DataObject) -> None:
         with LongTermMemory(str(path)) as memory:
             memory.records(scope={"robot": "r1"})
             memory.recall("aisle", scope={"robot": "r1"})
-    except MemoryFileError as exc:
+    except TickworkError as exc:  # a MemoryFileError, or an EmbedderMismatch
         assert str(path) in str(exc)
         assert path.read_bytes() == edited and not Path(f"{path}-wal").exists()
 

@@ -427,11 +427,16 @@ def test_campaign_journal_end_to_end(tmp_path: Path) -> None:
     fault = ["--fault", "missing:executor:pose@10-40", "--journal", str(journal), "--json"]
     first = cli(*base, "--seeds", "0", *fault)
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["journal"] == {"path": str(journal), "reused": 0, "ran": 2}
+    assert json.loads(first.stdout)["journal"] == {
+        "path": str(journal),
+        "reused": 0,
+        "ran": 2,
+        "refused_lines": 0,
+    }
     second = cli(*base, "--seeds", "0-1", *fault, "--out", str(tmp_path / "r.json"))
     assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
-    assert report["journal"] == {"path": str(journal), "reused": 2, "ran": 2}
+    assert report["journal"] == {"path": str(journal), "reused": 2, "ran": 2, "refused_lines": 0}
     runs = json.loads(first.stdout)["runs"]
     assert report["runs"][:2] == runs  # taken from the journal as they were run
     assert json.loads((tmp_path / "r.json").read_text())["runs"] == report["runs"]
