@@ -5,9 +5,10 @@ standard library's ``http.server``), so tests and benchmarks can drive an LLM ca
 through the real ``openai`` client, and see it meet real latency and real failures:
 each request gets the next ``FakeReply`` of the script (the last one repeats), which
 may take ``delay`` seconds, answer with an HTTP error status (429, 500, ...) in OpenAI's
-error shape, close the connection without answering (``drop``), or stop for the length
-limit. Every request body is kept in ``requests``. Closing the server wakes the requests
-it is delaying, so a test never waits on it.
+error shape, close the connection without answering (``drop``), send its body one byte at a
+time (``trickle``), or stop for the length limit. Every request body is kept in
+``requests``. Closing the server wakes the requests it is delaying, so a test never waits
+on it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class FakeReply:
     status: int = 200
     drop: bool = False
     headers: Mapping[str, str] = field(default_factory=dict)
+    trickle: float = 0.0
+    """Seconds between the body's bytes: the headers at once, then one byte at a time (a
+    server that keeps a request going forever without tripping a read timeout)."""
 
     @classmethod
     def calls(cls, *calls: tuple[str, str | Mapping[str, Any]], delay: float = 0.0) -> FakeReply:
@@ -152,10 +156,15 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 }
                 self._send(reply.status, {"error": error}, reply.headers)
                 return
-            self._send(200, reply.body(request, number), reply.headers)
+            self._send(200, reply.body(request, number), reply.headers, trickle=reply.trickle)
 
         def _send(
-            self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] = {}
+            self,
+            status: int,
+            body: Mapping[str, Any],
+            headers: Mapping[str, str] = {},
+            *,
+            trickle: float = 0.0,
         ) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
@@ -164,6 +173,23 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if trickle <= 0:
+                self.wfile.write(data)
+                return
+            self.close_connection = True
+            _trickle(self.wfile, data, trickle, server.closing)
 
     return Handler
+
+
+def _trickle(out: Any, data: bytes, pause: float, closing: threading.Event) -> None:
+    """Write ``data`` one byte every ``pause`` seconds, until it is all sent, the server
+    closes or the client hangs up."""
+    try:
+        for i in range(len(data)):
+            out.write(data[i : i + 1])
+            out.flush()
+            if closing.wait(pause):
+                return
+    except OSError:  # the client gave up and closed the connection
+        return

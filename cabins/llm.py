@@ -40,8 +40,10 @@ The client is an interface (``ChatClient``): anything with
 (``content``, ``tool_calls`` with ``id``/``function.name``/``function.arguments``,
 ``finish_reason``). ``ScriptedClient`` replays canned replies (for tests);
 ``OpenAIChatClient`` adapts any OpenAI-compatible client object
-(``client.chat.completions.create``), e.g. from the ``openai`` package, with a request
-timeout of ``DEFAULT_TIMEOUT`` seconds and no retries inside a decision by default;
+(``client.chat.completions.create``), e.g. from the ``openai`` package, with a read
+timeout of ``DEFAULT_TIMEOUT`` seconds, a whole-request deadline and bounds on a reply's
+size and tool calls (``cabins.model_reply.ReplyLimits``) and no retries inside a decision by
+default;
 ``LLMEndpoint`` says where a model is (base URL, model, key) and makes one.
 """
 
@@ -51,6 +53,7 @@ import copy
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -58,6 +61,13 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import structlog
 from pydantic import BaseModel
 
+from cabins.model_reply import (
+    ModelReplyError,
+    ReplyLimits,
+    check_deadline,
+    completion_of,
+    read_reply,
+)
 from runtime.agent.memory import ShortTermMemory, Summarizer, ToolCall
 from runtime.agent.tools import Tool, ToolDispatcher, scratchpad_tools
 from runtime.cabin import Outbox
@@ -69,6 +79,7 @@ from runtime.spec import ContextSpec
 from runtime.timing import Timing
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_MODEL",
     "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_TASK_PROMPT",
@@ -100,9 +111,12 @@ __all__ = [
 MAX_STEPS = 8
 """Default hard cap on client calls (tool-call rounds) per decision."""
 DEFAULT_TIMEOUT = 5.0
+"""Seconds an ``OpenAIChatClient`` waits for each read of a request by default (the SDK's
+own is 600); ``DEFAULT_LIMITS.deadline`` bounds the whole request."""
 DEFAULT_MODEL = "gpt-4o-mini"
 """The model an ``LLMEndpoint`` names when nothing else does."""
-"""Seconds an ``OpenAIChatClient`` request may take by default (the SDK's own is 600)."""
+DEFAULT_LIMITS = ReplyLimits()
+"""What one model request may take by default: 20 s in all, a 1 MiB reply, 64 tool calls."""
 DEFAULT_TIMING = Timing(mode="async", deadline=30.0)
 """An LLM cabin's timing when its spec has no ``[timing]`` table: asynchronous, and a
 decision that takes more than 30 s is late (dropped)."""
@@ -265,8 +279,9 @@ class OpenAIChatClient:
     ``client`` is e.g. ``openai.OpenAI(base_url=..., api_key=...)`` (``pip install
     'tickwork[llm]'``); ``options`` (temperature, seed, ...) are passed to every request.
     A client with ``with_options`` (as the ``openai`` SDK's) gets ``timeout`` seconds per
-    request and ``max_retries`` retries (default: ``DEFAULT_TIMEOUT``, none: a decision that
-    fails fails now, and the cabin decides again later on a fresh view).
+    read and ``max_retries`` retries (default: ``DEFAULT_TIMEOUT``, none: a decision that
+    fails fails now, and the cabin decides again later on a fresh view). Every request is
+    read within ``limits`` (``cabins.model_reply``), its deadline by ``clock``.
 
     Made by ``LLMEndpoint.client()`` it pickles as its endpoint and connects again when it
     is unpickled (a checkpoint of a run with an LLM cabin holds no connection).
@@ -280,6 +295,8 @@ class OpenAIChatClient:
         tool_choice: str = "auto",
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 0,
+        limits: ReplyLimits = DEFAULT_LIMITS,
+        clock: Callable[[], float] = time.monotonic,
         **options: Any,
     ) -> None:
         if not hasattr(client, "chat"):
@@ -299,28 +316,39 @@ class OpenAIChatClient:
         self.tool_choice = tool_choice
         self.timeout = timeout
         self.max_retries = max_retries
+        self.limits = limits
+        self.clock = clock
         self.options = options
         self.endpoint: LLMEndpoint | None = None
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> ChatReplyLike:
+        """The model's next message, read within ``limits`` (a ``ModelReplyError`` past
+        them): through the SDK's streaming response when it has one, so the body is read
+        piece by piece under the deadline and the size bound."""
         request: dict[str, Any] = {"model": self.model, "messages": list(messages), **self.options}
         if tools:
             request["tools"] = list(tools)
             request["tool_choice"] = self.tool_choice
-        response = self.client.chat.completions.create(**request)
-        choice = response.choices[0]
-        message = choice.message
+        completions = self.client.chat.completions
+        started = self.clock()
+        streaming = getattr(completions, "with_streaming_response", None)
+        if streaming is None:  # a client object without one: bounded after the fact
+            response = completions.create(**request)
+            check_deadline(self.limits, self.clock, started)
+            reply = completion_of(response.choices[0], self.limits)
+        else:
+            left = check_deadline(self.limits, self.clock, started)
+            with streaming.create(**request, timeout=min(self.timeout, left)) as response:
+                reply = read_reply(
+                    response.iter_bytes(), limits=self.limits, clock=self.clock, started=started
+                )
         calls = tuple(
-            ReplyToolCall(
-                str(c.id), FunctionCall(str(c.function.name), _arguments(c.function.arguments))
-            )
-            for c in (getattr(message, "tool_calls", None) or ())
+            ReplyToolCall(call_id, FunctionCall(name, _arguments(arguments)))
+            for call_id, name, arguments in reply.tool_calls
         )
-        return ChatReply(
-            getattr(message, "content", None), calls, getattr(choice, "finish_reason", None)
-        )
+        return ChatReply(reply.content, calls, reply.finish_reason)
 
     def __getstate__(self) -> dict[str, Any]:
         if self.endpoint is None:
@@ -345,6 +373,7 @@ class LLMEndpoint:
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = DEFAULT_TIMEOUT
     max_retries: int = 0
+    limits: ReplyLimits = DEFAULT_LIMITS
 
     BASE_URL_ENV: ClassVar[str] = "TICKWORK_LLM_BASE_URL"
     MODEL_ENV: ClassVar[str] = "TICKWORK_LLM_MODEL"
@@ -376,6 +405,7 @@ class LLMEndpoint:
             model=self.model,
             timeout=self.timeout,
             max_retries=self.max_retries,
+            limits=self.limits,
             **options,
         )
         made.endpoint = self
@@ -384,7 +414,8 @@ class LLMEndpoint:
 
 def classify_error(exc: BaseException) -> dict[str, Any]:
     """What kind of failure a client raised: ``kind`` (``timeout``, ``rate_limited``,
-    ``server_error``, ``rejected`` for another HTTP status, ``transport`` or ``error``), the
+    ``server_error``, ``rejected`` for another HTTP status, ``bad_reply`` for a reply
+    refused by ``ReplyLimits`` or not a completion, ``transport`` or ``error``), the
     HTTP ``status`` if any, the exception's ``type`` and ``message``. Works on the
     ``openai`` SDK's exceptions and on anything shaped like them."""
     status = getattr(exc, "status_code", None)
@@ -393,7 +424,9 @@ def classify_error(exc: BaseException) -> dict[str, Any]:
         status = getattr(response, "status_code", None)
         status = status if isinstance(status, int) else None
     names = [k.__name__ for k in type(exc).__mro__]
-    if isinstance(exc, TimeoutError) or any("Timeout" in n for n in names):
+    if isinstance(exc, ModelReplyError):
+        kind = exc.kind
+    elif isinstance(exc, TimeoutError) or any("Timeout" in n for n in names):
         kind = "timeout"
     elif status == 429:
         kind = "rate_limited"

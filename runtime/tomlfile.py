@@ -4,8 +4,9 @@ Specs, scenarios and fault files are TOML that people write by hand. A problem
 is told as ``file: key.path: what is wrong`` — the key path in TOML's own
 spelling (``weights."goal:*"``, ``shelves[2].polygon``) — and a syntax error
 keeps its line and column. ``FileError`` carries the file and its problems.
-``read_toml`` is how every loader reads one: a missing file, a folder, an unreadable
-or oversized one, bytes that are not UTF-8, invalid TOML and values nested deeper than
+``read_toml`` is how every loader reads one (through ``runtime.files.read_input``): a
+missing file, a folder, a device or a FIFO, an unreadable or oversized one, bytes that are
+not UTF-8, invalid TOML and values nested deeper than
 ``MAX_DEPTH`` are each one problem, never a traceback.
 """
 
@@ -17,15 +18,17 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from runtime.errors import TickworkError
+from runtime.files import InputFileError, read_input
 
 MAX_BYTES = 16 << 20
 """The largest TOML input read (16 MiB): a spec, a scenario or a fault file is far smaller."""
 MAX_DEPTH = 32
 """Arrays and tables nested deeper than this are refused (none of our files nests past 4)."""
+
+_TOML_REASONS = {"no such file": "file not found"}
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_POSITION = re.compile(r"^(?P<msg>.*) \(at (?P<where>line \d+, column \d+|end of document)\)$")
@@ -90,16 +93,9 @@ def read_toml(
     """The TOML document at ``path``, or ``error(shown, [problem])`` saying why not."""
     where = os.fspath(path) if shown is None else shown
     try:
-        size = os.path.getsize(path)
-        if Path(path).is_dir():
-            raise error(where, ("is a folder, not a file",))
-        if size > MAX_BYTES:
-            raise error(where, (f"the file is {size} bytes; at most {MAX_BYTES} are read",))
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise error(where, ("file not found",)) from None
-    except OSError as exc:
-        raise error(where, (f"cannot read the file: {exc.strerror or exc}",)) from None
+        raw = read_input(path, limit=MAX_BYTES, what="a TOML file")
+    except InputFileError as exc:
+        raise error(where, (_TOML_REASONS.get(exc.reason, exc.reason),)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

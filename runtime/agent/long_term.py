@@ -52,10 +52,19 @@ from runtime.agent.embedding import (
     embed_many,
 )
 from runtime.agent.forgetting import EvictionReason, MemoryEviction, Retention
+from runtime.agent.memory_file import (
+    APPLICATION_ID,
+    SCHEMA,
+    MemoryFileError,
+    check_file,
+    queued_fields,
+    record_fields,
+    scope_of,
+)
 from runtime.agent.vectors import ScopeIndex
 from runtime.cabin import MemoryWrite
 from runtime.clock import Clock
-from runtime.errors import SettingError, TickworkError
+from runtime.errors import SettingError
 from runtime.freeze import FrozenDict, freeze
 from runtime.logs import debug_enabled
 from runtime.longterm import MemoryTerms
@@ -70,7 +79,6 @@ __all__ = [
 
 _log = structlog.get_logger("tickwork.long_term")
 
-SCHEMA = 3
 _CHANGES_KEPT = 200_000  # changes other processes can still catch up from
 _PRUNE_EVERY = 1000
 
@@ -85,10 +93,6 @@ Reason = Literal[
     "nothing_to_retire",
     "empty",
 ]
-
-
-class MemoryFileError(TickworkError, sqlite3.DatabaseError):
-    """A long-term memory file that cannot be used as one (the message says why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +253,7 @@ class LongTermMemory:
         self._synced = 0
         self._writes = 0
         self._recalled: dict[str, deque[tuple[tuple[int, ...], np.ndarray, tuple[str, ...]]]] = {}
+        check_file(path)  # read-only: a file refused here is left exactly as it was
         self._db = sqlite3.connect(
             path, check_same_thread=False, timeout=60.0, isolation_level=None
         )
@@ -266,9 +271,6 @@ class LongTermMemory:
     def _open(self, *, recover: bool) -> None:
         db = self._db
         db.execute("PRAGMA busy_timeout = 60000")
-        if self.path != ":memory:":
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
         with self._transaction():
             _script(db, _TABLES)
             have = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
@@ -286,9 +288,14 @@ class LongTermMemory:
                 self._fill_claims()
             _script(db, _INDEXES)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {SCHEMA}")
             self._check_embedder()
             row = db.execute("SELECT MAX(seq) FROM changes").fetchone()
             self._synced = int(row[0] or 0)
+        if self.path != ":memory:":  # once the file is known to be ours: a refusal (another
+            db.execute("PRAGMA journal_mode = WAL")  # embedder) rolls back, leaving it as it was
+            db.execute("PRAGMA synchronous = NORMAL")
         recovered = self.flush() if recover else ()
         if recovered:
             _log.info("ltm_recovered", path=self.path, writes=len(recovered))
@@ -495,11 +502,13 @@ class LongTermMemory:
             if not rows:
                 return ()
             tickets, prepared = [], []
-            for ticket, content, scope_key, metadata, stamp in rows:
-                tickets.append(int(ticket))
-                prepared.append(
-                    self._prepare(content, json.loads(scope_key), json.loads(metadata), stamp)
-                )
+            for row in rows:
+                ticket, content, scope, metadata, stamp = queued_fields(row, path=self.path)
+                tickets.append(ticket)
+                try:
+                    prepared.append(self._prepare(content, scope, metadata, stamp))
+                except (TypeError, ValueError) as exc:  # SettingError is a ValueError
+                    raise MemoryFileError(f"{self.path}: queued write {ticket}: {exc}") from None
             return tuple(zip(tickets, self._apply(prepared, claim=tickets), strict=True))
 
     def forget(self, record_id: int, *, stamp: float | None = None) -> bool:
@@ -596,7 +605,7 @@ class LongTermMemory:
                 "ORDER BY id",
                 (scope_key,),
             ).fetchall()
-        return tuple(_record(r) for r in rows)
+        return tuple(_record(r, path=self.path) for r in rows)
 
     def history(self, *, scope: Mapping[str, str], subject: str) -> tuple[MemoryRecord, ...]:
         """Every kept version of ``subject`` in ``scope`` (superseded, retired, the
@@ -608,7 +617,7 @@ class LongTermMemory:
                 "ORDER BY id",
                 (scope_key, subject),
             ).fetchall()
-        return tuple(_record(r) for r in rows)
+        return tuple(_record(r, path=self.path) for r in rows)
 
     def current(self, *, scope: Mapping[str, str], subject: str) -> MemoryRecord | None:
         """The current fact about ``subject`` in ``scope``, if there is one."""
@@ -619,7 +628,7 @@ class LongTermMemory:
                 "AND status = 'current'",
                 (scope_key, subject),
             ).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else _record(row, path=self.path)
 
     def count(self, *, scope: Mapping[str, str] | None = None) -> int:
         """How many current memories ``scope`` holds (every scope's when None)."""
@@ -655,7 +664,7 @@ class LongTermMemory:
         return tuple(
             MemoryEviction(
                 int(r[0]),
-                FrozenDict(json.loads(r[1])),
+                scope_of(r[1], where=f"{self.path}: eviction record of memory {r[0]}"),
                 r[2],
                 r[3],
                 float(r[4]),
@@ -927,7 +936,7 @@ class LongTermMemory:
     ) -> tuple[MemoryEviction, ...]:
         out = []
         for row in rows:
-            record = _record(row)
+            record = _record(row, path=self.path)
             scope_key = row[2]
             self._db.execute(
                 "INSERT INTO evictions (memory_id, scope, content, subject, importance, "
@@ -1121,7 +1130,9 @@ class LongTermMemory:
             f"SELECT {_RECORD_COLUMNS} FROM memories WHERE id IN ({marks})", ids
         ).fetchall()
         by_id = {int(r[0]): r for r in rows}
-        return tuple(_record(by_id[i], scores.get(i, 0.0)) for i in ids if i in by_id)
+        return tuple(
+            _record(by_id[i], scores.get(i, 0.0), path=self.path) for i in ids if i in by_id
+        )
 
 
 def _stored_claim(content: str) -> tuple[str, int]:
@@ -1137,22 +1148,10 @@ def _script(db: sqlite3.Connection, text: str) -> None:
             db.execute(statement)
 
 
-def _record(row: Sequence[Any], score: float = 0.0) -> MemoryRecord:
-    return MemoryRecord(
-        int(row[0]),
-        row[1],
-        FrozenDict(json.loads(row[2])),
-        freeze(json.loads(row[3])),
-        float(row[4]),
-        score,
-        row[5],
-        float(row[6]),
-        bool(row[7]),
-        float(row[8]),
-        None if row[9] is None else float(row[9]),
-        row[10],
-        None if row[11] is None else int(row[11]),
-    )
+def _record(row: Sequence[Any], score: float = 0.0, *, path: str) -> MemoryRecord:
+    """A ``memories`` row as a record, its columns checked (``MemoryFileError`` if not)."""
+    f = record_fields(row, path=path)
+    return MemoryRecord(f[0], f[1], f[2], f[3], f[4], score, *f[5:])
 
 
 def _scope(scope: Mapping[str, str]) -> tuple[str, FrozenDict[str, str]]:

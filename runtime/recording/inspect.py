@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from runtime import jsondata
 from runtime.errors import TickworkError
 from runtime.patterns import matches, overlaps
 from runtime.recording.format import (
@@ -488,7 +489,7 @@ def _view_parts(view: ViewRecord | None) -> tuple[Mapping[str, str], Mapping[str
 
 def _known_cabins(recording: Recording, views: Mapping[str, Any]) -> list[str]:
     try:
-        listed = json.loads(recording.metadata.get("cabins", "[]"))
+        listed = jsondata.parse(recording.metadata.get("cabins", "[]"))
     except ValueError:
         listed = []
     names = [str(n) for n in listed] if isinstance(listed, list) else []

@@ -20,8 +20,9 @@ from typing import Any, TypeVar
 from mcap.records import Channel as McapChannel
 from mcap.records import Header, Message, Schema
 
+from runtime import jsondata
 from runtime.errors import TickworkError
-from runtime.files import atomic_output, open_binary
+from runtime.files import InputFileError, atomic_output, read_input
 from runtime.recording.format import (
     CHANNELS,
     ENCODING,
@@ -34,6 +35,9 @@ from runtime.recording.format import (
 from runtime.recording.salvage import MAGIC, Skip, salvage
 
 R = TypeVar("R")
+
+MAX_BYTES = 2 << 30
+"""The largest recording read (2 GiB; it is read whole, and a tick takes some 900 bytes)."""
 
 
 class RecordingError(TickworkError):
@@ -81,9 +85,11 @@ class Scan:
 def scan(path: str | Path) -> Scan:
     """Read every whole record of ``path``, passing over damaged ones (see ``salvage``)."""
     shown = str(path)
-    fh, size = open_binary(path, what="a recording", error=RecordingError)
-    with fh:
-        data = fh.read()
+    try:
+        data = read_input(path, limit=MAX_BYTES, what="a recording")
+    except InputFileError as exc:
+        raise RecordingError(str(exc)) from None
+    size = len(data)
     head = data[: len(MAGIC)]
     if not head:
         raise RecordingError(f"{shown}: the file is empty (0 bytes): nothing was recorded")
@@ -267,7 +273,7 @@ class Recording:
     def spec_json(self) -> dict[str, Any]:
         """Cabin name → its spec as recorded (``ContextSpec.model_dump(mode="json")``)."""
         try:
-            specs = json.loads(self.metadata.get("specs", "{}"))
+            specs = jsondata.parse(self.metadata.get("specs", "{}"))
         except ValueError as exc:
             raise RecordingError(
                 f"{self.path}: the run metadata's specs are not JSON ({exc})"

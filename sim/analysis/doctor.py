@@ -73,6 +73,7 @@ from runtime.scratchpad import memory_key as _memory_key
 from runtime.spec import ContextSpec
 from sim.analysis.replay import recorded_faults, recorded_specs
 from sim.faults.model import SENSOR_KEYS, DropoutFault, MissingFault, StaleFault
+from sim.run.summary import recorded_summary
 from sim.run.verdict import judge
 
 BAD_KINDS = ("action_failed", "replan", "alarm", "emergency_stop", "collision", "safety_violation")
@@ -560,7 +561,7 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
             "raised weight only moves the evictions to other items; a map_limit, narrower "
             "map radii and event windows are usually cheaper than more capacity"
         )
-    liveness = liveness_of(line.events, _recorded_summary(rec))
+    liveness = liveness_of(line.events, recorded_summary(rec))
     if liveness.stuck and not any(f.lacks for f in findings):
         doctor.notes.append(
             "nothing was missing or evicted before "
@@ -632,18 +633,6 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
 
 _NO_PROGRESS = frozenset({"undelivered", "stalled", "abandoned"})
 """The verdict's reasons that say a run did not make progress."""
-
-
-def _recorded_summary(rec: Recording) -> dict[str, Any] | None:
-    """The summary the run wrote into its recording when it finished (None: it did not)."""
-    text = rec.scan.metadata.get("summary", {}).get("json")
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _tighten(

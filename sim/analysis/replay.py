@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime import jsondata
 from runtime.agent.memory import LongTermMemory
 from runtime.cabin import Cabin, Outbox, timing_of
 from runtime.errors import TickworkError
@@ -403,7 +404,7 @@ def recorded_faults(recording: Recording) -> list[Any]:
     from sim.faults.model import FaultError, parse_fault
 
     try:
-        labels = json.loads(recording.metadata.get("faults", "[]"))
+        labels = jsondata.parse(recording.metadata.get("faults", "[]"))
         return [parse_fault(str(label)) for label in labels]
     except (ValueError, TypeError, FaultError) as exc:
         raise ReplayError(f"{recording.path}: the recorded faults cannot be read: {exc}") from None
@@ -414,7 +415,13 @@ def _cabin_order(recording: Recording, first_tick: int | None) -> list[str]:
         message = recording.one(WORKING_SET, first_tick)
         if message is not None:
             return list(message["views"])
-    return list(json.loads(recording.metadata.get("cabins", "[]")))
+    try:
+        listed = jsondata.parse(recording.metadata.get("cabins", "[]"))
+    except ValueError as exc:
+        raise ReplayError(f"{recording.path}: the run metadata's cabins: {exc}") from None
+    if not isinstance(listed, list):
+        raise ReplayError(f"{recording.path}: the run metadata's cabins are not a list")
+    return [str(name) for name in listed]
 
 
 def _long_term_at_start(recording: Recording) -> LongTermMemory | None:
@@ -424,7 +431,7 @@ def _long_term_at_start(recording: Recording) -> LongTermMemory | None:
     if text is None:
         return None
     try:
-        data = json.loads(text)
+        data = jsondata.parse(text)
         scope = {str(k): str(v) for k, v in data["scope"].items()}
         records = [
             (str(r["content"]), from_json(r["metadata"]), r["stamp"]) for r in data["records"]
@@ -483,7 +490,7 @@ def build_cabins(
                     long_term=known,
                     memory_scope=None
                     if known is None
-                    else dict(json.loads(recording.metadata["long_term"])["scope"]),
+                    else dict(jsondata.parse(recording.metadata["long_term"])["scope"]),
                 )
             }
         except ValueError as exc:

@@ -146,7 +146,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     import os
 
     from runtime import configure_logging, load_specs
-    from sim.cli.inputs import build_cabin, cabin_ref, load_cabin, load_faults, memory_file
+    from sim.cli.inputs import (
+        build_cabin,
+        cabin_ref,
+        check_memory,
+        load_cabin,
+        load_faults,
+        memory_file,
+    )
     from sim.faults.model import FaultPlan
     from sim.run import campaign as cp
     from sim.run.harness import BUILTIN_CABINS, SPECS_DIR
@@ -178,7 +185,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         from sim.cli.report import check_report_target
 
         check_report_target(args.report)
-    from sim.cli.outputs import check_outputs
+    from sim.cli.outputs import check_outputs, check_replaceable
 
     check_outputs(
         [
@@ -190,6 +197,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         inputs=[("--scenario", name) for name in scenarios if os.path.isfile(name)]
         + [("--faults", args.faults if args.faults not in (None, "auto", "none") else None)],
     )
+    check_replaceable("--out", args.out, what="a campaign result", ours=is_campaign_result)
     faults = load_faults(args.fault, None if args.faults in (None, "auto", "none") else args.faults)
     if args.faults == "auto":
         faults.extend(cp.auto_faults(specs))
@@ -201,6 +209,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         )
     if args.backend == "ray" and len({ref.folder for ref in refs}) > 1:
         raise InputError("--backend ray: give every --cabin from one folder")
+    if args.memory is not None:
+        check_memory(args.memory)  # read-only, before the journal is opened
     journal = None
     with contextlib.ExitStack() as stack:
         if args.journal is not None:  # opened (checked, locked) before anything is written
@@ -259,11 +269,17 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             "path": args.journal,
             "reused": journal.reused,
             "ran": journal.appended,
+            "refused_lines": len(journal.refused),
         }
         if not args.json:
+            refused = (
+                f", {len(journal.refused)} damaged or edited line(s) refused (their runs ran again)"
+                if journal.refused
+                else ""
+            )
             print(
                 f"journal {args.journal}: {journal.reused} run(s) taken from it, "
-                f"{journal.appended} run and appended",
+                f"{journal.appended} run and appended{refused}",
                 file=sys.stderr,
             )
     if args.out:
@@ -287,6 +303,23 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     else:
         _print_campaign(rows, results, report["passed"])
     return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+RESULT_KEYS = frozenset({"scenarios", "seeds", "passed", "table", "runs"})
+"""Keys every campaign result (``--out``) has, this tickwork's and earlier ones'."""
+
+
+def is_campaign_result(path: str) -> bool:
+    """Whether ``path`` is a campaign result (a JSON object with ``RESULT_KEYS``), which
+    ``--out`` may replace; a recording, a journal or anything else is not."""
+    from runtime.files import InputFileError, read_input
+    from runtime.jsondata import JSONDataError, parse
+
+    try:
+        value = parse(read_input(path, limit=1 << 30, what="a campaign result"), max_depth=64)
+    except (InputFileError, JSONDataError):
+        return False
+    return isinstance(value, dict) and value.keys() >= RESULT_KEYS
 
 
 def _run(campaign: Campaign, total: int, *, quiet: bool) -> list[dict[str, Any]]:

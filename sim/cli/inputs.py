@@ -1,7 +1,8 @@
 """Turning what people type into the objects a run needs: their cabins
 (``--cabin MODULE:CLASS@SPEC``), faults (``--fault``, ``--faults FILE``) and long-term
-memory files (``--memory``). Shared by ``run``, ``campaign`` and ``replay``; each refuses
-bad input with one ``InputError`` (or the library's own ``TickworkError``) that names it.
+memory files (``--memory``, checked read-only before any output is opened). Shared by
+``run``, ``campaign`` and ``replay``; each refuses bad input with one ``InputError`` (or the
+library's own ``TickworkError``) that names it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ def cabin_ref(text: str) -> CabinRef:
         raise InputError(
             f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
         )
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise InputError(
+            f"--cabin {text!r}: {module_name!r} is not a module name (dotted Python names, "
+            "imported from the current folder, such as greeter or my_cabins.greeter)"
+        )
+    if not class_name.isidentifier():
+        raise InputError(f"--cabin {text!r}: {class_name!r} is not a class name")
     return CabinRef(module_name, class_name, load_spec(spec_path), os.getcwd())
 
 
@@ -84,6 +92,17 @@ def load_faults(texts: Sequence[str], path: str | None) -> list[Fault]:
     return faults
 
 
+def check_memory(path: str) -> None:
+    """Refuse ``--memory path`` when it is not a long-term memory file this tickwork can use
+    (read-only: a refused file is left exactly as it was; a missing one is a new memory)."""
+    from runtime.agent.memory_file import MemoryFileError, check_file
+
+    try:
+        check_file(path)
+    except MemoryFileError as exc:
+        raise InputError(f"--memory: {exc}") from None
+
+
 def memory_file(path: str) -> str:
     """``path`` as an absolute path to a usable long-term memory file (created if absent)."""
     import os
@@ -92,6 +111,7 @@ def memory_file(path: str) -> str:
     from runtime import LongTermMemory
 
     absolute = os.path.abspath(path)
+    check_memory(path)
     try:
         LongTermMemory(absolute).close()  # created once, before parallel runs race to
     except sqlite3.Error as exc:
@@ -99,4 +119,11 @@ def memory_file(path: str) -> str:
     return absolute
 
 
-__all__ = ["build_cabin", "cabin_ref", "load_cabin", "load_faults", "memory_file"]
+__all__ = [
+    "build_cabin",
+    "cabin_ref",
+    "check_memory",
+    "load_cabin",
+    "load_faults",
+    "memory_file",
+]

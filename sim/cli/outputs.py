@@ -5,13 +5,14 @@ name all their outputs (``--record``, ``--checkpoint``, ``--report``, ``--out``)
 files they read and write (``--memory``) up front, and this module refuses, with one
 ``InputError`` naming the flag, an output that is a folder, lies in a folder that does not
 exist or cannot be written, is one of the command's inputs, or names the same file as
-another output.
+another output; ``check_replaceable`` refuses an existing file an output would replace that
+is not of the output's kind (``campaign --out`` over a recording).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sim.cli.exits import InputError
 
@@ -61,4 +62,18 @@ def _check_writable(flag: str, path: str) -> None:
         raise InputError(f"{flag} {path!r}: the file is not writable")
 
 
-__all__ = ["check_outputs"]
+def check_replaceable(
+    flag: str, path: str | None, *, what: str, ours: Callable[[str], bool]
+) -> None:
+    """Refuse ``path`` when it exists and ``ours(path)`` does not recognise it as a file of
+    this kind (``what``): an output replaces only a file tickwork wrote for it."""
+    if path is None or not os.path.lexists(path) or os.path.isdir(path):
+        return  # a missing file is new; a folder is refused by check_outputs
+    if not ours(path):
+        raise InputError(
+            f"{flag} {path!r} exists and is not {what}: it is not replaced (remove it, or give "
+            "another file name; nothing was written)"
+        )
+
+
+__all__ = ["check_outputs", "check_replaceable"]

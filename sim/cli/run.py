@@ -313,7 +313,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     import os
     import sqlite3
 
-    from sim.cli.inputs import load_cabin, load_faults
+    from sim.cli.inputs import check_memory, load_cabin, load_faults
     from sim.cli.outputs import check_outputs
     from sim.run.checkpoint import RunPlan
     from sim.run.harness import Simulation
@@ -363,6 +363,8 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         inputs=[("--scenario", scenario_file), ("--faults", args.faults)]
         + [(f"--cabin {text}", text.partition("@")[2]) for text in args.cabin],
     )
+    if args.memory is not None:
+        check_memory(args.memory)  # read-only, before the recording is opened
     sinks: list[Any] = []
     if args.live:  # after every input is read and every output checked
         from sim.run.live import DEFAULT_PORT, LiveView

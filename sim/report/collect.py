@@ -10,7 +10,6 @@ bookkeeping stands in for.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +28,7 @@ from cabins.warehouse.values import (
     Pose,
     route_points,
 )
+from runtime.jsondata import JSONDataError, parse
 from runtime.recording.format import BOARD, EVENTS, EVICTIONS, FAULTS, STATS, WORKING_SET
 from runtime.recording.inspect import brief
 from runtime.recording.reader import Recording
@@ -120,9 +120,9 @@ def metadata_json(recording: Recording, key: str, default: Any) -> Any:
     if text is None:
         return default
     try:
-        return json.loads(text)
-    except ValueError:
-        raise ReportError(f"{recording.path}: the run metadata's {key!r} is not JSON") from None
+        return parse(text)
+    except JSONDataError as exc:
+        raise ReportError(f"{recording.path}: the run metadata's {key!r}: {exc}") from None
 
 
 def scenario_of(recording: Recording) -> Scenario | None:
@@ -137,18 +137,6 @@ def scenario_of(recording: Recording) -> Scenario | None:
         raise ReportError(
             f"{recording.path}: the recorded scenario is not valid ({where}: {first['msg']})"
         ) from None
-
-
-def recorded_summary(recording: Recording) -> dict[str, Any] | None:
-    """The summary the run wrote when it finished, if it finished (a killed run has none)."""
-    text = recording.scan.metadata.get("summary", {}).get("json")
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def cabin_tag(tags: Iterable[str]) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.errors import TickworkError
-from runtime.files import atomic_output
+from runtime.files import atomic_output, read_head, read_input
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -78,12 +78,8 @@ def check_output(path: str | os.PathLike[str]) -> Path:
 
 def _is_report(path: Path) -> bool:
     """Whether ``path`` is a page tickwork wrote (its head names tickwork as generator)."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    return b'<meta name="generator" content="tickwork' in head
+    head = read_head(path, 4096)  # None for a FIFO or a device: not a report, not opened
+    return head is not None and b'<meta name="generator" content="tickwork' in head
 
 
 def temporary_recording(folder: str | os.PathLike[str] | None = None) -> Path:
@@ -139,7 +135,7 @@ def fill(template: str, parts: Mapping[str, str]) -> str:
 
 
 def template(name: str) -> str:
-    return (TEMPLATES / name).read_text(encoding="utf-8")
+    return read_input(TEMPLATES / name, limit=1 << 20, what="a page template").decode("utf-8")
 
 
 def render_page(name: str, parts: Mapping[str, str], *, scripts: bool) -> str:

@@ -29,7 +29,6 @@ from sim.report.collect import (
     RunData,
     collect,
     metadata_json,
-    recorded_summary,
     scenario_of,
     stride,
 )
@@ -47,6 +46,7 @@ from sim.report.html import (
     write_page,
 )
 from sim.report.svg import draw_map, map_legend
+from sim.run.summary import recorded_summary
 from sim.run.verdict import judge
 from sim.world.scenario import Scenario
 

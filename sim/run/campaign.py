@@ -33,6 +33,8 @@ from sim.faults.model import (
     MissingFault,
     StaleFault,
 )
+from sim.run.summary import JUDGED
+from sim.run.verdict import judge
 
 if TYPE_CHECKING:
     from sim.run.harness import CabinRef, ExtraCabin
@@ -206,29 +208,66 @@ def run_one(request: RunRequest) -> dict[str, Any]:
             break
     summary = sim.summary()
     sim.close()
+    seen = [
+        {
+            "cabin": e.cabin,
+            "reaction": e.reaction,
+            "because": e.because,
+            "seen_at": None
+            if fault is None
+            else observer.first_at_or_after(e.cabin, e.reaction, fault.start),
+        }
+        for e in expected
+    ]
+    measured = {k: summary[k] for k in JUDGED if k in summary}
+    return judged(
+        request,
+        measured=measured,
+        seen=seen,
+        fault_started=started,
+        board_digest=summary["board_digest"],
+    )
+
+
+def judged(
+    request: RunRequest,
+    *,
+    measured: Mapping[str, Any],
+    seen: Sequence[Mapping[str, Any]],
+    fault_started: bool,
+    board_digest: str | None,
+) -> dict[str, Any]:
+    """A run's result judged from what it measured: ``measured``, the summary's fields its
+    verdict is judged from (``sim.run.summary.JUDGED``), ``seen``, each reaction expected of
+    the fault with the tick it was first seen at or after the fault's start (``seen_at``,
+    None if never), and whether the fault started. A live run (``run_one``) and a run taken
+    from a journal are judged by this one function, so an entry's verdict, its ``safe``,
+    ``ok``, ``reactions_ok`` and ``passed`` are never read from the file, only judged again.
+    """
+    fault = request.fault
     checks = []
-    for e in expected:
-        assert fault is not None
-        at = observer.first_at_or_after(e.cabin, e.reaction, fault.start)
-        ok = at is not None and at <= fault.start + request.within
-        checks.append(
-            {
-                "cabin": e.cabin,
-                "reaction": e.reaction,
-                "because": e.because,
-                "seen_at": at,
-                "ok": ok,
-            }
+    for e in seen:
+        at = e["seen_at"]
+        ok = (
+            fault is not None
+            and at is not None
+            and fault.start <= at <= fault.start + request.within
         )
-    safe = summary["safety_violations"] == 0 and summary["collisions"] == 0
+        checks.append(
+            {**{k: e[k] for k in ("cabin", "reaction", "because")}, "seen_at": at, "ok": ok}
+        )
+    verdict = judge(measured)
+    collisions = _count(measured.get("collisions"))
+    violations = _count(measured.get("safety_violations"))
+    safe = violations == 0 and collisions == 0
     # a fault the run never reached tested nothing: it must not pass as "all seen"
+    started = fault_started or fault is None
     reactions_ok = started and all(c["ok"] for c in checks)
-    verdict = summary["verdict"]
     return {
         "scenario": request.scenario,
         "cabins": [c.label for c in request.cabins],
-        "collision_details": summary.get("collision_details", []),
-        "tasks_undeliverable": len(summary.get("tasks_undeliverable", [])),
+        "collision_details": list(measured.get("collision_details") or []),
+        "tasks_undeliverable": len(measured.get("tasks_undeliverable") or []),
         "seed": request.seed,
         "fault": request.label,
         "fault_kind": fault.kind if fault is not None else None,
@@ -236,17 +275,22 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         "fault_started": started,
         "reactions_ok": reactions_ok,
         "safe": safe,
-        "passed": safe and reactions_ok and verdict["status"] != "failed",
-        "verdict": verdict,
-        "deliveries_done": summary["deliveries_done"],
-        "tasks_total": summary["tasks_total"],
-        "tasks_undelivered": summary["tasks_undelivered"],
-        "safety_violations": summary["safety_violations"],
-        "collisions": summary["collisions"],
-        "ticks": summary["ticks"],
-        "board_digest": summary["board_digest"],
+        "passed": safe and reactions_ok and not verdict.failed,
+        "verdict": verdict.as_json(),
+        "measured": dict(measured),
+        "deliveries_done": _count(measured.get("deliveries_done")),
+        "tasks_total": _count(measured.get("tasks_total")),
+        "tasks_undelivered": list(measured.get("tasks_undelivered") or []),
+        "safety_violations": violations,
+        "collisions": collisions,
+        "ticks": _count(measured.get("ticks")),
+        "board_digest": board_digest,
         "error": None,
     }
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 RESULT_FIELDS = frozenset(
@@ -264,6 +308,7 @@ RESULT_FIELDS = frozenset(
         "safe",
         "passed",
         "verdict",
+        "measured",
         "deliveries_done",
         "tasks_total",
         "tasks_undelivered",
@@ -275,9 +320,9 @@ RESULT_FIELDS = frozenset(
     }
 )
 """The fields of every run's result (``run_one``'s and ``crashed_result``'s). ``verdict`` is
-the run's verdict as ``--json`` prints it (None for a lost run), and ``tasks_undelivered`` the
-reachable tasks it left undone; a journal line without them (written before runs had a
-verdict) is not taken, and its run is run again."""
+the run's verdict as ``--json`` prints it (None for a lost run), ``tasks_undelivered`` the
+reachable tasks it left undone, and ``measured`` the summary's fields the verdict is judged
+from (``judged``); a journal line without them is not taken, and its run is run again."""
 
 
 def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
@@ -295,6 +340,7 @@ def crashed_result(request: RunRequest, error: str) -> dict[str, Any]:
         "safe": False,
         "passed": False,
         "verdict": None,
+        "measured": {},
         "deliveries_done": 0,
         "tasks_total": 0,
         "tasks_undelivered": [],

@@ -69,6 +69,7 @@ from runtime.agent.writer import MemoryWriter
 from runtime.cabin import MemoryWrite, innermost, timing_of
 from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
+from runtime.files import InputFileError, read_input
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
 from runtime.recording.writer import MessageSink, Recorder
@@ -336,6 +337,10 @@ def build_extra(cabin: ExtraCabin) -> Cabin:
     return built
 
 
+MAX_MODULE_BYTES = 16 << 20
+"""The largest user cabin module (or package ``__init__``) imported."""
+
+
 @dataclass(frozen=True, slots=True)
 class CabinRef:
     """A user cabin by reference: ``module:cls``, its spec as the driver loaded it, and the
@@ -359,6 +364,7 @@ class CabinRef:
 
         if self.folder and self.folder not in sys.path:
             sys.path.insert(0, self.folder)
+        self._check_sources()
         try:
             module = importlib.import_module(self.module)
         except ImportError as exc:
@@ -366,12 +372,45 @@ class CabinRef:
                 f"cabin {self.label}: cannot import module {self.module!r} "
                 f"(from {self.folder}): {exc}"
             ) from None
+        except Exception as exc:  # the module raised as it ran (a SyntaxError too)
+            raise SettingError(
+                f"cabin {self.label}: importing module {self.module!r} raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
         factory = getattr(module, self.cls, None)
         if factory is None or not callable(factory):
             raise SettingError(
                 f"cabin {self.label}: module {self.module!r} has no class {self.cls!r}"
             )
         return ExtraCabin(spec=self.spec, factory=factory)
+
+    def _check_sources(self) -> None:
+        """Refuse a module (or a package on its way) whose source is not a regular file of at
+        most ``MAX_MODULE_BYTES``, before Python reads it (``greeter.py`` linked to
+        ``/dev/zero`` would be read without end). Each level is found only once the levels
+        above it were checked, as finding it imports them."""
+        import importlib.util
+        import sys
+
+        parts = self.module.split(".")
+        for level in range(1, len(parts) + 1):
+            name = ".".join(parts[:level])
+            if name in sys.modules:
+                continue
+            try:
+                found = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                return  # the import says why
+            except Exception as exc:  # a package above raised as it ran
+                raise SettingError(
+                    f"cabin {self.label}: importing {name!r} raised {type(exc).__name__}: {exc}"
+                ) from None
+            if found is None or not found.has_location or found.origin is None:
+                return
+            try:
+                read_input(found.origin, limit=MAX_MODULE_BYTES, what="a Python module")
+            except InputFileError as exc:
+                raise SettingError(f"cabin {self.label}: {exc}") from None
 
 
 def _check_names(

@@ -12,8 +12,17 @@ but the command line, the reports and the doctor), so a journal written by other
 or for another world of the same name, is never taken for this campaign's.
 Runs that ended in an error (a worker that died twice, a run that raised) are kept in the
 file but run again. The file starts with a header line; a last line cut short by a crash
-is dropped when the journal is opened; any other line that is not an entry makes the
-journal refused, never rewritten. One campaign at a time may hold a journal (a lock).
+is dropped when the journal is opened; a file whose header is not this format's is
+refused, never rewritten. One campaign at a time may hold a journal (a lock).
+
+A line is verified, not trusted: it carries the sha256 of its own key and result
+(``{"key": ..., "result": ..., "sha256": ...}``), and its result's fields must have their
+types (``JournalResult``: every ``expected`` entry with its ``reaction``, ``collisions`` a
+count, ``passed`` a boolean, ``fault`` a string or null, ``measured`` a run summary's
+judged fields, ...). A line that fails either check is refused (logged with its number,
+counted in ``refused``) and its run is run again. A line that passes is judged again
+(``sim.run.campaign.judged``, as a live run is) from what it measured: its ``passed``,
+``safe``, ``verdict`` and each reaction's ``ok`` are never taken from the file.
 """
 
 from __future__ import annotations
@@ -29,13 +38,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import ValidationError as PydanticValidationError
 
 from runtime.errors import TickworkError
+from runtime.files import InputFileError, read_descriptor, read_input
+from runtime.jsondata import JSONDataError, parse
+from runtime.tomlfile import key_path
+from sim.run.summary import JUDGED, Count, SummaryError, checked_summary
 
 if TYPE_CHECKING:
     from sim.run.campaign import RunRequest
 
-FORMAT = 1
+FORMAT = 2
+"""Format 2 (issue 30): each line carries its own checksum, and a result its ``measured``
+fields. A format-1 journal is refused (its keys name older code: nothing in it is reused)."""
+MAX_SOURCE_BYTES = 16 << 20
+"""The largest source file a key digests."""
+MAX_BYTES = 1 << 30
+"""The largest journal read (1 GiB: some half a million runs)."""
 HEADER = json.dumps({"tickwork_journal": FORMAT}).encode() + b"\n"
 
 _CODE_PACKAGES = ("runtime", "cabins", "sim")
@@ -79,7 +100,7 @@ def code_digest() -> str:
     digest = hashlib.sha256()
     for name, path in run_code():
         digest.update(f"{name}\0".encode())
-        digest.update(path.read_bytes())
+        digest.update(read_input(path, limit=MAX_SOURCE_BYTES, what="a source file"))
         digest.update(b"\0")
     return digest.hexdigest()
 
@@ -143,10 +164,13 @@ def _module_digest(module: str, folder: str) -> str | None:
             except (ImportError, ValueError):
                 found = None
             where = found.origin if found is not None else None
-    try:
-        return hashlib.sha256(Path(where).read_bytes()).hexdigest() if where else None
-    except OSError:
+    if where is None:
         return None
+    try:
+        source = read_input(where, limit=MAX_SOURCE_BYTES, what="a Python module")
+    except InputFileError:  # a special file, or one that is gone
+        return None
+    return hashlib.sha256(source).hexdigest()
 
 
 def _factory_name(factory: object) -> str:
@@ -180,7 +204,9 @@ class Journal:
         self.reused = 0
         self.appended = 0
         self._log = structlog.get_logger("tickwork.journal").bind(journal=self.path)
-        self._entries: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, JournalResult] = {}
+        self.refused: list[tuple[int, str]] = []
+        """The lines refused when the journal was opened: (line number, why)."""
         self._fd = self._open()
         try:
             self._load()
@@ -194,21 +220,31 @@ class Journal:
         return len(self._entries)
 
     def get(self, request: RunRequest) -> dict[str, Any] | None:
-        """The result the journal holds for ``request``, unless it ended in an error or
-        lacks a field a campaign's result has (a hand-edited line)."""
-        from sim.run.campaign import RESULT_FIELDS
+        """The result the journal holds for ``request``, judged again from what it measured
+        (``sim.run.campaign.judged``); None when it holds none, or one that ended in an
+        error."""
+        from sim.run.campaign import judged
 
-        result = self._entries.get(run_key(request, code=self.code))
-        if result is None or result.get("error") is not None or not result.keys() >= RESULT_FIELDS:
+        entry = self._entries.get(run_key(request, code=self.code))
+        if entry is None or entry.error is not None:
             return None
         self.reused += 1
-        return result
+        return judged(
+            request,
+            measured=entry.measured,
+            seen=[seen.model_dump() for seen in entry.expected],
+            fault_started=entry.fault_started,
+            board_digest=entry.board_digest,
+        )
 
     def append(self, request: RunRequest, result: Mapping[str, Any]) -> None:
         """Keep ``result`` on disk (written and fsynced) before returning. A write that
         fails is cut off again, so the file never keeps half a line of it."""
         key = run_key(request, code=self.code)
-        line = json.dumps({"key": key, "result": result}, sort_keys=True, default=_plain)
+        plain = json.loads(json.dumps(result, default=_plain))
+        line = json.dumps(
+            {"key": key, "result": plain, "sha256": line_digest(key, plain)}, sort_keys=True
+        )
         data = line.encode() + b"\n"
         end = os.lseek(self._fd, 0, os.SEEK_END)
         try:
@@ -222,7 +258,10 @@ class Journal:
             raise JournalError(
                 f"journal {self.path!r}: cannot append a run ({exc.strerror or exc})"
             ) from None
-        self._entries[key] = json.loads(line)["result"]
+        try:
+            self._entries[key] = JournalResult.model_validate(plain)
+        except PydanticValidationError:
+            self._entries.pop(key, None)  # kept in the file, never taken: it runs again
         self.appended += 1
 
     def close(self) -> None:
@@ -268,12 +307,9 @@ class Journal:
 
     def _load(self) -> None:
         try:
-            size = os.fstat(self._fd).st_size
-            data = os.pread(self._fd, size, 0) if size else b""
-        except OSError as exc:
-            raise JournalError(
-                f"journal {self.path!r}: cannot be read ({exc.strerror or exc})"
-            ) from None
+            data = read_descriptor(self._fd, limit=MAX_BYTES, shown=self.path, what="a journal")
+        except InputFileError as exc:
+            raise JournalError(f"journal {exc}") from None
         if not data:
             self._rewrite(0, HEADER)  # a new journal
             return
@@ -284,13 +320,13 @@ class Journal:
         start = len(first) + 1
         complete = data.rfind(b"\n") + 1
         for number, line in enumerate(data[start:complete].split(b"\n")[:-1], start=2):
-            entry = _entry(line)
-            if entry is None:
-                raise JournalError(
-                    f"journal {self.path!r}: line {number} is not a run's entry; the file is "
-                    "damaged or not a journal (it was left as it is)"
-                )
-            self._entries[entry[0]] = entry[1]
+            try:
+                key, result = entry_of(line)
+            except JournalLineError as exc:
+                self.refused.append((number, str(exc)))
+                self._log.warning("journal_line_refused", line=number, why=str(exc))
+                continue
+            self._entries[key] = result
         if complete < len(data):
             self._log.warning("journal_tail_dropped", bytes=len(data) - complete)
             self._rewrite(complete, b"")
@@ -307,7 +343,8 @@ class Journal:
             ) from None
 
     def _not_a_journal(self, header: Any, *, cut: bool) -> str:
-        if isinstance(header, dict) and header.get("tickwork_journal", FORMAT) != FORMAT:
+        named = header.get("tickwork_journal", FORMAT) if isinstance(header, dict) else FORMAT
+        if type(named) in (int, str) and named != FORMAT:
             return (
                 f"journal {self.path!r} is in format {header['tickwork_journal']!r}; this "
                 f"tickwork reads format {FORMAT}"
@@ -329,14 +366,85 @@ def _parsed(line: bytes) -> Any:
         return None
 
 
-def _entry(line: bytes) -> tuple[str, dict[str, Any]] | None:
-    entry = _parsed(line)
-    if not isinstance(entry, dict) or set(entry) != {"key", "result"}:
-        return None
+class JournalLineError(TickworkError, ValueError):
+    """A journal line that is not a verified entry; the message says why."""
+
+
+class SeenReaction(BaseModel):
+    """A reaction a fault's run expected, and the tick it was first seen at (None: never);
+    ``ok`` is judged again, never read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cabin: StrictStr
+    reaction: StrictStr
+    because: StrictStr
+    seen_at: Count | None
+    ok: StrictBool
+
+
+class JournalResult(BaseModel):
+    """A journal line's result (a ``sim.run.campaign`` result), every field typed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scenario: StrictStr
+    cabins: list[StrictStr]
+    collision_details: list[dict[str, Any]]
+    tasks_undeliverable: Count
+    seed: StrictInt
+    fault: StrictStr | None
+    fault_kind: StrictStr | None
+    expected: list[SeenReaction]
+    fault_started: StrictBool
+    reactions_ok: StrictBool
+    safe: StrictBool
+    passed: StrictBool
+    verdict: dict[str, Any] | None
+    measured: dict[str, Any]
+    deliveries_done: Count
+    tasks_total: Count
+    tasks_undelivered: list[StrictStr]
+    safety_violations: Count
+    collisions: Count
+    ticks: Count
+    board_digest: StrictStr | None
+    error: StrictStr | None
+
+
+def line_digest(key: str, result: Any) -> str:
+    """The checksum a journal line carries: sha256 of its key and result as sorted JSON."""
+    text = json.dumps({"key": key, "result": result}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def entry_of(line: bytes) -> tuple[str, JournalResult]:
+    """A journal line's key and result, verified; a ``JournalLineError`` saying why not."""
+    try:
+        entry = parse(line)
+    except JSONDataError as exc:
+        raise JournalLineError(f"{exc}") from None
+    if not isinstance(entry, dict) or set(entry) != {"key", "result", "sha256"}:
+        raise JournalLineError("not an entry (a key, a result and a sha256)")
     key, result = entry["key"], entry["result"]
     if not isinstance(key, str) or not isinstance(result, dict):
-        return None
-    return key, result
+        raise JournalLineError("not an entry (its key is not text or its result not an object)")
+    if entry["sha256"] != line_digest(key, result):
+        raise JournalLineError("its checksum does not match its key and result")
+    try:
+        checked = JournalResult.model_validate(result)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        raise JournalLineError(f"result.{key_path(first['loc'])}: {first['msg']}") from None
+    if checked.error is None:
+        missing = [name for name in JUDGED if name not in checked.measured]
+        if missing:
+            raise JournalLineError(f"result.measured lacks {', '.join(missing)}")
+        try:
+            checked_summary(checked.measured, where="result.measured")
+        except SummaryError as exc:
+            raise JournalLineError(str(exc).replace("the run summary's ", "")) from None
+    return key, checked
 
 
 def _plain(value: object) -> object:

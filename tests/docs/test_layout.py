@@ -317,3 +317,71 @@ def test_the_size_check_sees_each_limit_broken() -> None:
     body = "".join(f"    x{i} = {i}\n" for i in range(59))
     assert _too_big_in(ast.parse(f"def f():\n{body}"), "m") == []  # 60 lines
     assert _too_big_in(ast.parse(f"def f():\n{body}    y = 0\n"), "m") == ["m:1 f: 61 lines"]
+
+
+# -- every input through one reader (issue 30) -----------------------------------------------------
+
+OPENERS = {"open", "read_text", "read_bytes", "fromfile", "loadtxt", "make_reader", "connect"}
+"""Calls that open or read a file by name (``open``, ``Path.read_bytes``, ``os.open``,
+``sqlite3.connect``, ``tomllib.load``, ``json.load``, ``pickle.load``, ``np.load``, ...)."""
+LOADERS = {"tomllib", "json", "pickle", "np", "numpy", "marshal"}
+"""Modules whose ``load`` reads a file object."""
+NOT_FILES = {"Recording.open", "reopen.open"}
+"""``open`` methods of our own objects that read through ``runtime.files`` themselves."""
+DIRECT_OPENS = {
+    ("runtime/files.py", "os.open"): "the one reader",
+    ("runtime/recording/writer.py", "open"): "writes a recording (an output)",
+    ("sim/cli/app.py", "os.open"): "/dev/null, for writing",
+    ("sim/run/journal.py", "os.open"): "the journal, locked; read by runtime.files.read_descriptor",
+    ("runtime/agent/memory_file.py", "sqlite3.connect"): "read-only, after files.check_input",
+    ("runtime/agent/long_term.py", "sqlite3.connect"): "after memory_file.check_file",
+    ("sim/run/checkpoint.py", "open"): "the checkpoint format: issue 30's other half",
+    ("sim/run/checkpoint.py", "load"): "the checkpoint format: issue 30's other half",
+}
+"""Where a module may open a file itself, and why."""
+
+
+def _direct_opens(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        text = ast.unparse(func)
+        if isinstance(func, ast.Name) and func.id in {"open", "load"}:
+            found.add(text)
+        elif isinstance(func, ast.Attribute) and text not in NOT_FILES:
+            owner = ast.unparse(func.value)
+            if func.attr in OPENERS or (func.attr == "load" and owner in LOADERS):
+                found.add(text)
+    return found
+
+
+def test_no_module_opens_an_input_file_but_through_runtime_files() -> None:
+    """Every input is read by ``runtime.files`` (regular files only, bounded): no other
+    module opens or reads a file by name, but those ``DIRECT_OPENS`` names, for its reason."""
+    seen = {
+        (str(path.relative_to(ROOT)), call)
+        for path in MODULES.values()
+        for call in _direct_opens(path)
+    }
+    assert seen - DIRECT_OPENS.keys() == set()
+    assert {m for m, _ in DIRECT_OPENS} - {"sim/run/checkpoint.py"} <= {m for m, _ in seen}
+
+
+def test_the_reader_check_sees_each_way_to_open_a_file(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import os, json, tomllib, sqlite3\n"
+        "open('a')\nPath('a').read_bytes()\np.read_text()\nos.open('a', 0)\n"
+        "json.load(fh)\ntomllib.load(fh)\nsqlite3.connect('a')\nRecording.open('a')\n"
+    )
+    assert _direct_opens(source) == {
+        "open",
+        "Path('a').read_bytes",
+        "p.read_text",
+        "os.open",
+        "json.load",
+        "tomllib.load",
+        "sqlite3.connect",
+    }

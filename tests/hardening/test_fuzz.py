@@ -1,5 +1,6 @@
 """Fuzzing every input format: command-line flags, fault strings, recordings (their bytes
-and the fields inside valid files) and checkpoints.
+and the fields inside valid files), checkpoints, campaign journal lines (checksums
+recomputed) and long-term memory files edited with SQL.
 
 Each case may only end in a documented outcome: success (exit 0), a failed run or
 analysis (exit 1), or bad input (exit 2 with an ``error:`` line), within a time bound
@@ -11,8 +12,10 @@ cases of each; ``-m slow`` runs many more.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,14 +24,23 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from runtime import load_specs
+from runtime.agent.long_term import LongTermMemory
+from runtime.errors import TickworkError
 from runtime.recording.reader import scan
 from runtime.recording.writer import RawMessage, Recorder
 from sim import cli
 from sim.cli import args as cli_args
 from sim.faults.model import FaultError, parse_fault
+from sim.run.campaign import RunRequest, judged, run_one
+from sim.run.harness import SPECS_DIR
+from sim.run.journal import HEADER, Journal, line_digest
 from sim.world import limits
+from sim.world.scenario import load_scenario
 from tests.support.edit_loop import few_and_many
 
+SPECS = load_specs(SPECS_DIR)
+WORLD = load_scenario("warehouse")
 DEADLINE_MS = 60_000  # a case that takes longer than this is a hang
 FEW = settings(
     max_examples=25,
@@ -335,3 +347,127 @@ def test_any_damage_to_a_checkpoint_is_refused_without_harm(
     if damaged != original:
         assert code == 2  # a checkpoint is checked whole before anything is run
         assert (tmp_path / "run.mcap").read_bytes() == record_before
+
+
+# -- journals: lines with their checksums recomputed (issue 30) ----------------------------------
+
+JOURNAL_REQUEST = RunRequest(
+    "warehouse", 0, parse_fault("stale:pose@10-30"), ticks=50, specs=SPECS, world=WORLD
+)
+
+
+@pytest.fixture(scope="module")
+def journal_line(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real run's journal line (a short run with a fault), as parsed JSON."""
+    path = tmp_path_factory.mktemp("journal") / "c.jsonl"
+    with Journal(path, code="c") as journal:
+        journal.append(JOURNAL_REQUEST, run_one(JOURNAL_REQUEST))
+    entry: dict[str, Any] = json.loads(path.read_bytes().splitlines()[1])
+    return entry
+
+
+def _journal_case(tmp_path: Path, line: dict[str, Any], data: st.DataObject) -> None:
+    """A journal line with a nested field replaced by junk and its checksum recomputed, so
+    that the edit reaches the typed fields and the judging behind the checksum: the line is
+    refused (its run runs again) or judged again, never trusted and never a traceback."""
+    entry = copy.deepcopy(line)
+    result = entry["result"]
+    for _ in range(data.draw(st.integers(1, 3))):
+        _set(result, data.draw(st.sampled_from(_paths(result))), data.draw(JUNK))
+    entry["sha256"] = line_digest(entry["key"], result)
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(HEADER + json.dumps(entry).encode() + b"\n")
+    with Journal(path, code="c") as journal:
+        got = journal.get(JOURNAL_REQUEST)
+        if journal.refused:
+            assert got is None and [n for n, _ in journal.refused] == [2]
+            return
+    assert got is not None
+    again = judged(
+        JOURNAL_REQUEST,
+        measured=got["measured"],
+        seen=[
+            {k: c[k] for k in ("cabin", "reaction", "because", "seen_at")} for c in got["expected"]
+        ],
+        fault_started=got["fault_started"],
+        board_digest=got["board_digest"],
+    )
+    assert got == again  # what was reused is what the judge says of what it measured
+    if got["passed"]:
+        assert got["safe"] and got["reactions_ok"] and got["verdict"]["status"] != "failed"
+        assert got["collisions"] == 0 == got["safety_violations"]
+
+
+@pytest.mark.parametrize("examples", CASES)
+def test_any_edit_to_a_journal_line_is_refused_or_judged_again(
+    tmp_path: Path, journal_line: dict[str, Any], examples: int
+) -> None:
+    _fuzz(examples, lambda data: _journal_case(tmp_path, journal_line, data))
+
+
+# -- long-term memory files edited with SQL (issue 30) --------------------------------------------
+
+MEMORY_COLUMNS = {
+    "memories": (
+        "scope", "content", "metadata", "stamp", "embedding", "last_used", "importance",
+        "pinned", "expires", "subject", "status", "replaced_by",
+    ),
+    "pending": ("content", "scope", "metadata", "stamp"),
+    "meta": ("value",),
+}  # fmt: skip
+SQL_VALUES = (
+    st.none()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+    | JUNK.map(json.dumps)
+    | st.sampled_from(["[" * 5000 + "]" * 5000, '{"robot": ["r1"]}', "current", "99"])
+)
+
+
+@pytest.fixture(scope="module")
+def memory_file(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A long-term memory with facts, text memories and a queued write, as bytes."""
+    path = tmp_path_factory.mktemp("memory") / "m.sqlite"
+    with LongTermMemory(str(path)) as memory:
+        memory.remember("aisle 3 was blocked", scope={"robot": "r1"}, stamp=1.0)
+        memory.remember("dock B unloads slowly", scope={"robot": "r1"}, stamp=2.0)
+        memory.enqueue("charger 2 is slow", scope={"robot": "r1"}, stamp=3.0)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode = DELETE")  # one file, copied whole
+    db.close()
+    return path.read_bytes()
+
+
+def _memory_case(tmp_path: Path, original: bytes, data: st.DataObject) -> None:
+    """A memory file edited with SQL: opened and read, or refused with a ``MemoryFileError``
+    (or an ``EmbedderMismatch``) and left byte for byte as it was, never a traceback."""
+    path = tmp_path / "m.sqlite"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    path.write_bytes(original)
+    table = data.draw(st.sampled_from(sorted(MEMORY_COLUMNS)))
+    column = data.draw(st.sampled_from(MEMORY_COLUMNS[table]))
+    try:
+        with sqlite3.connect(path) as db:
+            db.execute(f"UPDATE {table} SET {column} = ?", (data.draw(SQL_VALUES),))
+    except sqlite3.IntegrityError:  # the schema refuses it (NOT NULL): no such file
+        return
+    finally:
+        db.close()
+    edited = path.read_bytes()
+    try:
+        with LongTermMemory(str(path)) as memory:
+            memory.records(scope={"robot": "r1"})
+            memory.recall("aisle", scope={"robot": "r1"})
+    except TickworkError as exc:  # a MemoryFileError, or an EmbedderMismatch
+        assert str(path) in str(exc)
+        assert path.read_bytes() == edited and not Path(f"{path}-wal").exists()
+
+
+@pytest.mark.parametrize("examples", CASES)
+def test_any_sql_edit_to_a_memory_file_is_read_or_refused_without_harm(
+    tmp_path: Path, memory_file: bytes, examples: int
+) -> None:
+    _fuzz(examples, lambda data: _memory_case(tmp_path, memory_file, data))

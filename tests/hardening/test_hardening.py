@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,8 @@ def test_campaign_out_is_written_whole_and_a_fault_that_never_started_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.json"
-    out.write_text("the previous campaign's results")
+    previous = {"scenarios": ["warehouse"], "seeds": [0], "passed": True, "table": [], "runs": []}
+    out.write_text(json.dumps(previous))  # the previous campaign's result: replaced
     code, _, _ = run_cli(
         capsys, "campaign", "--fault", "missing:executor:pose@500-600", "--seeds", "0",
         "--ticks", "20", "--workers", "1", "--out", str(out),
@@ -336,3 +338,160 @@ def test_a_chunk_whose_length_field_overflows_is_damage_not_a_traceback(
     content = struct.pack("<QQQI", 0, 0, 100, 0) + struct.pack("<I", 4) + b"zstd"
     content += struct.pack("<Q", 2**63 + 5)  # the records' length
     assert _whole_chunk(content) is False
+
+
+# -- issue 30: special files, hostile values, files that are not ours ------------------------------
+
+
+@pytest.fixture(scope="module")
+def short_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("short") / "run.mcap"
+    assert cli.main(["run", "--ticks", "5", "--record", str(path), "--json"]) == 0
+    return path
+
+
+def _with_summary(source: Path, target: Path, text: str) -> Path:
+    """``source`` copied whole (every CRC right) with its ``summary`` metadata ``text``."""
+    from runtime.recording.reader import scan
+    from runtime.recording.writer import RawMessage, Recorder
+
+    old = scan(source)
+    topics = {cid: c.topic for cid, c in old.channels.items()}
+    writer = Recorder(target, metadata=old.metadata["run"])
+    writer.copy_messages(
+        RawMessage(topics[m.channel_id], m.sequence, m.log_time, m.publish_time, m.data)
+        for m in old.messages
+    )
+    writer.add_metadata("summary", {"json": text})
+    writer.close()
+    return target
+
+
+@pytest.mark.parametrize(
+    ("summary", "words"),
+    [
+        ('{"collisions": [1]}', "collisions: Input should be a valid integer"),
+        ('{"tasks_abandoned": {"t1": 3}}', "tasks_abandoned.t1"),
+        ("[" * 3000 + "]" * 3000, "nested deeper than 32 levels"),
+        ('{"a": ' * 3000 + "1" + "}" * 3000, "nested deeper than 32 levels"),
+        ("[]", "a run summary is a JSON object"),
+    ],
+)
+@pytest.mark.parametrize("command", ["report", "doctor"])
+def test_a_recording_whose_summary_is_not_one_is_a_clear_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    short_recording: Path,
+    summary: str,
+    words: str,
+    command: str,
+) -> None:
+    path = _with_summary(short_recording, tmp_path / "bad.mcap", summary)
+    argv = [command, str(path)] + (["-o", str(tmp_path / "r.html")] if command == "report" else [])
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and words in err and str(path) in err
+    assert not (tmp_path / "r.html").exists()
+
+
+SPECIAL = ["/dev/zero", "a FIFO", "a folder", "a link to a device"]
+
+
+def special_file(tmp_path: Path, kind: str, name: str) -> Path:
+    """A path of the given kind: a device, a FIFO, a folder, or a link to ``/dev/zero``."""
+    if kind == "/dev/zero":
+        return Path("/dev/zero")
+    path = tmp_path / name
+    if kind == "a FIFO":
+        os.mkfifo(path)
+    elif kind == "a folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")
+    return path
+
+
+INPUT_FLAGS: dict[str, Callable[[Path], list[str]]] = {
+    "run --scenario": lambda p: ["run", "--scenario", str(p), "--ticks", "1"],
+    "run --faults": lambda p: ["run", "--faults", str(p), "--ticks", "1"],
+    "run --cabin SPEC": lambda p: ["run", "--cabin", f"tw_none:X@{p}", "--ticks", "1"],
+    "run --memory": lambda p: ["run", "--memory", str(p), "--ticks", "1"],
+    "run --resume": lambda p: ["run", "--resume", str(p)],
+    "check-spec": lambda p: ["check-spec", str(p)],
+    "campaign --scenario": lambda p: ["campaign", "--scenario", str(p), "--faults", "none"],
+    "campaign --faults": lambda p: ["campaign", "--faults", str(p)],
+    "campaign --journal": lambda p: ["campaign", "--faults", "none", "--journal", str(p)],
+    "report": lambda p: ["report", str(p)],
+    "doctor": lambda p: ["doctor", str(p)],
+    "replay": lambda p: ["replay", str(p)],
+    "inspect": lambda p: ["inspect", str(p), "--tick", "0"],
+    "repair": lambda p: ["repair", str(p), "-o", str(p.parent / "fixed.mcap")],
+}
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+@pytest.mark.parametrize("flag", sorted(INPUT_FLAGS))
+def test_a_special_file_for_any_input_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, kind: str
+) -> None:
+    """/dev/zero is never read without bound and a FIFO never hangs (nothing writes it):
+    every input flag refuses what is not a regular file, with exit 2."""
+    if flag == "check-spec" and kind == "a folder":
+        pytest.skip("check-spec takes folders of specs")
+    path = special_file(tmp_path, kind, "input.toml")
+    code, out, err = run_cli(capsys, *INPUT_FLAGS[flag](path))
+    assert code == 2
+    assert err.startswith("error: ") or (flag == "check-spec" and out.startswith("error "))
+
+
+def test_check_spec_refuses_a_fifo_without_waiting_for_a_writer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = special_file(tmp_path, "a FIFO", "spec.toml")
+    code, out, _ = run_cli(capsys, "check-spec", str(fifo))
+    assert code == 2 and "is a FIFO (a named pipe)" in out
+
+
+def test_campaign_out_does_not_replace_a_file_that_is_not_a_campaign_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], short_recording: Path
+) -> None:
+    out = tmp_path / "run.mcap"
+    out.write_bytes(short_recording.read_bytes())
+    code, _, err = run_cli(
+        capsys, "campaign", "--fault", "stale:pose@1-2", "--seeds", "0", "--ticks", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    assert code == 2 and "is not a campaign result: it is not replaced" in err
+    assert out.read_bytes() == short_recording.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "text", [".:X@specs/planner.toml", "..x:X@specs/planner.toml", "a/b:X@s", "a:1X@s", "a:X.Y@s"]
+)
+def test_a_cabin_that_is_not_an_absolute_module_and_class_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    code, _, err = run_cli(capsys, "run", "--cabin", text, "--ticks", "1")
+    assert code == 2 and "is not a" in err
+
+
+def test_another_program_s_database_as_memory_leaves_it_and_the_recording_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], short_recording: Path
+) -> None:
+    import sqlite3
+
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    db.close()
+    before = other.read_bytes()
+    record = tmp_path / "run.mcap"
+    record.write_bytes(short_recording.read_bytes())
+    code, _, err = run_cli(
+        capsys, "run", "--memory", str(other), "--record", str(record), "--ticks", "1"
+    )
+    assert code == 2 and "not a tickwork long-term memory file" in err
+    assert other.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "app.db",
+        "run.mcap",
+    ]
+    assert record.read_bytes() == short_recording.read_bytes()

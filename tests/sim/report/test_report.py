@@ -652,8 +652,8 @@ def test_capacity_alarms_are_drawn_and_worth_a_look(tmp_path: Path) -> None:
 
 def test_a_finished_recording_carries_the_runs_own_summary(tmp_path: Path) -> None:
     from runtime.recording.reader import Recording
-    from sim.report.collect import recorded_summary
     from sim.run.harness import Simulation
+    from sim.run.summary import recorded_summary
 
     sim = Simulation("warehouse", seed=0, record=tmp_path / "run.mcap")
     summary = sim.run(120, until_done=False)

@@ -63,8 +63,8 @@ def test_results_carry_the_verdict_and_a_journal_line_without_it_is_run_again(
     assert lost["verdict"] is None and verdict_status(lost) == "lost"
     with Journal(tmp_path / "c.jsonl", code="c") as journal:
         old = {k: v for k, v in result.items() if k not in ("verdict", "tasks_undelivered")}
-        journal.append(req, old)  # as a journal from before verdicts holds it: kept, not taken
-        assert journal.held == 1 and journal.get(req) is None
+        journal.append(req, old)  # a result without its verdict: kept in the file, not taken
+        assert journal.held == 0 and journal.get(req) is None
         journal.append(req, result)
         assert journal.get(req) == json.loads(json.dumps(result))
     assert verdict_status(old) == "unknown"

@@ -1,5 +1,5 @@
-"""A campaign's journal: finished runs kept at once, resumed runs not run again, a damaged
-or foreign file refused and left as it was."""
+"""A campaign's journal: finished runs kept at once, resumed runs not run again, a foreign
+file refused and left as it was, a damaged or edited line never trusted."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from runtime import load_specs
 from sim.faults.model import parse_fault
-from sim.run.campaign import RESULT_FIELDS, Campaign, RunRequest, crashed_result
+from sim.run.campaign import RESULT_FIELDS, Campaign, RunRequest, crashed_result, judged, passed
 from sim.run.harness import SPECS_DIR, CabinRef
 from sim.run.journal import (
     HEADER,
@@ -27,6 +27,7 @@ from sim.run.journal import (
     Journal,
     JournalError,
     code_digest,
+    line_digest,
     run_code,
     run_key,
 )
@@ -63,12 +64,34 @@ def requests(seeds: range) -> list[RunRequest]:
     ]
 
 
+MEASURED: dict[str, Any] = {
+    "ticks": 50,
+    "scenario_ticks": 2400,
+    "stopped_by": None,
+    "deliveries_done": 1,
+    "tasks_total": 5,
+    "tasks_undeliverable": [],
+    "tasks_undelivered": ["t1", "t2", "t3", "t4"],
+    "collisions": 0,
+    "collision_details": [],
+    "safety_violations": 0,
+    "stalled_episodes": 0,
+    "stalls": [],
+    "tasks_abandoned": {},
+    "battery_empty_at": None,
+}
+"""What a short clean run measured: cut short, nothing failed."""
+
+
 def fake_result(request: RunRequest) -> dict[str, Any]:
-    return crashed_result(request, "") | {
-        "collision_details": [{"at": [1.0, 2.0], "speed": 0.5}],
-        "passed": True,
-        "error": None,
-    }
+    seen = [{"cabin": "executor", "reaction": "stop", "because": "x", "seen_at": 25}]
+    return judged(
+        request,
+        measured=MEASURED,
+        seen=seen if request.fault is not None else [],
+        fault_started=True,
+        board_digest="d",
+    )
 
 
 class Counting:
@@ -261,13 +284,14 @@ def _filled(path: Path, n: int) -> bytes:
 @pytest.mark.parametrize(
     ("header", "message"),
     [
-        (b'{"tickwork_journal": 2}\n', r"is in format 2; this tickwork reads format 1"),
-        (b'{"tickwork_journal": "1"}\n', r"is in format '1'; this tickwork reads format 1"),
-        (b'{"tickwork_journal": 1}', r"not a campaign journal: its header line is cut short"),
-        (b'{"tickwork_journal": 1, "x": 0}\n', r"is not a campaign journal \(it was left"),
-        (b'{"journal": 1}\n', r"is not a campaign journal \(it was left"),
+        (b'{"tickwork_journal": 3}\n', r"is in format 3; this tickwork reads format 2"),
+        (b'{"tickwork_journal": 1}\n', r"is in format 1; this tickwork reads format 2"),
+        (b'{"tickwork_journal": "2"}\n', r"is in format '2'; this tickwork reads format 2"),
+        (b'{"tickwork_journal": 2}', r"not a campaign journal: its header line is cut short"),
+        (b'{"tickwork_journal": 2, "x": 0}\n', r"is not a campaign journal \(it was left"),
+        (b'{"journal": 2}\n', r"is not a campaign journal \(it was left"),
         (b'{"tickwork_journal": true}\n', r"is not a campaign journal \(it was left"),
-        (b'{"tickwork_journal": 1.0}\n', r"is not a campaign journal \(it was left"),
+        (b'{"tickwork_journal": 2.0}\n', r"is not a campaign journal \(it was left"),
     ],
 )
 def test_a_header_that_is_not_this_format_says_what_it_is(
@@ -342,8 +366,10 @@ def test_every_result_has_the_fields_a_journal_requires(tmp_path: Path) -> None:
     assert run_one(request).keys() == RESULT_FIELDS == crashed_result(request, "x").keys()
     with Journal(tmp_path / "c.jsonl", code="c") as journal:
         partial = {k: v for k, v in fake_result(request).items() if k != "ticks"}
-        journal.append(request, partial)  # a line someone edited: kept, but not taken
-        assert journal.held == 1 and journal.get(request) is None
+        journal.append(request, partial)  # a result without its fields: kept, but not taken
+        assert journal.held == 0 and journal.get(request) is None
+    with Journal(tmp_path / "c.jsonl", code="c") as journal:
+        assert journal.held == 0 and [n for n, _ in journal.refused] == [2]
 
 
 def test_odd_files_and_odd_lines_are_refused_with_a_journal_error(tmp_path: Path) -> None:
@@ -356,8 +382,8 @@ def test_odd_files_and_odd_lines_are_refused_with_a_journal_error(tmp_path: Path
         Journal(fifo, code="c")
     deep = tmp_path / "deep.jsonl"
     deep.write_bytes(HEADER + b"[" * 100_000 + b"\n")
-    with pytest.raises(JournalError, match="line 2"):
-        Journal(deep, code="c")
+    with Journal(deep, code="c") as journal:  # a line too deep to read is refused, not read
+        assert journal.refused == [(2, "JSON nested deeper than 32 levels")]
     crlf = tmp_path / "crlf.jsonl"
     crlf.write_bytes(HEADER.replace(b"\n", b"\r\n"))
     Journal(crlf, code="c").close()  # a header with Windows line ends is still the header
@@ -372,15 +398,15 @@ def test_a_foreign_or_damaged_file_is_refused_and_left_as_it_was(tmp_path: Path)
     assert foreign.read_bytes() == b"my notes\nmore notes\n"
 
     damaged = tmp_path / "damaged.jsonl"
-    damaged.write_bytes(
-        HEADER + b'{"key": "k", "result": {}}\nnot json\n{"key": "j", "result": {}}\n'
-    )
-    with pytest.raises(JournalError, match="line 3"):
-        Journal(damaged, code="c")
+    body = HEADER + b'{"key": "k", "result": {}}\nnot json\n{"key": "j", "result": {}}\n'
+    damaged.write_bytes(body)
+    with Journal(damaged, code="c") as journal:  # every line refused: each runs again
+        assert [n for n, _ in journal.refused] == [2, 3, 4] and journal.held == 0
+    assert damaged.read_bytes() == body
 
     newer = tmp_path / "newer.jsonl"
-    newer.write_bytes(b'{"tickwork_journal": 2}\n')
-    with pytest.raises(JournalError, match="format 2"):
+    newer.write_bytes(b'{"tickwork_journal": 3}\n')
+    with pytest.raises(JournalError, match="format 3"):
         Journal(newer, code="c")
 
     with pytest.raises(JournalError, match="is a folder"):
@@ -401,11 +427,16 @@ def test_campaign_journal_end_to_end(tmp_path: Path) -> None:
     fault = ["--fault", "missing:executor:pose@10-40", "--journal", str(journal), "--json"]
     first = cli(*base, "--seeds", "0", *fault)
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["journal"] == {"path": str(journal), "reused": 0, "ran": 2}
+    assert json.loads(first.stdout)["journal"] == {
+        "path": str(journal),
+        "reused": 0,
+        "ran": 2,
+        "refused_lines": 0,
+    }
     second = cli(*base, "--seeds", "0-1", *fault, "--out", str(tmp_path / "r.json"))
     assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
-    assert report["journal"] == {"path": str(journal), "reused": 2, "ran": 2}
+    assert report["journal"] == {"path": str(journal), "reused": 2, "ran": 2, "refused_lines": 0}
     runs = json.loads(first.stdout)["runs"]
     assert report["runs"][:2] == runs  # taken from the journal as they were run
     assert json.loads((tmp_path / "r.json").read_text())["runs"] == report["runs"]
@@ -456,3 +487,110 @@ def test_a_write_that_fails_is_a_journal_error_and_leaves_no_half_line(tmp_path:
     with Journal(path, code="c") as journal:  # the first run kept, nothing of the second
         assert journal.held == 1
     assert path.read_bytes().count(b"\n") == 2
+
+
+# -- lines verified, not trusted (issue 30) -----------------------------------------------------
+
+
+def _rewritten(path: Path, edit: Callable[[dict[str, Any]], None], *, resum: bool = True) -> None:
+    """Edit the result of the journal's one entry line, its checksum recomputed (``resum``)
+    so that the edit reaches the checks behind it."""
+    header, line = path.read_bytes().splitlines()
+    entry = json.loads(line)
+    edit(entry["result"])
+    if resum:
+        entry["sha256"] = line_digest(entry["key"], entry["result"])
+    path.write_bytes(header + b"\n" + json.dumps(entry).encode() + b"\n")
+
+
+def _journal_of_one(path: Path) -> RunRequest:
+    request = requests(range(1))[1]  # a run with a fault
+    with Journal(path, code="c") as journal:
+        journal.append(request, fake_result(request))
+    return request
+
+
+def _set(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda result: result.update(fields)
+
+
+WRONG_TYPES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "an expected entry without its reaction": lambda r: r["expected"][0].pop("reaction"),
+    "collisions as text": _set(collisions="3"),
+    "passed as text": _set(passed="true"),
+    "fault as a list": _set(fault=["stale:pose@10-30"]),
+    "expected as a number": _set(expected=5),
+    "tasks_total as a list": _set(tasks_total=[5]),
+    "a measured count as a list": lambda r: r["measured"].update(collisions=[1]),
+    "a measured field missing": lambda r: r["measured"].pop("safety_violations"),
+    "measured nested past its bound": lambda r: r["measured"].update(stalls=[[[[[[[[]]]]]]]]),
+    "an unknown field": _set(extra=1),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(WRONG_TYPES))
+def test_a_line_with_a_field_of_the_wrong_type_is_refused_and_run_again(
+    tmp_path: Path, edit: str
+) -> None:
+    path = tmp_path / "c.jsonl"
+    request = _journal_of_one(path)
+    _rewritten(path, WRONG_TYPES[edit])
+    runner = Counting()
+    with Journal(path, code="c") as journal:
+        assert [n for n, _ in journal.refused] == [2]
+        Campaign([request], inline, 1, runner=runner, journal=journal).run()
+    assert runner.ran == [(request.seed, request.label)]
+
+
+def test_a_line_whose_checksum_does_not_match_is_refused_and_run_again(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    request = _journal_of_one(path)
+    _rewritten(path, _set(ticks=49), resum=False)
+    runner = Counting()
+    with Journal(path, code="c") as journal:
+        assert journal.refused == [(2, "its checksum does not match its key and result")]
+        Campaign([request], inline, 1, runner=runner, journal=journal).run()
+    assert len(runner.ran) == 1
+
+
+JUDGED_AGAIN: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "safe: false, collisions: 3, passed: true": (
+        lambda r: (
+            r.update(safe=False, collisions=3, passed=True),
+            r["measured"].update(collisions=3),
+        ),
+        "collision",
+    ),
+    "fault_started: false": (_set(fault_started=False, passed=True), "not started"),
+    "a reaction never seen, ok: true": (
+        lambda r: r["expected"][0].update(seen_at=None, ok=True),
+        "not seen",
+    ),
+    "a reaction seen past its window, ok: true": (
+        lambda r: r["expected"][0].update(seen_at=10_000, ok=True),
+        "not seen",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JUDGED_AGAIN))
+def test_a_reused_entry_is_judged_again_from_what_it_measured(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "c.jsonl"
+    request = _journal_of_one(path)
+    with Journal(path, code="c") as journal:
+        assert journal.get(request) == json.loads(json.dumps(fake_result(request)))
+        assert passed([fake_result(request)])
+    edit, why = JUDGED_AGAIN[case]
+    _rewritten(path, edit)
+    runner = Counting()
+    with Journal(path, code="c") as journal:
+        results = Campaign([request], inline, 1, runner=runner, journal=journal).run()
+        assert journal.reused == 1 and journal.refused == []
+    assert runner.ran == []  # taken from the journal, but judged here
+    (result,) = results
+    assert not passed(results) and not result["passed"]
+    if why == "collision":
+        assert not result["safe"] and result["verdict"]["status"] == "failed"
+        assert result["verdict"]["reasons"][0]["kind"] == "collision"
+    else:
+        assert not result["reactions_ok"]
