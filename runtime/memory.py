@@ -29,10 +29,15 @@ from typing import Any, Literal, Protocol
 import structlog
 
 from runtime.errors import SettingError
+from runtime.logs import debug_enabled
 from runtime.patterns import PatternSet
 
 Source = Literal["board", "map", "log", "note"]
 EvictionReason = Literal["capacity", "retracted", "stale", "expired"]
+REASONS: frozenset[str] = frozenset(("capacity", "retracted", "stale", "expired"))
+"""Why an item leaves working memory: ``capacity`` (evicted to fit), ``retracted`` (its
+source no longer holds it), ``stale`` (its reading outlived its ttl), ``expired`` (it left
+every spec's window)."""
 
 DEFAULT_PINNED = ("goal:*", "safety:*")
 
@@ -69,6 +74,8 @@ class WorkItem:
             raise SettingError(
                 f"importance of {self.key!r} must be in [0, 1], got {self.importance}"
             )
+        if self.last_used != self.last_used:  # NaN would make the victim order undefined
+            raise SettingError(f"last_used of {self.key!r} must be a number, got NaN")
         if self.first_seen != self.first_seen:  # NaN: not given
             object.__setattr__(self, "first_seen", self.last_used)
 
@@ -303,12 +310,19 @@ class WorkingMemory:
         return type(self.policy) is ValueEviction
 
     def push(self, item: WorkItem, *, tick: int = 0) -> tuple[Eviction, ...]:
-        """Upsert ``item`` and evict down to capacity at once."""
+        """Upsert ``item`` and evict down to capacity at once: memory never holds more than
+        its capacity after a push (unless pinned items alone exceed it: then the capacity
+        alarm is raised and nothing pinned goes). The evictions are returned, kept in
+        ``evictions`` and logged."""
         self.upsert(item)
         return self.evict_to_fit(tick)
 
     def upsert(self, item: WorkItem) -> WorkItem:
-        """Insert or refresh ``item``; an existing item keeps its ``first_seen``."""
+        """Insert or refresh ``item``; an existing item keeps its ``first_seen``.
+
+        Nothing is evicted: memory may hold more than its capacity until ``evict_to_fit``
+        (the assembler offers a whole freeze, then evicts once, so that an item's chance to
+        stay does not depend on the order the specs offered it in)."""
         if self._policy_behind is not None:
             self._catch_up_policy()
         old = self._items.get(item.key)
@@ -332,8 +346,16 @@ class WorkingMemory:
             self.policy.admit(item)
         return item
 
-    def remove(self, key: str, *, reason: EvictionReason, tick: int = 0) -> Eviction | None:
-        """Take ``key`` out for ``reason`` (e.g. ``retracted``); None if it was not held."""
+    def remove(
+        self, key: str, *, reason: EvictionReason, tick: int = 0, log: bool = True
+    ) -> Eviction | None:
+        """Take ``key`` out for ``reason`` (one of ``REASONS``, e.g. ``retracted``); None if
+        it was not held. The removal is kept in ``evictions`` and, with ``log``, logged (the
+        assembler logs a freeze's evictions as one line instead)."""
+        if reason not in REASONS:
+            raise SettingError(
+                f"unknown removal reason {reason!r}; one of {', '.join(sorted(REASONS))}"
+            )
         item = self._items.pop(key, None)
         if item is None:
             return None
@@ -341,10 +363,15 @@ class WorkingMemory:
         self._pinned_keys.discard(key)
         if self._policy_behind is None:
             self.policy.forget(key)
-        return self._record(tick, item.key, item.importance, item.last_used, reason)
+        removed = self._record(tick, item.key, item.importance, item.last_used, reason)
+        if log and self._debug():
+            self._log_evictions(tick, (removed,))
+        return removed
 
-    def evict_to_fit(self, tick: int = 0) -> tuple[Eviction, ...]:
-        """Evict non-pinned items until within capacity; raise the alarm if pins alone exceed it."""
+    def evict_to_fit(self, tick: int = 0, *, log: bool = True) -> tuple[Eviction, ...]:
+        """Evict non-pinned items until within capacity, in the policy's order; raise the
+        alarm if pins alone exceed it. Each eviction is kept in ``evictions`` and, with
+        ``log``, logged (the assembler logs a freeze's evictions as one line instead)."""
         if self._policy_behind is not None:
             self._catch_up_policy()
         out: list[Eviction] = []
@@ -357,7 +384,17 @@ class WorkingMemory:
             self.policy.forget(key)
             out.append(self._record(tick, item.key, item.importance, item.last_used, "capacity"))
         self._check_alarm(tick)
+        if out and log and self._debug():
+            self._log_evictions(tick, out)
         return tuple(out)
+
+    def _debug(self) -> bool:
+        """Whether the ``evicted`` debug line would be logged."""
+        return debug_enabled(self._log)
+
+    def _log_evictions(self, tick: int, evictions: Iterable[Eviction]) -> None:
+        listed = [(e.key, e.reason) for e in evictions]
+        self._log.debug("evicted", tick=tick, count=len(listed), keys=listed)
 
     def settle(
         self,

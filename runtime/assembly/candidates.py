@@ -432,10 +432,10 @@ class CandidateTable:
             return out
         for item, reason in gone:
             if reason is not None:
-                out.append(memory.remove(item.key, reason=reason, tick=tick))  # type: ignore[arg-type]
+                out.append(memory.remove(item.key, reason=reason, tick=tick, log=False))  # type: ignore[arg-type]
         for item, reason in gone:
             if reason is None:
-                out.append(memory.remove(item.key, reason="expired", tick=tick))  # type: ignore[arg-type]
+                out.append(memory.remove(item.key, reason="expired", tick=tick, log=False))  # type: ignore[arg-type]
         return out
 
     def settle(self, tick: int) -> tuple[list[Eviction], set[str]]:

@@ -40,7 +40,7 @@ def let_go(
     ]
     out: list[Eviction] = []
     for key, reason in ordered:
-        removed = memory.remove(key, reason=reason, tick=tick)
+        removed = memory.remove(key, reason=reason, tick=tick, log=False)
         if removed is not None:
             out.append(removed)
     return out

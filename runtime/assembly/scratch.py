@@ -148,7 +148,7 @@ class FromScratch:
             self._offer(offers, name, spec, kinds)
         evictions = let_go(memory, offers.candidates, tick, now, self.sources.retraction)
         self._write(offers.candidates, now)
-        evicted = memory.evict_to_fit(tick)
+        evicted = memory.evict_to_fit(tick, log=False)
         evictions.extend(evicted)
         if evictions and debugging():
             log_evictions(tick, evictions)

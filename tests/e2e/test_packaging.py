@@ -58,7 +58,8 @@ def test_the_wheel_holds_the_shipped_specs_and_the_package_data(wheel: Path) -> 
     assert "tickwork_specs/context-spec.schema.json" in names
     assert "tickwork_specs/examples/dispatcher.toml" in names
     assert "sim/world/scenarios/warehouse.toml" in names
-    assert "runtime/py.typed" in names
+    for package in ("runtime", "cabins", "sim"):  # a user cabin type-checks against any of them
+        assert f"{package}/py.typed" in names
     assert any(n.startswith("sim/report/templates/") for n in names)
 
 
