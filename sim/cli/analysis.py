@@ -38,7 +38,8 @@ exit status: 0 nothing to suggest, 1 spec changes suggested, 2 bad input
 REPLAY_EPILOG = """\
 examples:
   python -m sim replay run.mcap
-  python -m sim replay run.mcap --cabin greeter:Greeter@specs/greeter.toml --json
+  python -m sim replay run.mcap --json \
+      --cabin people_watch:PeopleWatch@examples/people_watch/people_watch.toml
 The built-in cabins are built fresh on the recorded specs; give your own cabins
 with --cabin, as for `python -m sim run`. Faults recorded with the run (crashes,
 lost events) are applied again.

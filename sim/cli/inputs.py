@@ -21,32 +21,62 @@ if TYPE_CHECKING:
 
 def cabin_ref(text: str) -> CabinRef:
     """``MODULE:CLASS@SPEC`` → a reference to the cabin: its module and class, imported from
-    the current folder, and its spec file, loaded."""
-    import os
-
+    the folder that holds it (``module_folder``), and its spec file, loaded."""
     from runtime import load_spec
     from sim.run.harness import CabinRef
 
     target, sep, spec_path = text.partition("@")
     module_name, colon, class_name = target.partition(":")
     if not sep or not colon or not module_name or not class_name or not spec_path:
-        raise InputError(
-            f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. greeter:Greeter@specs/greeter.toml"
-        )
+        raise InputError(f"--cabin {text!r}: expected MODULE:CLASS@SPEC, e.g. {EXAMPLE_CABIN}")
     if not all(part.isidentifier() for part in module_name.split(".")):
         raise InputError(
             f"--cabin {text!r}: {module_name!r} is not a module name (dotted Python names, "
-            "imported from the current folder, such as greeter or my_cabins.greeter)"
+            "such as people_watch or my_cabins.people_watch)"
         )
     if not class_name.isidentifier():
         raise InputError(f"--cabin {text!r}: {class_name!r} is not a class name")
-    return CabinRef(module_name, class_name, load_spec(spec_path), os.getcwd())
+    spec = load_spec(spec_path)
+    return CabinRef(module_name, class_name, spec, module_folder(text, module_name, spec_path))
+
+
+EXAMPLE_CABIN = "people_watch:PeopleWatch@examples/people_watch/people_watch.toml"
+"""A ``--cabin`` argument that works from the project's root (the README's first cabin)."""
+
+
+def module_folder(text: str, module: str, spec_path: str) -> str:
+    """The folder ``module`` is imported from: the current folder if it holds the module's
+    file (``name.py`` or a package ``name/``), else the spec file's folder if it does, else
+    the current folder when the module is importable anyway (installed); otherwise one
+    ``InputError`` saying where it looked and how to fix it."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    top = module.split(".")[0]
+    here = Path.cwd()
+    beside = Path(spec_path).resolve().parent
+    for folder in (here, beside):
+        if (folder / f"{top}.py").exists() or (folder / top / "__init__.py").exists():
+            return os.fspath(folder)
+    try:
+        installed = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        installed = False
+    if installed:
+        return os.fspath(here)
+    raise InputError(
+        f"--cabin {text!r}: no module named {top!r} in the current folder ({here}) or beside "
+        f"the spec ({beside}), and none installed: put {top}.py beside its spec file, run "
+        "from the folder that holds it, or install it"
+    )
 
 
 def load_cabin(text: str, *, llm: LLMEndpoint | None = None) -> ExtraCabin:
     """``MODULE:CLASS@SPEC`` → the cabin's spec and the class that builds it.
 
-    ``MODULE`` is imported from the current folder; ``SPEC`` is a spec file. A class whose
+    ``MODULE`` is imported from the current folder or, if it is not there, from the spec
+    file's folder (``module_folder``); ``SPEC`` is a spec file. A class whose
     constructor takes an ``llm`` keyword (an LLM cabin) is built with ``llm`` (the model
     endpoint ``--llm-base-url`` or the environment names, or None).
     """

@@ -25,7 +25,7 @@ RUN_EPILOG = """\
 examples:
   python -m sim run                              the default warehouse, seed 0
   python -m sim run --scenario narrow_aisles --seed 3 --json
-  python -m sim run --cabin greeter:Greeter@specs/greeter.toml
+  python -m sim run --cabin people_watch:PeopleWatch@examples/people_watch/people_watch.toml
   python -m sim run --record run.mcap --checkpoint-every 200   checkpoints to run.ckpt
   python -m sim run --resume run.ckpt            go on from the last checkpoint
   python -m sim run --memory warehouse.sqlite    remember blocked aisles for the next run
