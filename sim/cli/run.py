@@ -17,6 +17,7 @@ from typing import Any
 from sim.cli.args import at_least, duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
 from sim.cli.tables import counts_text
+from sim.run.missing_text import missing_text
 
 OVERRUN_POLICIES = {"skip": "SkipMissed", "catch-up": "CatchUp"}
 """``--overrun`` choices and the ``runtime`` policy class each names."""
@@ -603,7 +604,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     for cabin, reasons in s["missing"].items():
         table.add_row(
             f"missing items · {cabin}",
-            f"{counts_text(reasons)} (pattern-ticks)" if reasons else "none",
+            missing_text(reasons),
         )
     table.add_row(
         "tick compute",

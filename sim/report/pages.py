@@ -46,6 +46,7 @@ from sim.report.html import (
     write_page,
 )
 from sim.report.svg import draw_map, map_legend
+from sim.run.missing_text import missing_text
 from sim.run.summary import recorded_summary
 from sim.run.verdict import judge
 from sim.world.scenario import Scenario
@@ -255,9 +256,7 @@ def _summary_html(
             for k, v in sorted(missing.items())
             if k.split("\0", 1)[0] == cabin
         }
-        rows.append(
-            (f"missing items · {cabin}", f"{counts_text(mine)} (pattern-ticks)" if mine else "none")
-        )
+        rows.append((f"missing items · {cabin}", missing_text(mine)))
     if len(compute):
         rows.append(
             (

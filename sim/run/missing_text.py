@@ -1,0 +1,26 @@
+"""How a run's summary tells a cabin's missing items, the same way in the table, the report
+and the README.
+
+The summary counts, per cabin and reason, pattern-ticks: each tick at which a spec pattern
+matched nothing, once per pattern. ``absent`` is the common, harmless reason (nothing of
+that kind exists: no failure record to see because nothing failed), so the text says so
+rather than leave a large count looking like trouble.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ABSENT_NOTE", "missing_text"]
+
+ABSENT_NOTE = "absent: nothing of that kind existed, e.g. no failures"
+
+
+def missing_text(reasons: Mapping[str, Any]) -> str:
+    """``{"absent": 2400, "stale": 3}`` as ``absent 2400, stale 3 pattern-ticks (absent:
+    ...)``; ``none`` when empty."""
+    if not reasons:
+        return "none"
+    text = ", ".join(f"{k} {v}" for k, v in reasons.items()) + " pattern-ticks"
+    return text + (f" ({ABSENT_NOTE})" if "absent" in reasons else "")
