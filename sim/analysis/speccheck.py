@@ -179,12 +179,26 @@ def receives(spec: ContextSpec, scenario: str, capacity: int = 64) -> dict[str, 
     }
 
 
+def unregistered(spec: ContextSpec) -> list[str]:
+    """What ``spec`` names that the simulator and the built-in cabins never write, and
+    weights or required patterns that select nothing (``cabins.warehouse.registry``), each
+    with the names it may have meant."""
+    from cabins.warehouse.registry import WAREHOUSE
+
+    return [finding.text() for finding in WAREHOUSE.check(spec)]
+
+
 def check_specs(
-    paths: Iterable[str | Path], *, scenario: str | None = "warehouse", capacity: int = 64
+    paths: Iterable[str | Path],
+    *,
+    scenario: str | None = "warehouse",
+    capacity: int = 64,
+    strict: bool = False,
 ) -> list[dict[str, Any]]:
     """One report per spec file: errors, warnings, what it reads and receives; with a
     scenario, its worst-case demand on that world (``demand``) and that of every spec
-    that loads, together, against working memory's ``capacity`` (``memory``)."""
+    that loads, together, against working memory's ``capacity`` (``memory``). Names no one
+    writes (``unregistered``) are warnings, errors when ``strict``."""
     from sim.world.scenario import ScenarioError
 
     reports: list[dict[str, Any]] = []
@@ -199,6 +213,10 @@ def check_specs(
             continue
         report["spec"] = spec.model_dump(mode="json")
         report["warnings"] = lint(spec) + blinding(spec)
+        unknown = unregistered(spec)
+        report["errors" if strict else "warnings"] += unknown
+        if strict and unknown:
+            continue
         report["reads"] = describe(spec)
         if scenario is not None:
             try:

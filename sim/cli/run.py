@@ -94,6 +94,13 @@ def register(sub: Any) -> None:
         help="folder of the built-in cabins' specs (default: the shipped specs/)",
     )
     run.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 2) a --cabin or --specs spec naming a board key, event kind or map "
+        "kind nothing writes, or a weight or required pattern that selects nothing (without "
+        "it: a warning on stderr)",
+    )
+    run.add_argument(
         "--fault",
         action="append",
         default=[],
@@ -351,6 +358,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         from runtime import load_specs
 
         specs = load_specs(args.specs)
+    _check_names([c.spec for c in extra] + list((specs or {}).values()), strict=args.strict)
     faults = load_faults(args.fault, args.faults)
     checkpoint = _checkpoint_path(args, scenario.name, seed)
     scenario_file = args.scenario if args.scenario and os.path.isfile(args.scenario) else None
@@ -664,3 +672,15 @@ def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
 def _count(n: int, text: str | None = None) -> str:
     shown = str(n) if text is None else text
     return "0" if n == 0 else f"[red]{shown}[/red]"
+
+
+def _check_names(specs: Sequence[Any], *, strict: bool) -> None:
+    """Warn on stderr about what a user's spec names that nothing writes (``check-spec``'s
+    registry check); refuse it under ``--strict``."""
+    from sim.analysis.speccheck import unregistered
+
+    found = [f"spec {spec.name!r}: {line}" for spec in specs for line in unregistered(spec)]
+    if strict and found:
+        raise InputError("; ".join(found) + " (--strict)")
+    for line in found:
+        print(f"warning: {line}", file=sys.stderr)

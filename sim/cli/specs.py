@@ -17,6 +17,15 @@ def register(sub: Any) -> None:
     scenarios.add_argument("--json", action="store_true")
     scenarios.set_defaults(handler=cmd_scenarios)
 
+    names = sub.add_parser(
+        "names", help="the board keys and event kinds the simulator and built-in cabins write"
+    )
+    names.add_argument("--json", action="store_true")
+    names.add_argument(
+        "--markdown", action="store_true", help="the reference tables as Markdown, for docs"
+    )
+    names.set_defaults(handler=cmd_names)
+
     check = sub.add_parser("check-spec", help="validate cabin specs and show what each receives")
     check.add_argument("files", nargs="+", metavar="FILE", help="spec TOML files or folders")
     check.add_argument(
@@ -32,6 +41,12 @@ def register(sub: Any) -> None:
         metavar="N",
         help="the working-memory capacity the specs share: each spec's worst-case demand on "
         "the scenario, and theirs together, is checked against it (default: 64)",
+    )
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="a board key, event kind or map kind nothing writes, or a weight or required "
+        "pattern that selects nothing, is an error (exit 2), not a warning",
     )
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=cmd_check_spec)
@@ -64,6 +79,53 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- names -------------------------------------------------------------------------------------
+
+
+def cmd_names(args: argparse.Namespace) -> int:
+    """Print the registry (``cabins.warehouse.registry``): one table of board keys, one of
+    event kinds."""
+    from cabins.warehouse.registry import WAREHOUSE
+
+    board = [("key", "type", "unit", "writer", "description")] + [
+        (e.key, e.type, e.unit, e.writer, e.description) for e in WAREHOUSE.board
+    ]
+    events = [("kind", "data fields", "writer", "description")] + [
+        (e.kind, ", ".join(e.fields), e.writer, e.description) for e in WAREHOUSE.events
+    ]
+    if args.json:
+        import json
+
+        print(
+            json.dumps(
+                {
+                    "board": [dict(zip(board[0], row, strict=True)) for row in board[1:]],
+                    "events": [dict(zip(events[0], row, strict=True)) for row in events[1:]],
+                    "map_kinds": list(WAREHOUSE.map_kinds),
+                }
+            )
+        )
+        return EXIT_OK
+    if args.markdown:
+        for rows in (board, events):
+            print("| " + " | ".join(rows[0]) + " |")
+            print("|" + "---|" * len(rows[0]))
+            for row in rows[1:]:
+                print("| " + " | ".join((f"`{row[0]}`", *row[1:])) + " |")
+            print()
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for title, rows in (("board keys", board), ("event kinds", events)):
+        table = Table(*rows[0], title=title, title_justify="left")
+        for row in rows[1:]:
+            table.add_row(*row)
+        console.print(table)
+    return EXIT_OK
+
+
 # -- check-spec --------------------------------------------------------------------------------
 
 
@@ -72,7 +134,9 @@ def cmd_check_spec(args: argparse.Namespace) -> int:
     from sim.analysis.speccheck import check_specs
 
     configure_logging(level="error")
-    reports = check_specs(args.files, scenario=args.scenario, capacity=args.capacity)
+    reports = check_specs(
+        args.files, scenario=args.scenario, capacity=args.capacity, strict=args.strict
+    )
     if args.json:
         import json
 

@@ -1,0 +1,108 @@
+"""The warehouse's registry: every board key and event kind the simulator and the built-in
+cabins write, with its type, unit and writer, so ``check-spec`` catches a misspelt key or
+kind (``robot:limit``, ``safety:scaner``, ``giveway``) and the reference tables come from
+one place.
+
+``tests/cabins/warehouse/test_registry.py`` runs the simulator (with faults, deferrals and
+an LLM dispatcher) and checks that everything written is registered here, so this list
+cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from runtime.registry import BoardEntry, EventEntry, Registry
+
+__all__ = ["BOARD", "EVENTS", "MAP_KINDS", "WAREHOUSE"]
+
+_W, _P, _E, _M, _D = "world", "planner", "executor", "monitor", "dispatcher cabin"
+
+BOARD: tuple[BoardEntry, ...] = (
+    BoardEntry("pose", "(x, y, theta)", "m, m, rad", _W, "the sensed pose, with a ttl"),
+    BoardEntry("velocity", "(v, w)", "m/s, rad/s", _W, "forward speed and turn rate, with a ttl"),
+    BoardEntry("battery", "float", "fraction [0, 1]", _W, "the charge left"),
+    BoardEntry("battery:low", "float", "fraction [0, 1]", _W, "charge below which to charge"),
+    BoardEntry("cargo", "str | None", "task id", _W, "the task whose load the robot carries"),
+    BoardEntry("action:last", "ActionOutcome", "-", _W, "the latest pick/drop/charge outcome"),
+    BoardEntry("world:bounds", "(x0, y0, x1, y1)", "m", _W, "the floor's bounds"),
+    BoardEntry("robot:radius", "float", "m", _W, "the robot's disc"),
+    BoardEntry(
+        "robot:limits", "RobotLimits", "m/s, m/s², ...", _W, "speed, braking, battery figures"
+    ),
+    BoardEntry("acceptance", "Acceptance", "m, rad", _W, "the pick/drop/charge predicate"),
+    BoardEntry("docks", "{id: (x, y)}", "m", _W, "dock positions"),
+    BoardEntry("chargers", "{id: (x, y)}", "m", _W, "charger positions"),
+    BoardEntry("goal:deliver:*", "DeliverGoal", "-", "world (dispatch)", "a delivery to make"),
+    BoardEntry("safety:scanner", "Scanner", "m", _W, "people and vehicles near, with a ttl"),
+    BoardEntry("safety:forbidden:*", "Zone", "m", _W, "ground the robot must never touch"),
+    BoardEntry("constraint:speed:*", "Zone", "m/s", _W, "a speed limit within a polygon"),
+    BoardEntry("plan", "Plan", "-", _P, "the active task's steps"),
+    BoardEntry("route", "((x, y), ...)", "m", _P, "the route to the current step's target"),
+    BoardEntry("retry:mode", "str", "-", _E, "normal or conservative retries"),
+    BoardEntry("monitor:status", "{deviation, level, estop, reacting}", "-", _M, "its state"),
+    BoardEntry("dispatch:order", "(task, ...)", "-", _D, "the order to make deliveries in"),
+    BoardEntry("late:*", "LateNotice", "-", "runtime", "an asynchronous cabin is late"),
+)
+
+_PLAN = ("task", "step")
+_ALARM_FIELDS: tuple[str, ...] = ("kind", "level", "cabin", "key", "reason", "battery")
+_ALARM_FIELDS += ("threshold", *_PLAN, "error_type", "seq", "tick")
+EVENTS: tuple[EventEntry, ...] = (
+    EventEntry("action_done", ("action", "attempt", "step", "task"), _E, "an action succeeded"),
+    EventEntry(
+        "action_failed",
+        ("action", "attempt", "final", "reason", "step", "task"),
+        _E,
+        "an action failed (final: no retry left)",
+    ),
+    EventEntry(
+        "alarm",
+        _ALARM_FIELDS,
+        "monitor, planner",
+        "an alarm; kind names it (deviation, bad_reading, stalled, low_battery, ...)",
+    ),
+    EventEntry(
+        "emergency_stop", ("reason", "obstacle", "distance", "missing", "pattern"), _M, "a stop"
+    ),
+    EventEntry(
+        "reaction",
+        ("cabin", "pattern", "condition", "reaction", "reason", "tick"),
+        "cabins",
+        "a cabin reacted to a missing item or a condition",
+    ),
+    EventEntry(
+        "reaction_lifted", ("condition", "reaction", "since", "lasted"), _M, "a reaction ended"
+    ),
+    EventEntry("task_started", ("task", "steps", "revision"), _P, "a delivery's plan began"),
+    EventEntry("plan_done", ("tasks_done",), _P, "every task it could serve is done"),
+    EventEntry("replan", ("reason", "detail", "revision", *_PLAN), _P, "the route or plan changed"),
+    EventEntry(
+        "wait_for_obstacles",
+        ("obstacles", "reason", "around", "lane", "way", *_PLAN),
+        _P,
+        "it holds for a mover",
+    ),
+    EventEntry("give_way", ("obstacle", "to", *_PLAN), _P, "it backs off to a give-way spot"),
+    EventEntry("single_lane", ("lane", "way", *_PLAN), _P, "it meets a single-lane corridor"),
+    EventEntry("task_deferred", ("task", "reason", "until"), _P, "a blocked task set aside"),
+    EventEntry("task_resumed", ("task",), _P, "a deferred task taken up again"),
+    EventEntry("task_abandoned", ("task", "reason"), _P, "a task given up, with why"),
+    EventEntry("recalled", ("task", "step"), _P, "long-term memory steered a route"),
+    EventEntry("memory_written", ("content", "stored"), "simulator", "a memory was stored"),
+    EventEntry("fault", ("fault", "kind", "phase", "start", "end", "tick"), "simulator", "fault"),
+    EventEntry("collision", ("total", "tick", "obstacle"), "simulator", "the robot hit something"),
+    EventEntry("safety_violation", ("tick", "total"), "simulator", "it touched forbidden ground"),
+    EventEntry(
+        "llm_outcome", ("stopped", "rounds", "queued", "lost"), "LLM cabins", "a model decision"
+    ),
+    EventEntry("llm_max_steps", ("rounds",), "LLM cabins", "a decision ran out of rounds"),
+)
+
+MAP_KINDS = ("shelf", "forbidden", "speed_zone", "dock", "charger", "obstacle")
+"""Feature kinds on the warehouse map (ids ``shelf:*``, ``zone:*``, ``dock:*``, ...)."""
+
+WAREHOUSE = Registry(
+    board=BOARD,
+    map_kinds=MAP_KINDS,
+    map_prefixes=("shelf", "zone", "dock", "charger", "obstacle"),
+).extended(events=EVENTS)
+"""The runtime's event kinds and the warehouse's keys, kinds and map features."""
