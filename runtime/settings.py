@@ -32,6 +32,7 @@ __all__ = [
     "Positive",
     "Settings",
     "describe_errors",
+    "settings_from_spec",
 ]
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -94,3 +95,22 @@ def describe_errors(exc: ValidationError) -> str:
         shown = "" if error["type"] in ("missing", "value_error") else f", got {given!r}"
         lines.append(f"{where}: {message}{shown}")
     return "; ".join(lines)
+
+
+def settings_from_spec(factory: Any, spec: Any) -> Settings | None:
+    """The settings a cabin class declares (its ``Settings`` attribute, a ``Settings``
+    subclass) read from ``spec.params``; None when it declares none and the spec has no
+    parameters. A spec with parameters for a cabin that declares no settings is refused
+    (``SettingError``), as is a parameter its settings do not have."""
+    declared = getattr(factory, "Settings", None)
+    params = getattr(spec, "params", {}) or {}
+    name = getattr(spec, "name", "?")
+    if not (isinstance(declared, type) and issubclass(declared, Settings)):
+        if params:
+            what = getattr(factory, "__qualname__", repr(factory))
+            raise SettingError(
+                f"spec {name!r}: [params] given ({', '.join(params)}) but cabin {what} declares "
+                "no Settings class to read them"
+            )
+        return None
+    return declared.from_table(dict(params), where=f"spec {name!r} [params]")

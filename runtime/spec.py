@@ -30,6 +30,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    JsonValue,
+    PlainSerializer,
     PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -153,6 +155,30 @@ ReactionMap = Annotated[
     WrapSerializer(_dump_mapping),
 ]
 ConditionName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+ParamName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=MAX_TEXT)]
+
+
+def _frozen(value: Any) -> Any:
+    """A parameter value as held: arrays as tuples, tables as ``FrozenDict``."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, Mapping):
+        return FrozenDict({k: _frozen(v) for k, v in value.items()})
+    return value
+
+
+def _thawed(value: Any) -> Any:
+    """A held parameter value as JSON: tuples as lists, tables as dicts."""
+    if isinstance(value, tuple):
+        return [_thawed(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    return value
+
+
+ParamMap = Annotated[
+    Mapping[ParamName, JsonValue], AfterValidator(_frozen), PlainSerializer(_thawed)
+]
 ConditionMap = Annotated[
     Mapping[ConditionName, ReactionText],
     AfterValidator(_freeze_mapping),
@@ -341,6 +367,15 @@ class ContextSpec(BaseModel):
         default_factory=Timing,
         description="When the cabin decides: inside the tick (sync, the default) or off the "
         "tick thread (async), and how long its asynchronous decisions stay good.",
+    )
+    params: ParamMap = Field(
+        default={},
+        max_length=MAX_ITEMS,
+        validate_default=True,
+        description="The cabin's parameters: setting name -> value, validated by the cabin's "
+        "settings object (its Settings class) and handed to its constructor; a cabin "
+        "without one refuses a non-empty table.",
+        examples=[{"watchdog_s": 120.0, "max_deferrals": 3}],
     )
 
     _lookup: _WeightLookup = PrivateAttr()

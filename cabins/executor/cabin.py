@@ -61,6 +61,9 @@ __all__ = ["Executor"]
 class Executor:
     """The executor cabin (see the module docstring)."""
 
+    Settings = ExecutorSettings
+    """What ``[params]`` in its spec may set (``runtime.settings.settings_from_spec``)."""
+
     def __init__(
         self,
         spec: ContextSpec,

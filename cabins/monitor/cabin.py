@@ -32,6 +32,9 @@ __all__ = ["Monitor"]
 class Monitor:
     """Deviation bands, stale readings, emergency stops and alarms for one robot."""
 
+    Settings = MonitorSettings
+    """What ``[params]`` in its spec may set (``runtime.settings.settings_from_spec``)."""
+
     def __init__(self, spec: ContextSpec, settings: MonitorSettings | None = None) -> None:
         if not isinstance(spec, ContextSpec):
             raise TypeError(f"spec must be a ContextSpec, got {type(spec).__name__}")

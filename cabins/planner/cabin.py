@@ -87,6 +87,9 @@ class Planner:
     None).
     """
 
+    Settings = PlannerSettings
+    """What ``[params]`` in its spec may set (``runtime.settings.settings_from_spec``)."""
+
     def __init__(
         self,
         spec: ContextSpec,

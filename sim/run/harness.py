@@ -40,6 +40,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ from runtime.files import InputFileError, read_input
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
 from runtime.recording.writer import MessageSink, Recorder
+from runtime.settings import settings_from_spec
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
 from sim.run.verdict import judge
@@ -96,24 +98,27 @@ def builtin_cabins(
 ) -> list[Cabin]:
     """The planner, executor and monitor, built on their specs (in that order); the
     planner remembers in ``long_term``, within ``memory_scope``, when one is given."""
-    from functools import partial
-
     from cabins.executor import Executor
     from cabins.monitor import Monitor
     from cabins.planner import Planner
 
-    planner: CabinFactory = Planner
+    planner: Any = Planner
     if long_term is not None:
         planner = partial(Planner, long_term=long_term, memory_scope=memory_scope)
-    factories: dict[str, CabinFactory] = {
-        "planner": planner,
-        "executor": Executor,
-        "monitor": Monitor,
+    factories: dict[str, tuple[Any, type]] = {
+        "planner": (planner, Planner),
+        "executor": (Executor, Executor),
+        "monitor": (Monitor, Monitor),
     }
     missing = [name for name in BUILTIN_CABINS if name not in specs]
     if missing:
         raise SettingError(f"no spec for the built-in cabin(s) {', '.join(missing)}")
-    return [factories[name](specs[name]) for name in BUILTIN_CABINS]
+    built: list[Cabin] = []
+    for name in BUILTIN_CABINS:
+        factory, cls = factories[name]
+        settings = settings_from_spec(cls, specs[name])  # its spec's [params]
+        built.append(factory(specs[name], settings))
+    return built
 
 
 def canonical(value: Any) -> Any:
@@ -313,8 +318,13 @@ def build_extra(cabin: ExtraCabin) -> Cabin:
     be a cabin (``name``, ``spec``, ``step``) that answers to its spec's name."""
     what = getattr(cabin.factory, "__qualname__", repr(cabin.factory))
     name = cabin.spec.name
+    target = cabin.factory.func if isinstance(cabin.factory, partial) else cabin.factory
+    settings = settings_from_spec(target, cabin.spec)  # its spec's [params], if it has any
     try:
-        built = cabin.factory(cabin.spec)
+        if settings is None:
+            built = cabin.factory(cabin.spec)
+        else:
+            built = cabin.factory(cabin.spec, settings=settings)  # type: ignore[call-arg]
     except TickworkError:
         raise
     except Exception as exc:
