@@ -132,7 +132,3 @@ class Assembler:
             for lock in reversed(locks):
                 lock.release()
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["laps"] = None
-        return state

@@ -202,6 +202,45 @@ class StateBoard(PicklableSource):
         self._feed = []
         self._feed_base = self._seq
 
+    def get_state(self) -> dict[str, Any]:
+        """The board's state as plain data (for a checkpoint): its readings and counters."""
+        with self.lock:
+            return {
+                "readings": list(self._readings.values()),
+                "seq": self._seq,
+                "key_set_version": self._key_set_version,
+            }
+
+    def set_state(self, data: Any) -> None:
+        """Take back what ``get_state`` gave, each reading checked; the change feed starts
+        afresh (a reader from before is told to read everything)."""
+        from runtime.snapshot import StateError, keys_of, list_of, number, record_of, whole
+
+        data = keys_of(data, ("readings", "seq", "key_set_version"), "board")
+        seq = whole(data["seq"], "board.seq")
+        readings: dict[str, Reading] = {}
+        for i, item in enumerate(list_of(data["readings"], "board.readings")):
+            where = f"board.readings[{i}]"
+            reading = record_of(item, Reading, where)
+            _check_key(reading.key)
+            if reading.key in readings:
+                raise StateError(f"{where}: a second reading of {reading.key!r}")
+            number(reading.stamp, f"{where}.stamp")
+            if reading.ttl is not None:
+                _check_ttl(reading.key, reading.ttl)
+            whole(reading.seq, f"{where}.seq", low=1, high=seq)
+            frozen = freeze(reading.value, key=reading.key)
+            readings[reading.key] = Reading(
+                reading.key, frozen, float(reading.stamp), reading.ttl, reading.source, reading.seq
+            )
+        with self.lock:
+            self._readings = readings
+            self._seq = seq
+            self._key_set_version = whole(data["key_set_version"], "board.key_set_version")
+            self._sorted_keys = sorted(readings)
+            self._feed = []
+            self._feed_base = seq
+
     def __len__(self) -> int:
         return len(self._readings)
 

@@ -202,17 +202,8 @@ class TickLoop:
             self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
         )
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the long-term memory (an open database): whoever restores the
-        loop gives it one again; and the runners' context, made again."""
-        state = self.__dict__.copy()
-        state["long_term"] = None
-        del state["_context"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._context = self._loop_context()
+    _derived = ("_context",)
+    """Made from the loop's settings: a checkpoint does not hold it."""
 
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""

@@ -233,16 +233,6 @@ class WorkingMemory:
         self._policy_behind: list[str] | None = None
         self._log = structlog.get_logger("tickwork.memory")
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the logger."""
-        state = self.__dict__.copy()
-        del state["_log"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._log = structlog.get_logger("tickwork.memory")
-
     def __len__(self) -> int:
         return len(self._items)
 

@@ -58,10 +58,8 @@ class DeltaPath:
         self.first_offered = first_offered
         self.carried: Carried | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["carried"] = None  # the delta path starts afresh
-        return state
+    _derived = ("carried",)
+    """A checkpoint holds none of what the path carries: a resumed one starts afresh."""
 
     def stop(self) -> None:
         """Drop what the path carries (the from-scratch path freezes next)."""

@@ -36,10 +36,8 @@ class EventWindows:
         self.log = log
         self._windows: dict[tuple[Any, ...], Window] = {}
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_windows"] = {}  # rebuilt from the log
-        return state
+    _derived = ("_windows",)
+    """A checkpoint holds no answers: a resumed run asks the log again."""
 
     def recent(self, spec: ContextSpec, now: float) -> tuple[Event, ...]:
         """The spec's event window at ``now``, carried on from the last tick's answer. A new

@@ -69,10 +69,8 @@ class Sources:
         self._keys_of: dict[str, tuple[str, ...]] = {}  # pattern -> board keys, while
         self._keys_version = -1  # the board's key set is unchanged
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_keys_of"], state["_keys_version"] = {}, -1  # rebuilt from the board
-        return state
+    _derived = ("_keys_of", "_keys_version")
+    """Rebuilt from the board: a checkpoint holds no answers."""
 
     def versions(self) -> Versions:
         """The sources' versions now: the board's seq, the map's version, the log's seq."""

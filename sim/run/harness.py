@@ -23,10 +23,9 @@ threads and meet real latency. On the simulated clock their latency is simulated
 from a generator seeded by the run's seed (apart from the world's), so a run with
 asynchronous cabins stays the same run tick for tick.
 
-A ``Simulation`` pickles whole with ``sim.run.checkpoint``'s pickler (which carries the
-locks the assembler holds) except its recorder and its tick listeners: unpickled,
-it shares one lock between its sources again and listens to its board and log
-again; ``attach_recorder`` gives it a recorder.
+A ``Simulation`` is checkpointed as data (``sim.run.checkpoint``): rebuilt from its
+inputs, its components are given their state back (``_derived`` names what is not
+state); ``attach_recorder`` gives a resumed one a recorder.
 """
 
 from __future__ import annotations
@@ -524,32 +523,30 @@ class Simulation:
             rng=self.decision_rng,
         )
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["recorder"] = None  # the view is kept (what it showed), without its sink
-        state["_results_listeners"] = []
-        state["_own_memory"] = None  # the planner opens its memory file again
-        state["stopped_by"] = state["_stop_request"] = None  # a resumed run starts afresh
-        return state
+    _derived = (
+        "scenario", "seed", "rate_hz", "dt", "specs", "cabin_names", "timings", "realtime",
+        "recorder", "_own_memory", "faults", "_results_listeners", "stopped_by",
+        "_stop_request",
+    )  # fmt: skip
+    """What a checkpoint does not hold: the run's inputs (it is rebuilt from them), its
+    recorder and listeners, and what a resumed run starts afresh."""
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        # The sources dropped their locks and listeners when pickled (see runtime.board).
-        for source in (self.board, self.cabin_map, self.log):
-            source.lock = self._lock
-        self.board.add_listener(self.digest)
-        self.log.add_listener(self.tally)
-        self.log.add_listener(self._view_event)
-        # the loop writes what the planner asks to remember to the file the planner reopened
-        planners = [innermost(c) for c in self.loop.cabins if c.name == "planner"]
-        memory = getattr(planners[0], "long_term", None) if planners else None
-        if self.writer is not None:
-            self.writer.attach(memory)
-        self.loop.long_term = self.writer if memory is not None else None
+    def prepare_restore(self, state: Any) -> None:
+        """Before a checkpoint's state is given back: a run that recorded had a Foxglove
+        view, whose state goes on (its sink is the recorder ``attach_recorder`` gives)."""
+        body = state.get("$o") if isinstance(state, dict) else None
+        attributes = body[1] if isinstance(body, list) and len(body) == 2 else None
+        view = attributes.get("view") if isinstance(attributes, dict) else None
+        if view is not None and self.view is None:
+            self.view = FoxgloveView(None, self.scenario)
+
+    def finish_restore(self) -> None:
+        """After a checkpoint's state was given back: nothing is carried over from the run
+        that wrote it but its state."""
+        self.stopped_by = self._stop_request = None
 
     def memory_written(self, write: MemoryWrite, outcome: Remembered) -> None:
-        """Log a long-term write's outcome (the writer's ``on_written``; public, so that a
-        checkpoint's restricted unpickler may rebuild it as a bound method)."""
+        """Log a long-term write's outcome (the writer's ``on_written``)."""
         data: dict[str, Any] = {
             "content": write.content,
             "stored": outcome.stored,
