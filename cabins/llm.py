@@ -267,9 +267,11 @@ class OpenAIChatClient:
     request and ``max_retries`` retries (default: ``DEFAULT_TIMEOUT``, none: a decision that
     fails fails now, and the cabin decides again later on a fresh view).
 
-    Made by ``LLMEndpoint.client()`` it pickles as its endpoint and connects again when it
-    is unpickled (a checkpoint of a run with an LLM cabin holds no connection).
+    A checkpoint holds nothing of it: a resumed run's LLM cabin is built with the endpoint
+    the person resuming gives (``--llm-base-url``, the environment) and connects again.
     """
+
+    _derived = ("*",)
 
     def __init__(
         self,
@@ -320,18 +322,6 @@ class OpenAIChatClient:
         return ChatReply(
             getattr(message, "content", None), calls, getattr(choice, "finish_reason", None)
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        if self.endpoint is None:
-            raise TypeError(
-                "an OpenAIChatClient around a client object does not pickle; one made by "
-                "LLMEndpoint.client() does"
-            )
-        return {"endpoint": self.endpoint, "options": self.options}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        made = state["endpoint"].client(**state["options"])
-        self.__dict__.update(made.__dict__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ revision (``CabinMap.revision``, the item's ``seq``). A feature keeps that time 
 is offered at every freeze and not replaced; one replaced, or one that left every window
 and came back, is fresh at the freeze that offers it. Both paths keep those times from
 freeze to freeze in the one ``FirstOffered`` they are handed (``runtime.assembly.maps``),
-which pickles with them, so a map that never changes costs no writes.
+which a checkpoint holds, so a map that never changes costs no writes.
 
 Two paths freeze the same working set (the package ``runtime.assembly`` holds them and
 what they share). The delta path (``runtime.assembly.delta``, when memory forgets by

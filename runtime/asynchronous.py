@@ -12,7 +12,7 @@ Where the decision runs is a ``DecisionExecutor``:
 - ``SimulatedExecutor`` (the default on a ``SimClock``) decides at once and hands the outbox
   back after the cabin's simulated latency (declared, or drawn from the loop's seeded
   generator), counted in ticks, so a run, its replay, a checkpoint and a resumed run agree
-  tick for tick. It pickles with the loop.
+  tick for tick. A checkpoint holds its decisions in flight as data.
 - ``ThreadExecutor`` (the default on a ``WallClock``) runs decisions on worker threads and
   the loop picks up those that are done at each apply phase.
 - ``runtime.testing.ManualExecutor`` finishes decisions when a test says so.
@@ -214,11 +214,15 @@ class ThreadExecutor:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def get_state(self) -> Any:
+        """Refused: a checkpoint cannot hold decisions running on threads."""
         raise TickworkError(
             "a ThreadExecutor cannot be checkpointed: its decisions run on threads "
             "(checkpoint runs on a simulated clock)"
         )
+
+    def set_state(self, data: Any) -> None:
+        raise TickworkError("a ThreadExecutor cannot be restored from a checkpoint")
 
 
 # -- the loop's bookkeeping ------------------------------------------------------------------
@@ -247,7 +251,7 @@ class Returned(NamedTuple):
 class _Job:
     decided_tick: int
     started: float
-    working_set: WorkingSet  # the view is rebuilt from it: views do not pickle
+    working_set: WorkingSet  # the view is made again from it
     suppressed: tuple[str, ...]
     handle: Any
     overdue: bool = False

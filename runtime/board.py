@@ -9,8 +9,9 @@ The board keeps a bounded change feed (``changes_since``): the key of every writ
 and delete, by sequence number, so that a reader that remembers the ``seq`` it last
 saw can catch up by looking only at what changed since.
 
-A board pickles (for checkpoints) without its lock, its listeners and its change feed
-(a reader from before the pickle is told to read everything again).
+A board's state (for a checkpoint) is its readings and counters (``get_state``), without
+its lock, its listeners and its change feed (a reader from before is told to read
+everything again).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from runtime.clock import Clock
 from runtime.errors import SettingError
 from runtime.freeze import freeze
 from runtime.patterns import is_glob, literal_prefix, matches
-from runtime.source import PicklableSource
 
 BoardListener = Callable[["Reading | None", str], None]
 
@@ -84,11 +84,9 @@ def _check_ttl(key: str, ttl: float | None) -> None:
         raise SettingError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
 
 
-class StateBoard(PicklableSource):
-    """Key → current ``Reading``. Thread-safe under ``lock``; pickles without the lock,
-    the listeners and the sorted key index (see ``runtime.source``)."""
-
-    _derived = ("_sorted_keys", "_feed", "_feed_base")
+class StateBoard:
+    """Key → current ``Reading``. Thread-safe under ``lock``; its state is its
+    readings and counters (``get_state``/``set_state``)."""
 
     def __init__(self, *, clock: Clock, lock: threading.RLock | None = None) -> None:
         self.clock = clock
@@ -195,12 +193,6 @@ class StateBoard(PicklableSource):
         """Call ``listener(reading, key)`` after every write (``reading`` is None on delete)."""
         with self.lock:
             self._listeners.append(listener)
-
-    def _rebuild(self) -> None:
-        self._listeners = []
-        self._sorted_keys = sorted(self._readings)
-        self._feed = []
-        self._feed_base = self._seq
 
     def get_state(self) -> dict[str, Any]:
         """The board's state as plain data (for a checkpoint): its readings and counters."""

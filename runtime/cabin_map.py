@@ -11,8 +11,8 @@ added or replaced since the tree was built, which queries scan directly, and a
 mask of base entries that were removed or replaced. The tree is rebuilt lazily,
 at the next query, only once overflow plus mask outgrow ``max(overflow_limit,
 isqrt(n))``; features that move every tick keep replacing their own overflow
-entry, so they never force a rebuild. A map pickles (for checkpoints) without its
-lock and its index; the index is rebuilt when it is unpickled.
+entry, so they never force a rebuild. A map's state (for a checkpoint:
+``get_state``) is its features and revisions; the index is built again by ``set_state``.
 
 Each feature carries a *revision*: the map version its last add or replace made
 (``revision``, ``revisions``). ``changed_since(version)`` lists the features put since a

@@ -14,7 +14,8 @@ With ``retention`` set, the oldest events are dropped in chunks once the log
 holds more than ``retention * 1.25`` events, down to ``retention``; every drop is
 counted in ``dropped`` and logged, never silent.
 
-A log pickles (for checkpoints) without its lock and its listeners.
+A log's state (for a checkpoint: ``get_state``) is its events, without its lock and its
+listeners.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import structlog
 from runtime.clock import Clock
 from runtime.errors import SettingError
 from runtime.freeze import FreezeError, freeze
-from runtime.source import PicklableSource
 
 _log = structlog.get_logger(__name__)
 
@@ -78,11 +78,9 @@ class _KindIndex:
         return (seqs[j] for j in range(hi - 1, lo - 1, -1))
 
 
-class EventLog(PicklableSource):
+class EventLog:
     """Append-only, time-ordered events with windowed queries and optional retention;
-    pickles without the lock, the listeners and the tag-set cache (``runtime.source``)."""
-
-    _derived = ("_tagsets",)
+    its state is its events (``get_state``/``set_state``)."""
 
     def __init__(
         self,
@@ -108,10 +106,6 @@ class EventLog(PicklableSource):
         self._by_kind: dict[str, _KindIndex] = {}
         self._tagsets: dict[frozenset[str], frozenset[str]] = {}
         self._listeners: tuple[Callable[[Event], None], ...] = ()
-
-    def _rebuild(self) -> None:
-        self._listeners = ()
-        self._tagsets = {}
 
     def get_state(self) -> dict[str, Any]:
         """The log's state as plain data (for a checkpoint): the held events, how many were

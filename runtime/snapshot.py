@@ -98,7 +98,7 @@ def _is_handle(value: Any) -> bool:
     )
 
 
-_LOCKS = (type(threading.Lock()), type(threading.RLock()))
+_LOCKS = (type(threading.Lock()), type(threading.RLock()), threading.Event, threading.Condition)
 _partial_type: Any = __import__("functools").partial
 
 
@@ -716,6 +716,8 @@ def _settle(
             _settle(f, v, codec, blobs, f"{where}[{i}]", depth)
             for i, (f, v) in enumerate(zip(fresh, value, strict=True))
         )
+    if type(value) is FrozenDict and any(isinstance(v, _Pending) for v in value.values()):
+        value = dict(value.items())  # settled below, then frozen again
     if isinstance(value, dict) and isinstance(fresh, Mapping):
         pending = [k for k, v in value.items() if isinstance(v, _Pending)]
         for key in pending:

@@ -12,6 +12,7 @@ plain values. ``RECORDS`` is the fixed table of plain-data classes a state may h
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -201,6 +202,24 @@ def unsaved_cabins(sim: Simulation) -> list[str]:
         )):
             out.append(f"{cabin.name} ({type(inner).__module__}.{type(inner).__qualname__})")
     return out
+
+
+def keeps_no_state(cabin: ExtraCabin) -> bool:
+    """Whether a user cabin's class lacks ``get_state`` or ``set_state`` (its factory, or
+    the function a ``functools.partial`` factory wraps)."""
+    factory: Any = cabin.factory
+    while isinstance(factory, functools.partial):
+        factory = factory.func
+    if type(factory).__module__.split(".")[0] in _OWN and not isinstance(factory, type):
+        return False
+    if isinstance(factory, type) and factory.__module__.split(".")[0] in _OWN:
+        return False
+    return not (
+        callable(getattr(factory, "get_state", None)) and callable(getattr(factory, "set_state", None))
+    )
+
+
+_OWN = ("runtime", "cabins", "sim")
 
 
 def capture_run(sim: Simulation) -> tuple[Any, list[bytes]]:

@@ -300,7 +300,7 @@ class FoxgloveView:
         min_move: float = 0.25,
         min_turn: float = 0.25,
     ) -> None:
-        self.sink: Any = sink  # None while pickled in a checkpoint
+        self.sink: Any = sink  # None until a resumed run is given its recorder
         self.scenario = scenario
         self.layout_every = layout_every
         self.min_move = min_move
@@ -314,10 +314,8 @@ class FoxgloveView:
         self._robot_xy = (scenario.robot.start.x, scenario.robot.start.y)
         self.scene_messages = 0
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["sink"] = None  # a checkpoint holds what was shown, not where it went
-        return state
+    _derived = ("sink",)
+    """A checkpoint holds what was shown, not where it went (the recorder of the resumed run)."""
 
     def on_event(self, event: Event) -> None:
         from runtime.jsonable import to_json

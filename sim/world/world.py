@@ -329,14 +329,8 @@ class World:
         self.battery_low = BatteryLow(level=robot.start_battery)
         self._geo = _Geometry(scenario)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_geo"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._geo = _Geometry(self.scenario)
+    _derived = ("_geo",)
+    """Built from the scenario: a checkpoint holds none of it."""
 
     @property
     def time(self) -> float:
