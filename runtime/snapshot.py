@@ -230,10 +230,13 @@ class StateCodec:
 
     def _record(self, value: Any, where: str, depth: int) -> Any:
         kind = self._kinds[type(value)]
-        fields = {
-            name: self._dump(getattr(value, name), f"{where}.{name}", depth)
-            for name in _record_fields(type(value))
-        }
+        fields = {}
+        for name in _record_fields(type(value)):
+            field = getattr(value, name)
+            if isinstance(field, BaseModel):  # settings in a record: by the field's own type
+                fields[name] = {"$m": field.model_dump(mode="json")}
+            else:
+                fields[name] = self._dump(field, f"{where}.{name}", depth)
         return {"$r": [kind, fields]}
 
     # -- reading ---------------------------------------------------------------------------
@@ -405,7 +408,11 @@ class StateCodec:
         hints = _hints(cls)
         values = {}
         for name in names:
-            value = self._load(given[name], blobs, f"{where}.{name}", depth)
+            tree = given[name]
+            if isinstance(tree, dict) and set(tree) == {"$m"}:
+                values[name] = _model(tree["$m"], hints.get(name), f"{where}.{name}")
+                continue
+            value = self._load(tree, blobs, f"{where}.{name}", depth)
             if isinstance(value, _Pending):
                 raise StateError(f"{where}.{name}: an object inside a record")
             if name in hints:
@@ -430,6 +437,21 @@ def _same(self: StateCodec, number: Any, fresh: Any, where: str) -> None:
 
 
 StateCodec._same = _same  # type: ignore[attr-defined]
+
+
+def _model(data: Any, hint: Any, where: str) -> BaseModel:
+    """A pydantic model field of a record, validated as the field's annotated model class
+    (the file never names the class)."""
+    import json
+
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
+    if len(models) != 1:
+        raise StateError(f"{where}: settings where the record holds none")
+    try:
+        return models[0].model_validate_json(json.dumps(data, allow_nan=False))
+    except Exception as exc:  # pydantic's ValidationError, or JSON that is not
+        raise StateError(f"{where}: not valid {models[0].__qualname__} ({exc})") from None
 
 
 class _Pending:
