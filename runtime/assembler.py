@@ -40,7 +40,7 @@ board is cleared (and unscoped) at the freeze, before its notes are read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runtime.assembly.delta import STAGES, DeltaPath
 from runtime.assembly.events import EventWindows

@@ -343,7 +343,7 @@ class AsyncDecisions:
             "slots": slots,
         }
 
-    def set_state(self, data: Any) -> None:  # noqa: C901 - one check per field
+    def set_state(self, data: Any) -> None:
         """Take back what ``get_state`` gave, checked: the same asynchronous cabins, each
         decision in flight a working set of the past and an outbox of that cabin."""
         from runtime.pack import WorkingSet

@@ -35,7 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import structlog
@@ -202,8 +202,15 @@ class TickLoop:
             self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
         )
 
-    _derived = ("_context",)
-    """Made from the loop's settings: a checkpoint does not hold it."""
+    _derived = ("_context", "rate_hz", "period")
+    """Made from the loop's settings: a checkpoint does not hold them."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "tick": int,
+        "_start": float | None,
+        "_slot": int,
+        "_counters": _Counters,
+        "_capacity_alarm": bool,
+    }
 
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""

@@ -55,11 +55,13 @@ from runtime.freeze import FrozenDict, adopt
 
 __all__ = [
     "MAX_DEPTH",
+    "JsonValue",
     "StateCodec",
     "StateError",
     "capture",
     "check_value",
     "compatible",
+    "finite_numbers",
     "restore",
 ]
 
@@ -117,6 +119,47 @@ def _fields(obj: Any) -> dict[str, Any]:
     return out
 
 
+def _state_types(obj: Any) -> dict[str, Any] | None:
+    """What a class says its plain attributes hold (``_state_types``: attribute name →
+    annotation, or a function that checks), checked as a checkpoint gives them back;
+    None when the class says nothing (a cabin: what it raises, the loop isolates)."""
+    found: dict[str, Any] | None = None
+    for klass in reversed(type(obj).__mro__):
+        declared = klass.__dict__.get("_state_types")
+        if declared is not None:
+            found = {**(found or {}), **declared}
+    return found
+
+
+def _is_component(value: Any) -> bool:
+    """Whether ``value`` is restored in place (a component, a generator, settings): its own
+    class checks what it holds."""
+    if isinstance(value, (np.random.Generator, BaseModel)):
+        return True
+    if type(value) in (tuple, list) and value:
+        return all(_is_component(v) for v in value)
+    if type(value) in (dict, FrozenDict):
+        return bool(value) and all(_is_component(v) for v in value.values())
+    if type(value) in (tuple, list):
+        return False
+    return (
+        value is not None
+        and not dataclasses.is_dataclass(value)
+        and (_own(value) or callable(getattr(value, "get_state", None)))
+    )
+
+
+def _same_objects(value: Any, fresh: Any) -> bool:
+    """Whether ``value`` is ``fresh``, or a container of the very objects ``fresh`` holds."""
+    if value is fresh:
+        return True
+    if type(value) in (tuple, list) and type(fresh) is type(value) and len(value) == len(fresh):
+        return all(_same_objects(v, f) for v, f in zip(value, fresh, strict=True))
+    if isinstance(value, Mapping) and isinstance(fresh, Mapping) and value.keys() == fresh.keys():
+        return all(_same_objects(value[k], fresh[k]) for k in fresh)
+    return False
+
+
 def _derived(obj: Any) -> frozenset[str]:
     names: set[str] = set()
     for klass in type(obj).__mro__:
@@ -151,7 +194,7 @@ class StateCodec:
         self.blobs.append(bytes(data))
         return len(self.blobs) - 1
 
-    def _dump(self, value: Any, where: str, depth: int) -> Any:  # noqa: C901, PLR0911, PLR0912
+    def _dump(self, value: Any, where: str, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise StateError(f"{where}: nested more than {MAX_DEPTH} levels deep")
         kind = type(value)
@@ -245,7 +288,7 @@ class StateCodec:
         """The value ``tree`` holds; ``StateError`` naming where it is malformed."""
         return self._load(tree, blobs, where, 0)
 
-    def _load(self, tree: Any, blobs: list[bytes], where: str, depth: int) -> Any:  # noqa: C901, PLR0911, PLR0912
+    def _load(self, tree: Any, blobs: list[bytes], where: str, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise StateError(f"{where}: nested more than {MAX_DEPTH} levels deep")
         kind = type(tree)
@@ -512,10 +555,17 @@ def _hints(cls: type) -> dict[str, Any]:
     return known
 
 
-def check_value(value: Any, hint: Any, where: str) -> None:  # noqa: C901, PLR0912
+def check_value(value: Any, hint: Any, where: str, *, finite: bool = False) -> None:
     """``StateError`` unless ``value`` fits the annotation ``hint`` (the checks a record's
-    fields get: plain types, unions, tuples, lists, sets and mappings of them, literals;
-    what it cannot check, ``Any`` or a type variable, passes)."""
+    fields get: plain types, unions, tuples, lists, sets and mappings of them, literals,
+    ``JsonValue``; what it cannot check, ``Any`` or a type variable, passes). With
+    ``finite``, a float must be finite too. A function as ``hint`` is called to check."""
+    if isinstance(hint, types.FunctionType):
+        hint(value, where)
+        return
+    if hint is JsonValue:
+        _check_json(value, where, 0)
+        return
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if hint is Any or isinstance(hint, (typing.TypeVar, str)) or hint is typing.ClassVar:
@@ -523,7 +573,7 @@ def check_value(value: Any, hint: Any, where: str) -> None:  # noqa: C901, PLR09
     if origin is typing.Union or origin is types.UnionType:
         for option in args:
             try:
-                check_value(value, option, where)
+                check_value(value, option, where, finite=finite)
             except StateError:
                 continue
             return
@@ -539,6 +589,8 @@ def check_value(value: Any, hint: Any, where: str) -> None:  # noqa: C901, PLR09
     if hint is float:
         if type(value) not in (float, int):
             raise StateError(f"{where}: {_show(value)} is not a number")
+        if finite and not math.isfinite(value):
+            raise StateError(f"{where}: {value!r} is not a finite number")
         return
     if hint is int:
         if type(value) is not int:
@@ -554,23 +606,76 @@ def check_value(value: Any, hint: Any, where: str) -> None:  # noqa: C901, PLR09
             raise StateError(f"{where}: {_show(value)} is not a mapping")
         if len(args) == 2:
             for k, v in value.items():
-                check_value(k, args[0], f"{where}{{key}}")
-                check_value(v, args[1], f"{where}[{k!r}]")
+                check_value(k, args[0], f"{where}{{key}}", finite=finite)
+                check_value(v, args[1], f"{where}[{k!r}]", finite=finite)
         return
     if not isinstance(value, base):
         raise StateError(f"{where}: {_show(value)} is not a {_name(hint)}")
     if base is tuple and args:
         if len(args) == 2 and args[1] is Ellipsis:
             for i, v in enumerate(value):
-                check_value(v, args[0], f"{where}[{i}]")
+                check_value(v, args[0], f"{where}[{i}]", finite=finite)
         elif len(args) != len(value):
             raise StateError(f"{where}: {len(value)} entries where {len(args)} belong")
         else:
             for i, (v, h) in enumerate(zip(value, args, strict=True)):
-                check_value(v, h, f"{where}[{i}]")
+                check_value(v, h, f"{where}[{i}]", finite=finite)
     elif base in (list, set, frozenset, collections.deque) and args:
         for i, v in enumerate(value):
-            check_value(v, args[0], f"{where}[{i}]")
+            check_value(v, args[0], f"{where}[{i}]", finite=finite)
+    if finite and (dataclasses.is_dataclass(value) or isinstance(value, tuple)):
+        finite_numbers(value, where)
+
+
+class JsonValue:
+    """The annotation of a value that must be JSON's: None, booleans, whole numbers,
+    finite floats, strings, and lists and string-keyed dicts of them (it is written out)."""
+
+
+def _check_json(value: Any, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise StateError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return
+    if kind is float:
+        if not math.isfinite(value):
+            raise StateError(f"{where}: {value!r} is not a finite number")
+        return
+    if kind is list:
+        for i, v in enumerate(value):
+            _check_json(v, f"{where}[{i}]", depth + 1)
+        return
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                raise StateError(f"{where}: a key {_show(k)} that is not a string")
+            _check_json(v, f"{where}[{k!r}]", depth + 1)
+        return
+    raise StateError(f"{where}: {_show(value)} is not JSON")
+
+
+def finite_numbers(value: Any, where: str, depth: int = 0) -> None:
+    """``StateError`` if a float anywhere in ``value`` (a record's fields, tuples, lists,
+    dicts) is NaN or infinite."""
+    if depth > MAX_DEPTH:
+        raise StateError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+    kind = type(value)
+    if kind is float:
+        if not math.isfinite(value):
+            raise StateError(f"{where}: {value!r} is not a finite number")
+    elif kind in (tuple, list, set, frozenset, collections.deque):
+        for i, v in enumerate(value):
+            finite_numbers(v, f"{where}[{i}]", depth + 1)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            finite_numbers(v, f"{where}[{k!r}]", depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for name in _record_fields(type(value)):
+            finite_numbers(getattr(value, name), f"{where}.{name}", depth + 1)
+    elif isinstance(value, tuple):  # a named tuple
+        for i, v in enumerate(value):
+            finite_numbers(v, f"{where}[{i}]", depth + 1)
 
 
 def _name(hint: Any) -> str:
@@ -664,8 +769,24 @@ def _restore(
             + (f" with unknown attributes {sorted(extra)}" if extra else "")
             + (f" without {sorted(lacking)}" if lacking else "")
         )
+    types_of = _state_types(obj)
     for name in sorted(expected):
         _apply(obj, name, fresh[name], data[name], codec, blobs, f"{where}.{name}", depth)
+        if types_of is None:
+            continue
+        value = getattr(obj, name)
+        if name in types_of:
+            check_value(value, types_of[name], f"{where}.{name}", finite=True)
+        elif not _is_component(value) and not (value is None and fresh[name] is None):
+            raise StateError(f"{where}.{name}: an attribute {type(obj).__qualname__} does not check")
+    check_state = getattr(obj, "check_state", None)
+    if callable(check_state):
+        try:
+            check_state()
+        except StateError:
+            raise
+        except (TickworkError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise StateError(f"{where}: {type(exc).__name__}: {exc}") from None
 
 
 def _apply(
@@ -680,6 +801,8 @@ def _apply(
 ) -> None:
     value = codec._load(tree, blobs, where, depth + 1)
     value = _settle(fresh, value, codec, blobs, where, depth + 1)
+    if _is_component(fresh) and not _same_objects(value, fresh):
+        raise StateError(f"{where}: the run holds an object here, given {_show(value)}")
     if not compatible(fresh, value):
         raise StateError(
             f"{where}: a {type(value).__qualname__} where the run holds a "

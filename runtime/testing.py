@@ -50,7 +50,7 @@ def round_trip_state(component: Any, fresh: Any, *, records: Mapping[str, type] 
     return fresh
 
 
-def _RUNTIME_RECORDS() -> list[type]:  # noqa: N802 - a table, built when first asked for
+def _RUNTIME_RECORDS() -> list[type]:
     from runtime.board import Reading
     from runtime.log import Event
     from runtime.memory import Eviction, WorkItem

@@ -33,9 +33,7 @@ from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
-from runtime.agent.duplicates import NearDuplicate
-from runtime.agent.forgetting import Retention
-from runtime.agent.memory import Embedder, LongTermMemory, MemoryRecord
+from runtime.agent.memory import LongTermMemory, MemoryRecord
 from runtime.agent.plan import ReplanTrigger
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 
@@ -62,6 +62,16 @@ class MemoryWriter:
     _derived = ("memory", "on_written", "_thread", "_writer_memory")
     """What a checkpoint does not hold: the memory file and the callback (the program
     that resumes gives them), and a background thread (a checkpointed run has none)."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "journal": bool,
+        "batch": int,
+        "queued": int,
+        "written": int,
+        "_queue": deque[tuple[int, MemoryWrite]],
+        "_mine": dict[int, MemoryWrite],
+        "_tickets": int,
+        "closed": bool,
+    }
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ change of memory's pinned patterns start the carried state afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runtime.assembly.carried import Carried
 from runtime.assembly.eviction import log_evictions

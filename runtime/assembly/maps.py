@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import compress
 from math import isfinite
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.specs import relevant
 from runtime.position import read_route, read_xy
@@ -55,6 +55,7 @@ class FirstOffered:
     """
 
     __slots__ = ("_times",)
+    _state_types: ClassVar[dict[str, Any]] = {"_times": dict[str, tuple[int, float]]}
 
     def __init__(self) -> None:
         self._times: FirstTimes = {}

@@ -40,7 +40,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -65,12 +65,13 @@ from runtime import (
 )
 from runtime.agent.memory import LongTermMemory, Remembered
 from runtime.agent.writer import MemoryWriter
-from runtime.cabin import MemoryWrite, innermost, timing_of
+from runtime.cabin import MemoryWrite, timing_of
 from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
 from runtime.recording.writer import MessageSink, Recorder
+from runtime.snapshot import JsonValue, StateError
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
 from sim.run.verdict import judge
@@ -180,12 +181,27 @@ def _finite_floats(values: tuple[Any, ...]) -> bool:
     return all(type(v) is float and math.isfinite(v) for v in values)
 
 
+def _run_id(value: Any, where: str) -> None:
+    if not (isinstance(value, str) and len(value) == 32 and all(c in _HEX for c in value)):
+        raise StateError(f"{where}: not a run id")
+
+
+def _sha256(value: Any, where: str) -> None:
+    if not (isinstance(value, bytes) and len(value) == 32):
+        raise StateError(f"{where}: not 32 bytes of a sha256")
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
 class _Digest:
     """A sha256 chain over every board write and delete: ``h = sha256(h + record)``.
 
     The chain value is plain bytes, so a checkpoint holds it and a resumed run goes
     on with the same chain; equal digests mean equal sequences of writes.
     """
+
+    _state_types: ClassVar[dict[str, Any]] = {"value": _sha256, "writes": int}
 
     def __init__(self) -> None:
         self.value = bytes(32)
@@ -234,6 +250,19 @@ class _EventTally:
     collision's detail), alarms, stops and reactions by kind, and what shows whether the run
     kept making progress (waits, give-ways, no-progress re-plans, stalled episodes, deferred
     and abandoned tasks, capacity-pressure episodes by spec)."""
+
+    _state_types: ClassVar[dict[str, Any]] = {
+        "kinds": Mapping[str, int],
+        "alarms": Mapping[str, int],
+        "stops": Mapping[str, int],
+        "reactions": Mapping[str, int],
+        "replan_reasons": Mapping[str, int],
+        "pressure": Mapping[str, int],
+        "last_replan": dict[str, JsonValue] | None,
+        "stalls": list[dict[str, JsonValue]],
+        "deferred": Mapping[str, Mapping[str, int]],
+        "abandoned": dict[str, str],
+    }
 
     def __init__(self) -> None:
         self.kinds: Counter[str] = Counter()
@@ -530,6 +559,14 @@ class Simulation:
     )  # fmt: skip
     """What a checkpoint does not hold: the run's inputs (it is rebuilt from them), its
     recorder and listeners, and what a resumed run starts afresh."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "run_id": _run_id,
+        "long_term_start": dict[str, JsonValue] | None,
+        "missing": Mapping[str, Mapping[str, int]],
+        "collision_details": list[dict[str, JsonValue]],
+        "wall_seconds": float,
+    }
+    """What the plain attributes a checkpoint gives back must hold."""
 
     def prepare_restore(self, state: Any) -> None:
         """Before a checkpoint's state is given back: a run that recorded had a Foxglove

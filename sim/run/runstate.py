@@ -34,11 +34,19 @@ def _record_classes() -> list[type]:
     """Every plain-data class a run's state may hold: dataclasses and named tuples of
     values (none of them opens, imports or runs anything; reading one calls no code)."""
     from cabins.executor import ledger, plan, retry
-    from cabins.llm import ChatReply, EveryTick, FunctionCall, LastCall, OnChange, ReplyToolCall
-    from cabins.llm import _Decision, _Mark
+    from cabins.llm import (
+        ChatReply,
+        EveryTick,
+        FunctionCall,
+        LastCall,
+        OnChange,
+        ReplyToolCall,
+        _Decision,
+        _Mark,
+    )
     from cabins.monitor.bands import DeviationBands
     from cabins.monitor.holds import Hold
-    from cabins.planner import blocked_spots, energy, goals, lanes, route, standoff, stall
+    from cabins.planner import blocked_spots, energy, goals, lanes, route, stall, standoff
     from cabins.warehouse import values
     from cabins.warehouse.clearance import Solids
     from cabins.warehouse.energy import BatteryFigures
@@ -84,7 +92,7 @@ _RECORDS: dict[str, type] | None = None
 
 def records() -> dict[str, type]:
     """The record kinds a run's state may hold, by name."""
-    global _RECORDS  # noqa: PLW0603 - a table built once, on first use (imports are slow)
+    global _RECORDS
     if _RECORDS is None:
         _RECORDS = state_classes(_record_classes())
     return _RECORDS
@@ -269,6 +277,11 @@ def rebuild_run(
         )
     if not inputs["long_term"] and long_term is not None:
         raise CheckpointError("the run kept no long-term memory: resume it without one")
+    if isinstance(long_term, (str, Path)) and str(long_term) != ":memory:":
+        if not Path(long_term).is_file():
+            raise CheckpointError(f"the long-term memory {str(long_term)!r}: no such file")
+    check = codec()  # every value read and checked before anything is built or opened
+    check.load(document["state"], blobs)
     builtin = {n: s for n, s in specs.items() if n not in users}
     sim = Simulation(
         scenario,

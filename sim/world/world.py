@@ -24,7 +24,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 import numpy as np
 import shapely
@@ -331,6 +331,22 @@ class World:
 
     _derived = ("_geo",)
     """Built from the scenario: a checkpoint holds none of it."""
+    _state_types: ClassVar[dict[str, Any]] = {"state": WorldState, "battery_low": BatteryLow}
+
+    def check_state(self) -> None:
+        """After a checkpoint gave the world its state: every number finite, and the
+        scenario's obstacles and tasks, in order."""
+        from runtime.snapshot import StateError, finite_numbers
+
+        state = self.state
+        finite_numbers(state, "world.state")
+        finite_numbers(self.battery_low, "world.battery_low")
+        if [o.id for o in state.obstacles] != [o.id for o in self.scenario.moving_obstacles]:
+            raise StateError("world.state.obstacles: not the scenario's moving obstacles")
+        if [t.id for t in state.tasks] != [t.id for t in self.scenario.tasks]:
+            raise StateError("world.state.tasks: not the scenario's tasks")
+        if not isinstance(state.robot, RobotState) or not isinstance(state.stats, Stats):
+            raise StateError("world.state: not a robot's state and statistics")
 
     @property
     def time(self) -> float:

@@ -8,12 +8,12 @@ import json
 import os
 import pickle
 import re
-import struct
-import zlib
 import signal
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,12 @@ from runtime import (
     WorkingMemory,
     WorkItem,
 )
-from runtime.testing import round_trip_state
+from runtime.cabin import innermost
 from runtime.recording.format import ALL_CHANNELS, SERIES, STATS, WORKING_SET
 from runtime.recording.reader import Recording
+from runtime.testing import round_trip_state
 from sim import cli
 from sim.faults.model import parse_fault
-from runtime.cabin import innermost
 from sim.run.checkpoint import (
     MAGIC,
     Checkpointer,
