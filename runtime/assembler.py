@@ -131,4 +131,3 @@ class Assembler:
         finally:
             for lock in reversed(locks):
                 lock.release()
-

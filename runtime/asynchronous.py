@@ -253,7 +253,6 @@ def _outbox_of(data: Any, cabin: str, where: str) -> Outbox:
     return out
 
 
-
 class Returned(NamedTuple):
     """An asynchronous decision that came back at an apply phase, and what became of it:
     applied on time, applied after a re-check, dropped as late, or failed."""

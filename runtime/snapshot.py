@@ -39,13 +39,14 @@ from __future__ import annotations
 import array
 import collections
 import dataclasses
+import functools
 import math
 import re
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -95,13 +96,12 @@ def _is_handle(value: Any) -> bool:
         return True
     kind = type(value)
     module = kind.__module__ or ""
-    return module.startswith(("structlog", "shapely.strtree", "shapely.lib")) or (
-        isinstance(value, typing.cast(type, _partial_type))
+    return module.startswith(("structlog", "shapely.strtree", "shapely.lib")) or isinstance(
+        value, functools.partial
     )
 
 
 _LOCKS = (type(threading.Lock()), type(threading.RLock()), threading.Event, threading.Condition)
-_partial_type: Any = __import__("functools").partial
 
 
 def _own(value: Any) -> bool:
@@ -175,8 +175,8 @@ class StateCodec:
     from the ``blobs`` it is given.
     """
 
-    def __init__(self, records: Mapping[str, type] = ()) -> None:  # type: ignore[assignment]
-        self.records: dict[str, type] = dict(records)
+    def __init__(self, records: Mapping[str, type] | None = None) -> None:
+        self.records: dict[str, type] = dict(records or {})
         self._kinds: dict[type, str] = {cls: kind for kind, cls in self.records.items()}
         self.blobs: list[bytes] = []
         self._numbers: dict[int, int] = {}  # id(component) -> its number, while writing
@@ -284,6 +284,15 @@ class StateCodec:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _same(self, number: Any, fresh: Any, where: str) -> None:
+        """Object ``number`` of the data is ``fresh`` (one object in the data is one object
+        in the program: a board shared by the assembler and the injector is one board)."""
+        if type(number) is not int or not 0 <= number < 1 << 31:
+            raise StateError(f"{where}: an object number of {_show(number)}")
+        known = self._applied.setdefault(number, fresh)
+        if known is not fresh:
+            raise StateError(f"{where}: object {number} is two objects in this run")
+
     def load(self, tree: Any, blobs: list[bytes], where: str = "state") -> Any:
         """The value ``tree`` holds; ``StateError`` naming where it is malformed."""
         return self._load(tree, blobs, where, 0)
@@ -360,9 +369,7 @@ class StateCodec:
             raise StateError(f"{where}: expected a list, got {_show(body)}")
         return [self._load(v, blobs, f"{where}[{i}]", depth) for i, v in enumerate(body)]
 
-    def _load_pairs(
-        self, body: Any, blobs: list[bytes], where: str, depth: int
-    ) -> dict[Any, Any]:
+    def _load_pairs(self, body: Any, blobs: list[bytes], where: str, depth: int) -> dict[Any, Any]:
         if not isinstance(body, list):
             raise StateError(f"{where}: expected a list of pairs, got {_show(body)}")
         out: dict[Any, Any] = {}
@@ -469,25 +476,16 @@ class StateCodec:
         return obj
 
 
-def _same(self: StateCodec, number: Any, fresh: Any, where: str) -> None:
-    """Object ``number`` of the data is ``fresh`` (one object in the data is one object in
-    the program: a board shared by the assembler and the injector is one board)."""
-    if type(number) is not int or not 0 <= number < 1 << 31:
-        raise StateError(f"{where}: an object number of {_show(number)}")
-    known = self._applied.setdefault(number, fresh)
-    if known is not fresh:
-        raise StateError(f"{where}: object {number} is two objects in this run")
-
-
-StateCodec._same = _same  # type: ignore[attr-defined]
-
-
 def _model(data: Any, hint: Any, where: str) -> BaseModel:
     """A pydantic model field of a record, validated as the field's annotated model class
     (the file never names the class)."""
     import json
 
-    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    options = (
+        typing.get_args(hint)
+        if typing.get_origin(hint) in (typing.Union, types.UnionType)
+        else (hint,)
+    )
     models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
     if len(models) != 1:
         raise StateError(f"{where}: settings where the record holds none")
@@ -611,17 +609,18 @@ def check_value(value: Any, hint: Any, where: str, *, finite: bool = False) -> N
         return
     if not isinstance(value, base):
         raise StateError(f"{where}: {_show(value)} is not a {_name(hint)}")
+    items: Any = value
     if base is tuple and args:
         if len(args) == 2 and args[1] is Ellipsis:
-            for i, v in enumerate(value):
+            for i, v in enumerate(items):
                 check_value(v, args[0], f"{where}[{i}]", finite=finite)
-        elif len(args) != len(value):
-            raise StateError(f"{where}: {len(value)} entries where {len(args)} belong")
+        elif len(args) != len(items):
+            raise StateError(f"{where}: {len(items)} entries where {len(args)} belong")
         else:
-            for i, (v, h) in enumerate(zip(value, args, strict=True)):
+            for i, (v, h) in enumerate(zip(items, args, strict=True)):
                 check_value(v, h, f"{where}[{i}]", finite=finite)
     elif base in (list, set, frozenset, collections.deque) and args:
-        for i, v in enumerate(value):
+        for i, v in enumerate(items):
             check_value(v, args[0], f"{where}[{i}]", finite=finite)
     if finite and (dataclasses.is_dataclass(value) or isinstance(value, tuple)):
         finite_numbers(value, where)
@@ -744,7 +743,7 @@ def _restore(
     set_state = getattr(obj, "set_state", None)
     if callable(set_state) and callable(getattr(obj, "get_state", None)):
         if set(data) != {"state"}:
-            raise StateError(f"{where}: expected {{\"state\": ...}}, got keys {sorted(data)}")
+            raise StateError(f'{where}: expected {{"state": ...}}, got keys {sorted(data)}')
         value = codec._load(data["state"], blobs, where, depth + 1)
         if isinstance(value, _Pending):
             raise StateError(f"{where}: a component's get_state holds an object")
@@ -778,7 +777,9 @@ def _restore(
         if name in types_of:
             check_value(value, types_of[name], f"{where}.{name}", finite=True)
         elif not _is_component(value) and not (value is None and fresh[name] is None):
-            raise StateError(f"{where}.{name}: an attribute {type(obj).__qualname__} does not check")
+            raise StateError(
+                f"{where}.{name}: an attribute {type(obj).__qualname__} does not check"
+            )
     check_state = getattr(obj, "check_state", None)
     if callable(check_state):
         try:
@@ -831,8 +832,10 @@ def _settle(
             except (TypeError, ValueError, KeyError, OverflowError) as exc:
                 raise StateError(f"{where}: not a generator's state ({exc})") from None
             return fresh
-        if fresh is None or dataclasses.is_dataclass(fresh) or not (
-            _own(fresh) or callable(getattr(fresh, "get_state", None))
+        if (
+            fresh is None
+            or dataclasses.is_dataclass(fresh)
+            or not (_own(fresh) or callable(getattr(fresh, "get_state", None)))
         ):
             raise StateError(f"{where}: an object's state where the run holds none")
         if value.tag == "$ref":
@@ -854,7 +857,11 @@ def _settle(
             _settle(f, v, codec, blobs, f"{where}[{i}]", depth)
             for i, (f, v) in enumerate(zip(fresh, value, strict=True))
         ]
-    if type(value) is tuple and type(fresh) is tuple and any(isinstance(v, _Pending) for v in value):
+    if (
+        type(value) is tuple
+        and type(fresh) is tuple
+        and any(isinstance(v, _Pending) for v in value)
+    ):
         if len(value) != len(fresh):
             raise StateError(f"{where}: {len(value)} objects where the run holds {len(fresh)}")
         return tuple(
@@ -927,7 +934,9 @@ def number(
     """``value`` as a float if it is a number (not a bool) in ``[low, high]``, finite unless
     ``finite`` is False (NaN is never one)."""
     if type(value) not in (int, float) or math.isnan(value) or (finite and math.isinf(value)):
-        raise StateError(f"{what}: expected a {'finite ' if finite else ''}number, got {_show(value)}")
+        raise StateError(
+            f"{what}: expected a {'finite ' if finite else ''}number, got {_show(value)}"
+        )
     if not low <= value <= high:
         raise StateError(f"{what}: {value!r} is outside [{low}, {high}]")
     return float(value)
@@ -949,9 +958,3 @@ def record_of(value: Any, cls: type, what: str) -> Any:
     if type(value) is not cls:
         raise StateError(f"{what}: expected a {cls.__qualname__} record, got {_show(value)}")
     return value
-
-
-Derived = ClassVar[tuple[str, ...]]
-"""The annotation of a class's ``_derived`` attribute names."""
-
-_ = Callable  # re-exported name kept for the type checker

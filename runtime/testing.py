@@ -35,7 +35,9 @@ from runtime.scratchpad import Scratchpad
 from runtime.spec import ContextSpec
 
 
-def round_trip_state(component: Any, fresh: Any, *, records: Mapping[str, type] | None = None) -> Any:
+def round_trip_state(
+    component: Any, fresh: Any, *, records: Mapping[str, type] | None = None
+) -> Any:
     """``fresh`` given ``component``'s state through the checkpoint codec (see the module
     docstring); ``records`` is the table of plain-data classes the state may hold (default:
     the runtime's readings, events, features and memory items)."""

@@ -53,7 +53,7 @@ import os
 import struct
 import sys
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -489,17 +489,14 @@ def load(
     *,
     extra: Sequence[ExtraCabin] = (),
     long_term: str | Path | LongTermMemory | None = None,
-    cabin_modules: Iterable[str] = (),
 ) -> Checkpoint:
     """The checkpoint at ``path``, its run rebuilt from its inputs and given its state back;
     ``CheckpointError`` if it cannot be.
 
     ``extra`` are the run's user cabins, built from the modules the person resuming names
     (in the run's order); ``long_term`` the long-term memory of a run that kept one.
-    ``cabin_modules`` is accepted for older callers and unused.
     """
-    del cabin_modules
-    from sim.run.runstate import rebuild_run
+    from sim.run.runstate import InputsError, rebuild_run
 
     shown = str(path)
     data = read_checkpoint_bytes(path)
@@ -522,14 +519,13 @@ def load(
         raise CheckpointError(f"{shown}: damaged: its state does not match its checksum")
     document, blobs = decode_body(shown, body)
     try:
-        sim = rebuild_run(
-            document, blobs, header=info, extra=extra, long_term=long_term
-        )
-    except CheckpointError as exc:
+        sim = rebuild_run(document, blobs, run=info.run, extra=extra, long_term=long_term)
+    except InputsError as exc:
         raise CheckpointError(f"{shown}: {exc}") from None
     except StateError as exc:
         raise CheckpointError(f"{shown}: a malformed state: {exc}") from None
     if sim.loop.tick != info.tick or not math.isclose(sim.clock.now(), info.time, abs_tol=1e-9):
+        sim.close()
         raise CheckpointError(
             f"{shown}: the header says tick {info.tick} at {info.time} s, the state is at "
             f"tick {sim.loop.tick} at {sim.clock.now()} s"
@@ -546,13 +542,12 @@ def resume(
     checkpoint: str | Path | None = None,
     extra: Sequence[ExtraCabin] = (),
     long_term: str | Path | LongTermMemory | None = None,
-    cabin_modules: Iterable[str] = (),
 ) -> Checkpoint:
     """Load the checkpoint at ``path`` and make it ready to go on: the recording, if the
     run records, continues at its path; the next checkpoints go to ``checkpoint``
     (default: ``path``). ``ticks``, ``until_done`` and ``every`` override the plan's;
     ``extra`` and ``long_term`` are as for ``load``."""
-    loaded = load(path, extra=extra, long_term=long_term, cabin_modules=cabin_modules)
+    loaded = load(path, extra=extra, long_term=long_term)
     plan = loaded.plan
     if ticks is not None and ticks < loaded.info.tick:
         loaded.sim.close()

@@ -575,7 +575,7 @@ class Simulation:
         attributes = body[1] if isinstance(body, list) and len(body) == 2 else None
         view = attributes.get("view") if isinstance(attributes, dict) else None
         if view is not None and self.view is None:
-            self.view = FoxgloveView(None, self.scenario)
+            self.view = FoxgloveView(None, self.scenario)  # type: ignore[arg-type]
 
     def finish_restore(self) -> None:
         """After a checkpoint's state was given back: nothing is carried over from the run

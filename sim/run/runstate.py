@@ -26,7 +26,6 @@ from runtime.snapshot import StateCodec, StateError, restore, state_classes
 
 if TYPE_CHECKING:
     from runtime.agent.memory import LongTermMemory
-    from sim.run.checkpoint import CheckpointInfo
     from sim.run.harness import ExtraCabin, Simulation
 
 
@@ -121,17 +120,17 @@ def run_inputs(sim: Simulation) -> dict[str, Any]:
 
 
 class InputsError(TickworkError):
-    """A checkpoint's inputs that are not a run's (the message says which)."""
+    """A checkpoint's inputs that are not a run's, or not the run of the cabins and memory
+    given (the message says which)."""
 
 
-def _check_inputs(inputs: Any, header: CheckpointInfo) -> dict[str, Any]:
+def _check_inputs(inputs: Any, run: Mapping[str, Any]) -> dict[str, Any]:
     expected = {
         "scenario", "seed", "rate_hz", "capacity", "specs", "faults", "user_cabins", "long_term",
     }  # fmt: skip
     if not isinstance(inputs, dict) or set(inputs) != expected:
         keys = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
         raise InputsError(f"its inputs have {keys}, not {sorted(expected)}")
-    run = header.run
     for name, value, want in (
         ("seed", inputs["seed"], run["seed"]),
         ("capacity", inputs["capacity"], run["capacity"]),
@@ -173,7 +172,9 @@ def _specs(data: Mapping[str, Any], users: Sequence[str]) -> dict[str, Any]:
     from sim.run.harness import BUILTIN_CABINS
 
     if sorted(out) != sorted([*BUILTIN_CABINS, *users]):
-        raise InputsError(f"its specs are for {sorted(out)}, its cabins {[*BUILTIN_CABINS, *users]}")
+        raise InputsError(
+            f"its specs are for {sorted(out)}, its cabins {[*BUILTIN_CABINS, *users]}"
+        )
     return out
 
 
@@ -205,9 +206,10 @@ def unsaved_cabins(sim: Simulation) -> list[str]:
         module = type(inner).__module__.split(".")[0]
         if module in ("runtime", "cabins", "sim"):
             continue
-        if not (callable(getattr(inner, "get_state", None)) and callable(
-            getattr(inner, "set_state", None)
-        )):
+        if not (
+            callable(getattr(inner, "get_state", None))
+            and callable(getattr(inner, "set_state", None))
+        ):
             out.append(f"{cabin.name} ({type(inner).__module__}.{type(inner).__qualname__})")
     return out
 
@@ -223,7 +225,8 @@ def keeps_no_state(cabin: ExtraCabin) -> bool:
     if isinstance(factory, type) and factory.__module__.split(".")[0] in _OWN:
         return False
     return not (
-        callable(getattr(factory, "get_state", None)) and callable(getattr(factory, "set_state", None))
+        callable(getattr(factory, "get_state", None))
+        and callable(getattr(factory, "set_state", None))
     )
 
 
@@ -240,46 +243,48 @@ def rebuild_run(
     document: Mapping[str, Any],
     blobs: list[bytes],
     *,
-    header: CheckpointInfo,
+    run: Mapping[str, Any],
     extra: Sequence[ExtraCabin] = (),
     long_term: str | Path | LongTermMemory | None = None,
 ) -> Simulation:
-    """The simulation ``document`` holds: built from its inputs, then given its state."""
-    from sim.run.checkpoint import CheckpointError
+    """The simulation ``document`` holds: built from its inputs, then given its state.
+    ``run`` is the run's settings as the header says them; ``InputsError`` when the
+    inputs are not the run's or not what was given, ``StateError`` when the state does
+    not check."""
     from sim.run.harness import Simulation
 
-    try:
-        inputs = _check_inputs(document["inputs"], header)
-        scenario = _scenario(inputs["scenario"])
-        specs = _specs(inputs["specs"], inputs["user_cabins"])
-        faults = _faults(inputs["faults"])
-    except InputsError as exc:
-        raise CheckpointError(str(exc)) from None
-    if scenario.name != header.run["scenario"]:
-        raise CheckpointError(f"its scenario {scenario.name!r} is not the header's")
-    if [f.label for f in faults] != header.run["faults"]:
-        raise CheckpointError("its faults are not the header's")
+    inputs = _check_inputs(document["inputs"], run)
+    scenario = _scenario(inputs["scenario"])
+    specs = _specs(inputs["specs"], inputs["user_cabins"])
+    faults = _faults(inputs["faults"])
+    if scenario.name != run["scenario"]:
+        raise InputsError(f"its scenario {scenario.name!r} is not the header's")
+    if [f.label for f in faults] != run["faults"]:
+        raise InputsError("its faults are not the header's")
     users = list(inputs["user_cabins"])
     given = [c.spec.name for c in extra]
     if given != users:
-        raise CheckpointError(
+        raise InputsError(
             f"the run holds the user cabins {users}, and {given or 'none'} were given: "
             "resume it with the --cabin arguments it was started with"
         )
     for cabin in extra:
         if cabin.spec != specs[cabin.spec.name]:
-            raise CheckpointError(
+            raise InputsError(
                 f"the spec given for cabin {cabin.spec.name!r} is not the one the run had"
             )
     if inputs["long_term"] and long_term is None:
-        raise CheckpointError(
+        raise InputsError(
             "the run kept a long-term memory: resume it with that memory file (--memory)"
         )
     if not inputs["long_term"] and long_term is not None:
-        raise CheckpointError("the run kept no long-term memory: resume it without one")
-    if isinstance(long_term, (str, Path)) and str(long_term) != ":memory:":
-        if not Path(long_term).is_file():
-            raise CheckpointError(f"the long-term memory {str(long_term)!r}: no such file")
+        raise InputsError("the run kept no long-term memory: resume it without one")
+    if (
+        isinstance(long_term, (str, Path))
+        and str(long_term) != ":memory:"
+        and not Path(long_term).is_file()
+    ):
+        raise InputsError(f"the long-term memory {str(long_term)!r}: no such file")
     check = codec()  # every value read and checked before anything is built or opened
     check.load(document["state"], blobs)
     builtin = {n: s for n, s in specs.items() if n not in users}
@@ -300,9 +305,9 @@ def rebuild_run(
     except BaseException:
         sim.close()
         raise
-    if [c.name for c in sim.loop.cabins] != header.run["cabins"]:
+    if [c.name for c in sim.loop.cabins] != run["cabins"]:
         sim.close()
-        raise CheckpointError("its cabins are not the header's")
+        raise InputsError("its cabins are not the header's")
     return sim
 
 

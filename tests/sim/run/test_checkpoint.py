@@ -105,6 +105,57 @@ def test_resuming_from_any_tick_ends_in_the_same_state(
     assert deterministic_fields(resumed) == straight_with_faults
 
 
+FAULT_PLANS = (
+    (),
+    FAULTS,
+    ("stale:pose@30-80", "crash:monitor@50-55"),
+    ("dropout:all@20-40", "map-loss:shelf*@10-150"),
+    ("event-loss:*@10-90", "missing:*:goal:*@40-70"),
+)
+
+
+def _resumes_exactly(world: int, plan: int, seed: int, end: int, at: int, folder: Path) -> None:
+    from sim.world.generate import generate
+
+    scenario = generate(world)
+    faults = [parse_fault(f) for f in FAULT_PLANS[plan]]
+    straight = _summary(Simulation(scenario, seed=seed, faults=faults), end)
+    half = Simulation(scenario, seed=seed, faults=faults)
+    half.run(at, until_done=False)
+    save(half, RunPlan(ticks=end, until_done=False), folder / "gen.ckpt")
+    assert deterministic_fields(load(folder / "gen.ckpt").run()) == straight
+
+
+RESUMES = {
+    "world": st.integers(0, 10_000),
+    "plan": st.integers(0, len(FAULT_PLANS) - 1),
+    "seed": st.integers(0, 50),
+    "end": st.integers(20, 160),
+    "cut": st.floats(0.01, 0.99),
+}
+
+
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(**RESUMES)
+def test_generated_worlds_under_faults_resume_exactly(
+    tmp_path: Path, world: int, plan: int, seed: int, end: int, cut: float
+) -> None:
+    _resumes_exactly(world, plan, seed, end, max(1, int(end * cut)), tmp_path)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(**RESUMES)
+def test_many_generated_worlds_under_faults_resume_exactly(
+    tmp_path: Path, world: int, plan: int, seed: int, end: int, cut: float
+) -> None:
+    _resumes_exactly(world, plan, seed, end * 3, max(1, int(end * 3 * cut)), tmp_path)
+
+
 def test_a_restored_simulation_is_wired_as_a_new_one(tmp_path: Path) -> None:
     sim = Simulation("warehouse", seed=0)
     sim.run(20, until_done=False)
@@ -533,7 +584,7 @@ def test_a_pickle_in_a_checkpoint_is_not_a_checkpoint_and_runs_nothing(
         zlib.compress(pickle.dumps(crafted[payload])),
     ):
         evil = _forge(header, body, tmp_path / "evil.ckpt")
-        with pytest.raises(CheckpointError, match="does not decompress|not JSON|cut short"):
+        with pytest.raises(CheckpointError, match=r"does not decompress|not JSON|cut short"):
             load(evil)
         assert cli.main(["run", "--resume", str(evil)]) == 2
         assert "Traceback" not in capsys.readouterr().err
