@@ -40,7 +40,7 @@ board is cleared (and unscoped) at the freeze, before its notes are read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.delta import STAGES, DeltaPath
 from runtime.assembly.events import EventWindows
@@ -64,6 +64,9 @@ __all__ = ["STAGES", "Assembler"]
 
 class Assembler:
     """Builds the ``WorkingSet`` of each tick for a fixed set of specs."""
+
+    _derived = ("laps",)  # a caller's timer, not state
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
 
     def __init__(
         self,

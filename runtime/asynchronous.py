@@ -35,7 +35,7 @@ import concurrent.futures as cf
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
 
 import numpy as np
 import structlog
@@ -161,6 +161,7 @@ class SimulatedExecutor:
     """
 
     name = "simulated"
+    _state_types: ClassVar[dict[str, Any]] = {}  # its generator is the simulation's
 
     def __init__(self, rng: np.random.Generator | None = None) -> None:
         self.rng = rng if rng is not None else np.random.default_rng(0)

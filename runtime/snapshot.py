@@ -350,7 +350,7 @@ class StateCodec:
         if tag == "$n":
             return self._load_scalar(body, blobs, where, deeper)
         if tag == "$aa":
-            if not (isinstance(body, list) and len(body) == 2 and body[0] in _TYPECODES):
+            if not (isinstance(body, list) and len(body) == 2 and _member(body[0], _TYPECODES)):
                 raise StateError(f"{where}: $aa must be [typecode, blob]")
             data = self._blob_at(body[1], blobs, where)
             out = array.array(body[0])
@@ -396,7 +396,7 @@ class StateCodec:
         if not (isinstance(body, list) and len(body) == 4):
             raise StateError(f"{where}: $a must be [dtype, shape, blob, writeable]")
         dtype, shape, index, writeable = body
-        if dtype not in _DTYPES:
+        if type(dtype) is not str or dtype not in _DTYPES:
             raise StateError(f"{where}: an array of dtype {_show(dtype)}")
         shape = _shape(shape, where)
         data = self._blob_at(index, blobs, where)
@@ -430,7 +430,7 @@ class StateCodec:
             raise StateError(f"{where}: not a geometry ({exc})") from None
 
     def _load_scalar(self, body: Any, blobs: list[bytes], where: str, depth: int) -> Any:
-        if not (isinstance(body, list) and len(body) == 2 and body[0] in _DTYPES):
+        if not (isinstance(body, list) and len(body) == 2 and _member(body[0], _DTYPES)):
             raise StateError(f"{where}: $n must be [dtype, value]")
         value = self._load(body[1], blobs, where, depth)
         if type(value) not in (bool, int, float) and not isinstance(value, complex):
@@ -504,6 +504,10 @@ class _Pending:
     def __init__(self, tag: str, body: Any) -> None:
         self.tag = tag
         self.body = body
+
+
+def _member(value: Any, names: frozenset[str]) -> bool:
+    return type(value) is str and value in names
 
 
 def _shape(shape: Any, where: str) -> tuple[int, ...]:
@@ -770,16 +774,16 @@ def _restore(
         )
     types_of = _state_types(obj)
     for name in sorted(expected):
-        _apply(obj, name, fresh[name], data[name], codec, blobs, f"{where}.{name}", depth)
-        if types_of is None:
-            continue
-        value = getattr(obj, name)
-        if name in types_of:
-            check_value(value, types_of[name], f"{where}.{name}", finite=True)
-        elif not _is_component(value) and not (value is None and fresh[name] is None):
-            raise StateError(
-                f"{where}.{name}: an attribute {type(obj).__qualname__} does not check"
-            )
+        value = _apply(fresh[name], data[name], codec, blobs, f"{where}.{name}", depth)
+        if types_of is not None:
+            if name in types_of:
+                check_value(value, types_of[name], f"{where}.{name}", finite=True)
+            elif not (_is_component(value) or _same_objects(value, fresh[name])):
+                raise StateError(
+                    f"{where}.{name}: an attribute {type(obj).__qualname__} does not check"
+                )
+        if value is not fresh[name]:
+            object.__setattr__(obj, name, value)
     check_state = getattr(obj, "check_state", None)
     if callable(check_state):
         try:
@@ -791,15 +795,10 @@ def _restore(
 
 
 def _apply(
-    obj: Any,
-    name: str,
-    fresh: Any,
-    tree: Any,
-    codec: StateCodec,
-    blobs: list[bytes],
-    where: str,
-    depth: int,
-) -> None:
+    fresh: Any, tree: Any, codec: StateCodec, blobs: list[bytes], where: str, depth: int
+) -> Any:
+    """The value ``tree`` holds for an attribute the program set to ``fresh`` (components
+    in it given their state), checked to be of the kind ``fresh`` is."""
     value = codec._load(tree, blobs, where, depth + 1)
     value = _settle(fresh, value, codec, blobs, where, depth + 1)
     if _is_component(fresh) and not _same_objects(value, fresh):
@@ -809,8 +808,7 @@ def _apply(
             f"{where}: a {type(value).__qualname__} where the run holds a "
             f"{type(fresh).__qualname__}"
         )
-    if value is not fresh:
-        object.__setattr__(obj, name, value)
+    return value
 
 
 def _settle(

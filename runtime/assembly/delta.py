@@ -16,7 +16,7 @@ change of memory's pinned patterns start the carried state afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.carried import Carried
 from runtime.assembly.eviction import log_evictions
@@ -59,6 +59,7 @@ class DeltaPath:
         self.carried: Carried | None = None
 
     _derived = ("carried",)
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
     """A checkpoint holds none of what the path carries: a resumed one starts afresh."""
 
     def stop(self) -> None:

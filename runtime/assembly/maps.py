@@ -86,6 +86,8 @@ class FirstOffered:
 class MapWindows:
     """Each spec's window and corridor, queried afresh (the from-scratch path)."""
 
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
+
     def __init__(self, sources: Sources, compiled: CompiledSpecs) -> None:
         self.sources = sources
         self.compiled = compiled

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.errors import SettingError
 from runtime.freeze import FrozenDict
@@ -70,6 +70,7 @@ class Sources:
         self._keys_version = -1  # the board's key set is unchanged
 
     _derived = ("_keys_of", "_keys_version")
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
     """Rebuilt from the board: a checkpoint holds no answers."""
 
     def versions(self) -> Versions:

@@ -154,7 +154,7 @@ class _Header(BaseModel):
     tickwork_version: str = Field(max_length=200)
     python: str = Field(max_length=50)
     tick: int = Field(ge=0, le=1 << 62)
-    time: float = Field(ge=0, allow_inf_nan=False)
+    time: float = Field(ge=0, le=1e9, allow_inf_nan=False)
     plan: _Plan
     run: _Run
     body_bytes: int = Field(ge=0, le=MAX_BODY)

@@ -79,6 +79,9 @@ from sim.run.view import FoxgloveView
 from sim.world.scenario import Scenario, load_scenario
 from sim.world.world import World
 
+MAX_TIME = 1e9
+"""The latest simulated time (s) a checkpoint may hold (a recording stamps nanoseconds)."""
+
 SPECS_DIR = shipped_specs_dir()
 """The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
 
@@ -576,6 +579,23 @@ class Simulation:
         view = attributes.get("view") if isinstance(attributes, dict) else None
         if view is not None and self.view is None:
             self.view = FoxgloveView(None, self.scenario)  # type: ignore[arg-type]
+
+    def check_state(self) -> None:
+        """After a checkpoint gave the run its state: its times are the clock's or earlier,
+        and the clock within what a recording can stamp."""
+        now = self.clock.now()
+        if not 0.0 <= now <= MAX_TIME:
+            raise StateError(f"clock: {now} s is outside [0, {MAX_TIME:g}]")
+        start = self.loop._start
+        if start is not None and not 0.0 <= start <= now:
+            raise StateError(f"loop._start: {start} is not a time before the clock's {now}")
+        if any(r.stamp > now for r in self.board.readings()):
+            raise StateError("board: a reading stamped after the clock's time")
+        last = self.log.query(-math.inf, limit=1)
+        if last and last[-1].stamp > now:
+            raise StateError("log: an event stamped after the clock's time")
+        if not 0 <= self.loop.tick <= MAX_TIME * self.rate_hz:
+            raise StateError(f"loop.tick: {self.loop.tick} is out of range")
 
     def finish_restore(self) -> None:
         """After a checkpoint's state was given back: nothing is carried over from the run

@@ -18,11 +18,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from pydantic import TypeAdapter, ValidationError
 
 from runtime.cabin import innermost
 from runtime.errors import TickworkError
 from runtime.snapshot import StateCodec, StateError, restore, state_classes
+
+_log = structlog.get_logger(__name__)
 
 if TYPE_CHECKING:
     from runtime.agent.memory import LongTermMemory
@@ -303,12 +306,21 @@ def rebuild_run(
         restore(sim, document["state"], codec(), blobs)
         sim.finish_restore()
     except BaseException:
-        sim.close()
+        _close_quietly(sim)
         raise
     if [c.name for c in sim.loop.cabins] != run["cabins"]:
-        sim.close()
+        _close_quietly(sim)
         raise InputsError("its cabins are not the header's")
     return sim
+
+
+def _close_quietly(sim: Simulation) -> None:
+    """Close a simulation whose state could not be given back (its parts may be half
+    restored: what closing them raises is not the error to report)."""
+    try:
+        sim.close()
+    except Exception as exc:  # the restore's own error is the one that is raised
+        _log.debug("checkpoint.close_failed", error_type=type(exc).__name__, error=str(exc))
 
 
 __all__ = [

@@ -206,6 +206,20 @@ def _case(
     assert not Path("/tmp/pwned").exists()
 
 
+def test_the_fuzzed_checkpoint_resumes_when_nothing_is_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpointed: Path
+) -> None:
+    """The cases below start from a checkpoint that resumes (else every case is refused
+    for the same reason and nothing deep is reached)."""
+    for name in ("run.mcap", "run.ckpt"):
+        shutil.copy(checkpointed / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    original = (tmp_path / "run.ckpt").read_bytes()
+    head_end = original.index(b"\n", len(MAGIC)) + 1
+    _write(tmp_path, original, *decode_body("run.ckpt", original[head_end:]))
+    assert cli.main(["run", "--resume", "run.ckpt", "--ticks", "26", "--json"]) == 0
+
+
 @FEW
 @given(data=st.data())
 def test_a_checkpoint_whose_data_was_changed_is_refused_or_resumed(
