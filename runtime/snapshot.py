@@ -52,7 +52,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from runtime.errors import TickworkError
-from runtime.freeze import FrozenDict, adopt
+from runtime.freeze import FreezeError, FrozenDict, adopt, freeze
 
 __all__ = [
     "MAX_DEPTH",
@@ -322,7 +322,7 @@ class StateCodec:
         if tag in ("$d", "$fd", "$c", "$dd"):
             pairs = self._load_pairs(body, blobs, where, deeper)
             if tag == "$fd":
-                return adopt(pairs)
+                return _frozen(pairs, where)
             if tag == "$c":
                 return collections.Counter(pairs)
             return pairs  # a defaultdict is rebuilt by ``restore``, which knows its factory
@@ -504,6 +504,19 @@ class _Pending:
     def __init__(self, tag: str, body: Any) -> None:
         self.tag = tag
         self.body = body
+
+
+def _frozen(pairs: dict[Any, Any], where: str) -> FrozenDict[Any, Any]:
+    """A ``FrozenDict`` of ``pairs``, frozen as the board freezes values (an array of
+    objects, a list, anything mutable in it is refused or frozen), unless it holds the
+    program's objects (a run's scratchpads by cabin), which ``restore`` settles."""
+    if any(isinstance(v, _Pending) for v in pairs.values()):
+        return adopt(pairs)
+    try:
+        frozen: FrozenDict[Any, Any] = freeze(pairs)
+    except FreezeError as exc:
+        raise StateError(f"{where}: {exc}") from None
+    return frozen
 
 
 def _member(value: Any, names: frozenset[str]) -> bool:
