@@ -46,6 +46,7 @@ the same run, by its run id, is continued).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -206,7 +207,9 @@ class Checkpoint:
         )
 
 
+@functools.cache
 def tickwork_version() -> str:
+    """The installed tickwork's version (asked once: the metadata lookup takes ~15 ms)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
