@@ -283,9 +283,11 @@ class OpenAIChatClient:
     fails fails now, and the cabin decides again later on a fresh view). Every request is
     read within ``limits`` (``cabins.model_reply``), its deadline by ``clock``.
 
-    Made by ``LLMEndpoint.client()`` it pickles as its endpoint and connects again when it
-    is unpickled (a checkpoint of a run with an LLM cabin holds no connection).
+    A checkpoint holds nothing of it: a resumed run's LLM cabin is built with the endpoint
+    the person resuming gives (``--llm-base-url``, the environment) and connects again.
     """
+
+    _derived = ("*",)
 
     def __init__(
         self,
@@ -349,18 +351,6 @@ class OpenAIChatClient:
             for call_id, name, arguments in reply.tool_calls
         )
         return ChatReply(reply.content, calls, reply.finish_reason)
-
-    def __getstate__(self) -> dict[str, Any]:
-        if self.endpoint is None:
-            raise TypeError(
-                "an OpenAIChatClient around a client object does not pickle; one made by "
-                "LLMEndpoint.client() does"
-            )
-        return {"endpoint": self.endpoint, "options": self.options}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        made = state["endpoint"].client(**state["options"])
-        self.__dict__.update(made.__dict__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ revision (``CabinMap.revision``, the item's ``seq``). A feature keeps that time 
 is offered at every freeze and not replaced; one replaced, or one that left every window
 and came back, is fresh at the freeze that offers it. Both paths keep those times from
 freeze to freeze in the one ``FirstOffered`` they are handed (``runtime.assembly.maps``),
-which pickles with them, so a map that never changes costs no writes.
+which a checkpoint holds, so a map that never changes costs no writes.
 
 Two paths freeze the same working set (the package ``runtime.assembly`` holds them and
 what they share). The delta path (``runtime.assembly.delta``, when memory forgets by
@@ -40,7 +40,7 @@ board is cleared (and unscoped) at the freeze, before its notes are read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.delta import STAGES, DeltaPath
 from runtime.assembly.events import EventWindows
@@ -64,6 +64,9 @@ __all__ = ["STAGES", "Assembler"]
 
 class Assembler:
     """Builds the ``WorkingSet`` of each tick for a fixed set of specs."""
+
+    _derived = ("laps",)  # a caller's timer, not state
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
 
     def __init__(
         self,
@@ -131,8 +134,3 @@ class Assembler:
         finally:
             for lock in reversed(locks):
                 lock.release()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["laps"] = None
-        return state

@@ -12,7 +12,7 @@ Where the decision runs is a ``DecisionExecutor``:
 - ``SimulatedExecutor`` (the default on a ``SimClock``) decides at once and hands the outbox
   back after the cabin's simulated latency (declared, or drawn from the loop's seeded
   generator), counted in ticks, so a run, its replay, a checkpoint and a resumed run agree
-  tick for tick. It pickles with the loop.
+  tick for tick. A checkpoint holds its decisions in flight as data.
 - ``ThreadExecutor`` (the default on a ``WallClock``) runs decisions on worker threads and
   the loop picks up those that are done at each apply phase.
 - ``runtime.testing.ManualExecutor`` finishes decisions when a test says so.
@@ -35,7 +35,7 @@ import concurrent.futures as cf
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
 
 import numpy as np
 import structlog
@@ -161,6 +161,7 @@ class SimulatedExecutor:
     """
 
     name = "simulated"
+    _state_types: ClassVar[dict[str, Any]] = {}  # its generator is the simulation's
 
     def __init__(self, rng: np.random.Generator | None = None) -> None:
         self.rng = rng if rng is not None else np.random.default_rng(0)
@@ -214,14 +215,43 @@ class ThreadExecutor:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def get_state(self) -> Any:
+        """Refused: a checkpoint cannot hold decisions running on threads."""
         raise TickworkError(
             "a ThreadExecutor cannot be checkpointed: its decisions run on threads "
             "(checkpoint runs on a simulated clock)"
         )
 
+    def set_state(self, data: Any) -> None:
+        raise TickworkError("a ThreadExecutor cannot be restored from a checkpoint")
+
 
 # -- the loop's bookkeeping ------------------------------------------------------------------
+
+_OUTBOX_LISTS = ("writes", "events", "commands", "reactions", "notes", "memories")
+
+
+def _outbox_state(outbox: Outbox) -> dict[str, Any]:
+    return {"cabin": outbox.cabin, **{k: list(getattr(outbox, k)) for k in _OUTBOX_LISTS}}
+
+
+def _outbox_of(data: Any, cabin: str, where: str) -> Outbox:
+    """An outbox of ``cabin`` from what ``_outbox_state`` gave, each entry checked to be the
+    record its list holds."""
+    from runtime.cabin import BoardWrite, Command, EmittedEvent, MemoryWrite, NoteOp, Reaction
+    from runtime.snapshot import StateError, keys_of, list_of, record_of
+
+    data = keys_of(data, ("cabin", *_OUTBOX_LISTS), where)
+    if data["cabin"] != cabin:
+        raise StateError(f"{where}.cabin: {data['cabin']!r}, not {cabin!r}")
+    kinds = (BoardWrite, EmittedEvent, Command, Reaction, NoteOp, MemoryWrite)
+    out = Outbox(cabin)
+    for name, kind in zip(_OUTBOX_LISTS, kinds, strict=True):
+        entries = list_of(data[name], f"{where}.{name}")
+        for i, entry in enumerate(entries):
+            record_of(entry, kind, f"{where}.{name}[{i}]")
+        getattr(out, name).extend(entries)
+    return out
 
 
 class Returned(NamedTuple):
@@ -247,7 +277,7 @@ class Returned(NamedTuple):
 class _Job:
     decided_tick: int
     started: float
-    working_set: WorkingSet  # the view is rebuilt from it: views do not pickle
+    working_set: WorkingSet  # the view is made again from it
     suppressed: tuple[str, ...]
     handle: Any
     overdue: bool = False
@@ -283,6 +313,86 @@ class AsyncDecisions:
 
     def __contains__(self, cabin: object) -> bool:
         return cabin in self._slots
+
+    def get_state(self) -> dict[str, Any]:
+        """The decisions in flight and the counters as plain data (for a checkpoint). Only a
+        ``SimulatedExecutor``'s decisions can be held: a thread's cannot."""
+        if not isinstance(self.executor, SimulatedExecutor):
+            self.executor.get_state()  # type: ignore[attr-defined]  # refuses, saying why
+        slots: dict[str, Any] = {}
+        for name, slot in self._slots.items():
+            job = slot.job
+            held: dict[str, Any] | None = None
+            if job is not None:
+                handle: _Simulated = job.handle
+                result = handle.result
+                held = {
+                    "decided_tick": job.decided_tick,
+                    "started": job.started,
+                    "working_set": job.working_set,
+                    "suppressed": job.suppressed,
+                    "overdue": job.overdue,
+                    "ready_tick": handle.ready_tick,
+                    "failure": result if isinstance(result, CabinFailure) else None,
+                    "outbox": None if isinstance(result, CabinFailure) else _outbox_state(result),
+                }
+            slots[name] = {"late_since": slot.late_since, "job": held}
+        return {
+            "late_decisions": self.late_decisions,
+            "dropped_decisions": self.dropped_decisions,
+            "slots": slots,
+        }
+
+    def set_state(self, data: Any) -> None:
+        """Take back what ``get_state`` gave, checked: the same asynchronous cabins, each
+        decision in flight a working set of the past and an outbox of that cabin."""
+        from runtime.pack import WorkingSet
+        from runtime.snapshot import StateError, keys_of, number, record_of, whole
+
+        data = keys_of(data, ("late_decisions", "dropped_decisions", "slots"), "decisions")
+        slots = data["slots"]
+        if not isinstance(slots, dict) or set(slots) != set(self._slots):
+            raise StateError(f"decisions.slots: not the asynchronous cabins {sorted(self._slots)}")
+        restored: dict[str, tuple[int | None, _Job | None]] = {}
+        for name, given in slots.items():
+            where = f"decisions.slots[{name!r}]"
+            given = keys_of(given, ("late_since", "job"), where)
+            late = given["late_since"]
+            late = None if late is None else whole(late, f"{where}.late_since")
+            job = given["job"]
+            if job is not None:
+                names = (
+                    "decided_tick", "started", "working_set", "suppressed", "overdue",
+                    "ready_tick", "failure", "outbox",
+                )  # fmt: skip
+                job = keys_of(job, names, f"{where}.job")
+                decided = whole(job["decided_tick"], f"{where}.job.decided_tick")
+                ws = record_of(job["working_set"], WorkingSet, f"{where}.job.working_set")
+                if name not in ws.selections or ws.tick != decided:
+                    raise StateError(f"{where}.job.working_set: not one {name!r} decided on")
+                suppressed = job["suppressed"]
+                if not (type(suppressed) is tuple and all(type(p) is str for p in suppressed)):
+                    raise StateError(f"{where}.job.suppressed: not a tuple of patterns")
+                if type(job["overdue"]) is not bool:
+                    raise StateError(f"{where}.job.overdue: not true or false")
+                failure = job["failure"]
+                if failure is not None:
+                    result: Outbox | CabinFailure = record_of(
+                        failure, CabinFailure, f"{where}.job.failure"
+                    )
+                else:
+                    result = _outbox_of(job["outbox"], name, f"{where}.job.outbox")
+                ready = whole(job["ready_tick"], f"{where}.job.ready_tick", low=decided)
+                started = number(job["started"], f"{where}.job.started")
+                job = _Job(
+                    decided, started, ws, suppressed, _Simulated(result, ready), job["overdue"]
+                )
+            restored[name] = (late, job)
+        self.late_decisions = whole(data["late_decisions"], "decisions.late_decisions")
+        self.dropped_decisions = whole(data["dropped_decisions"], "decisions.dropped_decisions")
+        for name, (late, job) in restored.items():
+            self._slots[name].late_since = late
+            self._slots[name].job = job
 
     def idle(self, cabin: str) -> bool:
         return self._slots[cabin].job is None

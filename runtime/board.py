@@ -9,8 +9,9 @@ The board keeps a bounded change feed (``changes_since``): the key of every writ
 and delete, by sequence number, so that a reader that remembers the ``seq`` it last
 saw can catch up by looking only at what changed since.
 
-A board pickles (for checkpoints) without its lock, its listeners and its change feed
-(a reader from before the pickle is told to read everything again).
+A board's state (for a checkpoint) is its readings and counters (``get_state``), without
+its lock, its listeners and its change feed (a reader from before is told to read
+everything again).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from runtime.clock import Clock
 from runtime.errors import SettingError
 from runtime.freeze import freeze
 from runtime.patterns import is_glob, literal_prefix, matches
-from runtime.source import PicklableSource
 
 BoardListener = Callable[["Reading | None", str], None]
 
@@ -84,11 +84,9 @@ def _check_ttl(key: str, ttl: float | None) -> None:
         raise SettingError(f"ttl of board key {key!r} must be positive or None, got {ttl!r}")
 
 
-class StateBoard(PicklableSource):
-    """Key → current ``Reading``. Thread-safe under ``lock``; pickles without the lock,
-    the listeners and the sorted key index (see ``runtime.source``)."""
-
-    _derived = ("_sorted_keys", "_feed", "_feed_base")
+class StateBoard:
+    """Key → current ``Reading``. Thread-safe under ``lock``; its state is its
+    readings and counters (``get_state``/``set_state``)."""
 
     def __init__(self, *, clock: Clock, lock: threading.RLock | None = None) -> None:
         self.clock = clock
@@ -196,11 +194,44 @@ class StateBoard(PicklableSource):
         with self.lock:
             self._listeners.append(listener)
 
-    def _rebuild(self) -> None:
-        self._listeners = []
-        self._sorted_keys = sorted(self._readings)
-        self._feed = []
-        self._feed_base = self._seq
+    def get_state(self) -> dict[str, Any]:
+        """The board's state as plain data (for a checkpoint): its readings and counters."""
+        with self.lock:
+            return {
+                "readings": list(self._readings.values()),
+                "seq": self._seq,
+                "key_set_version": self._key_set_version,
+            }
+
+    def set_state(self, data: Any) -> None:
+        """Take back what ``get_state`` gave, each reading checked; the change feed starts
+        afresh (a reader from before is told to read everything)."""
+        from runtime.snapshot import StateError, keys_of, list_of, number, record_of, whole
+
+        data = keys_of(data, ("readings", "seq", "key_set_version"), "board")
+        seq = whole(data["seq"], "board.seq")
+        readings: dict[str, Reading] = {}
+        for i, item in enumerate(list_of(data["readings"], "board.readings")):
+            where = f"board.readings[{i}]"
+            reading = record_of(item, Reading, where)
+            _check_key(reading.key)
+            if reading.key in readings:
+                raise StateError(f"{where}: a second reading of {reading.key!r}")
+            number(reading.stamp, f"{where}.stamp")
+            if reading.ttl is not None:
+                _check_ttl(reading.key, reading.ttl)
+            whole(reading.seq, f"{where}.seq", low=1, high=seq)
+            frozen = freeze(reading.value, key=reading.key)
+            readings[reading.key] = Reading(
+                reading.key, frozen, float(reading.stamp), reading.ttl, reading.source, reading.seq
+            )
+        with self.lock:
+            self._readings = readings
+            self._seq = seq
+            self._key_set_version = whole(data["key_set_version"], "board.key_set_version")
+            self._sorted_keys = sorted(readings)
+            self._feed = []
+            self._feed_base = seq
 
     def __len__(self) -> int:
         return len(self._readings)

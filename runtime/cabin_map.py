@@ -11,8 +11,8 @@ added or replaced since the tree was built, which queries scan directly, and a
 mask of base entries that were removed or replaced. The tree is rebuilt lazily,
 at the next query, only once overflow plus mask outgrow ``max(overflow_limit,
 isqrt(n))``; features that move every tick keep replacing their own overflow
-entry, so they never force a rebuild. A map pickles (for checkpoints) without its
-lock and its index; the index is rebuilt when it is unpickled.
+entry, so they never force a rebuild. A map's state (for a checkpoint:
+``get_state``) is its features and revisions; the index is built again by ``set_state``.
 
 Each feature carries a *revision*: the map version its last add or replace made
 (``revision``, ``revisions``). ``changed_since(version)`` lists the features put since a
@@ -104,8 +104,8 @@ class Feature:
         return hash((self.id, self.kind, self.geometry, self.tags))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Unpickled numpy arrays are writable again; rebuilding through __post_init__
-        # re-freezes them (FrozenDicts are thawed first, as freeze keeps them as they are).
+        # A copy or a pickle (a campaign's worker) makes the feature again through
+        # __post_init__, which freezes its props (FrozenDicts are thawed first).
         args = (self.id, self.geometry, self.kind, self.tags, _thaw(self.props))
         return (Feature, args)
 
@@ -443,30 +443,60 @@ class CabinMap:
         self._lines: dict[Any, LineString | Point] = {}
         self._rebuilds = 0
 
-    def __getstate__(self) -> dict[str, Any]:
-        """The features, the version and the settings; not the lock or the index."""
-        return {
-            "features": self._features,
-            "version": self._version,
-            "revisions": self._revisions,
-            "overflow_limit": self._overflow_limit,
-            "rebuilds": self._rebuilds,
-        }
+    def get_state(self) -> dict[str, Any]:
+        """The map's state as plain data (for a checkpoint): the features, the version,
+        each feature's revision and the settings; not the index, which is built again."""
+        with self.lock:
+            return {
+                "features": list(self._features.values()),
+                "version": self._version,
+                "revisions": [[k, v] for k, v in self._revisions.items()],
+                "overflow_limit": self._overflow_limit,
+                "rebuilds": self._rebuilds,
+            }
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """A new lock of its own and a freshly built index (queries answer the same)."""
-        self.lock = threading.RLock()
-        self._overflow_limit = state["overflow_limit"]
-        self._features = state["features"]
-        self._version = state["version"]
-        self._revisions = state["revisions"]
-        self._rebuilds = state["rebuilds"]
-        self._tree = None
-        self._overflow_arrays = None
-        self._filters = {}
-        self._overflow_version = 0
-        self._masks = 0
-        self._build_index()
+    def set_state(self, data: Any) -> None:
+        """Take back what ``get_state`` gave, checked (features made again through
+        ``Feature``, finite geometries, revisions of the features held); a freshly built
+        index (queries answer the same)."""
+        from runtime.snapshot import StateError, keys_of, list_of, record_of, whole
+
+        names = ("features", "version", "revisions", "overflow_limit", "rebuilds")
+        data = keys_of(data, names, "map")
+        version = whole(data["version"], "map.version")
+        features: dict[str, Feature] = {}
+        for i, item in enumerate(list_of(data["features"], "map.features")):
+            where = f"map.features[{i}]"
+            got = record_of(item, Feature, where)
+            if not isinstance(got.geometry, BaseGeometry):
+                raise StateError(f"{where}.geometry: not a geometry")
+            if not np.isfinite(shapely.get_coordinates(got.geometry)).all():
+                raise StateError(f"{where}.geometry: coordinates that are not finite")
+            feature = Feature(got.id, got.geometry, got.kind, got.tags, _thaw(got.props))
+            if feature.id in features:
+                raise StateError(f"{where}: a second feature {feature.id!r}")
+            features[feature.id] = feature
+        revisions: dict[str, int] = {}
+        for i, pair in enumerate(list_of(data["revisions"], "map.revisions")):
+            if not (type(pair) is list and len(pair) == 2 and pair[0] in features):
+                raise StateError(f"map.revisions[{i}]: not [feature id, revision]")
+            revisions[pair[0]] = whole(pair[1], f"map.revisions[{i}]", low=1, high=version)
+        if revisions.keys() != features.keys():
+            raise StateError("map.revisions: not one revision per feature")
+        with self.lock:
+            self._overflow_limit = whole(data["overflow_limit"], "map.overflow_limit", low=1)
+            self._features = features
+            self._version = version
+            self._revisions = revisions
+            self._rebuilds = whole(data["rebuilds"], "map.rebuilds")
+            self._tree = None
+            self._base, self._base_pos = [], {}
+            self._masked, self._overflow = set(), {}
+            self._overflow_arrays = None
+            self._corridors, self._windows, self._filters, self._lines = {}, {}, {}, {}
+            self._overflow_version = 0
+            self._masks = 0
+            self._build_index()
 
     # -- changes ---------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from runtime.errors import SettingError
 
@@ -30,6 +30,8 @@ class Clock(Protocol):
 
 class SimClock:
     """Simulated time: starts at ``start`` and moves only by ``sleep_until``/``advance``."""
+
+    _state_types: ClassVar[dict[str, Any]] = {"_now": float}
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = float(start)

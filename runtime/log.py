@@ -14,7 +14,8 @@ With ``retention`` set, the oldest events are dropped in chunks once the log
 holds more than ``retention * 1.25`` events, down to ``retention``; every drop is
 counted in ``dropped`` and logged, never silent.
 
-A log pickles (for checkpoints) without its lock and its listeners.
+A log's state (for a checkpoint: ``get_state``) is its events, without its lock and its
+listeners.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import structlog
 
 from runtime.clock import Clock
 from runtime.errors import SettingError
 from runtime.freeze import FreezeError, freeze
-from runtime.source import PicklableSource
 
 _log = structlog.get_logger(__name__)
 
@@ -77,11 +78,9 @@ class _KindIndex:
         return (seqs[j] for j in range(hi - 1, lo - 1, -1))
 
 
-class EventLog(PicklableSource):
+class EventLog:
     """Append-only, time-ordered events with windowed queries and optional retention;
-    pickles without the lock, the listeners and the tag-set cache (``runtime.source``)."""
-
-    _derived = ("_tagsets",)
+    its state is its events (``get_state``/``set_state``)."""
 
     def __init__(
         self,
@@ -108,9 +107,63 @@ class EventLog(PicklableSource):
         self._tagsets: dict[frozenset[str], frozenset[str]] = {}
         self._listeners: tuple[Callable[[Event], None], ...] = ()
 
-    def _rebuild(self) -> None:
-        self._listeners = ()
-        self._tagsets = {}
+    def get_state(self) -> dict[str, Any]:
+        """The log's state as plain data (for a checkpoint): the held events, how many were
+        dropped, the last stamp and the order its kinds were first logged in."""
+        with self.lock:
+            return {
+                "dropped": self._dropped,
+                "last_stamp": self._last_stamp,
+                "stamps": np.frombuffer(self._stamps, dtype=np.float64).copy(),
+                "kinds": list(self._kinds),
+                "tags": [sorted(t) for t in self._tags],
+                "data": list(self._data),
+                "kind_order": list(self._by_kind),
+            }
+
+    def set_state(self, data: Any) -> None:
+        """Take back what ``get_state`` gave, checked (stamps finite and in order, kinds and
+        tags strings, data frozen); the per-kind index is built again."""
+        from runtime.snapshot import StateError, keys_of, list_of, number, whole
+
+        names = ("dropped", "last_stamp", "stamps", "kinds", "tags", "data", "kind_order")
+        data = keys_of(data, names, "log")
+        stamps = data["stamps"]
+        if not (isinstance(stamps, np.ndarray) and stamps.dtype == np.float64 and stamps.ndim == 1):
+            raise StateError("log.stamps: expected a one-dimensional float64 array")
+        kinds, tags, values = (list_of(data[k], f"log.{k}") for k in ("kinds", "tags", "data"))
+        if not len(stamps) == len(kinds) == len(tags) == len(values):
+            raise StateError("log: its columns differ in length")
+        if not np.isfinite(stamps).all() or (len(stamps) > 1 and (np.diff(stamps) < 0).any()):
+            raise StateError("log.stamps: not finite, or not in order")
+        last = number(data["last_stamp"], "log.last_stamp", finite=False)
+        if last != (stamps[-1] if len(stamps) else -math.inf):
+            raise StateError("log.last_stamp: not the last event's stamp")
+        dropped = whole(data["dropped"], "log.dropped")
+        order = list_of(data["kind_order"], "log.kind_order")
+        if len(set(map(str, order))) != len(order) or set(order) != set(kinds):
+            raise StateError("log.kind_order: not the held events' kinds")
+        held_tags = []
+        frozen_data = []
+        for i, (kind, tag_list, value) in enumerate(zip(kinds, tags, values, strict=True)):
+            if type(kind) is not str or not kind:
+                raise StateError(f"log.kinds[{i}]: not a kind")
+            held_tags.append(_strings(list_of(tag_list, f"log.tags[{i}]"), "tags"))
+            frozen_data.append(freeze(value))
+        by_kind = {kind: _KindIndex(kind) for kind in order}
+        for i, kind in enumerate(kinds):
+            index = by_kind[kind]
+            index.stamps.append(float(stamps[i]))
+            index.seqs.append(dropped + 1 + i)
+        with self.lock:
+            self._dropped = dropped
+            self._last_stamp = last
+            self._stamps = array("d", stamps.tolist())
+            self._kinds = [by_kind[k].kind for k in kinds]
+            self._tagsets = {}
+            self._tags = [self._shared_tags(t) for t in held_tags]
+            self._data = frozen_data
+            self._by_kind = by_kind
 
     @property
     def seq(self) -> int:

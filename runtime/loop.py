@@ -42,7 +42,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import structlog
@@ -228,17 +228,15 @@ class TickLoop:
             self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
         )
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the long-term memory (an open database): whoever restores the
-        loop gives it one again; and the runners' context, made again."""
-        state = self.__dict__.copy()
-        state["long_term"] = None
-        del state["_context"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._context = self._loop_context()
+    _derived = ("_context", "rate_hz", "period")
+    """Made from the loop's settings: a checkpoint does not hold them."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "tick": int,
+        "_start": float | None,
+        "_slot": int,
+        "_counters": _Counters,
+        "_capacity_alarm": bool,
+    }
 
     def run(self, ticks: int) -> TickStats:
         """Run ``ticks`` ticks and return the statistics so far."""

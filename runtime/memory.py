@@ -24,7 +24,7 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import structlog
 
@@ -167,6 +167,12 @@ class EvictionPolicy(Protocol):
 class _HeapPolicy:
     """A min-heap over a rank, with lazy invalidation: O(log n) per eviction."""
 
+    _state_types: ClassVar[dict[str, Any]] = {
+        "_heap": list[tuple[float, float, str]],
+        "_live": dict[str, tuple[float, float, str]],
+        "_arrivals": int,
+    }
+
     name = "heap"
 
     def __init__(self) -> None:
@@ -230,6 +236,33 @@ class FifoEviction(_HeapPolicy):
 class WorkingMemory:
     """A capacity-bounded map of key → ``WorkItem`` that forgets by policy."""
 
+    _derived = ("capacity", "pinned")  # settings: the run is rebuilt with them
+    _state_types: ClassVar[dict[str, Any]] = {
+        "_items": dict[str, WorkItem],
+        "_pinned_keys": set[str],
+        "evictions": deque[Eviction],
+        "evicted_total": int,
+        "capacity_alarm": bool,
+        "capacity_alarms": int,
+        "_version": int,
+        "_policy_behind": list[str] | None,
+    }
+
+    def check_state(self) -> None:
+        """After a checkpoint gave memory its state: each item under its own key, with an
+        importance in [0, 1]; pinned keys and the policy's keys among the items."""
+        from runtime.snapshot import StateError
+
+        for key, item in self._items.items():
+            if item.key != key or not 0.0 <= item.importance <= 1.0:
+                raise StateError(f"memory._items[{key!r}]: not an item of that key in [0, 1]")
+        if not self._pinned_keys <= self._items.keys():
+            raise StateError("memory._pinned_keys: keys memory does not hold")
+        live = getattr(self.policy, "_live", {})
+        behind = set(self._policy_behind or ())
+        if not set(live) <= self._items.keys() | behind:
+            raise StateError("memory.policy: keys memory does not hold")
+
     def __init__(
         self,
         capacity: int = 64,
@@ -252,16 +285,6 @@ class WorkingMemory:
         self._version = 0
         # Keys the policy still holds from before ``settle`` bypassed it (None: in step).
         self._policy_behind: list[str] | None = None
-        self._log = structlog.get_logger("tickwork.memory")
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the logger."""
-        state = self.__dict__.copy()
-        del state["_log"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._log = structlog.get_logger("tickwork.memory")
 
     def __len__(self) -> int:

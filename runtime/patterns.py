@@ -80,6 +80,8 @@ def specificity(pattern: str) -> tuple[int, int]:
 class PatternSet:
     """Many patterns, matched at once. Empty means: matches nothing."""
 
+    _derived = ("*",)  # made from its patterns, a setting: a checkpoint holds none of it
+
     __slots__ = ("_exact", "_patterns", "_regex")
 
     def __init__(self, patterns: Iterable[str]) -> None:

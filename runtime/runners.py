@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from runtime.cabin import Cabin, CabinFailure, Outbox, decide
 
@@ -123,6 +123,8 @@ class SyncRunner:
         self.cabin = cabin
         self._decided: Outbox | CabinFailure | None = None  # from decide to collect
 
+    _state_types: ClassVar[dict[str, Any]] = {"_decided": None}  # none between ticks
+
     def decide(self, decisions: TickDecisions) -> None:
         name = self.cabin.name
         view = decisions.show(name)
@@ -175,6 +177,8 @@ class AtOnceRunner:
         self.cabin = cabin
         self.pending = pending
         self._back: Returned | None = None  # from decide to collect
+
+    _state_types: ClassVar[dict[str, Any]] = {"_back": None}  # none between ticks
 
     def decide(self, decisions: TickDecisions) -> None:
         name = self.cabin.name

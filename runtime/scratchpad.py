@@ -24,7 +24,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import structlog
@@ -118,6 +118,13 @@ class PadEntry:
 
 class Scratchpad:
     """Task-scoped key -> note storage of one cabin (a source, owned by the runtime)."""
+
+    _state_types: ClassVar[dict[str, Any]] = {
+        "_notes": dict[str, Note],
+        "_task": str | None,
+        "_log": deque[PadEntry],
+        "version": int,
+    }
 
     def __init__(
         self, *, task: str | None = None, history: int = 10_000, lock: threading.RLock | None = None

@@ -25,6 +25,7 @@ class Course:
     """The route being followed (see the module docstring)."""
 
     __slots__ = ("_off_route", "_progress", "_route", "_track")
+    _derived = ("_track",)  # made again from the route when next asked for
 
     def __init__(self) -> None:
         self._route: tuple[Point2, ...] | None = None

@@ -14,8 +14,8 @@ The spots of the planner's scope are read once, when it is built; spots learned 
 the run are added to them. When it routes, a spot the shortest route passes is treated
 as expensive, not as forbidden (people move): the route that keeps clear of every
 remembered spot is taken when there is one at most ``memory_detour`` times as long;
-otherwise the shortest. A pickled ``BlockedSpots`` keeps its spots and opens its memory
-file again when it is unpickled, to remember new ones.
+otherwise the shortest. A checkpoint keeps the spots (recalled and learned), not the
+memory: a resumed planner remembers new ones in the memory file the run is resumed with.
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
-from runtime.agent.duplicates import NearDuplicate
-from runtime.agent.forgetting import Retention
-from runtime.agent.memory import Embedder, LongTermMemory, MemoryRecord
+from runtime.agent.memory import LongTermMemory, MemoryRecord
 from runtime.agent.plan import ReplanTrigger
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
@@ -111,34 +109,14 @@ def blocked_subject(kind: str, cell: tuple[float, float]) -> str:
     return f"blocked_spot:{kind}@{cell[0]:g},{cell[1]:g}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Reopen:
-    """What a pickled planner needs to open its long-term memory file again."""
-
-    path: str
-    embed: Embedder
-    duplicates: NearDuplicate
-    retention: Retention
-
-    @classmethod
-    def of(cls, memory: LongTermMemory) -> _Reopen:
-        return cls(memory.path, memory.embed, memory.duplicates, memory.retention)
-
-    def open(self) -> LongTermMemory | None:
-        if self.path == ":memory:":  # an in-memory database is gone with its process
-            _log.warning("planner.long_term_not_reopened", path=self.path)
-            return None
-        return LongTermMemory(
-            self.path, embed=self.embed, duplicates=self.duplicates, retention=self.retention
-        )
-
-
 class BlockedSpots:
     """The blocked spots known, and the long-term memory they are kept in (see the
     module docstring). Of the settings, ``memory_cell`` is the side (m) of the square a
     spot is remembered by, ``memory_radius`` (m) how far round a learned spot a route
     keeps clear, ``memory_detour`` the longest route clear of the spots that is taken, as
     a multiple of the shortest."""
+
+    _derived = ("_long_term",)  # the memory file: the program that resumes gives it
 
     def __init__(
         self,
@@ -171,19 +149,6 @@ class BlockedSpots:
     def spots(self) -> tuple[BlockedSpot, ...]:
         """The spots known: remembered from earlier runs, then learned in this one."""
         return tuple(self._spots.values())
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        memory = state.pop("_long_term")
-        state["_long_term_reopen"] = None if memory is None else _Reopen.of(memory)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        reopen: _Reopen | None = state.pop("_long_term_reopen")
-        self.__dict__.update(state)
-        # The spots were read when the run started and travel in the state; the file is
-        # opened again only to remember new ones.
-        self._long_term = None if reopen is None else reopen.open()
 
     def _recall(self, records: Iterable[MemoryRecord]) -> None:
         for record in records:

@@ -37,6 +37,9 @@ class Layout:
     """What the planner knows of the floor (see the module docstring); ``clearance`` and
     ``resolution`` (m) are the route planner's."""
 
+    _derived = ("_router",)
+    """Built again from the layout when first asked for (a checkpoint holds no planner)."""
+
     def __init__(self, settings: PlannerSettings) -> None:
         self._settings = settings
         self._shelves: dict[str, BaseGeometry] = {}
@@ -136,7 +139,7 @@ class Layout:
         if self._bounds is None:
             return None
         key = (self._bounds, self._radius, self._version)
-        if key != self._router_key:
+        if key != self._router_key or self._router is None:
             try:
                 problem = RoutingProblem(
                     bounds=self._bounds,

@@ -62,15 +62,6 @@ class Solids:
             object.__setattr__(self, "_boxes", boxes)
         return boxes
 
-    def __getstate__(self) -> tuple[npt.NDArray[np.object_], tuple[str, ...]]:
-        return self.shapes, self.names  # the boxes are derived: made again on first use
-
-    def __setstate__(self, state: tuple[npt.NDArray[np.object_], tuple[str, ...]]) -> None:
-        object.__setattr__(self, "shapes", state[0])
-        object.__setattr__(self, "names", state[1])
-        object.__setattr__(self, "_boxes", None)
-        self.__post_init__()
-
     @classmethod
     def of(
         cls,
@@ -209,7 +200,7 @@ def walls_of(bounds: Bounds | None) -> tuple[tuple[str, BaseGeometry], ...]:
 class Walls:
     """The walls of a ``world:bounds`` value (``walls_of``), made again only when the
     value is another object: a cabin that needs them every tick makes them once per
-    write. Holds plain data, so a cabin pickles with it."""
+    write. Holds plain data, so a checkpoint holds it."""
 
     __slots__ = ("_value", "_walls")
 

@@ -156,7 +156,7 @@ class LastRead(Generic[_R]):
     """What a cabin last read from some board values, read again only when one of them is
     another object. A board value is frozen, so the same object holds the same value: a
     cabin that reads the robot's limits every tick parses them once per write. Holds
-    plain data (the values and what was read), so a cabin pickles with it."""
+    plain data (the values and what was read), so a checkpoint holds it."""
 
     __slots__ = ("_read", "_sources")
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 
@@ -58,6 +58,20 @@ Written = Callable[[MemoryWrite, Remembered], None]
 
 class MemoryWriter:
     """Queues long-term writes and applies them between ticks (see the module docstring)."""
+
+    _derived = ("memory", "on_written", "_thread", "_writer_memory")
+    """What a checkpoint does not hold: the memory file and the callback (the program
+    that resumes gives them), and a background thread (a checkpointed run has none)."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "journal": bool,
+        "batch": int,
+        "queued": int,
+        "written": int,
+        "_queue": deque[tuple[int, MemoryWrite]],
+        "_mine": dict[int, MemoryWrite],
+        "_tickets": int,
+        "closed": bool,
+    }
 
     def __init__(
         self,
@@ -231,42 +245,6 @@ class MemoryWriter:
                 self.flush()
             except Exception as exc:  # a broken file must not kill the writer silently
                 _log.error("memory_writer_failed", error_type=type(exc).__name__, error=str(exc))
-
-    # -- pickling -------------------------------------------------------------------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        if self._thread is not None:
-            raise SettingError("stop the background writer before pickling it")
-        with self._lock:
-            return {
-                "on_written": self.on_written,
-                "journal": self.journal,
-                "batch": self.batch,
-                "queued": self.queued,
-                "written": self.written,
-                "queue": list(self._queue),
-                "mine": dict(self._mine),
-                "tickets": self._tickets,
-                "closed": self.closed,
-            }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.memory = None
-        self.on_written = state["on_written"]
-        self.journal = state["journal"]
-        self.batch = state["batch"]
-        self.queued = state["queued"]
-        self.written = state["written"]
-        self._queue = deque(state["queue"])
-        self._mine = state["mine"]
-        self._tickets = state["tickets"]
-        self.closed = state["closed"]
-        self._lock = threading.Lock()
-        self._flushing = threading.RLock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = None
-        self._writer_memory = None
 
     def attach(self, memory: LongTermMemory | None) -> None:
         """Give a restored writer its memory again."""

@@ -16,7 +16,7 @@ change of memory's pinned patterns start the carried state afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.carried import Carried
 from runtime.assembly.eviction import log_evictions
@@ -58,10 +58,9 @@ class DeltaPath:
         self.first_offered = first_offered
         self.carried: Carried | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["carried"] = None  # the delta path starts afresh
-        return state
+    _derived = ("carried",)
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
+    """A checkpoint holds none of what the path carries: a resumed one starts afresh."""
 
     def stop(self) -> None:
         """Drop what the path carries (the from-scratch path freezes next)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from math import inf
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from runtime.log import Event, EventLog
@@ -36,10 +36,9 @@ class EventWindows:
         self.log = log
         self._windows: dict[tuple[Any, ...], Window] = {}
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_windows"] = {}  # rebuilt from the log
-        return state
+    _derived = ("_windows",)
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
+    """A checkpoint holds no answers: a resumed run asks the log again."""
 
     def recent(self, spec: ContextSpec, now: float) -> tuple[Event, ...]:
         """The spec's event window at ``now``, carried on from the last tick's answer. A new

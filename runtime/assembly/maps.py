@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import compress
 from math import floor, isfinite
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.specs import relevant
 from runtime.position import read_route, read_xy
@@ -70,6 +70,7 @@ class FirstOffered:
     """
 
     __slots__ = ("_times",)
+    _state_types: ClassVar[dict[str, Any]] = {"_times": dict[str, tuple[int, float]]}
 
     def __init__(self) -> None:
         self._times: FirstTimes = {}
@@ -99,6 +100,8 @@ class FirstOffered:
 
 class MapWindows:
     """Each spec's window and corridor, queried afresh (the from-scratch path)."""
+
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
 
     def __init__(self, sources: Sources, compiled: CompiledSpecs) -> None:
         self.sources = sources

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.assembly.eviction import debugging, let_go, log_evictions
 from runtime.assembly.freezing import (
@@ -119,6 +119,8 @@ class _Offers:
 
 class FromScratch:
     """Freezes a working set from everything the specs offer now."""
+
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
 
     def __init__(
         self,

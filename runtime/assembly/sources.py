@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runtime.errors import SettingError
 from runtime.freeze import FrozenDict
@@ -69,10 +69,9 @@ class Sources:
         self._keys_of: dict[str, tuple[str, ...]] = {}  # pattern -> board keys, while
         self._keys_version = -1  # the board's key set is unchanged
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_keys_of"], state["_keys_version"] = {}, -1  # rebuilt from the board
-        return state
+    _derived = ("_keys_of", "_keys_version")
+    _state_types: ClassVar[dict[str, Any]] = {}  # its parts check theirs; nothing plain
+    """Rebuilt from the board: a checkpoint holds no answers."""
 
     def versions(self) -> Versions:
         """The sources' versions now: the board's seq, the map's version, the log's seq."""

@@ -97,15 +97,8 @@ class CompiledSpecs:
             for name, spec in self.by_name.items()
         }
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for derived in ("names", "weighers", "map_vias", "requires", "map_filters"):
-            del state[derived]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._derive()
+    _derived = ("*",)
+    """All of it is compiled from the specs: a checkpoint holds none of it."""
 
 
 def shared_windows(specs: Iterable[ContextSpec]) -> dict[str, SharedWindow]:

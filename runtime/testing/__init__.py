@@ -8,6 +8,12 @@ all; ``evicted=`` makes the view lose items to capacity as if memory were full
 ``evicted``, the capacity alarm raised) without crafting a crowded world.
 ``run_step`` also runs the cabin on it and returns its outbox.
 
+``round_trip_state(cabin, fresh)`` takes what a cabin (or any component with
+``get_state()``/``set_state(data)``) keeps through the checkpoint codec, as a checkpoint
+would: written as data, through JSON, read back checked, and given to ``fresh``, a new
+one built the way the run builds it; it returns ``fresh``. A test of a user cabin that
+keeps state uses it to show the cabin goes on as if it had never stopped.
+
 ``ManualExecutor`` is a ``runtime.asynchronous.DecisionExecutor`` for tests of
 asynchronous cabins: a decision is made when the test calls ``finish(cabin)``, so a test
 decides exactly which apply phase it comes back by, without threads or sleeps.
@@ -33,6 +39,32 @@ from runtime.pack import CabinView, MissingReason, WorkingSet
 from runtime.patterns import matches
 from runtime.scratchpad import Scratchpad, memory_key
 from runtime.spec import ContextSpec
+
+
+def round_trip_state(
+    component: Any, fresh: Any, *, records: Mapping[str, type] | None = None
+) -> Any:
+    """``fresh`` given ``component``'s state through the checkpoint codec (see the module
+    docstring); ``records`` is the table of plain-data classes the state may hold (default:
+    the runtime's readings, events, features and memory items)."""
+    import json
+
+    from runtime.snapshot import StateCodec, restore, state_classes
+
+    table = dict(records) if records is not None else state_classes(_RUNTIME_RECORDS())
+    writer = StateCodec(table)
+    tree = json.loads(json.dumps(writer.dump(component), allow_nan=False))
+    restore(fresh, tree, StateCodec(table), list(writer.blobs))
+    return fresh
+
+
+def _RUNTIME_RECORDS() -> list[type]:
+    from runtime.board import Reading
+    from runtime.log import Event
+    from runtime.memory import Eviction, WorkItem
+    from runtime.scratchpad import Note, PadEntry
+
+    return [Reading, Event, Feature, WorkItem, Eviction, Note, PadEntry]
 
 
 class Stale:

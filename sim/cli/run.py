@@ -143,7 +143,8 @@ def register(sub: Any) -> None:
         "--resume",
         metavar="CKPT",
         help="go on with the run a checkpoint holds, to the end the run would "
-        "have reached (its settings and recording come from the checkpoint; "
+        "have reached (its settings and recording come from the checkpoint; give "
+        "the --cabin and --memory it was started with again; "
         "--ticks, --duration and --full set a new end, --checkpoint-every "
         "and --checkpoint a new cadence)",
     )
@@ -353,6 +354,8 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         overrun = getattr(runtime, OVERRUN_POLICIES[args.overrun])()
     scenario = load_world(args.scenario or "warehouse")
     extra = [load_cabin(text, llm=_llm_endpoint(args)) for text in args.cabin]
+    if args.checkpoint_every is not None:
+        _check_checkpointable(extra, args.cabin)
     specs = None
     if args.specs:
         from runtime import load_specs
@@ -450,10 +453,13 @@ def _llm_endpoint(args: argparse.Namespace) -> Any:
 
 
 def _resumed_run(args: argparse.Namespace) -> Any:
-    """The checkpoint named by ``--resume``, loaded and ready to go on."""
-    import os
+    """The checkpoint named by ``--resume``, loaded and ready to go on: the run is rebuilt
+    from the inputs the checkpoint holds, with the user cabins (``--cabin``) and the
+    long-term memory (``--memory``) the person resuming names again."""
+    import sqlite3
 
     from runtime.errors import TickworkError
+    from sim.cli.inputs import load_cabin
     from sim.run.checkpoint import read_info, resume
 
     fixed = {
@@ -465,13 +471,10 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         "--faults": args.faults,
         "--record": args.record,
         "--fault": args.fault or None,
-        "--memory": args.memory,
         "--realtime": args.realtime or None,
         "--live": args.live or None,
         "--port": args.port,
         "--overrun": args.overrun,
-        "--llm-base-url": args.llm_base_url,
-        "--llm-model": args.llm_model,
     }
     given = [name for name, value in fixed.items() if value is not None]
     if given:
@@ -483,10 +486,8 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         info = read_info(args.resume)
         ticks = args.ticks
         if args.duration is not None:
-            ticks = max(1, round(args.duration * float(info.run["rate_hz"])))
+            ticks = max(1, round(args.duration * info.run["rate_hz"]))
         _check_resumed_cabins(args.resume, info.plan.cabins, args.cabin)
-        if info.plan.cabins and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())  # where --cabin modules were imported from
         checkpoint = args.checkpoint
         if checkpoint is not None and args.checkpoint_every is None and info.plan.every is None:
             raise InputError(
@@ -502,27 +503,45 @@ def _resumed_run(args: argparse.Namespace) -> Any:
                 ("the resumed run's recording", info.plan.record),
                 ("--report", args.report),
                 ("--checkpoint", target),
-            ]
+                ("--memory", args.memory),
+            ],
+            inputs=[(f"--cabin {text}", text.partition("@")[2]) for text in args.cabin],
         )
         check_outputs([("--report", args.report)], inputs=[("--resume", args.resume)])
+        extra = [load_cabin(text, llm=_llm_endpoint(args)) for text in args.cabin]
         return resume(
             args.resume,
             ticks=ticks,
             until_done=False if args.full else None,
             every=args.checkpoint_every,
             checkpoint=checkpoint,
-            cabin_modules={text.partition(":")[0] for text in args.cabin},
+            extra=extra,
+            long_term=args.memory,
         )
     except TickworkError:
         raise
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{args.resume}: a checkpoint with bad run settings ({exc})") from None
+    except sqlite3.Error as exc:
+        raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
+
+
+def _check_checkpointable(extra: Sequence[Any], texts: Sequence[str]) -> None:
+    """Refuse, before anything is written, to checkpoint a run with a user cabin whose
+    class does not say what it keeps (``get_state`` and ``set_state``)."""
+    from sim.run.runstate import keeps_no_state
+
+    lacking = [text for cabin, text in zip(extra, texts, strict=True) if keeps_no_state(cabin)]
+    if lacking:
+        raise InputError(
+            f"--checkpoint-every: the cabin(s) {', '.join(lacking)} have no get_state() and "
+            "set_state(data), so a checkpoint cannot hold what they keep and a resumed run "
+            "would differ; give the class both (see the README's 'Checkpoints and user "
+            "cabins'), or run without checkpoints"
+        )
 
 
 def _check_resumed_cabins(path: str, recorded: Sequence[str], given: Sequence[str]) -> None:
-    """A checkpoint's user cabins are rebuilt only from modules the person resuming names
-    again (``--cabin``, as the run was started): a checkpoint runs no code of its own
-    choosing."""
+    """A checkpoint's user cabins are built only from modules the person resuming names
+    again (``--cabin``, as the run was started): a checkpoint names no code to run."""
     if list(recorded) == list(given):
         return
     if not recorded:

@@ -12,7 +12,7 @@ ends is logged as a ``fault`` event.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from runtime import (
     Cabin,
@@ -26,7 +26,16 @@ from runtime import (
 )
 from runtime.errors import TickworkError
 from runtime.patterns import matches
+from runtime.snapshot import StateError
 from sim.faults.model import Fault, FaultPlan
+
+
+def _features(value: Any, where: str) -> None:
+    """Features taken off the map: id → a ``Feature`` of that id."""
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(f, Feature) and f.id == k for k, f in value.items()
+    ):
+        raise StateError(f"{where}: not features by id")
 
 
 class InjectedCrash(TickworkError, RuntimeError):
@@ -39,6 +48,8 @@ def _hit(key: str, patterns: list[str]) -> bool:
 
 class GatedBoard:
     """The board as the world's sensors see it: writes to frozen keys are dropped."""
+
+    _state_types: ClassVar[dict[str, Any]] = {"frozen": list[str], "dropped": int}
 
     def __init__(self, board: StateBoard) -> None:
         self.board = board
@@ -61,6 +72,8 @@ class GatedBoard:
 class GatedMap:
     """The map as the world's sensors see it: hidden features are not added."""
 
+    _state_types: ClassVar[dict[str, Any]] = {"hidden": list[str]}
+
     def __init__(self, cabin_map: CabinMap) -> None:
         self.cabin_map = cabin_map
         self.hidden: list[str] = []
@@ -78,6 +91,13 @@ class GatedMap:
 class FaultyCabin(CabinWrapper):
     """A cabin under a fault plan: it may crash, and its lost events are dropped. All else
     is the wrapped cabin's (``CabinWrapper``)."""
+
+    _derived = ("plan",)  # the run's input
+    _state_types: ClassVar[dict[str, Any]] = {
+        "lost_events": int,
+        "_last_tick": int | None,
+        "_crashed": bool,
+    }
 
     def __init__(self, inner: Cabin, plan: FaultPlan) -> None:
         super().__init__(inner)
@@ -113,6 +133,12 @@ class FaultyCabin(CabinWrapper):
 
 class FaultInjector:
     """Applies a fault plan to one simulation, tick by tick."""
+
+    _derived = ("plan",)  # the run's input
+    _state_types: ClassVar[dict[str, Any]] = {
+        "_taken": _features,
+        "applied": list[tuple[int, str, str]],
+    }
 
     def __init__(
         self, plan: FaultPlan, *, board: StateBoard, cabin_map: CabinMap, log: EventLog

@@ -251,6 +251,8 @@ def _problems(exc: ValidationError, *, prefix: str) -> str:
 class FaultPlan:
     """The faults of one run, asked tick by tick."""
 
+    _derived = ("*",)  # the run's input: a checkpoint holds its faults as data of their own
+
     def __init__(self, faults: Iterable[Fault] = ()) -> None:
         self.faults: tuple[Fault, ...] = tuple(faults)
 

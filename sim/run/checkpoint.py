@@ -1,58 +1,87 @@
-"""Checkpoints: the whole state of a simulated run in one file, so a killed run can go on.
+"""Checkpoints: the state of a simulated run as data in one file, so a killed run can go on.
 
-A checkpoint holds the ``Simulation`` pickled whole (board, map, log, working
-memory, the world with its random generator, the clock, the loop's counters, the
-cabins' private state, the asynchronous decisions in flight with the generator of their
-simulated latencies, the fault plan and injector, the summary's tallies and the
-board-write digest), pickled as one graph so that objects shared between them
-(the generator of the world, the clock, the lock of the sources) stay shared,
-and the ``RunPlan``: how far the run goes, whether it stops once the deliveries
-are done, where it records and checkpoints. A run resumed from a checkpoint ends
-in exactly the state the uninterrupted run ends in.
+A checkpoint is data and never code. It holds:
 
-File format (``FORMAT`` 1): the line ``tickwork-checkpoint``, one line of JSON
-(the header: format, tickwork version, tick, plan, the run's settings and the
-payload's length and sha256), then the pickle. ``read_info`` reads the header
-only; ``load`` checks the version and the checksum before unpickling, so another
-version's checkpoint, a file cut short and garbage each get a ``CheckpointError``
-saying which. A checkpoint is a pickle: load only checkpoints you wrote.
+- the run's *inputs*: the scenario (its validated fields, as JSON), the cabins' specs,
+  the faults, the seed, the rate and working memory's capacity, whether the run kept a
+  long-term memory, and the ``--cabin`` arguments of its user cabins;
+- the run's *state* (``sim.run.runstate``): each component's own state as plain values,
+  numpy arrays of numbers, WKB geometries and records of a fixed table of plain-data
+  kinds (``runtime.snapshot``): the board, map, log, working memory, the assembler's
+  first-offered times, the clock, the loop's counters and the decisions in flight, the
+  world and its generators' states, the fault injector, the summary's tallies and the
+  board-write digest, and each cabin's private state;
+- the ``RunPlan``: how far the run goes, whether it stops once the deliveries are done,
+  where it records and checkpoints.
+
+``load`` rebuilds the simulation the way a new run is built, from the inputs (the scenario
+and specs validated as if read from their files, the faults by their grammar's model),
+then gives every component its state back with ``set_state``. Nothing in the file names a
+module, a class, a function or a path that is imported or opened: user cabins are built
+from the modules the person resuming names again (``--cabin``, checked against the
+arguments and the specs the file holds), and a run that kept a long-term memory resumes
+only with the memory file they name (``--memory``). A user cabin that keeps state says
+so with ``get_state()`` and ``set_state(data)``; a run with a user cabin that has not
+both cannot be checkpointed (``CheckpointError`` when it starts, before anything is
+written), so a resumed run never silently differs from the one that was saved.
+
+File format (``FORMAT`` 9): the line ``tickwork-checkpoint``, one line of JSON (the
+header: format, tickwork version, tick, time, plan, the run's settings, the body's
+length and sha256, and the header's own sha256), then the body: zlib-compressed, an
+8-byte big-endian length, that many bytes of JSON (``{"inputs", "state", "blobs"}``, the
+blobs' lengths) and the blobs. ``read_info`` reads and checks the header only; ``load``
+checks the version and the checksum, then every value it reads, so another version's
+checkpoint, a file cut short, garbage and a crafted file each get a ``CheckpointError``
+saying which. The checksums find damage, not forgery: a forged file is only data, and
+the checks on every value hold against it.
 
 ``save`` writes atomically: a temporary file in the target's folder, flushed and
 fsynced, renamed over the target, then the folder fsynced; a failed write leaves
 the previous checkpoint as it was. A recorded run's recording is flushed and
 fsynced before its checkpoint is written, so the recording holds every tick
 before the checkpoint's; ``resume`` starts a new recording at the same path with
-those ticks' messages and records the rest of the run after them.
+those ticks' messages and records the rest of the run after them (only a recording of
+the same run, by its run id, is continued).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import io
 import json
+import math
 import os
+import struct
 import sys
-from collections.abc import Iterable
+import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from runtime.errors import SettingError, TickworkError
 from runtime.files import atomic_output, fsync_folder, open_binary
-from sim.run.state_pickle import StatePickler, StateUnpickler
+from runtime.snapshot import StateError
+from sim.world.limits import MAX_RATE_HZ, MIN_RATE_HZ
 
 if TYPE_CHECKING:
+    from runtime.agent.memory import LongTermMemory
     from runtime.recording.writer import Recorder
-    from sim.run.harness import Simulation
+    from sim.run.harness import ExtraCabin, Simulation
 
 MAGIC = b"tickwork-checkpoint\n"
-FORMAT = 8  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
+FORMAT = 9  # 2: caches and long-term memory moved; 3: stop requests, chosen reactions;
 # 4: the layout of issue 11 (modules moved, board values typed in cabins.values);
 # 5: asynchronous decisions in flight (the loop's executor and its jobs);
 # 6: the header carries a checksum of its own; 7: the cabins redesign (cabins as
 # packages, the warehouse contract in cabins.warehouse, settings objects); 8: the
-# summary's liveness tallies and the world's battery record (issue 29)
+# summary's liveness tallies and the world's battery record (issue 29); 9: data, not a
+# pickle: the run's inputs and each component's state as plain values (issue 30)
 _HEADER_LIMIT = 1 << 20
+MAX_BODY = 1 << 30
+"""The largest body, compressed or not, a checkpoint may have (a real run's is < 1 MiB)."""
 
 
 class CheckpointError(TickworkError):
@@ -66,7 +95,7 @@ class RunPlan:
     ``ticks`` is the tick the run ends at (counted from the start of the run, not of
     the resumption); ``record`` the recording's path; ``every`` and ``path`` the
     checkpoint cadence and file; ``cabins`` the ``--cabin`` arguments of the run
-    (their modules must be importable to load the checkpoint).
+    (the person resuming names them again).
     """
 
     ticks: int
@@ -88,9 +117,60 @@ class RunPlan:
         object.__setattr__(self, "cabins", tuple(self.cabins))
 
 
+class _Plan(BaseModel):
+    """A header's plan, checked (strict types: a tick of 40.5 is refused, not truncated)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    ticks: int = Field(ge=0, le=1 << 62)
+    until_done: bool
+    record: str | None = Field(default=None, max_length=4096)
+    every: int | None = Field(default=None, ge=1, le=1 << 62)
+    path: str | None = Field(default=None, max_length=4096)
+    cabins: list[str] = Field(default_factory=list, max_length=256)
+
+
+class _Run(BaseModel):
+    """A header's settings of the run, checked."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    run_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    scenario: str = Field(max_length=4096)
+    seed: int = Field(ge=0, le=(1 << 128) - 1)
+    rate_hz: float = Field(ge=MIN_RATE_HZ, le=MAX_RATE_HZ, allow_inf_nan=False)
+    capacity: int = Field(ge=1, le=1 << 31)
+    faults: list[str] = Field(max_length=10_000)
+    cabins: list[str] = Field(max_length=256)
+
+    @field_validator("rate_hz", mode="before")
+    @classmethod
+    def _whole_rates_are_rates(cls, value: Any) -> Any:
+        return float(value) if type(value) is int else value
+
+
+class _Header(BaseModel):
+    """A checkpoint's header, checked field by field."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    format: int
+    tickwork_version: str = Field(max_length=200)
+    python: str = Field(max_length=50)
+    tick: int = Field(ge=0, le=1 << 62)
+    time: float = Field(ge=0, le=1e9, allow_inf_nan=False)
+    plan: _Plan
+    run: _Run
+    body_bytes: int = Field(ge=0, le=MAX_BODY)
+    body_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    header_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    @field_validator("time", mode="before")
+    @classmethod
+    def _whole_times_are_times(cls, value: Any) -> Any:
+        return float(value) if type(value) is int else value
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointInfo:
-    """A checkpoint's header: what it holds, without unpickling it."""
+    """A checkpoint's header: what it holds, read without its body."""
 
     path: str
     tick: int
@@ -127,7 +207,9 @@ class Checkpoint:
         )
 
 
+@functools.cache
 def tickwork_version() -> str:
+    """The installed tickwork's version (asked once: the metadata lookup takes ~15 ms)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -152,6 +234,43 @@ def run_settings(sim: Simulation) -> dict[str, Any]:
     }
 
 
+def check_checkpointable(sim: Simulation) -> None:
+    """``CheckpointError`` unless every cabin of ``sim`` can be checkpointed: tickwork's
+    own, or a user cabin with both ``get_state()`` and ``set_state(data)``. Called when a
+    checkpointing run starts, before anything is written."""
+    from sim.run.runstate import unsaved_cabins
+
+    lacking = unsaved_cabins(sim)
+    if lacking:
+        raise CheckpointError(
+            f"cannot checkpoint this run: its cabin(s) {', '.join(lacking)} keep state a "
+            "checkpoint cannot hold: give the class get_state() and set_state(data) "
+            "(see the README's 'Checkpoints and user cabins'), or run without checkpoints"
+        )
+
+
+def encode(sim: Simulation) -> bytes:
+    """The body of ``sim``'s checkpoint: its inputs and state, compressed."""
+    from sim.run.runstate import capture_run, run_inputs
+
+    check_checkpointable(sim)
+    try:
+        state, blobs = capture_run(sim)
+        document = {
+            "inputs": run_inputs(sim),
+            "state": state,
+            "blobs": [len(b) for b in blobs],
+        }
+        text = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    except (StateError, ValueError, TypeError, RecursionError) as exc:
+        raise CheckpointError(
+            f"cannot checkpoint the run at tick {sim.loop.tick}: its state is not data "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
+    raw = struct.pack(">Q", len(text)) + text + b"".join(blobs)
+    return zlib.compress(raw, 1)
+
+
 def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> CheckpointInfo:
     """Write ``sim`` and ``plan`` to ``path`` (default: the plan's) atomically; its header.
 
@@ -162,18 +281,10 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
         raise SettingError("save needs a path, or a plan with one")
     target = Path(where)
     tick = sim.loop.tick
+    body = encode(sim)
     if sim.recorder is not None:
         sim.recorder.sync()
-    buffer = io.BytesIO()
-    try:
-        StatePickler(buffer).dump(sim)
-    except Exception as exc:
-        raise CheckpointError(
-            f"cannot checkpoint the run at tick {tick}: its state does not "
-            f"pickle ({type(exc).__name__}: {exc})"
-        ) from exc
-    payload = buffer.getbuffer()
-    header = {
+    header: dict[str, Any] = {
         "format": FORMAT,
         "tickwork_version": tickwork_version(),
         "python": ".".join(map(str, sys.version_info[:3])),
@@ -181,18 +292,19 @@ def save(sim: Simulation, plan: RunPlan, path: str | Path | None = None) -> Chec
         "time": sim.clock.now(),
         "plan": asdict(plan),
         "run": run_settings(sim),
-        "payload_bytes": len(payload),
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        "body_bytes": len(body),
+        "body_sha256": hashlib.sha256(body).hexdigest(),
     }
+    header["plan"]["cabins"] = list(plan.cabins)
     header["header_sha256"] = _header_digest(header)
-    head = MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n"
+    head = MAGIC + json.dumps(header, sort_keys=True, allow_nan=False).encode() + b"\n"
     try:
         with atomic_output(target, mode=0o600) as fh:
             fh.write(head)
-            fh.write(payload)
+            fh.write(body)
     except OSError as exc:
         raise CheckpointError(f"cannot write checkpoint {target}: {exc.strerror or exc}") from exc
-    return _info(str(target), header, len(head))
+    return _info(str(target), _Header.model_validate(header), len(head))
 
 
 class Checkpointer:
@@ -210,6 +322,7 @@ class Checkpointer:
     def start(self, sim: Simulation) -> None:
         """Checkpoint a run that has not run a tick yet, so that a run killed before its first
         ``every`` boundary can resume too (a run resumed from a checkpoint has one)."""
+        check_checkpointable(sim)
         if sim.loop.tick == 0 and self.plan.ticks > 0:
             self.last = save(sim, self.plan)
             self.written += 1
@@ -224,109 +337,201 @@ class Checkpointer:
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _header_digest(header: dict[str, Any]) -> str:
+def _header_digest(header: Mapping[str, Any]) -> str:
     """sha256 of a header's fields but its own checksum (a damaged plan or setting would
     otherwise resume, say, checkpointing to another path)."""
     fields = {k: v for k, v in header.items() if k != "header_sha256"}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
+def read_checkpoint_bytes(path: str | Path) -> bytes:
+    """The whole file at ``path`` (the one place a checkpoint is read from disk, so that a
+    bounded, regular-file-only reader can take its place)."""
+    fh, size = open_binary(path, what="a checkpoint", error=CheckpointError)
+    with fh:
+        data = fh.read(MAX_BODY + _HEADER_LIMIT + len(MAGIC) + 1)
+    if len(data) > MAX_BODY + _HEADER_LIMIT + len(MAGIC):
+        raise CheckpointError(f"{path}: larger than any checkpoint ({size} bytes)")
+    return data
+
+
+def _parse_header(shown: str, data: bytes) -> tuple[_Header, int]:
+    if not data.startswith(MAGIC):
+        raise CheckpointError(
+            f"{shown}: not a tickwork checkpoint (it starts with {data[: len(MAGIC)]!r}, "
+            f"expected {MAGIC!r})"
+        )
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + _HEADER_LIMIT)
+    if end < 0:
+        raise CheckpointError(f"{shown}: a checkpoint whose header is cut short or too long")
+    try:
+        raw = json.loads(data[len(MAGIC) : end])
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise CheckpointError(f"{shown}: a checkpoint whose header is not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{shown}: a checkpoint whose header is not a JSON object")
+    if raw.get("format") != FORMAT or type(raw.get("format")) is not int:
+        version = raw.get("tickwork_version", "unknown")
+        raise CheckpointError(
+            f"{shown}: checkpoint format {_short(raw.get('format'))}, written by tickwork "
+            f"{_short(version)}; this tickwork ({tickwork_version()}) reads format {FORMAT}"
+            + (" (older checkpoints were pickles, which it no longer loads)" if _old(raw) else "")
+        )
+    try:
+        digest_ok = raw.get("header_sha256") == _header_digest(raw)
+    except (ValueError, TypeError, RecursionError):
+        digest_ok = False
+    if not digest_ok:
+        raise CheckpointError(f"{shown}: damaged: its header does not match its checksum")
+    try:
+        header = _Header.model_validate(raw)
+    except ValidationError as exc:
+        raise CheckpointError(f"{shown}: a checkpoint header with {_problems(exc)}") from None
+    return header, end + 1
+
+
+def _old(raw: Mapping[str, Any]) -> bool:
+    fmt = raw.get("format")
+    return type(fmt) is int and 1 <= fmt < FORMAT
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _problems(exc: ValidationError) -> str:
+    out = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "the header"
+        out.append(f"a bad field {where}: {error['msg']} (got {_short(error.get('input'))})")
+    return "; ".join(out)
+
+
 def read_info(path: str | Path) -> CheckpointInfo:
     """The header of the checkpoint at ``path``; ``CheckpointError`` if it is not a whole one."""
     shown = str(path)
-    fh, size = open_binary(path, what="a checkpoint", error=CheckpointError)
-    with fh:
-        magic = fh.read(len(MAGIC))
-        if magic != MAGIC:
-            raise CheckpointError(
-                f"{shown}: not a tickwork checkpoint (it starts with {magic!r}, expected {MAGIC!r})"
-            )
-        line = fh.readline(_HEADER_LIMIT)
-        offset = fh.tell()
-    if not line.endswith(b"\n"):
-        raise CheckpointError(f"{shown}: a checkpoint whose header is cut short or too long")
-    try:
-        header = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{shown}: a checkpoint whose header is not JSON ({exc})") from None
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{shown}: a checkpoint whose header is not a JSON object")
-    if header.get("format") != FORMAT:
-        raise CheckpointError(
-            f"{shown}: checkpoint format {header.get('format')!r}, written by tickwork "
-            f"{header.get('tickwork_version', 'unknown')}; this tickwork "
-            f"({tickwork_version()}) reads format {FORMAT}"
-        )
-    if header.get("header_sha256") != _header_digest(header):
-        raise CheckpointError(f"{shown}: damaged: its header does not match its checksum")
+    data = read_checkpoint_bytes(path)
+    header, offset = _parse_header(shown, data)
     info = _info(shown, header, offset)
-    if size < offset + info.payload_bytes:
+    if len(data) < offset + info.payload_bytes:
         raise CheckpointError(
-            f"{shown}: cut short: {size - offset} of its {info.payload_bytes} state bytes are there"
+            f"{shown}: cut short: {len(data) - offset} of its {info.payload_bytes} "
+            "state bytes are there"
         )
     return info
 
 
-def _info(path: str, header: dict[str, Any], offset: int) -> CheckpointInfo:
+def _info(path: str, header: _Header, offset: int) -> CheckpointInfo:
+    plan = header.plan
     try:
-        plan = header["plan"]
-        return CheckpointInfo(
-            path=path,
-            tick=int(header["tick"]),
-            time=float(header["time"]),
-            tickwork_version=str(header["tickwork_version"]),
-            plan=RunPlan(**{**plan, "cabins": tuple(plan.get("cabins", ()))}),
-            run=dict(header["run"]),
-            payload_offset=offset,
-            payload_bytes=int(header["payload_bytes"]),
-            payload_sha256=str(header["payload_sha256"]),
+        run_plan = RunPlan(
+            ticks=plan.ticks,
+            until_done=plan.until_done,
+            record=plan.record,
+            every=plan.every,
+            path=plan.path,
+            cabins=tuple(plan.cabins),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except SettingError as exc:
+        raise CheckpointError(f"{path}: a checkpoint header with a bad plan ({exc})") from None
+    return CheckpointInfo(
+        path=path,
+        tick=header.tick,
+        time=header.time,
+        tickwork_version=header.tickwork_version,
+        plan=run_plan,
+        run=header.run.model_dump(),
+        payload_offset=offset,
+        payload_bytes=header.body_bytes,
+        payload_sha256=header.body_sha256,
+    )
+
+
+def decode_body(shown: str, body: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """The body's JSON document and its blobs; ``CheckpointError`` if it is not one."""
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(body, MAX_BODY + 1)
+    except zlib.error as exc:
+        raise CheckpointError(f"{shown}: its state does not decompress ({exc})") from None
+    if len(raw) > MAX_BODY or inflate.unconsumed_tail:
+        raise CheckpointError(f"{shown}: its state decompresses to more than {MAX_BODY} bytes")
+    if not inflate.eof or inflate.unused_data:
+        raise CheckpointError(f"{shown}: its compressed state is cut short or has bytes after it")
+    if len(raw) < 8:
+        raise CheckpointError(f"{shown}: its state is cut short")
+    (length,) = struct.unpack(">Q", raw[:8])
+    if length > len(raw) - 8:
+        raise CheckpointError(f"{shown}: its state's document is cut short")
+    try:
+        document = json.loads(raw[8 : 8 + length])
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{shown}: its state is not JSON ({exc})") from None
+    except RecursionError:
+        raise CheckpointError(f"{shown}: its state nests too deeply") from None
+    if not (isinstance(document, dict) and set(document) == {"inputs", "state", "blobs"}):
+        keys = sorted(document) if isinstance(document, dict) else type(document).__name__
+        raise CheckpointError(f"{shown}: its state has {keys}, not inputs, state and blobs")
+    sizes = document["blobs"]
+    if not (isinstance(sizes, list) and all(type(n) is int and n >= 0 for n in sizes)):
+        raise CheckpointError(f"{shown}: its state's blob table is not a list of lengths")
+    if sum(sizes) != len(raw) - 8 - length:
         raise CheckpointError(
-            f"{path}: a checkpoint header with a missing or bad field ({type(exc).__name__}: {exc})"
-        ) from None
+            f"{shown}: its blobs take {len(raw) - 8 - length} bytes, the table says {sum(sizes)}"
+        )
+    blobs, at = [], 8 + length
+    for size in sizes:
+        blobs.append(raw[at : at + size])
+        at += size
+    return document, blobs
 
 
-def load(path: str | Path, *, cabin_modules: Iterable[str] = ()) -> Checkpoint:
-    """The checkpoint at ``path``, unpickled; ``CheckpointError`` if it cannot be.
+def load(
+    path: str | Path,
+    *,
+    extra: Sequence[ExtraCabin] = (),
+    long_term: str | Path | LongTermMemory | None = None,
+) -> Checkpoint:
+    """The checkpoint at ``path``, its run rebuilt from its inputs and given its state back;
+    ``CheckpointError`` if it cannot be.
 
-    ``cabin_modules`` are the modules of the user cabins the run holds, as the person
-    resuming names them: only their classes and tickwork's may be rebuilt."""
-    from sim.run.harness import Simulation
+    ``extra`` are the run's user cabins, built from the modules the person resuming names
+    (in the run's order); ``long_term`` the long-term memory of a run that kept one.
+    """
+    from sim.run.runstate import InputsError, rebuild_run
 
-    info = read_info(path)
-    shown = info.path
+    shown = str(path)
+    data = read_checkpoint_bytes(path)
+    header, offset = _parse_header(shown, data)
+    info = _info(shown, header, offset)
     version = tickwork_version()
     if info.tickwork_version != version:
         raise CheckpointError(
             f"{shown}: written by tickwork {info.tickwork_version}; this is "
             f"tickwork {version}: resume it with the version that wrote it"
         )
-    with open(path, "rb") as fh:
-        fh.seek(info.payload_offset)
-        payload = fh.read(info.payload_bytes + 1)
-    if len(payload) != info.payload_bytes:
+    body = data[offset:]
+    if len(body) != info.payload_bytes:
         raise CheckpointError(
-            f"{shown}: {len(payload)} state bytes where the header says {info.payload_bytes}"
+            f"{shown}: cut short: {len(body)} of its {info.payload_bytes} state bytes are there"
+            if len(body) < info.payload_bytes
+            else f"{shown}: {len(body)} state bytes where the header says {info.payload_bytes}"
         )
-    if hashlib.sha256(payload).hexdigest() != info.payload_sha256:
+    if hashlib.sha256(body).hexdigest() != info.payload_sha256:
         raise CheckpointError(f"{shown}: damaged: its state does not match its checksum")
+    document, blobs = decode_body(shown, body)
     try:
-        sim = StateUnpickler(io.BytesIO(payload), cabin_modules=cabin_modules).load()
-    except ModuleNotFoundError as exc:
+        sim = rebuild_run(document, blobs, run=info.run, extra=extra, long_term=long_term)
+    except InputsError as exc:
+        raise CheckpointError(f"{shown}: {exc}") from None
+    except StateError as exc:
+        raise CheckpointError(f"{shown}: a malformed state: {exc}") from None
+    if sim.loop.tick != info.tick or not math.isclose(sim.clock.now(), info.time, abs_tol=1e-9):
+        sim.close()
         raise CheckpointError(
-            f"{shown}: cannot load the run's state: {exc} (a --cabin module "
-            "must be importable from the current folder)"
-        ) from None
-    except Exception as exc:
-        raise CheckpointError(
-            f"{shown}: cannot load the run's state ({type(exc).__name__}: {exc})"
-        ) from None
-    if not isinstance(sim, Simulation):
-        raise CheckpointError(f"{shown}: holds a {type(sim).__name__}, not a simulation")
-    if sim.loop.tick != info.tick:
-        raise CheckpointError(
-            f"{shown}: the header says tick {info.tick}, the state is at tick {sim.loop.tick}"
+            f"{shown}: the header says tick {info.tick} at {info.time} s, the state is at "
+            f"tick {sim.loop.tick} at {sim.clock.now()} s"
         )
     return Checkpoint(sim, info.plan, info)
 
@@ -338,15 +543,17 @@ def resume(
     until_done: bool | None = None,
     every: int | None = None,
     checkpoint: str | Path | None = None,
-    cabin_modules: Iterable[str] = (),
+    extra: Sequence[ExtraCabin] = (),
+    long_term: str | Path | LongTermMemory | None = None,
 ) -> Checkpoint:
     """Load the checkpoint at ``path`` and make it ready to go on: the recording, if the
     run records, continues at its path; the next checkpoints go to ``checkpoint``
     (default: ``path``). ``ticks``, ``until_done`` and ``every`` override the plan's;
-    ``cabin_modules`` are as for ``load``."""
-    loaded = load(path, cabin_modules=cabin_modules)
+    ``extra`` and ``long_term`` are as for ``load``."""
+    loaded = load(path, extra=extra, long_term=long_term)
     plan = loaded.plan
     if ticks is not None and ticks < loaded.info.tick:
+        loaded.sim.close()
         raise CheckpointError(
             f"{loaded.info.path}: the run cannot end at tick {ticks}: its "
             f"checkpoint is at tick {loaded.info.tick}"
@@ -362,7 +569,11 @@ def resume(
         else os.path.abspath(checkpoint if checkpoint is not None else path),
     )
     if plan.record is not None:
-        recorder = continue_recording(loaded.sim, plan.record, tick=loaded.info.tick)
+        try:
+            recorder = continue_recording(loaded.sim, plan.record, tick=loaded.info.tick)
+        except BaseException:
+            loaded.sim.close()
+            raise
         loaded.sim.attach_recorder(recorder)
     return Checkpoint(loaded.sim, plan, loaded.info)
 

@@ -23,10 +23,9 @@ threads and meet real latency. On the simulated clock their latency is simulated
 from a generator seeded by the run's seed (apart from the world's), so a run with
 asynchronous cabins stays the same run tick for tick.
 
-A ``Simulation`` pickles whole with ``sim.run.checkpoint``'s pickler (which carries the
-locks the assembler holds) except its recorder and its tick listeners: unpickled,
-it shares one lock between its sources again and listens to its board and log
-again; ``attach_recorder`` gives it a recorder.
+A ``Simulation`` is checkpointed as data (``sim.run.checkpoint``): rebuilt from its
+inputs, its components are given their state back (``_derived`` names what is not
+state); ``attach_recorder`` gives a resumed one a recorder.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -67,7 +66,7 @@ from runtime import (
 )
 from runtime.agent.memory import LongTermMemory, Remembered
 from runtime.agent.writer import MemoryWriter
-from runtime.cabin import MemoryWrite, innermost, timing_of
+from runtime.cabin import MemoryWrite, timing_of
 from runtime.clock import Clock
 from runtime.errors import SettingError, TickworkError
 from runtime.files import InputFileError, read_input
@@ -75,12 +74,16 @@ from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
 from runtime.recording.writer import MessageSink, Recorder
 from runtime.settings import settings_from_spec
+from runtime.snapshot import JsonValue, StateError
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
 from sim.run.verdict import judge
 from sim.run.view import FoxgloveView
 from sim.world.scenario import Scenario, load_scenario
 from sim.world.world import World
+
+MAX_TIME = 1e9
+"""The latest simulated time (s) a checkpoint may hold (a recording stamps nanoseconds)."""
 
 SPECS_DIR = shipped_specs_dir()
 """The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
@@ -187,12 +190,27 @@ def _finite_floats(values: tuple[Any, ...]) -> bool:
     return all(type(v) is float and math.isfinite(v) for v in values)
 
 
+def _run_id(value: Any, where: str) -> None:
+    if not (isinstance(value, str) and len(value) == 32 and all(c in _HEX for c in value)):
+        raise StateError(f"{where}: not a run id")
+
+
+def _sha256(value: Any, where: str) -> None:
+    if not (isinstance(value, bytes) and len(value) == 32):
+        raise StateError(f"{where}: not 32 bytes of a sha256")
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
 class _Digest:
     """A sha256 chain over every board write and delete: ``h = sha256(h + record)``.
 
     The chain value is plain bytes, so a checkpoint holds it and a resumed run goes
     on with the same chain; equal digests mean equal sequences of writes.
     """
+
+    _state_types: ClassVar[dict[str, Any]] = {"value": _sha256, "writes": int}
 
     def __init__(self) -> None:
         self.value = bytes(32)
@@ -241,6 +259,19 @@ class _EventTally:
     collision's detail), alarms, stops and reactions by kind, and what shows whether the run
     kept making progress (waits, give-ways, no-progress re-plans, stalled episodes, deferred
     and abandoned tasks, capacity-pressure episodes by spec)."""
+
+    _state_types: ClassVar[dict[str, Any]] = {
+        "kinds": Mapping[str, int],
+        "alarms": Mapping[str, int],
+        "stops": Mapping[str, int],
+        "reactions": Mapping[str, int],
+        "replan_reasons": Mapping[str, int],
+        "pressure": Mapping[str, int],
+        "last_replan": dict[str, JsonValue] | None,
+        "stalls": list[dict[str, JsonValue]],
+        "deferred": Mapping[str, Mapping[str, int]],
+        "abandoned": dict[str, str],
+    }
 
     def __init__(self) -> None:
         self.kinds: Counter[str] = Counter()
@@ -573,32 +604,55 @@ class Simulation:
             rng=self.decision_rng,
         )
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["recorder"] = None  # the view is kept (what it showed), without its sink
-        state["_results_listeners"] = []
-        state["_own_memory"] = None  # the planner opens its memory file again
-        state["stopped_by"] = state["_stop_request"] = None  # a resumed run starts afresh
-        return state
+    _derived = (
+        "scenario", "seed", "rate_hz", "dt", "specs", "cabin_names", "timings", "realtime",
+        "recorder", "_own_memory", "faults", "_results_listeners", "stopped_by",
+        "_stop_request",
+    )  # fmt: skip
+    """What a checkpoint does not hold: the run's inputs (it is rebuilt from them), its
+    recorder and listeners, and what a resumed run starts afresh."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "run_id": _run_id,
+        "long_term_start": dict[str, JsonValue] | None,
+        "missing": Mapping[str, Mapping[str, int]],
+        "collision_details": list[dict[str, JsonValue]],
+        "wall_seconds": float,
+    }
+    """What the plain attributes a checkpoint gives back must hold."""
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        # The sources dropped their locks and listeners when pickled (see runtime.board).
-        for source in (self.board, self.cabin_map, self.log):
-            source.lock = self._lock
-        self.board.add_listener(self.digest)
-        self.log.add_listener(self.tally)
-        self.log.add_listener(self._view_event)
-        # the loop writes what the planner asks to remember to the file the planner reopened
-        planners = [innermost(c) for c in self.loop.cabins if c.name == "planner"]
-        memory = getattr(planners[0], "long_term", None) if planners else None
-        if self.writer is not None:
-            self.writer.attach(memory)
-        self.loop.long_term = self.writer if memory is not None else None
+    def prepare_restore(self, state: Any) -> None:
+        """Before a checkpoint's state is given back: a run that recorded had a Foxglove
+        view, whose state goes on (its sink is the recorder ``attach_recorder`` gives)."""
+        body = state.get("$o") if isinstance(state, dict) else None
+        attributes = body[1] if isinstance(body, list) and len(body) == 2 else None
+        view = attributes.get("view") if isinstance(attributes, dict) else None
+        if view is not None and self.view is None:
+            self.view = FoxgloveView(None, self.scenario)  # type: ignore[arg-type]
+
+    def check_state(self) -> None:
+        """After a checkpoint gave the run its state: its times are the clock's or earlier,
+        and the clock within what a recording can stamp."""
+        now = self.clock.now()
+        if not 0.0 <= now <= MAX_TIME:
+            raise StateError(f"clock: {now} s is outside [0, {MAX_TIME:g}]")
+        start = self.loop._start
+        if start is not None and not 0.0 <= start <= now:
+            raise StateError(f"loop._start: {start} is not a time before the clock's {now}")
+        if any(r.stamp > now for r in self.board.readings()):
+            raise StateError("board: a reading stamped after the clock's time")
+        last = self.log.query(-math.inf, limit=1)
+        if last and last[-1].stamp > now:
+            raise StateError("log: an event stamped after the clock's time")
+        if not 0 <= self.loop.tick <= MAX_TIME * self.rate_hz:
+            raise StateError(f"loop.tick: {self.loop.tick} is out of range")
+
+    def finish_restore(self) -> None:
+        """After a checkpoint's state was given back: nothing is carried over from the run
+        that wrote it but its state."""
+        self.stopped_by = self._stop_request = None
 
     def memory_written(self, write: MemoryWrite, outcome: Remembered) -> None:
-        """Log a long-term write's outcome (the writer's ``on_written``; public, so that a
-        checkpoint's restricted unpickler may rebuild it as a bound method)."""
+        """Log a long-term write's outcome (the writer's ``on_written``)."""
         data: dict[str, Any] = {
             "content": write.content,
             "stored": outcome.stored,

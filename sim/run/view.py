@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import shapely
 from shapely.geometry import LineString, Point, Polygon
@@ -40,6 +40,7 @@ from runtime.recording.format import (
     TimeRecord,
     Vector3Record,
 )
+from runtime.snapshot import JsonValue, StateError
 from sim.world.scenario import Scenario
 from sim.world.world import World
 
@@ -289,6 +290,11 @@ def log_record(event: Event, data_json: Any) -> LogRecord:
     }
 
 
+def _line(value: Any, where: str) -> None:
+    if value is not None and not (isinstance(value, (LineString, Point)) and value.is_valid):
+        raise StateError(f"{where}: not a route line")
+
+
 class FoxgloveView:
     """Feeds a run's Foxglove channels to ``sink``; call ``on_event`` for every event and
     ``after_tick`` after each tick's recording."""
@@ -302,7 +308,7 @@ class FoxgloveView:
         min_move: float = 0.25,
         min_turn: float = 0.25,
     ) -> None:
-        self.sink: Any = sink  # None while pickled in a checkpoint
+        self.sink: Any = sink  # None until a resumed run is given its recorder
         self.scenario = scenario
         self.layout_every = layout_every
         self.min_move = min_move
@@ -316,10 +322,19 @@ class FoxgloveView:
         self._robot_xy = (scenario.robot.start.x, scenario.robot.start.y)
         self.scene_messages = 0
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["sink"] = None  # a checkpoint holds what was shown, not where it went
-        return state
+    _derived = ("sink", "layout_every", "min_move", "min_turn")
+    """A checkpoint holds what was shown, not where it went (the recorder of the resumed
+    run), nor the view's settings."""
+    _state_types: ClassVar[dict[str, Any]] = {
+        "_layout_at": float | None,
+        "_shown": dict[str, tuple[float, float, float]],
+        "_route": tuple[tuple[float, float], ...] | None,
+        "_route_line": _line,
+        "_markers": list[dict[str, JsonValue]],
+        "_marked": int,
+        "_robot_xy": tuple[float, float],
+        "scene_messages": int,
+    }
 
     def on_event(self, event: Event) -> None:
         from runtime.jsonable import to_json

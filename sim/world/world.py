@@ -24,7 +24,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 import numpy as np
 import shapely
@@ -329,14 +329,24 @@ class World:
         self.battery_low = BatteryLow(level=robot.start_battery)
         self._geo = _Geometry(scenario)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_geo"]
-        return state
+    _derived = ("_geo",)
+    """Built from the scenario: a checkpoint holds none of it."""
+    _state_types: ClassVar[dict[str, Any]] = {"state": WorldState, "battery_low": BatteryLow}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._geo = _Geometry(self.scenario)
+    def check_state(self) -> None:
+        """After a checkpoint gave the world its state: every number finite, and the
+        scenario's obstacles and tasks, in order."""
+        from runtime.snapshot import StateError, finite_numbers
+
+        state = self.state
+        finite_numbers(state, "world.state")
+        finite_numbers(self.battery_low, "world.battery_low")
+        if [o.id for o in state.obstacles] != [o.id for o in self.scenario.moving_obstacles]:
+            raise StateError("world.state.obstacles: not the scenario's moving obstacles")
+        if [t.id for t in state.tasks] != [t.id for t in self.scenario.tasks]:
+            raise StateError("world.state.tasks: not the scenario's tasks")
+        if not isinstance(state.robot, RobotState) or not isinstance(state.stats, Stats):
+            raise StateError("world.state: not a robot's state and statistics")
 
     @property
     def time(self) -> float:

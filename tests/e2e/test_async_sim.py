@@ -140,7 +140,8 @@ def test_decisions_in_flight_survive_a_checkpoint_exactly(tmp_path: Path) -> Non
     half.run(123, until_done=False)
     assert half.loop.asynchronous is not None and "monitor" in half.loop.asynchronous.in_flight()
     save(half, RunPlan(ticks=300), tmp_path / "run.ckpt")
-    resumed = load(tmp_path / "run.ckpt").sim
+    extra = [ExtraCabin(dispatcher_spec(), ScriptedDispatcher)]  # named again, as --cabin
+    resumed = load(tmp_path / "run.ckpt", extra=extra).sim
     resumed.run(300 - 123, until_done=False)
     assert deterministic_fields(resumed.summary()) == deterministic_fields(whole.summary())
     assert whole.summary()["cabin_failures"] == 1  # the crash due mid-decision hit the next

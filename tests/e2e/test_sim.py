@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import io
+from pathlib import Path
 
 import pytest
 
@@ -69,15 +69,16 @@ def test_a_stop_asked_for_in_the_last_tick_does_not_mark_a_finished_run_stopped(
     assert (after["ticks"], after["stopped_by"]) == (13, None)
 
 
-def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run() -> None:
-    from sim.run.state_pickle import StatePickler, StateUnpickler
+def test_a_stop_requested_before_a_checkpoint_is_not_carried_into_the_resumed_run(
+    tmp_path: Path,
+) -> None:
+    from sim.run.checkpoint import RunPlan, load, save
 
     sim = Simulation("warehouse", seed=0)
     sim.run(5, until_done=False)
     sim.request_stop("SIGINT")
-    buffer = io.BytesIO()
-    StatePickler(buffer).dump(sim)
-    restored = StateUnpickler(io.BytesIO(buffer.getvalue())).load()
+    save(sim, RunPlan(ticks=8), tmp_path / "stop.ckpt")
+    restored = load(tmp_path / "stop.ckpt").sim
     assert restored.run(3, until_done=False)["ticks"] == 8
 
 

@@ -299,6 +299,12 @@ class Greeter:
         self.greeted += 1
         if view.tick % 5 == 0:
             out.emit("greeting", {"n": self.greeted})
+
+    def get_state(self):
+        return {"greeted": self.greeted}
+
+    def set_state(self, data):
+        self.greeted = int(data["greeted"])
 """
 
 

@@ -1004,17 +1004,10 @@ def test_a_map_item_is_as_old_as_its_feature_not_as_the_freeze(policy: type) -> 
     assert (shelf.last_used, shelf.first_seen) == (now, now)  # seen anew
 
 
-def test_a_pickled_assembler_keeps_when_its_map_items_were_first_offered() -> None:
-    """A checkpoint (the sources, memory and assembler pickled together) resumes with the
-    same map items' times as the run that was not interrupted."""
-    import io
-    import pickle
-
-    class Pickler(pickle.Pickler):  # a lock pickles as a new lock, as checkpoints do
-        def reducer_override(self, obj: Any) -> Any:
-            if type(obj) is type(threading.RLock()):
-                return (threading.RLock, ())
-            return NotImplemented
+def test_a_restored_assembler_keeps_when_its_map_items_were_first_offered() -> None:
+    """A checkpoint (the sources, memory and assembler given their state as data) resumes
+    with the same map items' times as the run that was not interrupted."""
+    from runtime.testing import round_trip_state
 
     world = _TwinWorld(ValueEviction(), 8)
     world.apply(("write", "pose", 2, None))
@@ -1023,9 +1016,9 @@ def test_a_pickled_assembler_keeps_when_its_map_items_were_first_offered() -> No
     for tick in range(3):
         world.assembler.assemble(tick, world.clock.now())
         world.clock.advance(0.05)
-    buffer = io.BytesIO()
-    Pickler(buffer).dump(world)
-    copy = pickle.loads(buffer.getvalue())
+    copy = _TwinWorld(ValueEviction(), 8)
+    copy.clock.advance(world.clock.now())
+    round_trip_state(world.assembler, copy.assembler)  # the board, map, log, memory with it
     for tick in range(3, 6):
         world.apply(("feature", 0, 1, 1, "shelf", False))
         copy.apply(("feature", 0, 1, 1, "shelf", False))
@@ -1105,19 +1098,11 @@ def test_a_held_event_is_not_admitted_again_when_a_newer_one_arrives() -> None:
     assert [(e.key, e.reason) for e in ws.evictions] == [(first.key, "capacity")]
 
 
-def test_laps_mark_the_delta_paths_stages_in_order_and_do_not_pickle() -> None:
+def test_laps_mark_the_delta_paths_stages_in_order_and_are_no_state() -> None:
     """``laps`` is called with each stage's name as it ends, on the delta path (the
-    from-scratch path has no stages), and a pickled assembler keeps no caller's timer."""
-    import io
-    import pickle
-
+    from-scratch path has no stages), and a checkpoint holds no caller's timer."""
     from runtime.assembler import STAGES
-
-    class Pickler(pickle.Pickler):  # a lock pickles as a new lock, as checkpoints do
-        def reducer_override(self, obj: Any) -> Any:
-            if type(obj) is type(threading.RLock()):
-                return (threading.RLock, ())
-            return NotImplemented
+    from runtime.snapshot import StateCodec
 
     w = World()
     w.board.write("pose", (0.0, 0.0, 0.0))
@@ -1127,10 +1112,7 @@ def test_laps_mark_the_delta_paths_stages_in_order_and_do_not_pickle() -> None:
     for tick in range(3):
         assembler.assemble(tick, 0.1 * tick)
     assert called == list(STAGES) * 3
-    buffer = io.BytesIO()
-    Pickler(buffer).dump(assembler)
-    copy = pickle.loads(buffer.getvalue())
-    assert copy.laps is None and copy.specs.keys() == assembler.specs.keys()
+    assert "laps" not in StateCodec().dump(assembler)["$o"][1]
     scratch = Assembler(w.board, w.map, w.log, WorkingMemory(policy=FifoEviction()), [PLANNER])
     scratch.laps = called.append
     scratch.assemble(0, 0.0)

@@ -146,7 +146,9 @@ def test_revisions_and_the_change_feed_follow_every_put(steps: list[tuple[Any, .
         elif step[0] == "mark":
             marks.append(m.version)
         else:
-            m = pickle.loads(pickle.dumps(m))
+            from runtime.testing import round_trip_state
+
+            m = round_trip_state(m, CabinMap(overflow_limit=m._overflow_limit))
         assert dict(m.revisions()) == revision
         for fid in revision:
             assert m.revision(fid) == revision[fid]

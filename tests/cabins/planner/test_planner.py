@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -810,21 +809,23 @@ def test_spots_never_cross_scopes(written: str, asked: str) -> None:
         assert len(planner.blocked_spots) == (1 if written == asked else 0)
 
 
-def test_a_pickled_planner_opens_its_memory_file_again(tmp_path: Path) -> None:
+def test_a_restored_planner_keeps_its_spots_and_remembers_in_the_memory_it_is_given(
+    tmp_path: Path,
+) -> None:
+    from runtime.testing import round_trip_state
+    from sim.run.runstate import records
+
     path = str(tmp_path / "memory.sqlite")
     with LongTermMemory(path) as memory:
         bench = remembering(memory)
         bench.step()
         bench.features.append(person(9.0, 2.2))
         bench.step()
-        copy = pickle.loads(pickle.dumps(bench.planner))
-    assert copy.blocked_spots == bench.planner.blocked_spots
-    assert copy.long_term is not None and copy.long_term.path == path
-    assert copy.long_term.count() == 1
-    copy.long_term.close()
-
-    in_memory = remembering(LongTermMemory(":memory:")).planner
-    assert pickle.loads(pickle.dumps(in_memory)).long_term is None  # gone with its process
+        with LongTermMemory(str(tmp_path / "other.sqlite")) as other:
+            fresh = remembering(other).planner
+            copy = round_trip_state(bench.planner, fresh, records=records())
+            assert copy.blocked_spots == bench.planner.blocked_spots
+            assert copy.long_term is other  # the file the resumed run names, not the old one
 
 
 def test_bad_memory_settings_are_refused_with_the_value() -> None:

@@ -4,7 +4,6 @@ embedder identity, batching, queued writes and the schema-1 files it still opens
 from __future__ import annotations
 
 import json
-import pickle
 import sqlite3
 import subprocess
 import sys
@@ -538,14 +537,15 @@ def test_a_writer_queues_and_applies_between_ticks_and_at_close() -> None:
         writer.remember("  ", scope=R1)
 
 
-def test_a_pickled_writer_keeps_its_queue() -> None:
+def test_a_restored_writer_keeps_its_queue() -> None:
+    from runtime.cabin import MemoryWrite
+    from runtime.testing import round_trip_state
+
     memory = LongTermMemory()
     writer = MemoryWriter(memory)
     writer.remember("dock A is slow", scope=R1, stamp=1.0)
-    copy = pickle.loads(pickle.dumps(writer))
-    with pytest.raises(ValueError, match="attach"):
-        copy.flush()
-    copy.attach(memory)
+    copy = round_trip_state(writer, MemoryWriter(memory), records={"MemoryWrite": MemoryWrite})
+    assert copy.pending == 1 and copy.memory is memory  # the memory is the program's own
     [(write, outcome)] = copy.flush()
     assert write.content == "dock A is slow" and outcome.stored
 

@@ -4,7 +4,7 @@ parameter is refused with the spec and the setting named."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ def _with_params(name: str, params: dict[str, object]) -> dict[str, ContextSpec]
 
 
 def test_the_built_in_cabins_take_their_tuning_from_params() -> None:
-    planner, executor, monitor = builtin_cabins(
+    planner, _executor, _monitor = builtin_cabins(
         _with_params("planner", {"watchdog_s": 120.0, "max_deferrals": 3})
     )
     assert planner.settings.watchdog_s == 120.0 and planner.settings.max_deferrals == 3
@@ -44,7 +44,7 @@ class GreeterSettings(Settings):
 @dataclass
 class Greeter:
     spec: ContextSpec
-    settings: GreeterSettings = GreeterSettings()
+    settings: GreeterSettings = field(default_factory=GreeterSettings)
     Settings = GreeterSettings
 
     @property
