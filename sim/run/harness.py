@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -79,6 +79,9 @@ from sim.run.verdict import judge
 from sim.run.view import FoxgloveView
 from sim.world.scenario import Scenario, load_scenario
 from sim.world.world import World
+
+if TYPE_CHECKING:
+    from sim.run.ros2_bag import Ros2Recorder
 
 SPECS_DIR = shipped_specs_dir()
 """The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
@@ -445,6 +448,9 @@ def _long_term_start(memory: LongTermMemory | None, scope: dict[str, str]) -> di
 class Simulation:
     """One headless run of a scenario."""
 
+    ros2: Ros2Recorder | None = None
+    """The run's ROS 2 bag, if it records one (none after a checkpoint is loaded)."""
+
     def __init__(
         self,
         scenario: Scenario | str | Path = "warehouse",
@@ -460,7 +466,10 @@ class Simulation:
         realtime: bool = False,
         overrun: OverrunPolicy | None = None,
         sinks: Sequence[MessageSink] = (),
+        ros2: str | Path | None = None,
     ) -> None:
+        """``record``: the tickwork recording (MCAP); ``ros2``: a ROS 2 bag of the run
+        (``sim.run.ros2_bag``)."""
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
         # names this run in its recording and its checkpoints (not part of its state)
@@ -483,10 +492,18 @@ class Simulation:
         self.timings = {c.name: timing_of(c) for c in cabins if timing_of(c).is_async}
         self.realtime = bool(realtime)
         self._make_sources(capacity)
+        if ros2 is not None:
+            from sim.run.ros2_bag import Ros2Recorder
+
+            self.ros2 = Ros2Recorder(ros2, self.scenario, rate_hz=self.rate_hz, run_id=self.run_id)
         if record is not None or sinks:
-            self.attach_recorder(
-                Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
-            )
+            try:
+                recorder = Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
+            except BaseException:
+                if self.ros2 is not None:
+                    self.ros2.discard()
+                raise
+            self.attach_recorder(recorder)
         self.world.install(self.board, self.cabin_map)
         self.faults = FaultPlan(faults)
         self.injector = FaultInjector(
@@ -566,6 +583,7 @@ class Simulation:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["recorder"] = None  # the view is kept (what it showed), without its sink
+        state.pop("ros2", None)  # a loaded checkpoint records no ROS 2 bag
         state["_results_listeners"] = []
         state["_own_memory"] = None  # the planner opens its memory file again
         state["stopped_by"] = state["_stop_request"] = None  # a resumed run starts afresh
@@ -657,6 +675,8 @@ class Simulation:
             if not self.recorder.closed:  # the last tick's outcome is only in the summary
                 self.recorder.add_metadata("summary", {"json": json.dumps(self.summary())})
             self.recorder.close()
+        if self.ros2 is not None:
+            self.ros2.close()
         if self._own_memory is not None:
             self._own_memory.close()
 
@@ -674,6 +694,8 @@ class Simulation:
         if self.faults:
             self.injector.before_sense(tick)
         self.world.sense(self.injector.board, self.injector.cabin_map, now)
+        if self.ros2 is not None:  # the tick as the robot sensed it
+            self.ros2.record(tick, now, self.board, self.world)
 
     def after_apply(self, result: TickResult) -> None:
         stats = self.world.state.stats
