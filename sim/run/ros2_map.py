@@ -2,9 +2,10 @@
 
 ``occupancy_grid`` rasterises the floor into a ``nav_msgs/OccupancyGrid``: a ring of
 one cell around the floor is its walls, and each cell holds ``OCCUPIED`` (100: a wall, or
-any part of the cell in a shelf), ``FORBIDDEN`` (90: its centre in a forbidden zone; a
-planner that reads 65 and up as occupied keeps out), ``SLOW`` (20: its centre in a speed
-zone; still free) or ``FREE`` (0). Row 0 is the southern edge, column 0 the western.
+a cell that shares any point, its edge included, with a shelf), ``FORBIDDEN`` (90: its
+centre in a forbidden zone; a planner that reads 65 and up as occupied keeps out), ``SLOW``
+(20: its centre in a speed zone; still free) or ``FREE`` (0). Row 0 is the southern edge,
+column 0 the western.
 
 ``layout_markers`` is the static floor as a ``visualization_msgs/MarkerArray`` (shelves,
 zones, docks, chargers, their names, and the robot's disc locked to ``base_link``);
@@ -47,8 +48,11 @@ def _cells(
     value: int,
     origin: tuple[float, float],
     resolution: float,
+    *,
+    touching: bool = False,
 ) -> None:
-    """Set ``value`` in the cells whose centre is in ``shape`` (only where it is higher)."""
+    """Set ``value`` in the cells whose centre is in ``shape``, or with ``touching`` that
+    share any point with it (only where it is higher)."""
     x0, y0, x1, y1 = shape.bounds
     c0 = max(0, math.floor((x0 - origin[0]) / resolution))
     c1 = min(grid.shape[1], math.ceil((x1 - origin[0]) / resolution) + 1)
@@ -59,7 +63,11 @@ def _cells(
     xs = origin[0] + (np.arange(c0, c1) + 0.5) * resolution
     ys = origin[1] + (np.arange(r0, r1) + 0.5) * resolution
     gx, gy = np.meshgrid(xs, ys)
-    inside = shapely.contains_xy(shape, gx, gy)
+    if touching:
+        half = resolution / 2
+        inside = shapely.intersects(shape, shapely.box(gx - half, gy - half, gx + half, gy + half))
+    else:
+        inside = shapely.contains_xy(shape, gx, gy)
     block = grid[r0:r1, c0:c1]
     block[inside] = np.maximum(block[inside], value)
 
@@ -76,9 +84,8 @@ def occupancy_grid(
         _cells(grid, speed.shape, SLOW, origin, resolution)
     for zone in scenario.forbidden_zones:
         _cells(grid, zone.shape, FORBIDDEN_CELL, origin, resolution)
-    for shelf in scenario.shelves:  # any part of a cell: the shelf grown by half a cell
-        grown = shelf.shape.buffer(resolution / 2, join_style="mitre")
-        _cells(grid, grown, OCCUPIED, origin, resolution)
+    for shelf in scenario.shelves:
+        _cells(grid, shelf.shape, OCCUPIED, origin, resolution, touching=True)
     return {
         "header": header,
         "info": {
