@@ -394,3 +394,26 @@ def test_each_beam_stops_at_the_nearest_disc_it_meets(
         if not math.isinf(found):
             end = Point(x + dx * found, y + dy * found)
             assert min(abs(end.distance(Point(cx, cy)) - r) for cx, cy, r in hits) < 1e-6
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_sim_run_writes_both_recordings_and_refuses_clashes(tmp_path: Path) -> None:
+    from runtime.recording.reader import Recording
+    from tests.sim.cli.test_cli import sim
+
+    record, bag = tmp_path / "run.mcap", tmp_path / "run.ros2.mcap"
+    done = sim("run", "--ticks", "20", "--record", str(record), "--ros2", str(bag), "--json")
+    assert done.returncode == 0, done.stderr
+    assert Recording.open(record).counts()["/tf"] == 20  # tickwork's own, as before
+    with Reader(bag) as reader:
+        assert reader.topics["/odom"].msgcount == 20
+    clash = sim(
+        "run", "--ticks", "5", "--record", str(tmp_path / "x"), "--ros2", str(tmp_path / "x")
+    )
+    assert clash.returncode == 2 and "same file" in clash.stderr
+    resumed = sim("run", "--resume", str(tmp_path / "none.ckpt"), "--ros2", str(tmp_path / "y"))
+    assert resumed.returncode == 2 and "--ros2" in resumed.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.mcap", "run.ros2.mcap"]
