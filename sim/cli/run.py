@@ -115,6 +115,12 @@ def register(sub: Any) -> None:
         "inspect`; Foxglove opens it too)",
     )
     run.add_argument(
+        "--ros2",
+        metavar="FILE.mcap",
+        help="also record the run as a ROS 2 bag (MCAP, CDR): /tf, /tf_static, /odom, "
+        "/scan, /map and markers, for ros2 bag, RViz and Foxglove; needs the ros2 extra",
+    )
+    run.add_argument(
         "--report",
         metavar="FILE.html",
         help="write the run as one self-contained HTML page (as `python -m sim "
@@ -368,6 +374,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
     check_outputs(
         [
             ("--record", args.record),
+            ("--ros2", args.ros2),
             ("--checkpoint", checkpoint),
             ("--report", args.report),
             ("--memory", args.memory),
@@ -400,6 +407,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
             realtime=args.realtime,
             overrun=overrun,
             sinks=sinks,
+            ros2=args.ros2,
         )
     except sqlite3.Error as exc:
         raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
@@ -470,6 +478,7 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         "--specs": args.specs,
         "--faults": args.faults,
         "--record": args.record,
+        "--ros2": args.ros2,
         "--fault": args.fault or None,
         "--realtime": args.realtime or None,
         "--live": args.live or None,

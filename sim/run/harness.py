@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -84,6 +84,9 @@ from sim.world.world import World
 
 MAX_TIME = 1e9
 """The latest simulated time (s) a checkpoint may hold (a recording stamps nanoseconds)."""
+
+if TYPE_CHECKING:
+    from sim.run.ros2_bag import Ros2Recorder
 
 SPECS_DIR = shipped_specs_dir()
 """The shipped cabin specs: ``specs/planner.toml``, ``executor.toml``, ``monitor.toml``."""
@@ -486,6 +489,9 @@ def _long_term_start(memory: LongTermMemory | None, scope: dict[str, str]) -> di
 class Simulation:
     """One headless run of a scenario."""
 
+    ros2: Ros2Recorder | None = None
+    """The run's ROS 2 bag, if it records one (none after a checkpoint is loaded)."""
+
     def __init__(
         self,
         scenario: Scenario | str | Path = "warehouse",
@@ -501,7 +507,10 @@ class Simulation:
         realtime: bool = False,
         overrun: OverrunPolicy | None = None,
         sinks: Sequence[MessageSink] = (),
+        ros2: str | Path | None = None,
     ) -> None:
+        """``record``: the tickwork recording (MCAP); ``ros2``: a ROS 2 bag of the run
+        (``sim.run.ros2_bag``)."""
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
         # names this run in its recording and its checkpoints (not part of its state)
@@ -524,10 +533,18 @@ class Simulation:
         self.timings = {c.name: timing_of(c) for c in cabins if timing_of(c).is_async}
         self.realtime = bool(realtime)
         self._make_sources(capacity)
+        if ros2 is not None:
+            from sim.run.ros2_bag import Ros2Recorder
+
+            self.ros2 = Ros2Recorder(ros2, self.scenario, rate_hz=self.rate_hz, run_id=self.run_id)
         if record is not None or sinks:
-            self.attach_recorder(
-                Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
-            )
+            try:
+                recorder = Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
+            except BaseException:
+                if self.ros2 is not None:
+                    self.ros2.discard()
+                raise
+            self.attach_recorder(recorder)
         self.world.install(self.board, self.cabin_map)
         self.faults = FaultPlan(faults)
         self.injector = FaultInjector(
@@ -606,7 +623,7 @@ class Simulation:
 
     _derived = (
         "scenario", "seed", "rate_hz", "dt", "specs", "cabin_names", "timings", "realtime",
-        "recorder", "_own_memory", "faults", "_results_listeners", "stopped_by",
+        "recorder", "ros2", "_own_memory", "faults", "_results_listeners", "stopped_by",
         "_stop_request",
     )  # fmt: skip
     """What a checkpoint does not hold: the run's inputs (it is rebuilt from them), its
@@ -721,6 +738,8 @@ class Simulation:
             if not self.recorder.closed:  # the last tick's outcome is only in the summary
                 self.recorder.add_metadata("summary", {"json": json.dumps(self.summary())})
             self.recorder.close()
+        if self.ros2 is not None:
+            self.ros2.close()
         if self._own_memory is not None:
             self._own_memory.close()
 
@@ -738,6 +757,8 @@ class Simulation:
         if self.faults:
             self.injector.before_sense(tick)
         self.world.sense(self.injector.board, self.injector.cabin_map, now)
+        if self.ros2 is not None:  # the tick as the robot sensed it
+            self.ros2.record(tick, now, self.board, self.world)
 
     def after_apply(self, result: TickResult) -> None:
         stats = self.world.state.stats
