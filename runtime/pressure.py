@@ -19,7 +19,7 @@ starves the executor's battery reading as surely as its own events.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime.episodes import EpisodePolicy, Episodes, QuietSeconds
@@ -181,17 +181,15 @@ def pressure_event(
     }
 
 
-@dataclass(slots=True)
 class PressureWatch:
     """Follows capacity pressure spec by spec across working sets: one report per episode
-    (``observe`` returns the specs whose episode opened), and the counts."""
+    (``observe`` returns the specs whose episode opened), and the counts. (A plain class,
+    not a dataclass: a checkpoint gives its state back to the loop's own watch.)"""
 
-    policy: EpisodePolicy = field(default_factory=lambda: QuietSeconds(DEFAULT_QUIET))
-    _episodes: Episodes[str] = field(init=False)
-    _tallies: dict[str, _Tally] = field(init=False, default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self._episodes = Episodes(self.policy)
+    def __init__(self, policy: EpisodePolicy | None = None) -> None:
+        self.policy: EpisodePolicy = QuietSeconds(DEFAULT_QUIET) if policy is None else policy
+        self._episodes: Episodes[str] = Episodes(self.policy)
+        self._tallies: dict[str, _Tally] = {}
 
     def observe(self, tick: int, time: float, ws: WorkingSet) -> list[str]:
         """Take the pressure of ``ws``: the specs under pressure whose episode opens now,

@@ -48,12 +48,21 @@ def _record_classes() -> list[type]:
     )
     from cabins.monitor.bands import DeviationBands
     from cabins.monitor.holds import Hold
-    from cabins.planner import blocked_spots, energy, goals, lanes, route, stall, standoff
+    from cabins.planner import (
+        blocked_spots,
+        energy,
+        goals,
+        lanes,
+        route,
+        stall,
+        standoff,
+        watchdog,
+    )
     from cabins.warehouse import values
     from cabins.warehouse.clearance import Solids
     from cabins.warehouse.energy import BatteryFigures
     from cabins.warehouse.routing import RoutingProblem
-    from runtime import asynchronous, cabin, episodes, pack, scratchpad
+    from runtime import asynchronous, cabin, episodes, pack, pressure, scratchpad
     from runtime.agent.long_term import MemoryRecord, Remembered
     from runtime.agent.memory import Message, ToolCall
     from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
@@ -71,7 +80,7 @@ def _record_classes() -> list[type]:
         retry.RetryPolicy, retry.PolicyChoice, retry.RetryChooser,
         ChatReply, EveryTick, FunctionCall, LastCall, OnChange, ReplyToolCall, _Decision, _Mark,
         DeviationBands, Hold, blocked_spots.BlockedSpot, energy.Drain, goals.Choice,
-        lanes.Lane, lanes._Wait, route._Leg, standoff._GiveWay, stall._Stall,
+        lanes.Lane, lanes._Wait, route._Leg, standoff._GiveWay, stall._Stall, watchdog.Stalled,
         values.Pose, values.Velocity, values.Scan, values.RobotLimits, values.Acceptance,
         values.ActionOutcome, values.Zone, values.DeliverGoal, Solids, BatteryFigures,
         RoutingProblem,
@@ -80,6 +89,7 @@ def _record_classes() -> list[type]:
         cabin.BoardWrite, cabin.EmittedEvent, cabin.Command, cabin.Reaction, cabin.NoteOp,
         cabin.MemoryWrite, cabin.CabinFailure,
         episodes.Sighting, episodes.UntilSeen, episodes.QuietTicks, episodes.QuietSeconds,
+        pressure.PressureCount, pressure._Tally,
         pack.Versions, pack.Selection, pack.Occupancy, pack.WorkingSet,
         scratchpad.Note, scratchpad.PadEntry,
         MemoryRecord, Remembered, Message, ToolCall, Plan, PlanStep, ReplanTrigger,
