@@ -72,6 +72,7 @@ from runtime.errors import SettingError, TickworkError
 from runtime.files import InputFileError, read_input
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
+from runtime.recording.timebase import EPOCH, TimeBase
 from runtime.recording.writer import MessageSink, Recorder
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
@@ -460,11 +461,16 @@ class Simulation:
         realtime: bool = False,
         overrun: OverrunPolicy | None = None,
         sinks: Sequence[MessageSink] = (),
+        time_base: TimeBase = EPOCH,
     ) -> None:
+        """``time_base``: the run's wall-clock start, taken by the caller when the run
+        starts; its recording and live view log every message at start + run time
+        (``runtime.recording.timebase``; the default, none, logs at run time)."""
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
         # names this run in its recording and its checkpoints (not part of its state)
         self.run_id = uuid.uuid4().hex
+        self.time_base = time_base
         self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
@@ -485,7 +491,12 @@ class Simulation:
         self._make_sources(capacity)
         if record is not None or sinks:
             self.attach_recorder(
-                Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
+                Recorder(
+                    record,
+                    metadata=self.metadata(capacity, faults),
+                    sinks=sinks,
+                    time_base=time_base,
+                )
             )
         self.world.install(self.board, self.cabin_map)
         self.faults = FaultPlan(faults)
@@ -572,6 +583,7 @@ class Simulation:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("time_base", EPOCH)  # a checkpoint from before runs kept their start
         self.__dict__.update(state)
         # The sources dropped their locks and listeners when pickled (see runtime.board).
         for source in (self.board, self.cabin_map, self.log):
@@ -611,9 +623,10 @@ class Simulation:
         self.recorder = recorder
         recorder.attach(self.board, self.log)
         if self.view is None:
-            self.view = FoxgloveView(recorder, self.scenario)
+            self.view = FoxgloveView(recorder, self.scenario, time_base=recorder.time_base)
         else:  # resumed from a checkpoint: the scene goes on as thinned so far
             self.view.sink = recorder
+            self.view.time_base = recorder.time_base
 
     def _view_event(self, event: Event) -> None:
         if self.view is not None:
@@ -700,6 +713,8 @@ class Simulation:
             self.recorder.record_tick(result)
         if self.view is not None:
             self.view.after_tick(result, self.world, self.board.value(ROUTE))
+        if self.recorder is not None:
+            self.recorder.end_tick(result.tick, result.time)
         for view in result.views:
             counts = self.missing[view.cabin]
             for reason in view.missing.values():

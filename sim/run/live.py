@@ -68,6 +68,9 @@ class LiveView:
             self._channels[channel.topic].log(data, log_time=log_time)
             self.published += 1
 
+    def end_tick(self, tick: int, log_time: int) -> None:
+        """A tick's messages were all published (each was sent as it came)."""
+
     def close(self) -> None:
         """Stop the server (clients are disconnected). Safe to call twice."""
         if self.closed:
