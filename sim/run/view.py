@@ -379,6 +379,9 @@ class FoxgloveView:
                 "time": now,
                 "battery": robot.battery_wh / self.scenario.robot.battery_wh,
                 "speed": abs(robot.v),
+                "x": float(robot.x),
+                "y": float(robot.y),
+                "heading": float(robot.theta),
                 "cross_track_error": (
                     0.0
                     if self._route_line is None
@@ -387,8 +390,17 @@ class FoxgloveView:
                 "working_set": len(ws.items),
                 "compute_ms": result.compute_seconds * 1e3,
                 "overrun": result.overrun,
+                "held": ws.occupancy.held,
+                "capacity": ws.occupancy.capacity,
+                "pressure": len(ws.pressure),
+                "lost": sum(len(keys) for keys in ws.pressure.values()),
                 "missing": [
-                    {"cabin": view.cabin, "missing": len(view.missing)} for view in result.views
+                    {
+                        "cabin": view.cabin,
+                        "missing": len(view.missing),
+                        "evicted": len(view.evicted),
+                    }
+                    for view in result.views
                 ],
             },
             now,
