@@ -433,7 +433,7 @@ def _started_now() -> Any:
 
     from runtime.recording.timebase import TimeBase
 
-    return TimeBase.at(time.time())
+    return TimeBase(time.time_ns())
 
 
 def live_info(live: Any) -> dict[str, Any]:
