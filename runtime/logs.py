@@ -54,6 +54,18 @@ def _route_standard_logging(threshold: int) -> None:
     root.setLevel(threshold)
 
 
+def adopt_logger(name: str) -> None:
+    """Render the standard-library logger ``name`` (and those below it) as the others: for a
+    library that gives its logger a handler of its own at import (Ray prints notices such as
+    "Token authentication is enabled" that way), remove that handler and let its lines go
+    where ``configure_logging`` sends every line. Call it after importing the library."""
+    logger = logging.getLogger(name)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.propagate = True
+    logger.setLevel(logging.NOTSET)
+
+
 def configure_logging(
     *, json: bool = False, level: str = "info", stream: TextIO | None = None
 ) -> None:
