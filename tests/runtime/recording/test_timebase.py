@@ -84,3 +84,42 @@ def test_a_recording_is_stamped_from_its_start_and_the_run_does_not_depend_on_it
         if topics[m.channel_id] == TF.topic:  # Foxglove's timestamps: the same instant
             assert body["timestamp"]["sec"] * NS + body["timestamp"]["nsec"] == m.log_time
     assert {topics[m.channel_id] for m in a.messages} >= set(FOXGLOVE_CHANNELS) - {"/log"}
+
+
+def test_a_resumed_run_keeps_its_start_in_every_log_time(tmp_path: Path) -> None:
+    from sim.run.checkpoint import RunPlan, resume, save
+
+    start = TimeBase(1_767_225_600_000_000_000)
+    record, ckpt = tmp_path / "run.mcap", tmp_path / "run.ckpt"
+    sim = Simulation("warehouse", seed=2, record=record, time_base=start)
+    plan = RunPlan(ticks=30, record=str(record), every=10, path=str(ckpt))
+    try:
+        sim.run(10, until_done=False)
+        save(sim, plan, ckpt)
+    finally:
+        sim.close()
+    resumed = resume(ckpt)
+    try:
+        assert resumed.sim.time_base == start
+        resumed.sim.run(10, until_done=False)
+    finally:
+        resumed.sim.close()
+    found = scan(record)
+    topics = {cid: c.topic for cid, c in found.channels.items()}
+    ticks = [m for m in found.messages if topics[m.channel_id] == WORKING_SET.topic]
+    assert [m.sequence for m in ticks] == list(range(20))
+    assert all(m.log_time == start.log_time(json.loads(m.data)["time"]) for m in ticks)
+    assert TimeBase.from_metadata(found.metadata["run"]) == start
+
+
+def test_the_command_line_stores_when_the_run_started(tmp_path: Path) -> None:
+    import time
+
+    from sim.cli.app import main
+
+    record = tmp_path / "run.mcap"
+    before = time.time_ns()
+    assert main(["run", "--ticks", "2", "--record", str(record), "--json"]) == 0
+    after = time.time_ns()
+    start = TimeBase.from_metadata(scan(record).metadata["run"])
+    assert before <= start.start_ns <= after
