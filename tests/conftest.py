@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 
@@ -24,3 +25,7 @@ def _reset_structlog() -> Iterator[None]:
     """Logging configuration is process-wide: no test may leave its own to the next."""
     yield
     structlog.reset_defaults()
+    root = logging.getLogger()  # configure_logging routes the standard library's logging too
+    for handler in [h for h in root.handlers if type(h).__name__ == "_ToStructlog"]:
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)

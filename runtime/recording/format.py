@@ -505,27 +505,49 @@ class LogRecord(TypedDict):
 
 @with_config(_STRICT)
 class MissingCountRecord(TypedDict):
-    """How many declared items one cabin's view lacked."""
+    """How many declared items one cabin's view lacked, and how many items its spec
+    selected that working memory did not keep for capacity (``evicted``: its capacity
+    pressure at this tick)."""
 
     cabin: str
     missing: int
+    evicted: NotRequired[int]
 
 
 @with_config(_STRICT)
 class SeriesRecord(TypedDict):
-    """Per tick, the numbers worth plotting: battery (fraction), speed (m/s), how far the
-    robot is from its route (m), working-set size, tick compute time (ms), and the items
-    missing from each cabin's view."""
+    """Per tick, the numbers worth plotting: battery (fraction), speed (m/s), the robot's
+    pose (``x``, ``y`` in m, ``heading`` in rad), how far it is from its route (m),
+    working-set size, tick compute time (ms), working memory's occupancy (items ``held``
+    of ``capacity``), the specs under capacity pressure (``pressure``: how many lost an
+    item they selected; ``lost``: the items lost), and per cabin the items missing from
+    its view and those it lost to capacity. Typed numbers, for Plot and message paths."""
 
     tick: int
     time: float
     battery: float
     speed: float
+    x: NotRequired[float]
+    y: NotRequired[float]
+    heading: NotRequired[float]
     cross_track_error: float
     working_set: int
     compute_ms: float
     overrun: bool
+    held: NotRequired[int]
+    capacity: NotRequired[int]
+    pressure: NotRequired[int]
+    lost: NotRequired[int]
     missing: list[MissingCountRecord]
+
+
+@with_config(_STRICT)
+class BoardTickRecord(TypedDict):
+    """The live view's ``/board``: every board write and delete of one tick, in order
+    (the recording keeps one message per write)."""
+
+    tick: int
+    changes: list[BoardRecord]
 
 
 # -- channels --------------------------------------------------------------------------------
@@ -650,6 +672,16 @@ FOXGLOVE_CHANNELS: Mapping[str, Channel[Any]] = {
 ALL_CHANNELS: Mapping[str, Channel[Any]] = {**CHANNELS, **FOXGLOVE_CHANNELS}
 """Every channel a recording registers, in order."""
 
+LIVE_BOARD = Channel(
+    "/board",
+    BoardTickRecord,
+    "per tick: that tick's board writes and deletes, in order",
+    name="tickwork.board_tick",
+)
+LIVE_CHANNELS: Mapping[str, Channel[Any]] = {**ALL_CHANNELS, LIVE_BOARD.topic: LIVE_BOARD}
+"""Every channel a live view serves: the recording's, with ``/board`` coalesced to one
+message per tick (a viewer warns of a topic at some 100 messages a second)."""
+
 PER_TICK = (WORKING_SET, EVICTIONS, DECISIONS, STATS)
 """The channels with exactly one message per recorded tick."""
 
@@ -664,6 +696,8 @@ __all__ = [
     "EVICTIONS",
     "FAULTS",
     "FOXGLOVE_CHANNELS",
+    "LIVE_BOARD",
+    "LIVE_CHANNELS",
     "LOG",
     "PER_TICK",
     "PROFILE",
@@ -676,6 +710,7 @@ __all__ = [
     "WORKING_SET",
     "AsyncStatus",
     "BoardRecord",
+    "BoardTickRecord",
     "Channel",
     "CommandRecord",
     "DecisionRecord",

@@ -3,8 +3,9 @@
 A ``Recorder`` writes the channels of ``runtime.recording.format`` (JSON messages on
 JSON-Schema channels, which Foxglove and the ``mcap`` tools open), each message built
 as its channel's typed record, plus a ``run`` metadata record given by the caller.
-Message log times are the run's clock in nanoseconds; the tick is the message
-sequence number. The file is flushed (a complete chunk) at least once per
+Message log times are the run's wall-clock start plus its clock, in nanoseconds
+(``runtime.recording.timebase``; the start is kept in the ``run`` metadata); the tick is
+the message sequence number. The file is flushed (a complete chunk) at least once per
 ``flush_every`` seconds of run time and finished by ``close()``, which the caller runs
 in a ``finally`` block.
 
@@ -50,6 +51,7 @@ from runtime.recording.format import (
     ItemRecord,
     ViewRecord,
 )
+from runtime.recording.timebase import EPOCH, TimeBase
 from runtime.recording.wire import json_text
 
 
@@ -65,15 +67,14 @@ class RawMessage(NamedTuple):
 
 class MessageSink(Protocol):
     """Another destination of every recorded message (a live view): gets each message
-    encoded as the recording holds it, and is closed with the recorder."""
+    encoded as the recording holds it, hears when a tick's messages are all given
+    (``end_tick``, with the tick's log time), and is closed with the recorder."""
 
     def publish(self, channel: Channel[Any], data: bytes, log_time: int) -> None: ...
 
+    def end_tick(self, tick: int, log_time: int) -> None: ...
+
     def close(self) -> None: ...
-
-
-def _ns(seconds: float) -> int:
-    return max(0, round(seconds * 1e9))
 
 
 def _dumps(message: Mapping[str, Any]) -> bytes:
@@ -91,11 +92,15 @@ class Recorder:
         flush_every: float = 1.0,
         chunk_size: int = 1 << 20,
         sinks: Iterable[MessageSink] = (),
+        time_base: TimeBase = EPOCH,
     ) -> None:
-        """``output`` None: no file, only ``sinks`` (a live view of a run not recorded)."""
+        """``output`` None: no file, only ``sinks`` (a live view of a run not recorded).
+        ``time_base``: the run's wall-clock start, which every log time is counted from
+        (kept in the ``run`` metadata)."""
         if not flush_every > 0:
             raise SettingError(f"flush_every must be positive seconds, got {flush_every!r}")
         self.sinks = list(sinks)
+        self.time_base = time_base
         if output is None and not self.sinks:
             raise SettingError("a recorder needs an output file or a sink")
         self.path = output if isinstance(output, (str, Path)) else None
@@ -128,7 +133,9 @@ class Recorder:
             k: v if isinstance(v, str) else json.dumps(to_json(v))
             for k, v in (metadata or {}).items()
         }
-        self._writer.add_metadata("run", {"schema_version": str(SCHEMA_VERSION), **run})
+        self._writer.add_metadata(
+            "run", {"schema_version": str(SCHEMA_VERSION), **run, **time_base.metadata()}
+        )
         self.flush_every = flush_every
         self._last_flush = 0.0
         self._tick = 0
@@ -201,6 +208,14 @@ class Recorder:
 
     def after_apply(self, result: TickResult) -> None:
         self.record_tick(result)
+        self.end_tick(result.tick, result.time)
+
+    def end_tick(self, tick: int, now: float) -> None:
+        """Tell the sinks that tick ``tick`` (at run time ``now``) has all its messages: a
+        live view sends what it gathered of the tick and the run's time."""
+        if not self.closed:
+            for sink in self.sinks:
+                sink.end_tick(tick, self.time_base.log_time(now))
 
     def record_tick(self, result: TickResult) -> None:
         """Record the working set, evictions, decisions and stats of one tick."""
@@ -310,7 +325,7 @@ class Recorder:
         if self.closed:
             return
         data = _dumps(channel.encode(message))
-        log_time = _ns(stamp)
+        log_time = self.time_base.log_time(stamp)
         self._writer.add_message(
             self._channels[channel.topic],
             log_time=log_time,
@@ -343,7 +358,7 @@ class Recorder:
                 publish_time=m.publish_time,
                 sequence=m.sequence,
             )
-            self._tick, self._now = m.sequence, m.log_time / 1e9
+            self._tick, self._now = m.sequence, self.time_base.run_seconds(m.log_time)
             written += 1
         self.messages += written
         self._last_flush = self._now

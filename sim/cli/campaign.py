@@ -240,13 +240,19 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         if args.backend == "ray":
             try:
                 folders = sorted({ref.folder for ref in refs})
-                ray_executor = cp.RayExecutor(
-                    address=args.address, working_dir=folders[0] if folders else None
+                import ray  # noqa: F401 (it sets up its own logger when imported)
+
+                from runtime.logs import adopt_logger
+                from sim.run.ray_backend import RaySession, ray_lost_errors
+
+                adopt_logger("ray")  # its notices at this command's level, as its events
+                session = stack.enter_context(
+                    RaySession(address=args.address, working_dir=folders[0] if folders else None)
                 )
             except ImportError:
                 raise InputError("the Ray backend needs Ray: pip install 'tickwork[ray]'") from None
             campaign = cp.Campaign(
-                requests, lambda _n: ray_executor, workers, lost_errors=cp.ray_lost_errors()
+                requests, session.executor, workers, lost_errors=ray_lost_errors()
             )
         else:
             campaign = cp.Campaign(requests, cp.local_executor, workers)

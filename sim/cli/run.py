@@ -176,10 +176,19 @@ def register(sub: Any) -> None:
         "extra)",
     )
     run.add_argument(
+        "--host",
+        default=None,
+        metavar="ADDR",
+        help="with --live: the address to serve on (default: 127.0.0.1, this machine only; "
+        "0.0.0.0 for viewers on other machines, in containers or WSL: warned, as anyone who "
+        "reaches it can watch)",
+    )
+    run.add_argument(
         "--port",
         type=int,
         default=None,
-        help="with --live: the port to serve on (default: 8765; 0: any free port)",
+        help="with --live: the port to serve on (default: 8765; 0: any free port, printed "
+        "when the run starts and in the --json summary)",
     )
     run.add_argument(
         "--overrun",
@@ -275,7 +284,11 @@ def _run(args: argparse.Namespace, scratch: Any) -> int:
     if args.json:
         import json
 
-        print(json.dumps(summary, sort_keys=True))
+        from sim.run.live import LiveView
+
+        lives = [s for s in getattr(sim.recorder, "sinks", ()) if isinstance(s, LiveView)]
+        shown = {**summary, "live": live_info(lives[0])} if lives else summary
+        print(json.dumps(shown, sort_keys=True))
     else:
         from rich.console import Console
 
@@ -336,6 +349,8 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
 
     if args.port is not None and not args.live:
         raise InputError(f"--port {args.port}: only a --live run serves on a port")
+    if args.host is not None and not args.live:
+        raise InputError(f"--host {args.host}: only a --live run serves on an address")
     if args.live:
         args.realtime = True  # a live view is watched at the run's own pace
     if args.checkpoint is not None and args.checkpoint_every is None:
@@ -386,12 +401,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         check_memory(args.memory)  # read-only, before the recording is opened
     sinks: list[Any] = []
     if args.live:  # after every input is read and every output checked
-        from sim.run.live import DEFAULT_PORT, LiveView
-
-        live = LiveView(port=DEFAULT_PORT if args.port is None else args.port)
-        sinks.append(live)
-        if not args.json:
-            print(f"live view: open a connection in Foxglove to {live.url}", file=sys.stderr)
+        sinks.append(_serve_live(args))
     try:
         sim = _closing_sinks_on_error(sinks)(
             Simulation,
@@ -408,6 +418,7 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
             overrun=overrun,
             sinks=sinks,
             ros2=args.ros2,
+            time_base=_started_now(),
         )
     except sqlite3.Error as exc:
         raise InputError(f"--memory {args.memory!r}: not a usable SQLite file ({exc})") from None
@@ -433,6 +444,39 @@ def _new_run(args: argparse.Namespace, *, record: Any = None) -> tuple[Any, Any]
         cabins=tuple(args.cabin),
     )
     return sim, plan
+
+
+def _started_now() -> Any:
+    """The run's wall-clock start, read once here at the edge: every recorded and served
+    message is logged at this start + the run's time (``runtime.recording.timebase``)."""
+    import time
+
+    from runtime.recording.timebase import TimeBase
+
+    return TimeBase(time.time_ns())
+
+
+def live_info(live: Any) -> dict[str, Any]:
+    """Where a live view serves: its URL, address and port (``live`` in ``--json``)."""
+    return {"url": live.url, "host": live.host, "port": live.port}
+
+
+def _serve_live(args: argparse.Namespace) -> Any:
+    """Start the live view of ``--host``/``--port`` and say where it serves: a line for
+    people, or with ``--json`` one JSON object on stderr (the summary repeats it)."""
+    import json
+
+    from sim.run.live import DEFAULT_HOST, DEFAULT_PORT, LiveView
+
+    live = LiveView(
+        host=DEFAULT_HOST if args.host is None else args.host,
+        port=DEFAULT_PORT if args.port is None else args.port,
+    )
+    if args.json:
+        print(json.dumps({"live": live_info(live)}, sort_keys=True), file=sys.stderr, flush=True)
+    else:
+        print(f"live view: open a connection in Foxglove to {live.url}", file=sys.stderr)
+    return live
 
 
 def _checkpoint_path(args: argparse.Namespace, scenario: str, seed: int) -> str | None:
@@ -482,6 +526,7 @@ def _resumed_run(args: argparse.Namespace) -> Any:
         "--fault": args.fault or None,
         "--realtime": args.realtime or None,
         "--live": args.live or None,
+        "--host": args.host,
         "--port": args.port,
         "--overrun": args.overrun,
     }

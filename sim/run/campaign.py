@@ -9,7 +9,7 @@ before the scenario's end is judged as ``sim run --ticks`` judges it: cut short,
 for the tasks it had no time to do. Runs are independent and
 deterministic, so they go to any ``concurrent.futures.Executor``: a local
 process pool by default (a worker that dies loses only its own run, which is
-retried once, alone, and then reported) or Ray for clusters.
+retried once, alone, and then reported) or Ray (``sim.run.ray_backend``) for clusters.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from sim.faults.model import (
     MissingFault,
     StaleFault,
 )
+from sim.run.ray_backend import quiet_worker
 from sim.run.summary import JUDGED
 from sim.run.verdict import judge
 
@@ -427,13 +428,6 @@ class Campaign:
             self.progress(result)
 
 
-def quiet_worker() -> None:
-    """A campaign reports failures in its results; its workers log only what is critical."""
-    from runtime import configure_logging
-
-    configure_logging(level="critical")
-
-
 def local_executor(workers: int) -> cf.Executor:
     import multiprocessing
 
@@ -442,51 +436,6 @@ def local_executor(workers: int) -> cf.Executor:
         initializer=quiet_worker,
         mp_context=multiprocessing.get_context("spawn"),
     )
-
-
-class RayExecutor(cf.Executor):
-    """Ray tasks behind the ``concurrent.futures.Executor`` interface."""
-
-    def __init__(self, *, address: str | None = None, working_dir: str | None = None) -> None:
-        """``working_dir``: a folder every worker imports from (the user cabins' modules)."""
-        import ray
-
-        import cabins
-        import runtime
-        import sim
-
-        self._ray = ray
-        if not ray.is_initialized():
-            # The job ships the driver's own packages: workers need no install of their own,
-            # and a cluster with another tickwork installed still runs this code.
-            ray.init(
-                address=address,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-                runtime_env={
-                    "worker_process_setup_hook": quiet_worker,
-                    "py_modules": [runtime, cabins, sim],
-                    **({} if working_dir is None else {"working_dir": working_dir}),
-                },
-            )
-        self._remote: dict[Callable[..., Any], Any] = {}
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
-        remote = self._remote.get(fn)
-        if remote is None:
-            remote = self._remote[fn] = self._ray.remote(max_retries=0)(fn)
-        future: cf.Future[Any] = remote.remote(*args, **kwargs).future()
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Leaves the Ray connection up for the next round; ``ray.shutdown()`` ends it."""
-
-
-def ray_lost_errors() -> tuple[type[BaseException], ...]:
-    from ray.exceptions import WorkerCrashedError
-
-    return (WorkerCrashedError,)
 
 
 def table(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -614,7 +614,7 @@ def continue_recording(sim: Simulation, record: str | Path, *, tick: int) -> Rec
         )
     metadata = old.metadata.get("run") or sim.metadata(sim.memory.capacity, sim.faults.faults)
     tmp = target.with_name(f".{target.name}.resuming")
-    recorder = Recorder(tmp, metadata=metadata)
+    recorder = Recorder(tmp, metadata=metadata, time_base=sim.time_base)
     try:
         recorder.copy_messages(kept)
         recorder.sync()

@@ -72,6 +72,7 @@ from runtime.errors import SettingError, TickworkError
 from runtime.files import InputFileError, read_input
 from runtime.jsonable import to_json
 from runtime.loop import OverrunPolicy
+from runtime.recording.timebase import EPOCH, TimeBase
 from runtime.recording.writer import MessageSink, Recorder
 from runtime.settings import settings_from_spec
 from runtime.snapshot import JsonValue, StateError
@@ -508,13 +509,17 @@ class Simulation:
         overrun: OverrunPolicy | None = None,
         sinks: Sequence[MessageSink] = (),
         ros2: str | Path | None = None,
+        time_base: TimeBase = EPOCH,
     ) -> None:
         """``record``: the tickwork recording (MCAP); ``ros2``: a ROS 2 bag of the run
-        (``sim.run.ros2_bag``)."""
+        (``sim.run.ros2_bag``). ``time_base``: the run's wall-clock start, taken by the caller
+        when the run starts; its recording and live view log every message at start + run
+        time (``runtime.recording.timebase``; the default, none, logs at run time)."""
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.seed = seed
         # names this run in its recording and its checkpoints (not part of its state)
         self.run_id = uuid.uuid4().hex
+        self.time_base = time_base
         self.rate_hz = float(rate_hz if rate_hz is not None else self.scenario.rate_hz)
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
@@ -536,10 +541,21 @@ class Simulation:
         if ros2 is not None:
             from sim.run.ros2_bag import Ros2Recorder
 
-            self.ros2 = Ros2Recorder(ros2, self.scenario, rate_hz=self.rate_hz, run_id=self.run_id)
+            self.ros2 = Ros2Recorder(
+                ros2,
+                self.scenario,
+                rate_hz=self.rate_hz,
+                run_id=self.run_id,
+                start_ns=time_base.start_ns or None,  # one time axis with the recording
+            )
         if record is not None or sinks:
             try:
-                recorder = Recorder(record, metadata=self.metadata(capacity, faults), sinks=sinks)
+                recorder = Recorder(
+                    record,
+                    metadata=self.metadata(capacity, faults),
+                    sinks=sinks,
+                    time_base=time_base,
+                )
             except BaseException:
                 if self.ros2 is not None:
                     self.ros2.discard()
@@ -692,9 +708,10 @@ class Simulation:
         self.recorder = recorder
         recorder.attach(self.board, self.log)
         if self.view is None:
-            self.view = FoxgloveView(recorder, self.scenario)
+            self.view = FoxgloveView(recorder, self.scenario, time_base=recorder.time_base)
         else:  # resumed from a checkpoint: the scene goes on as thinned so far
             self.view.sink = recorder
+            self.view.time_base = recorder.time_base
 
     def _view_event(self, event: Event) -> None:
         if self.view is not None:
@@ -785,6 +802,8 @@ class Simulation:
             self.recorder.record_tick(result)
         if self.view is not None:
             self.view.after_tick(result, self.world, self.board.value(ROUTE))
+        if self.recorder is not None:
+            self.recorder.end_tick(result.tick, result.time)
         for view in result.views:
             counts = self.missing[view.cabin]
             for reason in view.missing.values():

@@ -72,6 +72,7 @@ def _record_classes() -> list[type]:
     from runtime.log import Event
     from runtime.loop import _Counters
     from runtime.memory import Eviction, WorkItem
+    from runtime.recording.timebase import TimeBase
     from runtime.runners import LoopContext
     from sim.world import world
 
@@ -94,6 +95,7 @@ def _record_classes() -> list[type]:
         scratchpad.Note, scratchpad.PadEntry,
         MemoryRecord, Remembered, Message, ToolCall, Plan, PlanStep, ReplanTrigger,
         SharedWindow, Vias, Reading, Feature, Event, _Counters, Eviction, WorkItem, LoopContext,
+        TimeBase,
         world.RobotState, world.ObstacleState, world.TaskState, world.Incident, world.Contact,
         world.Stats, world.BatteryLow, world.WorldState,
     ]  # fmt: skip

@@ -40,6 +40,7 @@ from runtime.recording.format import (
     TimeRecord,
     Vector3Record,
 )
+from runtime.recording.timebase import EPOCH, TimeBase
 from runtime.snapshot import JsonValue, StateError
 from sim.world.scenario import Scenario
 from sim.world.world import World
@@ -79,9 +80,10 @@ MARKER = {"WARNING": _rgba(1.0, 0.7, 0.0, 0.8), "ERROR": _rgba(0.9, 0.0, 0.0, 0.
 LABEL = _rgba(0.1, 0.1, 0.1)
 
 
-def stamp_of(seconds: float) -> TimeRecord:
-    ns = max(0, round(seconds * 1e9))
-    return {"sec": ns // 1_000_000_000, "nsec": ns % 1_000_000_000}
+def stamp_of(seconds: float, base: TimeBase = EPOCH) -> TimeRecord:
+    """Run time ``seconds`` as a Foxglove time: its log time on ``base``'s axis."""
+    sec, nsec = base.stamp(seconds)
+    return {"sec": sec, "nsec": nsec}
 
 
 def _v(x: float, y: float, z: float = 0.0) -> Vector3Record:
@@ -96,10 +98,10 @@ def pose_of(x: float, y: float, z: float = 0.0, theta: float = 0.0) -> PoseRecor
     }
 
 
-def entity(entity_id: str, seconds: float, **primitives: Any) -> SceneEntityRecord:
+def entity(entity_id: str, stamp: TimeRecord, **primitives: Any) -> SceneEntityRecord:
     """A scene entity in the world frame that lasts until replaced; every list present."""
     record: dict[str, Any] = {
-        "timestamp": stamp_of(seconds),
+        "timestamp": stamp,
         "frame_id": WORLD_FRAME,
         "id": entity_id,
         "lifetime": {"sec": 0, "nsec": 0},
@@ -169,7 +171,7 @@ def _fill(polygon: Polygon, colour: ColorRecord, z: float) -> Any:
 
 def _area(
     entity_id: str,
-    seconds: float,
+    stamp: TimeRecord,
     points: Sequence[tuple[float, float]],
     colour: ColorRecord,
     *,
@@ -181,20 +183,20 @@ def _area(
     centre = polygon.representative_point()
     return entity(
         entity_id,
-        seconds,
+        stamp,
         triangles=[_fill(polygon, colour, z + height)],
         lines=[_outline(points, colour, z + height)],
         texts=[_label(label, centre.x, centre.y, z + height + 0.3)],
     )
 
 
-def layout(scenario: Scenario, seconds: float) -> list[SceneEntityRecord]:
+def layout(scenario: Scenario, stamp: TimeRecord) -> list[SceneEntityRecord]:
     """The static warehouse: floor, shelves, docks, chargers, forbidden and speed zones."""
     f = scenario.floor
     out = [
         entity(
             "floor",
-            seconds,
+            stamp,
             cubes=[
                 {
                     "pose": pose_of((f.min_x + f.max_x) / 2, (f.min_y + f.max_y) / 2, -0.01),
@@ -208,7 +210,7 @@ def layout(scenario: Scenario, seconds: float) -> list[SceneEntityRecord]:
         out.append(
             _area(
                 f"shelf:{shelf.id}",
-                seconds,
+                stamp,
                 shelf.polygon,
                 SHELF,
                 z=0.0,
@@ -220,7 +222,7 @@ def layout(scenario: Scenario, seconds: float) -> list[SceneEntityRecord]:
         out.append(
             _area(
                 f"zone:{zone.id}",
-                seconds,
+                stamp,
                 zone.polygon,
                 FORBIDDEN,
                 z=0.01,
@@ -231,7 +233,7 @@ def layout(scenario: Scenario, seconds: float) -> list[SceneEntityRecord]:
         out.append(
             _area(
                 f"zone:{speed.id}",
-                seconds,
+                stamp,
                 speed.polygon,
                 SPEED_ZONE,
                 z=0.01,
@@ -242,7 +244,7 @@ def layout(scenario: Scenario, seconds: float) -> list[SceneEntityRecord]:
         out.append(
             entity(
                 f"dock:{dock.id}",
-                seconds,
+                stamp,
                 cylinders=[_disc(dock.x, dock.y, 0.3, 0.05, DOCK)],
                 texts=[_label(f"dock {dock.id}", dock.x, dock.y)],
             )
@@ -251,7 +253,7 @@ def layout(scenario: Scenario, seconds: float) -> list[SceneEntityRecord]:
         out.append(
             entity(
                 f"charger:{charger.id}",
-                seconds,
+                stamp,
                 cylinders=[_disc(charger.x, charger.y, 0.3, 0.05, CHARGER)],
                 texts=[_label(f"charger {charger.id}", charger.x, charger.y)],
             )
@@ -278,10 +280,10 @@ def who(event: Event) -> str:
     return "world"
 
 
-def log_record(event: Event, data_json: Any) -> LogRecord:
+def log_record(event: Event, data_json: Any, stamp: TimeRecord) -> LogRecord:
     text = json.dumps(data_json, separators=(",", ":"), sort_keys=True, default=str)
     return {
-        "timestamp": stamp_of(event.stamp),
+        "timestamp": stamp,
         "level": LOG_LEVELS[level_of(event.kind)],
         "message": f"{event.kind} {text}" if text not in ("{}", "null") else event.kind,
         "name": who(event),
@@ -307,8 +309,10 @@ class FoxgloveView:
         layout_every: float = 10.0,
         min_move: float = 0.25,
         min_turn: float = 0.25,
+        time_base: TimeBase = EPOCH,
     ) -> None:
         self.sink: Any = sink  # None until a resumed run is given its recorder
+        self.time_base = time_base  # Foxglove timestamps: the run's start + run time
         self.scenario = scenario
         self.layout_every = layout_every
         self.min_move = min_move
@@ -339,7 +343,8 @@ class FoxgloveView:
     def on_event(self, event: Event) -> None:
         from runtime.jsonable import to_json
 
-        self.sink.put(LOG, log_record(event, to_json(event.data)), event.stamp)
+        stamp = stamp_of(event.stamp, self.time_base)
+        self.sink.put(LOG, log_record(event, to_json(event.data), stamp), event.stamp)
         if event.kind in MARKED_KINDS:
             self._marked += 1
             x, y = self._robot_xy
@@ -347,7 +352,7 @@ class FoxgloveView:
             self._markers.append(
                 entity(
                     f"marker:{self._marked}",
-                    event.stamp,
+                    stamp,
                     spheres=[
                         {"pose": pose_of(x, y, 1.2), "size": _v(0.3, 0.3, 0.3), "color": colour}
                     ],
@@ -364,10 +369,11 @@ class FoxgloveView:
         robot = world.state.robot
         self._robot_xy = (robot.x, robot.y)
         pose = pose_of(robot.x, robot.y, 0.0, robot.theta)
+        stamp = stamp_of(now, self.time_base)
         self.sink.put(
             TF,
             {
-                "timestamp": stamp_of(now),
+                "timestamp": stamp,
                 "parent_frame_id": WORLD_FRAME,
                 "child_frame_id": ROBOT_FRAME,
                 "translation": pose["position"],
@@ -375,10 +381,9 @@ class FoxgloveView:
             },
             now,
         )
-        self.sink.put(
-            ROBOT_POSE, {"timestamp": stamp_of(now), "frame_id": WORLD_FRAME, "pose": pose}, now
-        )
-        entities = self._scene(now, world, route_value)
+        self.sink.put(ROBOT_POSE, {"timestamp": stamp, "frame_id": WORLD_FRAME, "pose": pose}, now)
+        entities = self._scene(now, stamp, world, route_value)
+        ws = result.working_set
         if entities:
             self.sink.put(SCENE, {"deletions": [], "entities": entities}, now)
             self.scene_messages += 1
@@ -389,26 +394,40 @@ class FoxgloveView:
                 "time": now,
                 "battery": robot.battery_wh / self.scenario.robot.battery_wh,
                 "speed": abs(robot.v),
+                "x": float(robot.x),
+                "y": float(robot.y),
+                "heading": float(robot.theta),
                 "cross_track_error": (
                     0.0
                     if self._route_line is None
                     else float(self._route_line.distance(Point(robot.x, robot.y)))
                 ),
-                "working_set": len(result.working_set.items),
+                "working_set": len(ws.items),
                 "compute_ms": result.compute_seconds * 1e3,
                 "overrun": result.overrun,
+                "held": ws.occupancy.held,
+                "capacity": ws.occupancy.capacity,
+                "pressure": len(ws.pressure),
+                "lost": sum(len(keys) for keys in ws.pressure.values()),
                 "missing": [
-                    {"cabin": view.cabin, "missing": len(view.missing)} for view in result.views
+                    {
+                        "cabin": view.cabin,
+                        "missing": len(view.missing),
+                        "evicted": len(view.evicted),
+                    }
+                    for view in result.views
                 ],
             },
             now,
         )
 
-    def _scene(self, now: float, world: World, route_value: Any) -> list[SceneEntityRecord]:
+    def _scene(
+        self, now: float, stamp: TimeRecord, world: World, route_value: Any
+    ) -> list[SceneEntityRecord]:
         out: list[SceneEntityRecord] = []
         if self._layout_at is None or now - self._layout_at >= self.layout_every:
             self._layout_at = now
-            out.extend(layout(self.scenario, now))
+            out.extend(layout(self.scenario, stamp))
             self._shown.clear()  # send the moving things again with the layout
         robot = world.state.robot
         if self._moved("robot", robot.x, robot.y, robot.theta):
@@ -416,7 +435,7 @@ class FoxgloveView:
             out.append(
                 entity(
                     "robot",
-                    now,
+                    stamp,
                     cylinders=[_disc(robot.x, robot.y, r, 0.4, ROBOT)],
                     arrows=[
                         {
@@ -450,7 +469,7 @@ class FoxgloveView:
             out.append(
                 entity(
                     f"obstacle:{obstacle.id}",
-                    now,
+                    stamp,
                     cylinders=[_disc(obstacle.x, obstacle.y, spec.radius, height, colour)],
                     texts=[
                         _label(f"{spec.kind} {obstacle.id}", obstacle.x, obstacle.y, height + 0.3)
@@ -465,7 +484,7 @@ class FoxgloveView:
             out.append(
                 entity(
                     "route",
-                    now,
+                    stamp,
                     lines=[
                         {
                             "type": LINE_TYPES["LINE_STRIP"],

@@ -282,13 +282,11 @@ def test_a_run_uses_the_specs_its_request_carries() -> None:
 def test_local_and_ray_backends_give_identical_results() -> None:
     import ray
 
-    from sim.run.campaign import RayExecutor, ray_lost_errors
+    from sim.run.ray_backend import RaySession, ray_lost_errors
 
     local = Campaign(SMALL, local_executor, 2).run()
-    executor = RayExecutor()
-    try:
-        remote = Campaign(SMALL, lambda _n: executor, 2, lost_errors=ray_lost_errors()).run()
-    finally:
-        ray.shutdown()
+    with RaySession() as session:
+        remote = Campaign(SMALL, session.executor, 2, lost_errors=ray_lost_errors()).run()
+    assert not ray.is_initialized()
     assert local == remote
     assert table(local) == table(remote)

@@ -38,6 +38,7 @@ from runtime import (
 from runtime.cabin import innermost
 from runtime.recording.format import ALL_CHANNELS, SERIES, STATS, WORKING_SET
 from runtime.recording.reader import Recording
+from runtime.recording.timebase import START_KEY, START_TEXT_KEY, TimeBase
 from runtime.testing import round_trip_state
 from sim import cli
 from sim.faults.model import parse_fault
@@ -294,12 +295,26 @@ def _tick_of(path: Path) -> int:
         return -1
 
 
+def _run_time(value: Any, start: TimeBase) -> Any:
+    """``value`` with every Foxglove ``timestamp`` as ns since the run's start."""
+    if isinstance(value, list):
+        return [_run_time(v, start) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _run_time(v, start) for k, v in value.items()}
+    stamp = value.get("timestamp")
+    if isinstance(stamp, dict) and set(stamp) == {"sec", "nsec"}:
+        out["timestamp"] = stamp["sec"] * 1_000_000_000 + stamp["nsec"] - start.start_ns
+    return out
+
+
 def _messages(path: Path) -> dict[str, list[Any]]:
     """Every message of a recording by topic, but /stats and /series (their compute times
-    are measured)."""
+    are measured); Foxglove timestamps as run time (each run has its own wall-clock start)."""
     recording = Recording.open(path)
+    start = TimeBase.from_metadata(recording.metadata)
     return {
-        topic: list(recording.messages(ALL_CHANNELS[topic]))
+        topic: [_run_time(m, start) for m in recording.messages(ALL_CHANNELS[topic])]
         for topic in recording.topics
         if topic not in (STATS.topic, SERIES.topic)
     }
@@ -340,7 +355,10 @@ def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(tmp_
     straight_meta = dict(Recording.open(tmp_path / "straight.mcap").metadata)
     assert recording.metadata["run_id"] == read_info(checkpoint).run["run_id"]  # one run
     assert straight_meta.pop("run_id") != recording.metadata["run_id"]  # two runs alike
-    assert {k: v for k, v in recording.metadata.items() if k != "run_id"} == straight_meta
+    own = ("run_id", START_KEY, START_TEXT_KEY)  # each run has its own id and start
+    assert {k: v for k, v in recording.metadata.items() if k not in own} == {
+        k: v for k, v in straight_meta.items() if k not in own
+    }
 
 
 def test_recording_continues_across_two_crashes(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,18 @@ from typing import Any
 import pytest
 from mcap.writer import Writer
 
-from runtime.recording.format import ALL_CHANNELS, FOXGLOVE_CHANNELS, PROFILE, SCHEMA_VERSION
+from runtime.recording.format import (
+    ALL_CHANNELS,
+    FOXGLOVE_CHANNELS,
+    LIVE_CHANNELS,
+    PROFILE,
+    SCHEMA_VERSION,
+)
 from runtime.recording.reader import Recording, RecordingError
 from sim.run.harness import Simulation
+from tests.support import npm
 from tests.support.paths import ROOT, SUPPORT
 
-NPM_PACKAGES = ("@mcap/core@2", "@mcap/support", "@foxglove/schemas@2", "ajv@8")
 SCALARS = {"boolean", "string", "number", "integer"}
 
 
@@ -53,9 +59,16 @@ def _parser_problems(schema: dict[str, Any], path: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("topic", list(ALL_CHANNELS))
-def test_every_schema_uses_only_forms_foxglove_parses(topic: str) -> None:
-    assert _parser_problems(ALL_CHANNELS[topic].schema(), topic) == []
+LIVE_ONLY = [c for c in LIVE_CHANNELS.values() if c not in ALL_CHANNELS.values()]
+
+
+@pytest.mark.parametrize(
+    "channel",
+    [*ALL_CHANNELS.values(), *LIVE_ONLY],
+    ids=lambda c: f"{c.topic}:{c.schema_name}",
+)
+def test_every_schema_uses_only_forms_foxglove_parses(channel: Any) -> None:
+    assert _parser_problems(channel.schema(), channel.topic) == []
 
 
 def test_well_known_channels_carry_foxglove_schema_names() -> None:
@@ -105,30 +118,9 @@ def test_the_scene_is_thinned_to_changes_and_the_log_has_every_event(tmp_path: P
     assert max(s["speed"] for s in series) > 0
 
 
-def _npm_dir() -> Path:
-    base = Path(os.environ.get("TICKWORK_NPM_CACHE", Path.home() / ".cache" / "tickwork-npm"))
-    return base / "foxglove-1"
-
-
 @pytest.fixture(scope="module")
 def node_modules() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are not installed: Foxglove's reader cannot be run")
-    where = _npm_dir()
-    if not (where / "node_modules" / "ajv").is_dir():
-        where.mkdir(parents=True, exist_ok=True)
-        (where / "package.json").write_text('{"private": true}\n')
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--silent", *NPM_PACKAGES],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"npm could not install Foxglove's packages: {done.stderr[-300:]}")
-    return where / "node_modules"
+    return npm.node_modules("foxglove-1", npm.FOXGLOVE_READER)
 
 
 @pytest.mark.node
@@ -194,3 +186,50 @@ def test_the_shipped_layout_shows_channels_and_fields_the_recording_has() -> Non
             assert field in series, path["value"]
             if "{" in rest:  # /series.missing[:]{cabin=="planner"}.missing
                 assert rest.rsplit(".", 1)[1] in missing
+
+
+_PATH = re.compile(r"^/series\.(\w+)(?:\[:\]\{(\w+)==\"([^\"]+)\"\}\.(\w+))?$")
+
+
+def _evaluate(path: str, message: dict[str, Any]) -> list[Any]:
+    """A Plot message path of the two forms the layout uses, as Foxglove evaluates it:
+    ``/series.field`` and ``/series.list[:]{key=="value"}.field``."""
+    match = _PATH.match(path)
+    assert match is not None, f"a message path the layout should not use: {path}"
+    field, key, value, inner = match.groups()
+    if key is None:
+        return [message[field]]
+    return [entry[inner] for entry in message[field] if entry[key] == value]
+
+
+def test_every_plot_path_of_the_layout_evaluates_to_numbers_on_a_recording(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "run.mcap"
+    sim = Simulation("warehouse", seed=0, capacity=16, record=path)  # small: under pressure
+    try:
+        sim.run(60)
+    finally:
+        sim.close()
+    series = list(Recording.open(path).messages(FOXGLOVE_CHANNELS["/series"]))
+    layout = json.loads(LAYOUT.read_text(encoding="utf-8"))
+    plotted: set[str] = set()
+    for key, panel in layout["configById"].items():
+        if not key.startswith("Plot!"):
+            continue
+        for entry in panel["paths"]:
+            plotted.add(entry["value"])
+            for message in series:
+                values = _evaluate(entry["value"], message)
+                assert len(values) == 1, (entry["value"], message["tick"])
+                assert isinstance(values[0], int | float) and not isinstance(values[0], bool)
+    # the numbers a user watches are typed fields the layout plots
+    for field in ("battery", "speed", "x", "y", "heading", "held", "capacity", "lost"):
+        assert f"/series.{field}" in plotted, field
+    for cabin in ("planner", "executor", "monitor"):
+        assert f'/series.missing[:]{{cabin=="{cabin}"}}.missing' in plotted
+        assert f'/series.missing[:]{{cabin=="{cabin}"}}.evicted' in plotted
+    assert max(m["lost"] for m in series) > 0  # the pressure of a small capacity shows
+    poses = list(Recording.open(path).messages(FOXGLOVE_CHANNELS["/robot/pose"]))
+    last = poses[-1]["pose"]["position"]
+    assert (series[-1]["x"], series[-1]["y"]) == (last["x"], last["y"])
