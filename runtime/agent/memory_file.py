@@ -103,14 +103,14 @@ def _check_rows(db: sqlite3.Connection, path: str, left: str) -> None:
         ("content", "typeof(content) != 'text'"),
         ("scope", _NOT_SCOPE.format(c="scope")),
         ("metadata", _NOT_OBJECT.format(c="metadata")),
-        ("stamp", "typeof(stamp) NOT IN ('real', 'integer')"),
+        ("stamp", _NOT_NUMBER.format(c="stamp")),
         ("embedding", "typeof(embedding) != 'blob'"),
     ]
     optional = {
-        "last_used": "typeof(last_used) NOT IN ('real', 'integer')",
-        "importance": "typeof(importance) NOT IN ('real', 'integer')",
+        "last_used": _NOT_NUMBER.format(c="last_used"),
+        "importance": _NOT_NUMBER.format(c="importance"),
         "pinned": "typeof(pinned) != 'integer'",
-        "expires": "typeof(expires) NOT IN ('real', 'integer', 'null')",
+        "expires": f"{_NOT_NUMBER.format(c='expires')} AND expires IS NOT NULL",
         "subject": "typeof(subject) NOT IN ('text', 'null')",
         "status": f"status NOT IN {STATUSES!r} OR typeof(status) != 'text'",
         "replaced_by": "typeof(replaced_by) NOT IN ('integer', 'null')",
@@ -128,11 +128,13 @@ def _check_rows(db: sqlite3.Connection, path: str, left: str) -> None:
                 ("content", "typeof(content) != 'text'"),
                 ("scope", _NOT_SCOPE.format(c="scope")),
                 ("metadata", _NOT_OBJECT.format(c="metadata")),
-                ("stamp", "typeof(stamp) NOT IN ('real', 'integer', 'null')"),
+                ("stamp", f"{_NOT_NUMBER.format(c='stamp')} AND stamp IS NOT NULL"),
             ],
         )
 
 
+_NOT_NUMBER = "(typeof({c}) NOT IN ('real', 'integer') OR abs({c}) > 1.7976931348623157e308)"
+"""Not a finite number (SQLite keeps an infinity as a real; a NaN becomes NULL)."""
 _NOT_OBJECT = (
     "typeof({c}) != 'text' OR NOT json_valid({c}) OR json_type({c}) != 'object' "
     "OR length({c}) > 1048576"

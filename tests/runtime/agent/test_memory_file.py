@@ -95,6 +95,9 @@ DAMAGED_ROWS: dict[str, tuple[str, str]] = {
     "metadata 100,000 deep": (f"UPDATE memories SET metadata = '{DEEP}'", "its metadata"),
     "a text stamp": ("UPDATE memories SET stamp = 'yesterday'", "its stamp"),
     "a text importance": ("UPDATE memories SET importance = 'high'", "its importance"),
+    "an infinite stamp": ("UPDATE memories SET stamp = 9e999", "its stamp"),
+    "an infinite importance": ("UPDATE memories SET importance = -9e999", "its importance"),
+    "a queued write's infinite stamp": ("UPDATE pending SET stamp = 9e999", "its stamp"),
     "a scope label that is a list": (
         """UPDATE memories SET scope = '{"robot": ["r1"]}'""",
         "its scope",
