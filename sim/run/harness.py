@@ -650,6 +650,7 @@ class Simulation:
         "missing": Mapping[str, Mapping[str, int]],
         "collision_details": list[dict[str, JsonValue]],
         "wall_seconds": float,
+        "time_base": TimeBase,
     }
     """What the plain attributes a checkpoint gives back must hold."""
 

@@ -326,9 +326,9 @@ class FoxgloveView:
         self._robot_xy = (scenario.robot.start.x, scenario.robot.start.y)
         self.scene_messages = 0
 
-    _derived = ("sink", "layout_every", "min_move", "min_turn")
+    _derived = ("sink", "time_base", "layout_every", "min_move", "min_turn")
     """A checkpoint holds what was shown, not where it went (the recorder of the resumed
-    run), nor the view's settings."""
+    run, whose time base the view takes), nor the view's settings."""
     _state_types: ClassVar[dict[str, Any]] = {
         "_layout_at": float | None,
         "_shown": dict[str, tuple[float, float, float]],
