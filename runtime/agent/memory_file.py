@@ -99,12 +99,17 @@ def _check_rows(db: sqlite3.Connection, path: str, left: str) -> None:
     """The first row whose columns do not have their types, refused (one query per table,
     in SQLite: a file of a million memories is checked in well under a second)."""
     columns = {r[1] for r in db.execute("PRAGMA table_info(memories)")}
+    size = _vector_bytes(db, path, left)
     tests = [
         ("content", "typeof(content) != 'text'"),
         ("scope", _NOT_SCOPE.format(c="scope")),
         ("metadata", _NOT_OBJECT.format(c="metadata")),
         ("stamp", _NOT_NUMBER.format(c="stamp")),
-        ("embedding", "typeof(embedding) != 'blob'"),
+        (
+            "embedding",
+            "typeof(embedding) != 'blob'"
+            + ("" if size is None else f" OR length(embedding) != {size}"),
+        ),
     ]
     optional = {
         "last_used": _NOT_NUMBER.format(c="last_used"),
@@ -131,6 +136,21 @@ def _check_rows(db: sqlite3.Connection, path: str, left: str) -> None:
                 ("stamp", f"{_NOT_NUMBER.format(c='stamp')} AND stamp IS NOT NULL"),
             ],
         )
+
+
+def _vector_bytes(db: sqlite3.Connection, path: str, left: str) -> int | None:
+    """The bytes of one stored embedding (4 per dimension, from ``meta``'s ``dim``), or
+    None for a file that names no dimension yet."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+    if row is None:
+        return None
+    try:
+        dim = int(row[0])
+    except (TypeError, ValueError):
+        dim = 0
+    if not 0 < dim <= 1 << 16:
+        raise MemoryFileError(f"{path}: its embedding dimension {row[0]!r} is not usable {left}")
+    return 4 * dim
 
 
 _NOT_NUMBER = "(typeof({c}) NOT IN ('real', 'integer') OR abs({c}) > 1.7976931348623157e308)"

@@ -96,6 +96,8 @@ DAMAGED_ROWS: dict[str, tuple[str, str]] = {
     "a text stamp": ("UPDATE memories SET stamp = 'yesterday'", "its stamp"),
     "a text importance": ("UPDATE memories SET importance = 'high'", "its importance"),
     "an infinite stamp": ("UPDATE memories SET stamp = 9e999", "its stamp"),
+    "an embedding of another length": ("UPDATE memories SET embedding = x'00'", "its embedding"),
+    "an empty embedding": ("UPDATE memories SET embedding = x''", "its embedding"),
     "an infinite importance": ("UPDATE memories SET importance = -9e999", "its importance"),
     "a queued write's infinite stamp": ("UPDATE pending SET stamp = 9e999", "its stamp"),
     "a scope label that is a list": (
