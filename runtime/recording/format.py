@@ -517,7 +517,8 @@ class MissingCountRecord(TypedDict):
 @with_config(_STRICT)
 class SeriesRecord(TypedDict):
     """Per tick, the numbers worth plotting: battery (fraction), speed (m/s), the robot's
-    pose (``x``, ``y`` in m, ``heading`` in rad), how far it is from its route (m),
+    pose (``x``, ``y`` in m, ``heading`` in rad), how far it is from its route (m; left
+    out when the route's numbers give no finite distance),
     working-set size, tick compute time (ms), working memory's occupancy (items ``held``
     of ``capacity``), the specs under capacity pressure (``pressure``: how many lost an
     item they selected; ``lost``: the items lost), and per cabin the items missing from
@@ -530,7 +531,7 @@ class SeriesRecord(TypedDict):
     x: NotRequired[float]
     y: NotRequired[float]
     heading: NotRequired[float]
-    cross_track_error: float
+    cross_track_error: NotRequired[float]
     working_set: int
     compute_ms: float
     overrun: bool

@@ -18,11 +18,13 @@ far durable (a complete chunk, flushed and fsynced).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol, cast
 
+import structlog
 from mcap.writer import CompressionType, Writer
 
 from runtime.asynchronous import Returned
@@ -54,6 +56,8 @@ from runtime.recording.format import (
 from runtime.recording.timebase import EPOCH, TimeBase
 from runtime.recording.wire import json_text
 
+_log = structlog.get_logger("tickwork.recording")
+
 
 class RawMessage(NamedTuple):
     """An already-encoded message of a recording, as read back from a file."""
@@ -79,6 +83,19 @@ class MessageSink(Protocol):
 
 def _dumps(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _finite(value: Any, at: str, found: list[str]) -> Any:
+    """``value`` with every NaN or infinite number replaced by null (JSON has neither),
+    the place of each one added to ``found``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        found.append(at or "/")
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v, f"{at}/{k}", found) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v, f"{at}/{i}", found) for i, v in enumerate(value)]
+    return value
 
 
 class Recorder:
@@ -142,6 +159,8 @@ class Recorder:
         self._now = 0.0
         self.messages = 0
         self.closed = False
+        self.non_finite: dict[str, int] = {}
+        """Messages per channel whose NaNs or infinities were recorded as null."""
         self._json_cache: dict[int, tuple[Any, Any]] = {}
         self._json_next: dict[int, tuple[Any, Any]] = {}
 
@@ -324,7 +343,11 @@ class Recorder:
     def _put(self, channel: Channel[Any], message: Mapping[str, Any], stamp: float) -> None:
         if self.closed:
             return
-        data = _dumps(channel.encode(message))
+        encoded = channel.encode(message)
+        try:
+            data = _dumps(encoded)
+        except ValueError:
+            data = self._dumps_non_finite(channel.topic, encoded)
         log_time = self.time_base.log_time(stamp)
         self._writer.add_message(
             self._channels[channel.topic],
@@ -336,6 +359,17 @@ class Recorder:
         for sink in self.sinks:
             sink.publish(channel, data, log_time)
         self.messages += 1
+
+    def _dumps_non_finite(self, topic: str, encoded: Mapping[str, Any]) -> bytes:
+        """A message with a NaN or an infinity (a number computed from a cabin's output,
+        say a route thousands of kilometres long) is recorded with null in its place,
+        and the first such message of each channel is logged with the fields."""
+        found: list[str] = []
+        data = _dumps(_finite(encoded, "", found))
+        if topic not in self.non_finite:
+            _log.warning("recording_non_finite", topic=topic, fields=found, tick=self._tick)
+        self.non_finite[topic] = self.non_finite.get(topic, 0) + 1
+        return data
 
     def copy_messages(self, messages: Iterable[RawMessage]) -> int:
         """Write already-encoded messages unchanged (the start of a run being continued);

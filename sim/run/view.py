@@ -364,6 +364,14 @@ class FoxgloveView:
                 )
             )
 
+    def _cross_track(self, x: float, y: float) -> dict[str, float]:
+        """The robot's distance from its route (0 with no route), left out when the
+        route's numbers (a cabin's output) give no finite distance."""
+        if self._route_line is None:
+            return {"cross_track_error": 0.0}
+        distance = float(self._route_line.distance(Point(x, y)))
+        return {"cross_track_error": distance} if math.isfinite(distance) else {}
+
     def after_tick(self, result: TickResult, world: World, route_value: Any) -> None:
         now = result.time
         robot = world.state.robot
@@ -397,11 +405,7 @@ class FoxgloveView:
                 "x": float(robot.x),
                 "y": float(robot.y),
                 "heading": float(robot.theta),
-                "cross_track_error": (
-                    0.0
-                    if self._route_line is None
-                    else float(self._route_line.distance(Point(robot.x, robot.y)))
-                ),
+                **self._cross_track(robot.x, robot.y),
                 "working_set": len(ws.items),
                 "compute_ms": result.compute_seconds * 1e3,
                 "overrun": result.overrun,

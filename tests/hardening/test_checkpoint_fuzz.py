@@ -247,3 +247,28 @@ def test_many_checkpoints_whose_data_was_changed_are_refused_or_resumed(
     data: st.DataObject,
 ) -> None:
     _case(tmp_path, monkeypatch, capsys, checkpointed, data)
+
+
+def test_a_route_thousands_of_kilometres_long_in_a_checkpoint_resumes_without_a_traceback(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    checkpointed: Path,
+) -> None:
+    """Found by the fuzz on CI: a board route with a waypoint at 1.3e154 m resumed, the
+    executor failed on it (isolated), and the robot's infinite distance from that route
+    reached the recorder, whose JSON has no infinity: a ValueError ended the run."""
+    for name in ("run.mcap", "run.ckpt"):
+        shutil.copy(checkpointed / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    original = (tmp_path / "run.ckpt").read_bytes()
+    head_end = original.index(b"\n", len(MAGIC)) + 1
+    document, blobs = decode_body("run.ckpt", original[head_end:])
+    readings = document["state"]["$o"][1]["board"]["$o"][1]["state"]["$d"][0][1]
+    (route,) = [r for r in readings if r["$r"][1]["key"] == "route"]
+    route["$r"][1]["value"]["$t"][0]["$t"][0] = 1.3407807929942597e154
+    _write(tmp_path, original, document, blobs)
+    code = cli.main(["run", "--resume", "run.ckpt", "--ticks", "26", "--json"])
+    out, err = capsys.readouterr()
+    assert not re.search(r"^Traceback", err + out, re.MULTILINE), err
+    assert code in (0, 1), err

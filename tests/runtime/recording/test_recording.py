@@ -742,3 +742,27 @@ def test_a_file_cut_before_its_first_tick_has_nothing_to_recover(run: Run, tmp_p
     with pytest.raises(RecordingError, match="nothing to recover"):
         repair(cut)
     assert cut.read_bytes() == data[: first_chunk + 20]  # nothing was written over it
+
+
+def test_a_nan_or_infinity_is_recorded_as_null_and_logged_once_per_channel(tmp_path: Path) -> None:
+    """JSON has no NaN or infinity; a number computed from a cabin's output can be one
+    (a route thousands of kilometres long gives an infinite cross-track error), and the
+    run must go on with the place of each one said, not end in a ValueError."""
+    from structlog.testing import capture_logs
+
+    from runtime.recording.writer import Recorder
+
+    path = tmp_path / "r.mcap"
+    with capture_logs() as logs, Recorder(path) as recorder:
+        for tick, compute in enumerate([0.5, float("inf"), float("nan"), 0.25]):
+            recorder.put(
+                fmt.STATS, {"tick": tick, "compute_s": compute, "overrun": False, "items": 1}, 0.0
+            )
+    assert recorder.non_finite == {fmt.STATS.topic: 2}
+    warned = [e for e in logs if e["event"] == "recording_non_finite"]
+    assert [(e["topic"], e["fields"]) for e in warned] == [(fmt.STATS.topic, ["/compute_s"])]
+    raw = [json.loads(m.data)["compute_s"] for m in scan(path).messages]
+    assert raw == [0.5, None, None, 0.25]
+    # the typed reader names the field that holds no number
+    with pytest.raises(RecordingError, match="compute_s"):
+        list(Recording.open(path).messages(fmt.STATS))
