@@ -32,7 +32,7 @@ FEW = settings(
     deadline=DEADLINE_MS,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-MANY = settings(FEW, max_examples=300)
+MANY = settings(FEW, max_examples=150)
 
 
 @pytest.fixture(scope="module")

@@ -65,6 +65,9 @@ def test_the_protocols_own_client_connects_and_sees_the_run() -> None:
     board, stats = out["messages"]["/board"], out["messages"]["/stats"]
     assert board["count"] > 10
     assert len(set(board["ticks"])) == len(board["ticks"])  # one /board message per tick
-    assert set(board["ticks"]) <= set(stats["ticks"]) | {max(stats["ticks"]) + 1}
+    # the client subscribes channel by channel, so one may start a tick before another
+    both = max(min(board["ticks"]), min(stats["ticks"]))
+    seen = {t for t in board["ticks"] if t >= both}
+    assert seen <= set(stats["ticks"]) | {max(stats["ticks"]) + 1}
     for topic in ("/scene", "/tf", "/robot/pose", "/series", "/working_set"):
         assert out["messages"][topic]["count"] > 0, topic
