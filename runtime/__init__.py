@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from runtime.episodes import QuietSeconds as QuietSeconds
     from runtime.episodes import QuietTicks as QuietTicks
     from runtime.episodes import UntilSeen as UntilSeen
+    from runtime.collection import CollectAnywhere as CollectAnywhere
+    from runtime.collection import CollectInSlack as CollectInSlack
     from runtime.errors import SettingError as SettingError
     from runtime.errors import TickworkError as TickworkError
     from runtime.freeze import FreezeError as FreezeError
@@ -98,6 +100,8 @@ _WHERE: dict[str, str] = {
     "CabinView": "runtime.pack",
     "CatchUp": "runtime.loop",
     "Clock": "runtime.clock",
+    "CollectAnywhere": "runtime.collection",
+    "CollectInSlack": "runtime.collection",
     "Command": "runtime.cabin",
     "DropLate": "runtime.cabin",
     "ContextSpec": "runtime.spec",

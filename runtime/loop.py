@@ -57,7 +57,8 @@ from runtime.asynchronous import (
     ThreadExecutor,
 )
 from runtime.cabin import Cabin, CabinFailure, Command, MemoryWrite, NoteOp, Outbox, timing_of
-from runtime.clock import Clock, SimClock
+from runtime.clock import Clock, SimClock, WallClock
+from runtime.collection import CollectAnywhere, CollectInSlack, CollectionPolicy
 from runtime.episodes import EpisodePolicy
 from runtime.errors import SettingError
 from runtime.freeze import FrozenDict
@@ -74,7 +75,6 @@ from runtime.runners import LoopContext, TickDecisions, runner_for
 from runtime.scratchpad import Scratchpad
 
 Suppressor = Callable[[int, str], Iterable[str]]
-
 
 STATS_WINDOW = 100_000
 """Ticks whose compute times the percentiles of ``TickStats`` are taken over (the latest)."""
@@ -197,7 +197,10 @@ class TickLoop:
         executor: DecisionExecutor | None = None,
         rng: np.random.Generator | None = None,
         pressure: EpisodePolicy | None = None,
+        collection: CollectionPolicy | None = None,
     ) -> None:
+        """``collection``: when the garbage collector runs (``runtime.collection``); by
+        default only in the slack between ticks on a ``WallClock``, anywhere otherwise."""
         _check(assembler, cabins, rate_hz)
         self.assembler = assembler
         self.cabins = tuple(cabins)
@@ -221,6 +224,14 @@ class TickLoop:
         by the ``pressure`` policy, by default ``QuietSeconds(2.0)``), and the counts."""
         self._log = structlog.get_logger("tickwork.loop")
         self._context = self._loop_context()
+        self.collection: CollectionPolicy = (
+            collection
+            if collection is not None
+            else CollectInSlack()
+            if isinstance(clock, WallClock)
+            else CollectAnywhere()
+        )
+        self._collecting = False
 
     def _loop_context(self) -> LoopContext:
         """What the runners read of the loop at every tick."""
@@ -228,7 +239,7 @@ class TickLoop:
             self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
         )
 
-    _derived = ("_context", "rate_hz", "period")
+    _derived = ("_context", "rate_hz", "period", "collection", "_collecting")
     """Made from the loop's settings: a checkpoint does not hold them."""
     _state_types: ClassVar[dict[str, Any]] = {
         "tick": int,
@@ -256,6 +267,24 @@ class TickLoop:
         clock = self.clock
         if self._start is None:
             self._start = clock.now()
+        if not self._collecting:
+            self.collection.start()
+            self._collecting = True
+        self.collection.before_tick()
+        try:
+            result, deadline = self._tick()
+        finally:
+            self.collection.after_tick(clock.now(), self._next_deadline())
+        clock.sleep_until(deadline)
+        return result
+
+    def _next_deadline(self) -> float:
+        assert self._start is not None
+        return self._start + self._slot * self.period
+
+    def _tick(self) -> tuple[TickResult, float]:
+        """Freeze, decide and apply one tick; its result and the next deadline."""
+        clock = self.clock
         tick = self.tick
         now = clock.now()
         for hook in self.hooks:
@@ -280,8 +309,7 @@ class TickLoop:
         )
         for hook in self.hooks:
             hook.after_apply(result)
-        clock.sleep_until(deadline)
-        return result
+        return result, deadline
 
     def _decide(self, tick: int, now: float, ws: WorkingSet) -> TickDecisions:
         """Every cabin decides on its view of ``ws`` (or starts deciding, or is still at

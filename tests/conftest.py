@@ -29,3 +29,17 @@ def _reset_structlog() -> Iterator[None]:
     for handler in [h for h in root.handlers if type(h).__name__ == "_ToStructlog"]:
         root.removeHandler(handler)
     root.setLevel(logging.WARNING)
+
+
+@pytest.fixture(autouse=True)
+def _collector_left_on() -> Iterator[None]:
+    """A wall-clock loop switches the garbage collector off between its first tick and its
+    ``close()``: a test that leaves one open must not leave the rest of its worker without
+    a collector, and is told so."""
+    import gc
+
+    was = gc.isenabled()
+    yield
+    if was and not gc.isenabled():
+        gc.enable()
+        pytest.fail("the test left the garbage collector off: close every wall-clock loop")
