@@ -304,3 +304,51 @@ def test_a_specs_params_set_the_limits(serve: Any) -> None:
     shown = '"' + "z" * 99 + "…[truncated: 402 of 502 characters not shown]"  # JSON, quoted
     assert shown in server.requests[0]["messages"][0]["content"]
     assert cabin.budget.limit == 3
+
+
+# -- what a run keeps of it --------------------------------------------------------------------
+
+
+def test_a_checkpoint_keeps_the_retry_wait_the_budget_and_the_generator(serve: Any) -> None:
+    from runtime.testing import round_trip_state
+    from sim.run.runstate import records
+
+    server = serve(FakeReply(status=429, headers={"retry-after": "20"}))
+    cabin = LLMCabin(SPEC, client=real_client(server), settings=LLMSettings(step_budget=3))
+    Rig(cabin).run(5, server)
+    cabin.budget.give_up("goal:deliver:t9", "step_budget")
+    fresh = LLMCabin(SPEC, client=real_client(server), settings=LLMSettings(step_budget=3))
+    copy = round_trip_state(cabin, fresh, records=records())
+    assert copy.last_call == cabin.last_call and copy.last_call.retry_at == pytest.approx(20.0)
+    assert copy.budget.spent == {"goal:deliver:t1": 1}
+    assert copy.budget.given_up == {"goal:deliver:t9": "step_budget"}
+    assert copy.rng.random() == cabin.rng.random()
+
+
+def test_what_these_behaviours_emit_is_registered(serve: Any) -> None:
+    from cabins.warehouse.registry import WAREHOUSE
+
+    known = {e.kind: set(e.fields) for e in WAREHOUSE.events}
+    server = serve(
+        FakeReply(content=None, refusal="no"),
+        FakeReply.calls(("drive", {"speed": 0.5})),
+        FakeReply(status=401),
+    )
+    rig = Rig(
+        LLMCabin(
+            SPEC,
+            client=real_client(server),
+            action_tools=(DRIVE,),
+            max_steps=1,
+            settings=LLMSettings(step_budget=2),
+        )
+    )
+    rig.run(30, server)
+    emitted = [e for e in rig.log.query(0.0, 1e9, limit=None) if "llm" in e.tags]
+    kinds = {(e.kind, e.data.get("kind")) for e in emitted}
+    assert {("alarm", "llm_refusal"), ("alarm", "llm_step_budget")} <= kinds
+    assert {e.kind: sorted(set(e.data) - known[e.kind]) for e in emitted} == {
+        "alarm": [],
+        "llm_outcome": [],
+        "llm_max_steps": [],
+    }
