@@ -5,10 +5,12 @@ standard library's ``http.server``), so tests and benchmarks can drive an LLM ca
 through the real ``openai`` client, and see it meet real latency and real failures:
 each request gets the next ``FakeReply`` of the script (the last one repeats), which
 may take ``delay`` seconds, answer with an HTTP error status (429, 500, ...) in OpenAI's
-error shape, close the connection without answering (``drop``), send its body one byte at a
-time (``trickle``), or stop for the length limit. Every request body is kept in
-``requests``. Closing the server wakes the requests it is delaying, so a test never waits
-on it.
+error shape (with ``error_code``, e.g. ``context_length_exceeded``, and extra ``headers``
+such as ``Retry-After``; a ``Date`` among them replaces the server's own), close the
+connection without answering (``drop``), send its body one byte at a time (``trickle``),
+stop for the length limit, or refuse (``refusal``, OpenAI's ``message.refusal``). Every
+request body is kept in ``requests``. Closing the server wakes the requests it is delaying,
+so a test never waits on it.
 """
 
 from __future__ import annotations
@@ -38,13 +40,32 @@ class FakeReply:
     trickle: float = 0.0
     """Seconds between the body's bytes: the headers at once, then one byte at a time (a
     server that keeps a request going forever without tripping a read timeout)."""
+    refusal: str | None = None
+    """The model declines: ``message.refusal`` holds why (``content`` is then usually None)."""
+    error_code: str | None = None
+    """With an error ``status``: the error's ``code`` (e.g. ``context_length_exceeded``)."""
 
     @classmethod
     def calls(cls, *calls: tuple[str, str | Mapping[str, Any]], delay: float = 0.0) -> FakeReply:
         return cls(content=None, tool_calls=tuple(calls), delay=delay)
 
+    def error_body(self) -> dict[str, Any]:
+        """The body of an error ``status``, in OpenAI's shape."""
+        code = f" ({self.error_code})" if self.error_code else ""
+        return {
+            "error": {
+                "message": f"scripted HTTP {self.status}{code}",
+                "type": _ERROR_TYPES.get(self.status, "server_error"),
+                "code": self.error_code,
+            }
+        }
+
     def body(self, request: Mapping[str, Any], number: int) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": self.content,
+            "refusal": self.refusal,
+        }
         if self.tool_calls:
             message["tool_calls"] = [
                 {
@@ -149,12 +170,7 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True  # no answer at all: the client sees a disconnect
                 return
             if reply.status != 200:
-                error = {
-                    "message": f"scripted HTTP {reply.status}",
-                    "type": "rate_limit_exceeded" if reply.status == 429 else "server_error",
-                    "code": None,
-                }
-                self._send(reply.status, {"error": error}, reply.headers)
+                self._send(reply.status, reply.error_body(), reply.headers)
                 return
             self._send(200, reply.body(request, number), reply.headers, trickle=reply.trickle)
 
@@ -167,7 +183,12 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             trickle: float = 0.0,
         ) -> None:
             data = json.dumps(body).encode()
-            self.send_response(status)
+            if any(name.lower() == "date" for name in headers):
+                self.log_request(status)
+                self.send_response_only(status)  # the scripted Date stands for the server's
+                self.send_header("Server", self.version_string())
+            else:
+                self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
@@ -180,6 +201,16 @@ def _handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             _trickle(self.wfile, data, trickle, server.closing)
 
     return Handler
+
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    422: "invalid_request_error",
+    429: "rate_limit_exceeded",
+}
 
 
 def _trickle(out: Any, data: bytes, pause: float, closing: threading.Event) -> None:

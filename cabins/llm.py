@@ -17,11 +17,21 @@ When it decides, ``LLMCabin.step`` runs a bounded tool loop on its frozen view:
    decision). The same action with the same arguments twice in one decision is not
    queued again: the model is told to re-plan, and a ``replan`` event (reason
    ``same_action_twice``) says so.
-4. It stops when the model answers without tool calls, or after ``max_steps`` rounds
-   (then it emits an ``llm_max_steps`` event). A reply cut off at the length limit
+4. It stops when the model answers without tool calls, when it refuses
+   (``message.refusal``: the outcome is ``refusal``, with the model's text, and an
+   ``alarm`` of kind ``llm_refusal``), or after ``max_steps`` rounds (then it emits an
+   ``llm_max_steps`` event). A reply cut off at the length limit
    (``finish_reason = "length"``) is not an answer: it is not used, and the model is
    asked again. The changed notes go to the outbox (``out.note``), and the outcome is
    an ``llm_outcome`` event (and, with ``answer_key``, a board write of the answer).
+
+What it sends is bounded (``LLMSettings``, which a spec's ``[params]`` may set): each note
+at ``note_chars`` in the prompt, each tool result and each of the model's earlier texts and
+tool-call arguments at ``message_chars`` in the history, cut with a visible marker
+(``runtime.agent.clip``). How long it keeps asking is bounded too: a ``StepBudget``
+(``step_budget`` requests for one task without an answer, across ticks) gives a task up
+with an ``alarm`` (kind ``llm_step_budget``), and the cabin's own note writes are not a
+change that makes it ask again.
 
 It is asynchronous by default (``DEFAULT_TIMING``, unless its spec has a ``[timing]``
 table): the loop hands it a view and goes on while the model thinks. It calls the model
@@ -34,6 +44,12 @@ kind of failure it was and lists what was queued (writes, commands, events, note
 what was lost (the rest of the decision: its answer, and whatever the ``on_error`` policy
 dropped: ``KeepQueued``, the default, applies what earlier rounds queued; ``DropQueued``
 drops it and lists every dropped board write). Nothing is dropped without being listed.
+When it asks again is the ``retry`` policy's (``runtime.backoff.Backoff``): exponential
+backoff with jitter drawn from the cabin's seeded generator (``rng``), at least what a
+429's or 503's ``Retry-After`` asks, measured on the loop's clock (the view's time: never
+a sleep). An error asking again cannot fix (HTTP 400, context length among them, 401,
+403, 404, 422) is not retried: the task is given up with an ``alarm`` of kind
+``llm_permanent_error`` naming the cause.
 
 The client is an interface (``ChatClient``): anything with
 ``complete(messages, tools)`` returning a message shaped like OpenAI's
@@ -54,13 +70,16 @@ import hashlib
 import json
 import os
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import numpy as np
 import structlog
 from pydantic import BaseModel
 
+from cabins.llm_settings import LLMSettings
 from cabins.model_reply import (
     ModelReplyError,
     ReplyLimits,
@@ -68,8 +87,11 @@ from cabins.model_reply import (
     completion_of,
     read_reply,
 )
+from runtime.agent.budget import StepBudget
+from runtime.agent.clip import clip, clip_arguments
 from runtime.agent.memory import ShortTermMemory, Summarizer, ToolCall
 from runtime.agent.tools import Tool, ToolDispatcher, scratchpad_tools
+from runtime.backoff import Backoff, retry_after_seconds
 from runtime.cabin import Outbox
 from runtime.errors import SettingError, TickworkError
 from runtime.pack import CabinView
@@ -97,6 +119,7 @@ __all__ = [
     "KeepQueued",
     "LLMCabin",
     "LLMEndpoint",
+    "LLMSettings",
     "OnChange",
     "OpenAIChatClient",
     "ReplyToolCall",
@@ -133,6 +156,9 @@ DEFAULT_SYSTEM_PROMPT = (
     "tool calls, when you are done for this tick."
 )
 DEFAULT_TASK_PROMPT = "Decide what to do this tick."
+
+_TOLERANCE = 1e-9
+"""Seconds: a retry time met to the last float digit is met."""
 
 _MISSING_MEANING = {
     "absent": "nothing in the sources matches",
@@ -200,16 +226,23 @@ class ReplyToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ChatReply:
-    """A concrete ``ChatReplyLike``."""
+    """A concrete ``ChatReplyLike``, with the model's ``refusal`` (OpenAI's
+    ``message.refusal``; a reply object without that attribute never refuses)."""
 
     content: str | None = None
     tool_calls: tuple[ReplyToolCall, ...] = ()
     finish_reason: str | None = "stop"
+    refusal: str | None = None
 
     @classmethod
     def text(cls, content: str) -> ChatReply:
         """A final answer without tool calls."""
         return cls(content, (), "stop")
+
+    @classmethod
+    def refused(cls, why: str) -> ChatReply:
+        """The model declines, saying ``why``."""
+        return cls(None, (), "stop", why)
 
     @classmethod
     def calls(
@@ -280,8 +313,9 @@ class OpenAIChatClient:
     'tickwork[llm]'``); ``options`` (temperature, seed, ...) are passed to every request.
     A client with ``with_options`` (as the ``openai`` SDK's) gets ``timeout`` seconds per
     read and ``max_retries`` retries (default: ``DEFAULT_TIMEOUT``, none: a decision that
-    fails fails now, and the cabin decides again later on a fresh view). Every request is
-    read within ``limits`` (``cabins.model_reply``), its deadline by ``clock``.
+    fails fails now, and the cabin's ``retry`` policy says when it decides again, on the
+    loop's clock; the SDK's own retries sleep inside the request). Every request is read
+    within ``limits`` (``cabins.model_reply``), its deadline by ``clock``.
 
     A checkpoint holds nothing of it: a resumed run's LLM cabin is built with the endpoint
     the person resuming gives (``--llm-base-url``, the environment) and connects again.
@@ -350,7 +384,7 @@ class OpenAIChatClient:
             ReplyToolCall(call_id, FunctionCall(name, _arguments(arguments)))
             for call_id, name, arguments in reply.tool_calls
         )
-        return ChatReply(reply.content, calls, reply.finish_reason)
+        return ChatReply(reply.content, calls, reply.finish_reason, reply.refusal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,13 +440,19 @@ def classify_error(exc: BaseException) -> dict[str, Any]:
     """What kind of failure a client raised: ``kind`` (``timeout``, ``rate_limited``,
     ``server_error``, ``rejected`` for another HTTP status, ``bad_reply`` for a reply
     refused by ``ReplyLimits`` or not a completion, ``transport`` or ``error``), the
-    HTTP ``status`` if any, the exception's ``type`` and ``message``. Works on the
-    ``openai`` SDK's exceptions and on anything shaped like them."""
+    HTTP ``status`` if any, the error's ``code`` if the server gave one (e.g.
+    ``context_length_exceeded``), the seconds its ``Retry-After`` asked for
+    (``retry_after``, ``runtime.backoff.retry_after_seconds``, or None), the exception's
+    ``type`` and ``message``. Works on the ``openai`` SDK's exceptions and on anything
+    shaped like them."""
+    response = getattr(exc, "response", None)
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int):
-        response = getattr(exc, "response", None)
         status = getattr(response, "status_code", None)
         status = status if isinstance(status, int) else None
+    headers = getattr(response, "headers", None)
+    retry_after = retry_after_seconds(headers) if isinstance(headers, Mapping) else None
+    code = getattr(exc, "code", None)
     names = [k.__name__ for k in type(exc).__mro__]
     if isinstance(exc, ModelReplyError):
         kind = exc.kind
@@ -430,7 +470,14 @@ def classify_error(exc: BaseException) -> dict[str, Any]:
         kind = "transport"
     else:
         kind = "error"
-    return {"kind": kind, "status": status, "type": type(exc).__name__, "message": str(exc)[:300]}
+    return {
+        "kind": kind,
+        "status": status,
+        "code": code if isinstance(code, str) else None,
+        "retry_after": retry_after,
+        "type": type(exc).__name__,
+        "message": str(exc)[:300],
+    }
 
 
 # -- when to call the model, and what a failure keeps ------------------------------------
@@ -438,11 +485,15 @@ def classify_error(exc: BaseException) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class LastCall:
-    """The cabin's last call of the model: when, on what prompt, and whether it worked."""
+    """The cabin's last call of the model: when, on what prompt (the one the cabin expects
+    to see next: its own note writes applied), and whether it worked; after a failure, how
+    many in a row and when it may ask again (None: not for this task, a permanent error)."""
 
     time: float
     fingerprint: str
     ok: bool
+    failures: int = 0
+    retry_at: float | None = None
 
 
 class CallPolicy(Protocol):
@@ -453,24 +504,20 @@ class CallPolicy(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class OnChange:
-    """Call when the prompt differs from the last one sent (the view or the notes changed),
-    or ``every`` seconds anyway (the cabin's declared rate; None: never just for time);
-    after a failed call, not again for ``retry_after`` seconds."""
+    """Call when the prompt differs from the last one sent (the view, or notes the cabin did
+    not write itself, changed), or ``every`` seconds anyway (the cabin's declared rate;
+    None: never just for time); after a failed call, again as soon as the cabin's ``retry``
+    policy lets it."""
 
     every: float | None = None
-    retry_after: float = 1.0
 
     def __post_init__(self) -> None:
         if self.every is not None and not self.every > 0:
             raise SettingError(f"every must be positive seconds or None, got {self.every!r}")
-        if not self.retry_after >= 0:
-            raise SettingError(f"retry_after must be seconds >= 0, got {self.retry_after!r}")
 
     def should_call(self, *, time: float, fingerprint: str, last: LastCall | None) -> bool:
-        if last is None:
+        if last is None or not last.ok:
             return True
-        if not last.ok:
-            return time - last.time >= self.retry_after
         if fingerprint != last.fingerprint:
             return True
         return self.every is not None and time - last.time >= self.every
@@ -566,6 +613,7 @@ class _Decision:
     truncated: int = 0
     repeats: int = 0
     answer: str | None = None
+    refusal: str | None = None
     finish: str | None = None
     stopped: str = "max_steps"
     error: dict[str, Any] | None = None
@@ -574,9 +622,17 @@ class _Decision:
 
 
 class LLMCabin:
-    """A cabin deciding with a chat-completions client; see the module docstring."""
+    """A cabin deciding with a chat-completions client; see the module docstring.
+
+    ``settings`` (an ``LLMSettings``; a spec's ``[params]``) bounds what it sends and its
+    step budget; ``retry`` (a ``runtime.backoff.Backoff``) says when it asks again after a
+    failed call, with jitter drawn from ``rng`` (a seeded ``numpy.random.Generator``; by
+    default one seeded from the cabin's name, so a run is the same every time).
+    """
 
     uses_notes: ClassVar[bool] = True
+    Settings = LLMSettings
+    """What ``[params]`` in its spec may set (``runtime.settings.settings_from_spec``)."""
 
     def __init__(
         self,
@@ -596,15 +652,17 @@ class LLMCabin:
         call_when: CallPolicy | None = None,
         on_error: ErrorPolicy | None = None,
         strict_tools: bool = False,
+        settings: LLMSettings | None = None,
+        retry: Backoff | None = None,
+        rng: np.random.Generator | None = None,
     ) -> None:
+        self.settings, self.retry, self.rng = _asking(spec, settings, retry, rng)
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise SettingError(f"max_steps must be an int >= 1, got {max_steps!r}")
         if value_chars < 16:
             raise SettingError(f"value_chars must be at least 16, got {value_chars!r}")
         if not callable(getattr(client, "complete", None)):
-            raise TypeError(
-                f"client must have complete(messages, tools), got {type(client).__name__}"
-            )
+            raise TypeError(f"client needs complete(messages, tools): {type(client).__name__}")
         for tool in action_tools:
             if not isinstance(tool, ActionTool):
                 raise TypeError(f"action_tools take ActionTool objects, got {tool!r}")
@@ -630,10 +688,11 @@ class LLMCabin:
         self.call_when: CallPolicy = call_when if call_when is not None else OnChange()
         self.on_error: ErrorPolicy = on_error if on_error is not None else KeepQueued()
         self.strict_tools = bool(strict_tools)
+        self.budget = StepBudget(self.settings.step_budget)
         self.last_call: LastCall | None = None
         self._asked = False
         self.skipped = 0
-        """Views it did not call the model on (its call policy said no)."""
+        """Views it did not call the model on (a policy said no, or every task is given up)."""
 
     @property
     def name(self) -> str:
@@ -655,12 +714,9 @@ class LLMCabin:
 
     def step(self, view: CabinView, out: Outbox) -> None:
         self._asked = False
-        task = self._task(view)
+        found, task = self._pick_task(view)
         draft = Scratchpad.from_view(view, task=task)
-        fingerprint = self._fingerprint(view, draft, task)
-        if not self.should_decide(view) or not self.call_when.should_call(
-            time=view.time, fingerprint=fingerprint, last=self.last_call
-        ):
+        if not (found and self._may_call(view, self._fingerprint(view, draft, task))):
             self.skipped += 1
             return
         if task is not None:
@@ -668,20 +724,76 @@ class LLMCabin:
         before = {n.key: n for n in draft.notes()}
         mark = _Mark.of(out)
         d = self._decide(view, out, draft, task)
-        self.last_call = LastCall(view.time, fingerprint, d.error is None)
+        # the prompt it expects next: its own note writes are not a change to ask about
+        self.last_call = self._called(view, d, task, self._fingerprint(view, draft, task))
         if d.stopped == "max_steps":
             self._report_max_steps(view, out, d)
         written, lost = self._settle(d, draft, before, mark, out)
         self._emit_outcome(out, d, task, written, lost, mark.queued(out, written))
+        self._raise_alarms(out, d, task)
         if self.answer_key is not None and d.answer is not None:
             out.write(self.answer_key, d.answer)
+
+    def _pick_task(self, view: CabinView) -> tuple[bool, str | None]:
+        """The task to work on: the first goal in sight (``scope_to``) not given up, or
+        None when it is not scoped or sees no goal; False when every goal is given up."""
+        goals: list[str | None] = []
+        if self.scope_to is not None:
+            goals.extend(
+                sorted(
+                    k for k in view if not k.startswith(NOTE_PREFIX) and matches(k, self.scope_to)
+                )
+            )
+        tasks = goals or [None]
+        self.budget.keep_only(tasks)
+        for task in tasks:
+            if self.budget.reason(task) is None:
+                return True, task
+        return False, None
+
+    def _may_call(self, view: CabinView, fingerprint: str) -> bool:
+        """Whether to ask the model on ``view``: there is something to decide, the retry
+        policy's wait after a failed call is over, and the call policy says so."""
+        last = self.last_call
+        if not self.should_decide(view):
+            return False
+        retry_at = last.retry_at if last is not None and not last.ok else None
+        if retry_at is not None and view.time + _TOLERANCE < retry_at:
+            return False
+        return self.call_when.should_call(time=view.time, fingerprint=fingerprint, last=last)
+
+    def _called(self, view: CabinView, d: _Decision, task: str | None, expected: str) -> LastCall:
+        """The ``LastCall`` of a decision, and what it spent: after a failure, when the retry
+        policy lets it ask again (told in ``d.error``: ``retry_in`` seconds, or
+        ``permanent``, which gives the task up); the task's budget, given up when spent."""
+        if d.stopped == "answer":
+            self.budget.answered(task)
+        elif self.budget.left(task) == 0:
+            self.budget.give_up(task, "step_budget")
+            if d.stopped == "max_steps" and d.rounds < self.max_steps:
+                d.stopped = "step_budget"
+        if d.error is None:
+            return LastCall(view.time, expected, True)
+        last = self.last_call
+        failures = last.failures + 1 if last is not None and not last.ok else 1
+        wait = self.retry.wait(
+            failures, self.rng, status=d.error["status"], retry_after=d.error.get("retry_after")
+        )
+        d.error["permanent"] = wait is None
+        d.error["retry_in"] = wait
+        if wait is None:
+            self.budget.give_up(task, "permanent_error")
+        return LastCall(
+            view.time, expected, False, failures, None if wait is None else view.time + wait
+        )
 
     def _decide(
         self, view: CabinView, out: Outbox, draft: Scratchpad, task: str | None
     ) -> _Decision:
         """The tool loop of one decision: ask the model, run the tools it calls and tell it
-        their results, round after round, until it answers without tool calls, the call
-        fails or is filtered, or ``max_steps`` rounds are used up."""
+        their results (clipped to ``message_chars``), round after round, until it answers
+        without tool calls, refuses, the call fails or is filtered, or ``max_steps`` rounds
+        (or what is left of the task's step budget) are used up."""
         tools = self.tools_for(view)
         actions = {t.name for t in tools}
         dispatcher = ToolDispatcher(
@@ -694,9 +806,11 @@ class LLMCabin:
         trace = ShortTermMemory(max_messages=self.history, summarize=self.summarize)
         trace.set_goal(self._goal_text(view, task))
         d = _Decision()
-        for d.rounds in range(1, self.max_steps + 1):
+        chars = self.settings.message_chars
+        for d.rounds in range(1, min(self.max_steps, self.budget.left(task)) + 1):
             trace.set_system(self.render_prompt(view, draft))
             self._asked = True
+            self.budget.spend(task)
             try:
                 reply = self.client.complete(trace.to_openai(), schemas)
             except Exception as exc:  # the model failed: the decision ends, nothing is hidden
@@ -704,6 +818,10 @@ class LLMCabin:
                 _log.warning("llm_call_failed", cabin=self.name, tick=view.tick, **d.error)
                 break
             content, calls, d.finish = _read_reply(reply, view.tick, d.rounds)
+            d.refusal = _refusal_of(reply)
+            if d.refusal is not None:  # the model declines: its own outcome, with its text
+                d.stopped = "refusal"
+                break
             if d.finish == "length":  # cut off: neither an answer nor whole tool calls
                 d.truncated += 1
                 trace.add_user(LENGTH_NUDGE)
@@ -711,15 +829,15 @@ class LLMCabin:
             if d.finish == "content_filter":
                 d.stopped = "content_filter"
                 break
-            trace.add_assistant(content, calls)
+            sent = [replace(c, arguments=clip_arguments(c.arguments, chars)) for c in calls]
+            trace.add_assistant(None if content is None else clip(content, chars), sent)
             if not calls:
                 d.answer, d.stopped = content, "answer"
                 break
             d.last_tools = [c.name for c in calls]
             for call in calls:
-                trace.add_tool_result(
-                    call.id, self._call(dispatcher, call, actions, d, view, out), name=call.name
-                )
+                result = self._call(dispatcher, call, actions, d, view, out)
+                trace.add_tool_result(call.id, clip(result, chars), name=call.name)
         return d
 
     def _report_max_steps(self, view: CabinView, out: Outbox, d: _Decision) -> None:
@@ -741,6 +859,42 @@ class LLMCabin:
             max_steps=self.max_steps,
             last_tools=d.last_tools,
         )
+
+    def _raise_alarms(self, out: Outbox, d: _Decision, task: str | None) -> None:
+        """An ``alarm`` for a refusal (kind ``llm_refusal``, a warning with the model's text)
+        and for a task given up in this decision (``llm_permanent_error`` with the error as
+        its ``cause``, or ``llm_step_budget``)."""
+        alarms: list[dict[str, Any]] = []
+        if d.refusal is not None:
+            alarms.append({"kind": "llm_refusal", "level": "warn", "reason": clip(d.refusal, 300)})
+        why = self.budget.reason(task)
+        if why == "permanent_error" and d.error is not None:
+            status = d.error["status"]
+            reason = f"HTTP {status}" if status is not None else d.error["kind"]
+            if d.error["code"]:
+                reason += f" ({d.error['code']})"
+            alarms.append(
+                {
+                    "kind": "llm_permanent_error",
+                    "level": "alarm",
+                    "reason": f"{reason}: not asked again for this task",
+                    "cause": dict(d.error),
+                }
+            )
+        elif why == "step_budget":
+            budget = self.budget.limit
+            alarms.append(
+                {
+                    "kind": "llm_step_budget",
+                    "level": "alarm",
+                    "reason": f"{budget} requests without an answer (step_budget {budget}): "
+                    "the task is given up",
+                    "cause": {"step_budget": budget, "last_stop": d.stopped},
+                }
+            )
+        for alarm in alarms:
+            out.emit("alarm", {**alarm, "cabin": self.name, "task": task}, tags=("llm", "alarm"))
+            _log.warning("llm_alarm", cabin=self.name, task=task, **alarm)
 
     def _settle(
         self,
@@ -783,6 +937,7 @@ class LLMCabin:
                 "cabin": self.name,
                 "stopped": d.stopped,
                 "answer": d.answer,
+                "refusal": d.refusal,
                 "rounds": d.rounds,
                 "tool_calls": d.calls_made,
                 "tool_errors": d.errors,
@@ -840,12 +995,13 @@ class LLMCabin:
     # -- prompts ------------------------------------------------------------------------
 
     def render_prompt(self, view: CabinView, draft: Scratchpad) -> str:
-        """The system prompt of one round: instructions, the view, the draft notes."""
+        """The system prompt of one round: instructions, the view, the draft notes (each
+        clipped to ``settings.note_chars``)."""
         return "\n\n".join(
             (
                 self.system_prompt,
                 render_view(view, value_chars=self.value_chars),
-                draft.to_prompt_text(),
+                draft.to_prompt_text(value_chars=self.settings.note_chars),
             )
         )
 
@@ -853,16 +1009,9 @@ class LLMCabin:
         """What the model would be told, without the tick and the time: equal fingerprints,
         equal prompts."""
         body = render_view(view, value_chars=self.value_chars).partition("\n")[2]
-        text = "\n".join((body, draft.to_prompt_text(), self._goal_text(view, task)))
+        notes = draft.to_prompt_text(value_chars=self.settings.note_chars)
+        text = "\n".join((body, notes, self._goal_text(view, task)))
         return hashlib.sha256(text.encode()).hexdigest()
-
-    def _task(self, view: CabinView) -> str | None:
-        if self.scope_to is None:
-            return None
-        found = sorted(
-            k for k in view if not k.startswith(NOTE_PREFIX) and matches(k, self.scope_to)
-        )
-        return found[0] if found else None
 
     def _goal_text(self, view: CabinView, task: str | None) -> str:
         if task is None:
@@ -883,6 +1032,28 @@ class LLMCabin:
                 out.note(key, note.value, note.description)
                 written.append(key)
         return written
+
+
+def _asking(
+    spec: ContextSpec,
+    settings: LLMSettings | None,
+    retry: Backoff | None,
+    rng: np.random.Generator | None,
+) -> tuple[LLMSettings, Backoff, np.random.Generator]:
+    """A cabin's settings, retry policy and generator, checked, with their defaults (the
+    generator seeded from the spec's name: the same waits every run, and two cabins that
+    fail together do not wait alike)."""
+    if settings is not None and not isinstance(settings, LLMSettings):
+        raise TypeError(f"settings must be LLMSettings, got {type(settings).__name__}")
+    if retry is not None and not isinstance(retry, Backoff):
+        raise TypeError(f"retry must be a Backoff, got {type(retry).__name__}")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return (
+        LLMSettings() if settings is None else settings,
+        Backoff() if retry is None else retry,
+        np.random.default_rng(zlib.crc32(spec.name.encode())) if rng is None else rng,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -971,6 +1142,12 @@ def _arguments(raw: Any) -> str:
     if isinstance(raw, Mapping):
         return to_json_text(raw)
     return str(raw)
+
+
+def _refusal_of(reply: ChatReplyLike) -> str | None:
+    """The model's refusal (``message.refusal``), if it sent a non-empty one."""
+    refusal = getattr(reply, "refusal", None)
+    return refusal if isinstance(refusal, str) and refusal.strip() else None
 
 
 def _read_reply(

@@ -89,6 +89,7 @@ class _ToolCall(BaseModel):
 class _Message(BaseModel):
     model_config = ConfigDict(extra="allow")
     content: str | None = None
+    refusal: str | None = None
     tool_calls: list[_ToolCall] | None = None
 
 
@@ -106,11 +107,12 @@ class _Completion(BaseModel):
 @dataclass(frozen=True, slots=True)
 class Completion:
     """A reply read and checked: its first choice's text, tool calls as ``(id, name,
-    arguments)`` and finish reason."""
+    arguments)``, finish reason, and the model's refusal (``message.refusal``), if any."""
 
     content: str | None
     tool_calls: tuple[tuple[str, str, Any], ...]
     finish_reason: str | None
+    refusal: str | None = None
 
 
 def read_reply(
@@ -149,10 +151,12 @@ def completion_of(choice: Any, limits: ReplyLimits) -> Completion:
             f"{limits.max_tool_calls} are taken from one reply (refused)"
         )
     content = getattr(message, "content", None)
+    refusal = getattr(message, "refusal", None)
     return Completion(
         content if isinstance(content, str) else None,
         tuple((str(c.id), str(c.function.name), c.function.arguments) for c in calls),
         getattr(choice, "finish_reason", None),
+        refusal if isinstance(refusal, str) else None,
     )
 
 

@@ -11,7 +11,9 @@ is scoped to another task, so notes are never carried from one task into the nex
 
 Cabins never hold the pad: they read their notes from their view and change them
 through their outbox (``Outbox.note``, ``clear_notes``, ``scope_notes``).
-``to_prompt_text`` renders the notes deterministically (in key order) for a prompt.
+``to_prompt_text`` renders the notes deterministically (in key order) for a prompt; with
+``value_chars`` each note's value is cut to that many characters with a visible marker
+(``runtime.agent.clip``), so one huge note cannot swell every request.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 import structlog
 from pydantic import BaseModel
 
+from runtime.agent.clip import clip
 from runtime.errors import SettingError
 from runtime.freeze import freeze
 
@@ -176,9 +179,10 @@ class Scratchpad:
     def __iter__(self) -> Iterator[str]:
         return iter(self.list_keys())
 
-    def to_prompt_text(self) -> str:
-        """The notes as text for a prompt, in key order; ``EMPTY_TEXT`` when there are none."""
-        return render_notes(self.notes(), task=self._task)
+    def to_prompt_text(self, *, value_chars: int | None = None) -> str:
+        """The notes as text for a prompt, in key order; ``EMPTY_TEXT`` when there are none.
+        With ``value_chars``, each value is clipped to that many characters."""
+        return render_notes(self.notes(), task=self._task, value_chars=value_chars)
 
     # -- changing -----------------------------------------------------------------------
 
@@ -268,16 +272,23 @@ def notes_in(view: Mapping[str, Any]) -> tuple[Note, ...]:
     )
 
 
-def render_notes(notes: Iterable[Note], *, task: str | None = None) -> str:
-    """Deterministic prompt text of ``notes`` (sorted by key); ``EMPTY_TEXT`` when none."""
+def render_notes(
+    notes: Iterable[Note], *, task: str | None = None, value_chars: int | None = None
+) -> str:
+    """Deterministic prompt text of ``notes`` (sorted by key); ``EMPTY_TEXT`` when none.
+    With ``value_chars``, each note's value (as JSON) and description is clipped to that
+    many characters with the ``runtime.agent.clip`` marker."""
     ordered = sorted(notes, key=lambda n: n.key)
     if not ordered:
         return EMPTY_TEXT
     header = f"Scratchpad (task {task}) - known so far:" if task else "Scratchpad - known so far:"
     lines = [header]
     for note in ordered:
-        desc = f" ({note.description})" if note.description else ""
-        lines.append(f"- {note.key}{desc}: {to_json_text(note.value)}")
+        desc, value = note.description, to_json_text(note.value)
+        if value_chars is not None:
+            desc, value = clip(desc, value_chars), clip(value, value_chars)
+        desc = f" ({desc})" if desc else ""
+        lines.append(f"- {note.key}{desc}: {value}")
     return "\n".join(lines)
 
 

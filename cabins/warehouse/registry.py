@@ -45,7 +45,12 @@ BOARD: tuple[BoardEntry, ...] = (
 
 _PLAN = ("task", "step")
 _ALARM_FIELDS: tuple[str, ...] = ("kind", "level", "cabin", "key", "reason", "battery")
-_ALARM_FIELDS += ("threshold", *_PLAN, "error_type", "seq", "tick")
+_ALARM_FIELDS += ("threshold", *_PLAN, "error_type", "seq", "tick", "cause")
+_LLM_OUTCOME_FIELDS = (
+    *("cabin", "stopped", "answer", "refusal", "rounds", "tool_calls", "tool_errors"),
+    *("finish_reason", "notes_written", "task", "truncated", "repeated_actions", "error"),
+    *("queued", "lost"),
+)
 EVENTS: tuple[EventEntry, ...] = (
     EventEntry("action_done", ("action", "attempt", "step", "task"), _E, "an action succeeded"),
     EventEntry(
@@ -57,8 +62,9 @@ EVENTS: tuple[EventEntry, ...] = (
     EventEntry(
         "alarm",
         _ALARM_FIELDS,
-        "monitor, planner",
-        "an alarm; kind names it (deviation, bad_reading, stalled, low_battery, ...)",
+        "monitor, planner, LLM cabins",
+        "an alarm; kind names it (deviation, bad_reading, stalled, low_battery, ...; an LLM "
+        "cabin's llm_refusal, llm_permanent_error with its cause, llm_step_budget)",
     ),
     EventEntry(
         "emergency_stop", ("reason", "obstacle", "distance", "missing", "pattern"), _M, "a stop"
@@ -92,9 +98,17 @@ EVENTS: tuple[EventEntry, ...] = (
     EventEntry("collision", ("total", "tick", "obstacle"), "simulator", "the robot hit something"),
     EventEntry("safety_violation", ("tick", "total"), "simulator", "it touched forbidden ground"),
     EventEntry(
-        "llm_outcome", ("stopped", "rounds", "queued", "lost"), "LLM cabins", "a model decision"
+        "llm_outcome",
+        _LLM_OUTCOME_FIELDS,
+        "LLM cabins",
+        "a model decision; stopped: answer, refusal, error, max_steps, step_budget, ...",
     ),
-    EventEntry("llm_max_steps", ("rounds",), "LLM cabins", "a decision ran out of rounds"),
+    EventEntry(
+        "llm_max_steps",
+        ("cabin", "max_steps", "tool_calls", "last_tools"),
+        "LLM cabins",
+        "a decision ran out of rounds",
+    ),
 )
 
 MAP_KINDS = ("shelf", "forbidden", "speed_zone", "dock", "charger", "obstacle")

@@ -67,6 +67,7 @@ def _record_classes() -> list[type]:
     from runtime.agent.memory import Message, ToolCall
     from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
     from runtime.assembly.specs import SharedWindow, Vias
+    from runtime.backoff import Backoff
     from runtime.board import Reading
     from runtime.cabin_map import Feature
     from runtime.log import Event
@@ -94,8 +95,8 @@ def _record_classes() -> list[type]:
         pack.Versions, pack.Selection, pack.Occupancy, pack.WorkingSet,
         scratchpad.Note, scratchpad.PadEntry,
         MemoryRecord, Remembered, Message, ToolCall, Plan, PlanStep, ReplanTrigger,
-        SharedWindow, Vias, Reading, Feature, Event, _Counters, Eviction, WorkItem, LoopContext,
-        TimeBase,
+        SharedWindow, Vias, Backoff, Reading, Feature, Event, _Counters, Eviction, WorkItem,
+        LoopContext, TimeBase,
         world.RobotState, world.ObstacleState, world.TaskState, world.Incident, world.Contact,
         world.Stats, world.BatteryLow, world.WorldState,
     ]  # fmt: skip

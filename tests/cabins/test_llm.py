@@ -153,8 +153,11 @@ def test_notes_come_back_through_the_view_next_tick() -> None:
     )
     rig = Rig(client)
     rig.step()
+    rig.step()  # only its own note changed: not a change to ask the model about
+    assert len(client.requests) == 2
+    rig.board.write("pose", (1.5, 2.0, 0.0))
     rig.step()
-    assert "- visits: 1" in system_of(client.requests[2])  # from the view, tick 1
+    assert "- visits: 1" in system_of(client.requests[2])  # from the view, tick 2
     outcome = rig.events("llm_outcome")[-1]
     assert outcome["notes_written"] == ()  # unchanged notes are not rewritten
     assert [e.tick for e in rig.pad.log if e.action == "write"] == [0]

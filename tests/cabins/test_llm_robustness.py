@@ -29,6 +29,7 @@ from cabins.llm import (
 )
 from runtime import ContextSpec, Outbox, ToolArgs, load_spec
 from runtime.agent.tools import Tool, strict_schema
+from runtime.backoff import Backoff
 from runtime.testing import make_view, run_step
 
 openai = pytest.importorskip("openai")
@@ -187,7 +188,7 @@ def test_the_model_is_called_when_the_view_changed_or_at_the_declared_rate() -> 
     run_step(cabin, make_view(SPEC, board={"goal:deliver:t1": {"pickup": "B"}}, now=9.5))
     assert len(client.requests) == 3  # unchanged, but 5 s went by
 
-    failing = LLMCabin(SPEC, client=ScriptedClient([]), call_when=OnChange(retry_after=1.0))
+    failing = LLMCabin(SPEC, client=ScriptedClient([]), retry=Backoff(base=1.0, jitter=0.0))
     run_step(failing, make_view(SPEC, board=goal, now=1.0))
     assert failing.last_call is not None and not failing.last_call.ok
     assert run_step(failing, make_view(SPEC, board=goal, now=1.5)).events == []  # waits
@@ -248,6 +249,8 @@ def test_errors_are_classified_whoever_raised_them() -> None:
     assert classify_error(Fake("nope")) | {"message": ""} == {
         "kind": "rejected",
         "status": 404,
+        "code": None,
+        "retry_after": None,
         "type": "Fake",
         "message": "",
     }
