@@ -51,12 +51,12 @@ if TYPE_CHECKING:
     from runtime.clock import Clock as Clock
     from runtime.clock import SimClock as SimClock
     from runtime.clock import WallClock as WallClock
+    from runtime.collection import CollectAnywhere as CollectAnywhere
+    from runtime.collection import CollectInSlack as CollectInSlack
     from runtime.episodes import Episodes as Episodes
     from runtime.episodes import QuietSeconds as QuietSeconds
     from runtime.episodes import QuietTicks as QuietTicks
     from runtime.episodes import UntilSeen as UntilSeen
-    from runtime.collection import CollectAnywhere as CollectAnywhere
-    from runtime.collection import CollectInSlack as CollectInSlack
     from runtime.errors import SettingError as SettingError
     from runtime.errors import TickworkError as TickworkError
     from runtime.freeze import FreezeError as FreezeError
