@@ -80,6 +80,11 @@ class ScanSweep:
     def ranges(self, pose: Pose, scan: Scan) -> list[float]:
         """Each beam's range from ``pose`` to the nearest disc of ``scan`` (0 when the
         robot stands inside one), +inf past ``scan.range`` or where no disc is."""
+        ranges: list[float] = self.distances(pose, scan).tolist()
+        return ranges
+
+    def distances(self, pose: Pose, scan: Scan) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """``ranges`` as an array."""
         out = np.full(self.beams, np.inf)
         if scan.hits:
             heading = pose.theta + self.angles()
@@ -95,7 +100,7 @@ class ScanSweep:
             hit = np.where(outside <= 0, 0.0, hit)
             out = np.min(hit, axis=1)
             out[out > scan.range] = np.inf
-        return [float(r) for r in out]
+        return out
 
     def sweep(self, reading: ScanReading) -> list[float]:
         """The ranges of ``reading``, swept from its origin."""

@@ -28,6 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
+import numpy as np
 import shapely
 from shapely.geometry import LineString, Point, Polygon
 
@@ -315,8 +316,8 @@ def laser_scan(
 ) -> LaserScanRecord:
     """``reading`` swept by ``sweep``, in the frame of ``robot`` (the robot's pose as
     ``/tf`` shows it), a beam with no return ``NO_RETURN_MARGIN`` past the reach."""
-    ranges = sweep.sweep(reading)
-    beyond = reading.scan.range + NO_RETURN_MARGIN
+    ranges = sweep.distances(reading.origin, reading.scan)
+    missed = np.isinf(ranges)
     origin = reading.origin
     dx, dy = origin.x - robot.x, origin.y - robot.y
     cos, sin = math.cos(robot.theta), math.sin(robot.theta)
@@ -326,8 +327,8 @@ def laser_scan(
         "pose": pose_of(cos * dx + sin * dy, cos * dy - sin * dx, 0.0, origin.theta - robot.theta),
         "start_angle": sweep.first_angle,
         "end_angle": sweep.last_angle,
-        "ranges": [beyond if math.isinf(r) else r for r in ranges],
-        "intensities": [NO_RETURN if math.isinf(r) else RETURN for r in ranges],
+        "ranges": np.where(missed, reading.scan.range + NO_RETURN_MARGIN, ranges).tolist(),
+        "intensities": np.where(missed, NO_RETURN, RETURN).tolist(),
     }
 
 
