@@ -487,6 +487,23 @@ class PoseInFrameRecord(TypedDict):
     pose: PoseRecord
 
 
+@with_config(_STRICT)
+class LaserScanRecord(TypedDict):
+    """``foxglove.LaserScan``: one sweep of a planar range-finder whose origin is ``pose``
+    in frame ``frame_id``: ``ranges`` (m) at equally spaced bearings from ``start_angle``
+    to ``end_angle`` (rad, counter-clockwise, 0 along +x), and one ``intensities`` entry
+    per range (or none). The schema has no range limits: Foxglove's 3D panel draws every
+    range, so a writer says "no return" in its own way (the channel's description)."""
+
+    timestamp: TimeRecord
+    frame_id: str
+    pose: PoseRecord
+    start_angle: float
+    end_angle: float
+    ranges: list[float]
+    intensities: list[float]
+
+
 LOG_LEVELS = {"UNKNOWN": 0, "DEBUG": 1, "INFO": 2, "WARNING": 3, "ERROR": 4, "FATAL": 5}
 """``foxglove.LogLevel``."""
 
@@ -664,9 +681,16 @@ LOG = Channel(
     "/log", LogRecord, "every event as a log line, by level and cabin", name="foxglove.Log"
 )
 SERIES = Channel("/series", SeriesRecord, "per tick: the numbers worth plotting")
+SCAN = Channel(
+    "/scan",
+    LaserScanRecord,
+    "per tick: the safety scanner's sweep, in the robot frame; a beam with no return has "
+    "range 1 m beyond the scanner's reach and intensity 0 (a return: intensity 1)",
+    name="foxglove.LaserScan",
+)
 
 FOXGLOVE_CHANNELS: Mapping[str, Channel[Any]] = {
-    c.topic: c for c in (SCENE, TF, ROBOT_POSE, LOG, SERIES)
+    c.topic: c for c in (SCENE, TF, ROBOT_POSE, LOG, SERIES, SCAN)
 }
 """The channels Foxglove's panels show (3D, Log, Plot), written beside tickwork's own."""
 
@@ -703,6 +727,7 @@ __all__ = [
     "PER_TICK",
     "PROFILE",
     "ROBOT_POSE",
+    "SCAN",
     "SCENE",
     "SCHEMA_VERSION",
     "SERIES",
@@ -726,6 +751,7 @@ __all__ = [
     "FrameTransformRecord",
     "ItemRecord",
     "Json",
+    "LaserScanRecord",
     "LogRecord",
     "MemoryRecord",
     "OccupancyRecord",

@@ -78,6 +78,7 @@ from runtime.settings import settings_from_spec
 from runtime.snapshot import JsonValue, StateError
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
+from sim.run.sweep import ScanReading
 from sim.run.verdict import judge
 from sim.run.view import FoxgloveView
 from sim.world.scenario import Scenario, load_scenario
@@ -802,7 +803,10 @@ class Simulation:
         if self.recorder is not None:
             self.recorder.record_tick(result)
         if self.view is not None:
-            self.view.after_tick(result, self.world, self.board.value(ROUTE))
+            # the scanner as the tick sensed it (only the world's sensing writes the two
+            # keys), read as the ROS 2 recorder reads it
+            scan = ScanReading.read(self.board)
+            self.view.after_tick(result, self.world, self.board.value(ROUTE), scan)
         if self.recorder is not None:
             self.recorder.end_tick(result.tick, result.time)
         for view in result.views:

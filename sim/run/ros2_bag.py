@@ -38,9 +38,9 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from cabins.warehouse.values import POSE, SCANNER, VELOCITY, Pose, Scan, Velocity
+from cabins.warehouse.values import POSE, VELOCITY, Pose, Velocity
 from runtime.errors import SettingError
 from runtime.files import fsync_folder
 from sim.run.ros2_defs import (
@@ -62,7 +62,8 @@ from sim.run.ros2_map import (
     mover_markers,
     occupancy_grid,
 )
-from sim.run.ros2_scan import ScanSweep
+from sim.run.ros2_scan import laser_scan
+from sim.run.sweep import BoardValues, ScanReading, ScanSweep
 from sim.world.scenario import Scenario
 from sim.world.world import World
 
@@ -90,12 +91,6 @@ def ros_time(start_ns: int, sim_seconds: float) -> int:
 def stamp(ns: int) -> dict[str, int]:
     """A ``builtin_interfaces/Time``."""
     return {"sec": ns // 1_000_000_000, "nanosec": ns % 1_000_000_000}
-
-
-class BoardValues(Protocol):
-    """The board as the recorder reads it."""
-
-    def value(self, key: str, default: Any = None) -> Any: ...
 
 
 def _transform(parent: str, child: str, at: dict[str, int], pose: Pose) -> dict[str, Any]:
@@ -187,12 +182,12 @@ class Ros2Recorder:
             self._put(
                 "/odom", self._odometry(at, pose, Velocity.read(board.value(VELOCITY))), ns, tick
             )
-            scan = Scan.read(board.value(SCANNER))
-            if scan is not None:
+            reading = ScanReading.read(board)  # the Foxglove profile's /scan reads it too
+            if reading is not None:
                 header = {"stamp": at, "frame_id": BASE_FRAME}
                 self._put(
                     "/scan",
-                    self.sweep.message(pose, scan, header=header, period=self.period),
+                    laser_scan(self.sweep, reading, header=header, period=self.period),
                     ns,
                     tick,
                 )

@@ -2,13 +2,23 @@
 
 A ``FoxgloveView`` turns what happens in a simulation into the messages of the Foxglove
 well-known channels of ``runtime.recording.format`` (``/scene``, ``/tf``, ``/robot/pose``,
-``/log``) and tickwork's ``/series``, and hands them to the run's recorder, which writes
-them beside tickwork's own channels (and to a live view, if one is attached).
+``/scan``, ``/log``) and tickwork's ``/series``, and hands them to the run's recorder,
+which writes them beside tickwork's own channels (and to a live view, if one is attached).
 
 The scene is thinned to changes: the layout (floor, shelves, docks, chargers, zones) is
 sent at the start and again every ``layout_every`` seconds of run time (so that a player
 that seeks still has it); the robot, the people and forklifts when they moved or turned
 more than a little; the route when it changed; a marker where an incident happened.
+
+``/scan`` is the safety scanner, once a tick, as the ROS 2 profile's ``/scan`` shows it:
+the board's reading swept from the sensed pose (``sim.run.sweep``, shared by both), in the
+``robot`` frame of ``/tf``, its ``pose`` the sweep's origin in that frame (a few cm off:
+the sensor's noise, and the tick's motion, as ``/tf`` shows the robot after it moved).
+``foxglove.LaserScan`` has no range limits and JSON no infinity, so a beam with no return
+(+inf in ROS 2) has range ``scan range + NO_RETURN_MARGIN`` (the ``range_max + 1``
+of ``pointcloud_to_laserscan`` without infinities) and intensity 0, a beam that met
+someone intensity 1: Foxglove's 3D panel draws every range, and the shipped layout colours
+intensity 0 transparent, so only returns show.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
+import numpy as np
 import shapely
 from shapely.geometry import LineString, Point, Polygon
 
@@ -29,11 +40,13 @@ from runtime.recording.format import (
     LOG,
     LOG_LEVELS,
     ROBOT_POSE,
+    SCAN,
     SCENE,
     SERIES,
     TF,
     Channel,
     ColorRecord,
+    LaserScanRecord,
     LogRecord,
     PoseRecord,
     SceneEntityRecord,
@@ -42,8 +55,9 @@ from runtime.recording.format import (
 )
 from runtime.recording.timebase import EPOCH, TimeBase
 from runtime.snapshot import JsonValue, StateError
+from sim.run.sweep import ScanReading, ScanSweep
 from sim.world.scenario import Scenario
-from sim.world.world import World
+from sim.world.world import RobotState, World
 
 WORLD_FRAME = "world"
 ROBOT_FRAME = "robot"
@@ -54,6 +68,11 @@ WARNING_KINDS = frozenset(
 )
 MARKED_KINDS = frozenset({"collision", "safety_violation", "emergency_stop", "alarm", "fault"})
 """The events that leave a marker in the scene where the robot was."""
+
+NO_RETURN_MARGIN = 1.0
+"""How far beyond the scanner's reach (m) ``/scan`` puts a beam with no return."""
+RETURN, NO_RETURN = 1.0, 0.0
+"""``/scan``'s intensity of a beam that met someone, and of one that met no one."""
 
 
 class Sink(Protocol):
@@ -292,6 +311,27 @@ def log_record(event: Event, data_json: Any, stamp: TimeRecord) -> LogRecord:
     }
 
 
+def laser_scan(
+    sweep: ScanSweep, reading: ScanReading, robot: RobotState, stamp: TimeRecord
+) -> LaserScanRecord:
+    """``reading`` swept by ``sweep``, in the frame of ``robot`` (the robot's pose as
+    ``/tf`` shows it), a beam with no return ``NO_RETURN_MARGIN`` past the reach."""
+    ranges = sweep.distances(reading.origin, reading.scan)
+    missed = np.isinf(ranges)
+    origin = reading.origin
+    dx, dy = origin.x - robot.x, origin.y - robot.y
+    cos, sin = math.cos(robot.theta), math.sin(robot.theta)
+    return {
+        "timestamp": stamp,
+        "frame_id": ROBOT_FRAME,
+        "pose": pose_of(cos * dx + sin * dy, cos * dy - sin * dx, 0.0, origin.theta - robot.theta),
+        "start_angle": sweep.first_angle,
+        "end_angle": sweep.last_angle,
+        "ranges": np.where(missed, reading.scan.range + NO_RETURN_MARGIN, ranges).tolist(),
+        "intensities": np.where(missed, NO_RETURN, RETURN).tolist(),
+    }
+
+
 def _line(value: Any, where: str) -> None:
     if value is not None and not (isinstance(value, (LineString, Point)) and value.is_valid):
         raise StateError(f"{where}: not a route line")
@@ -310,6 +350,7 @@ class FoxgloveView:
         min_move: float = 0.25,
         min_turn: float = 0.25,
         time_base: TimeBase = EPOCH,
+        sweep: ScanSweep | None = None,
     ) -> None:
         self.sink: Any = sink  # None until a resumed run is given its recorder
         self.time_base = time_base  # Foxglove timestamps: the run's start + run time
@@ -317,6 +358,7 @@ class FoxgloveView:
         self.layout_every = layout_every
         self.min_move = min_move
         self.min_turn = min_turn
+        self.sweep = sweep or ScanSweep()
         self._layout_at: float | None = None
         self._shown: dict[str, tuple[float, float, float]] = {}
         self._route: tuple[tuple[float, float], ...] | None = None
@@ -326,7 +368,7 @@ class FoxgloveView:
         self._robot_xy = (scenario.robot.start.x, scenario.robot.start.y)
         self.scene_messages = 0
 
-    _derived = ("sink", "time_base", "layout_every", "min_move", "min_turn")
+    _derived = ("sink", "time_base", "layout_every", "min_move", "min_turn", "sweep")
     """A checkpoint holds what was shown, not where it went (the recorder of the resumed
     run, whose time base the view takes), nor the view's settings."""
     _state_types: ClassVar[dict[str, Any]] = {
@@ -372,7 +414,14 @@ class FoxgloveView:
         distance = float(self._route_line.distance(Point(x, y)))
         return {"cross_track_error": distance} if math.isfinite(distance) else {}
 
-    def after_tick(self, result: TickResult, world: World, route_value: Any) -> None:
+    def after_tick(
+        self,
+        result: TickResult,
+        world: World,
+        route_value: Any,
+        scan: ScanReading | None = None,
+    ) -> None:
+        """``scan``: the tick's scanner reading (none: no ``/scan`` message this tick)."""
         now = result.time
         robot = world.state.robot
         self._robot_xy = (robot.x, robot.y)
@@ -390,6 +439,8 @@ class FoxgloveView:
             now,
         )
         self.sink.put(ROBOT_POSE, {"timestamp": stamp, "frame_id": WORLD_FRAME, "pose": pose}, now)
+        if scan is not None:
+            self.sink.put(SCAN, laser_scan(self.sweep, scan, robot, stamp), now)
         entities = self._scene(now, stamp, world, route_value)
         ws = result.working_set
         if entities:

@@ -28,6 +28,7 @@ from runtime.recording.format import (
 )
 from runtime.recording.reader import Recording, RecordingError
 from sim.run.harness import Simulation
+from sim.run.view import NO_RETURN, RETURN
 from tests.support import npm
 from tests.support.paths import ROOT, SUPPORT
 
@@ -77,6 +78,7 @@ def test_well_known_channels_carry_foxglove_schema_names() -> None:
     assert names["/log"] == "foxglove.Log"
     assert names["/tf"] == "foxglove.FrameTransform"
     assert names["/robot/pose"] == "foxglove.PoseInFrame"
+    assert names["/scan"] == "foxglove.LaserScan"
 
 
 def test_a_recording_of_format_1_is_refused_naming_the_versions(tmp_path: Path) -> None:
@@ -152,9 +154,19 @@ def test_foxglove_reads_every_channel_and_every_message_validates(
     for topic in ("/scene", "/tf", "/robot/pose", "/series", "/working_set", "/decisions"):
         assert out["channels"][topic]["messages"] > 0, topic
     assert out["channels"]["/scene"]["schema"] == "foxglove.SceneUpdate"
+    # the safety scanner, validated against @foxglove/schemas' LaserScan: one a tick
+    assert out["channels"]["/scan"]["schema"] == "foxglove.LaserScan"
+    assert out["channels"]["/scan"]["messages"] == out["channels"]["/tf"]["messages"] == 300
 
 
 LAYOUT = ROOT / "sim" / "run" / "foxglove_layout.json"
+
+
+def _alpha(colour: str) -> float:
+    """The alpha of a Foxglove settings colour ``rgba(r, g, b, a)``."""
+    match = re.fullmatch(r"rgba\(\s*\d+,\s*\d+,\s*\d+,\s*([\d.]+)\)", colour)
+    assert match is not None, colour
+    return float(match.group(1))
 
 
 def _panels(node: Any) -> list[str]:
@@ -172,6 +184,13 @@ def test_the_shipped_layout_shows_channels_and_fields_the_recording_has() -> Non
     config = layout["configById"]
     three_d = next(v for k, v in config.items() if k.startswith("3D!"))
     assert set(three_d["topics"]) <= set(ALL_CHANNELS) and "/scene" in three_d["topics"]
+    # the scanner shows (a laser scan topic is hidden unless enabled), its returns only:
+    # intensity NO_RETURN is coloured fully transparent, RETURN opaque
+    scan = three_d["topics"]["/scan"]
+    assert scan["visible"] is True
+    assert (scan["colorField"], scan["colorMode"]) == ("intensity", "gradient")
+    assert (scan["minValue"], scan["maxValue"]) == (NO_RETURN, RETURN)
+    assert [_alpha(c) for c in scan["gradient"]] == [0.0, 1.0]
     raw = next(v for k, v in config.items() if k.startswith("RawMessages!"))
     assert raw["topicPath"] == "/working_set"
     series = FOXGLOVE_CHANNELS["/series"].schema()["properties"]

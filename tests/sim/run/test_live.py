@@ -1,7 +1,8 @@
 """The live view, tested with WebSocket clients of its own on 127.0.0.1: they subscribe
 over the Foxglove WebSocket protocol (under either of its names), receive messages that
 decode as their channels' records at the recording's log times, the run's time after
-every tick and one ``/board`` message per tick, and disconnect while the run goes on.
+every tick and one ``/board`` and one ``/scan`` message per tick, and disconnect while the
+run goes on.
 ``test_live_ws_protocol.py`` connects the protocol's own client library on Node."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from runtime.recording.format import (
     LIVE_BOARD,
     LIVE_CHANNELS,
     ROBOT_POSE,
+    SCAN,
     SCENE,
     STATS,
 )
@@ -152,7 +154,7 @@ def _collect(ws: Any, by_id: dict[int, str], until: Any) -> tuple[dict[str, list
     return messages, times
 
 
-def test_live_messages_have_the_recordings_time_axis_and_board_comes_once_per_tick(
+def test_live_messages_have_the_recordings_time_axis_and_board_and_scan_come_once_per_tick(
     tmp_path: Path,
 ) -> None:
     live = LiveView(port=0)
@@ -164,7 +166,7 @@ def test_live_messages_have_the_recordings_time_axis_and_board_comes_once_per_ti
             live.url, subprotocols=SUBPROTOCOLS, open_timeout=10, close_timeout=1
         ) as ws:
             channels = _advertised(ws, set(LIVE_CHANNELS))
-            by_id = _subscribe(ws, channels, [BOARD.topic, STATS.topic])
+            by_id = _subscribe(ws, channels, [BOARD.topic, STATS.topic, SCAN.topic])
             for _ in range(100):  # until the server has taken the subscription
                 sim.run(1, until_done=False)
                 if _collect(ws, by_id, lambda m, t: bool(m) or len(t) == 1)[0]:
@@ -172,12 +174,12 @@ def test_live_messages_have_the_recordings_time_axis_and_board_comes_once_per_ti
             first = sim.loop.tick
             sim.run(ticks, until_done=False)
             last = first + ticks - 1
+            end = START.log_time(last * sim.dt)
             messages, times = _collect(
                 ws,
                 by_id,
                 lambda m, t: (  # data and time messages travel apart: wait for each
-                    all(any(s["tick"] == last for _, s in m[x]) for x in by_id.values())
-                    and START.log_time(last * sim.dt) in t
+                    all(any(lt == end for lt, _ in m[x]) for x in by_id.values()) and end in t
                 ),
             )
     finally:
@@ -188,6 +190,10 @@ def test_live_messages_have_the_recordings_time_axis_and_board_comes_once_per_ti
     stats = [(lt, m) for lt, m in messages[STATS.topic] if m["tick"] >= first]
     assert [m["tick"] for _, m in stats] == list(span)
     assert [lt for lt, _ in stats] == [START.log_time(t * sim.dt) for t in span]
+    # the scanner too: one message a tick, each the recording's of that tick
+    scans = [(lt, SCAN.decode(m)) for lt, m in messages[SCAN.topic]]
+    scans = [(lt, m) for lt, m in scans if lt >= START.log_time(first * sim.dt)]
+    assert [lt for lt, _ in scans] == [START.log_time(t * sim.dt) for t in span]
     board = [LIVE_BOARD.decode(m) for _, m in messages[BOARD.topic]]
     board = [m for m in board if m["tick"] >= first]
     assert [m["tick"] for m in board] == list(span)  # one message per tick
@@ -195,6 +201,8 @@ def test_live_messages_have_the_recordings_time_axis_and_board_comes_once_per_ti
     for message in board:  # the same writes as the recording's, in order
         assert message["changes"] == recording.at(BOARD, message["tick"])
         assert len(message["changes"]) > 1
+    for tick, (_, scan) in zip(span, scans, strict=True):
+        assert [scan] == recording.at(SCAN, tick)
     run = recording.metadata
     assert TimeBase.from_metadata(run) == START
     assert run["start_time"] == "2026-01-01T00:00:00.000Z"

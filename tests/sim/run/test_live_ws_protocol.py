@@ -4,7 +4,7 @@
 offers only ``foxglove.websocket.v1``, the name Foxglove up to 1.87 offers too; the SDK's
 server alone answers it with HTTP 400. Run on Node against a live run on 127.0.0.1
 (``tests/support/foxglove/ws_protocol_client.js``), it must connect, see every channel,
-the ``time`` capability and the run's time, and ``/board`` once per tick.
+the ``time`` capability and the run's time, and ``/board`` and ``/scan`` once per tick.
 """
 
 from __future__ import annotations
@@ -69,5 +69,7 @@ def test_the_protocols_own_client_connects_and_sees_the_run() -> None:
     both = max(min(board["ticks"]), min(stats["ticks"]))
     seen = {t for t in board["ticks"] if t >= both}
     assert seen <= set(stats["ticks"]) | {max(stats["ticks"]) + 1}
-    for topic in ("/scene", "/tf", "/robot/pose", "/series", "/working_set"):
+    for topic in ("/scene", "/tf", "/robot/pose", "/series", "/working_set", "/scan"):
         assert out["messages"][topic]["count"] > 0, topic
+    scans = out["messages"]["/scan"]["log_times"]
+    assert len(scans) > 10 and len(set(scans)) == len(scans)  # one /scan message per tick

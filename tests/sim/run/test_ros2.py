@@ -34,7 +34,7 @@ from sim.run.ros2_defs import (
     schema_text,
 )
 from sim.run.ros2_map import FORBIDDEN_CELL, FREE, OCCUPIED, grid_shape
-from sim.run.ros2_scan import ScanSweep
+from sim.run.sweep import ScanSweep
 from sim.world.families import load_world
 from sim.world.scenario import Scenario
 

@@ -3,7 +3,8 @@
 // Schema parser (parseJsonSchema of @foxglove/mcap-support, which npm does not publish:
 // its rules are restated below), and validates every message: well-known ones against
 // Foxglove's published JSON schemas (@foxglove/schemas/jsonschema), the others against
-// their own channel schema. Prints one JSON object; exits 1 on any problem.
+// their own channel schema, and holds each well-known message to what Foxglove's 3D panel
+// draws (RENDER_RULES). Prints one JSON object; exits 1 on any problem.
 "use strict";
 const fs = require("fs");
 const { McapIndexedReader } = require("@mcap/core");
@@ -60,6 +61,16 @@ function parserProblems(schema, path) {
   return problems;
 }
 
+// What Foxglove's 3D panel refuses to draw of a well-known message beyond its schema
+// (restated from its LaserScans renderable): a LaserScan's intensities are none or one
+// per range ("LaserScan intensities length (...) does not match ranges length (...)").
+const RENDER_RULES = {
+  LaserScan: (value) =>
+    value.intensities.length !== 0 && value.intensities.length !== value.ranges.length
+      ? [`intensities length (${value.intensities.length}) does not match ranges length (${value.ranges.length})`]
+      : [],
+};
+
 async function main() {
   const path = process.argv[2];
   const fd = fs.openSync(path, "r");
@@ -79,6 +90,7 @@ async function main() {
   const ajv = new Ajv2020({ strict: false, allErrors: false });
   const out = { profile: reader.header.profile, channels: {}, problems: [] };
   const validators = new Map();
+  const renderRules = new Map();
   for (const channel of reader.channelsById.values()) {
     const schema = reader.schemasById.get(channel.schemaId);
     const parsed = JSON.parse(new TextDecoder().decode(schema.data));
@@ -95,6 +107,7 @@ async function main() {
       validator = ajv.compile(own);
     }
     validators.set(channel.id, validator);
+    if (wellKnown !== null && wellKnown in RENDER_RULES) renderRules.set(channel.id, RENDER_RULES[wellKnown]);
     out.channels[channel.topic] = {
       schema: schema.name,
       encoding: schema.encoding,
@@ -115,6 +128,12 @@ async function main() {
       entry.invalid += 1;
       if (entry.invalid <= 3) {
         out.problems.push(`${channel.topic}: ${ajv.errorsText(validate.errors)}`);
+      }
+    } else if (renderRules.has(message.channelId)) {
+      const refused = renderRules.get(message.channelId)(value);
+      if (refused.length) {
+        entry.invalid += 1;
+        if (entry.invalid <= 3) out.problems.push(...refused.map((r) => `${channel.topic}: ${r}`));
       }
     }
   }

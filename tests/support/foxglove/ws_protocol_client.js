@@ -3,7 +3,8 @@
 // subprotocol that library names: foxglove.websocket.v1), subscribes to every channel,
 // and after the given number of time messages prints one JSON object: the subprotocol
 // agreed, the server's info, the channels advertised, per topic the messages (count and
-// the ticks of /board and /stats, their log times as strings), and the times received.
+// the ticks of /board and /stats, their log times and those of /scan as strings), and
+// the times received.
 // Exits 1 when the connection fails.
 "use strict";
 const { FoxgloveClient } = require("@foxglove/ws-protocol");
@@ -37,6 +38,8 @@ client.on("message", ({ subscriptionId, timestamp, data }) => {
   if (topic === "/board" || topic === "/stats") {
     const message = JSON.parse(decoder.decode(data));
     entry.ticks.push(message.tick);
+    entry.log_times.push(timestamp.toString());
+  } else if (topic === "/scan") {
     entry.log_times.push(timestamp.toString());
   }
 });
