@@ -36,7 +36,9 @@ from typing import Final
 from runtime.errors import SettingError
 
 __all__ = [
+    "CJK_CHARS",
     "CJK_NEGATIONS",
+    "CLAIM_RULES",
     "NEGATIONS",
     "STOP_WORDS",
     "Claim",
@@ -60,6 +62,11 @@ CJK_NEGATIONS: Final = frozenset(
 )
 """Negations and failure words of Chinese, Japanese and Korean text, found anywhere in
 it (CJK text has no spaces to find words by: 不 negates in 不是 and 不能 alike)."""
+
+CLAIM_RULES: Final = "2"
+"""The version of what ``claim_of`` computes (2: CJK negations and numerals, failure
+words); a memory file whose stored claims were computed by other rules has them
+computed again when it is opened."""
 
 STOP_WORDS: Final = frozenset(
     {"a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "by"}

@@ -301,10 +301,10 @@ class LongTermMemory:
                     "SELECT scope, id, 'add' FROM memories ORDER BY id"
                 )
             stored_rules = db.execute("SELECT value FROM meta WHERE key = 'claims'").fetchone()
-            if "numbers" in have and (stored_rules or ("",))[0] != CLAIM_RULES:  # other rules
-                db.execute("UPDATE memories SET numbers = NULL, negates = NULL")
-            self._fill_claims()
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('claims', ?)", (CLAIM_RULES,))
+            if "numbers" not in have or (stored_rules or ("",))[0] != CLAIM_RULES:
+                db.execute("UPDATE memories SET numbers = NULL, negates = NULL")  # other rules
+                self._fill_claims()
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('claims', ?)", (CLAIM_RULES,))
             _script(db, _INDEXES)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
