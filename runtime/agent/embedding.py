@@ -12,7 +12,9 @@ fingerprint of its output on fixed probe texts. A memory opened with an embedder
 identity differs is refused with an ``EmbedderMismatch``.
 
 ``HashingEmbedder`` is the default: deterministic feature hashing, so nothing downloads
-a model.
+a model. ``BatchEmbedder`` is the typed protocol of an embedder that names itself, knows
+its dimension and embeds a batch at once: the default and the optional sentence model
+(``runtime.agent.sentence_model``, the ``[embeddings]`` extra) both are one.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 import numpy as np
 
+from runtime.agent.duplicates import CJK_CHARS
 from runtime.errors import SettingError
 
 __all__ = [
     "PROBES",
+    "BatchEmbedder",
     "Embedder",
     "EmbedderIdentity",
     "EmbedderMismatch",
@@ -42,6 +46,27 @@ __all__ = [
 Embedder = Callable[[str], Any]
 """A text -> 1-D vector function (a list or numpy array of floats, fixed length); it may
 also have ``embed_batch(texts)`` returning one row per text."""
+
+
+@runtime_checkable
+class BatchEmbedder(Protocol):
+    """An embedder that names itself (the name a memory file keeps), knows its dimension
+    and embeds many texts in one call (a model is far faster per text in a batch)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def __call__(self, text: str) -> np.ndarray:
+        """One text's vector (``dim`` floats)."""
+        ...
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """One row of ``dim`` floats per text, in order."""
+        ...
+
 
 PROBES: Final = (
     "a forklift blocked the way near (13, 7)",
@@ -56,6 +81,7 @@ PROBES: Final = (
 _CACHED_FEATURES = 1 << 16  # features whose hash a HashingEmbedder keeps
 _SAME_PROBE = 0.999  # cosine above which two embedders agree on a probe (float noise aside)
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CJK_RUN = re.compile(f"(?:{CJK_CHARS.pattern})+")
 
 
 class EmbedderMismatch(SettingError):
@@ -156,6 +182,11 @@ class HashingEmbedder:
 
     Texts sharing words and word pieces get similar vectors; the same text always
     gets the same unit vector (blake2b, not Python's salted ``hash``); no model.
+    Chinese, Japanese and Korean text has no spaces between words, so a run of CJK
+    characters is split into its overlapping character pairs (the usual words of a
+    hashing embedder for CJK text), each a word, with each character a feature of its
+    own: "会议在三月" is 会议, 议在, 在三, 三月. Text without CJK characters gets the
+    vectors it always had.
     """
 
     def __init__(self, dim: int = 256, *, ngram: int = 3) -> None:
@@ -166,16 +197,17 @@ class HashingEmbedder:
         self.dim = dim
         self.ngram = ngram
         self.name = f"hashing-{dim}-{ngram}"
+        self.revision = "cjk-pairs"
         self._slots: dict[str, tuple[int, float]] = {}  # feature -> (slot, sign), a cache
 
     def __call__(self, text: str) -> np.ndarray:
         if not isinstance(text, str):
             raise TypeError(f"HashingEmbedder embeds strings, got {type(text).__name__}")
-        words = [w.lower() for w in _WORD.findall(text)]
+        words, characters = _words(text)
         slots: list[int] = []
         weights: list[float] = []
         cache = self._slots
-        for feature, weight in self._features(words):
+        for feature, weight in self._features(words, characters):
             slot = cache.get(feature)
             if slot is None:
                 digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
@@ -193,11 +225,17 @@ class HashingEmbedder:
         return vector / norm if norm > 0 else vector
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"dim": self.dim, "ngram": self.ngram, "name": self.name}
+        return {"dim": self.dim, "ngram": self.ngram, "name": self.name, "revision": self.revision}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._slots = {}
+
+    @staticmethod
+    def changed(text: str, since: str | None) -> bool:
+        """Whether the revision ``since`` (None: before revisions) embedded ``text``
+        otherwise than this one: only text with CJK characters changed."""
+        return since != "cjk-pairs" and CJK_CHARS.search(text) is not None
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text (the same vectors as one call each)."""
@@ -206,11 +244,34 @@ class HashingEmbedder:
             out[i] = self(text)
         return out
 
-    def _features(self, words: list[str]) -> list[tuple[str, float]]:
+    def _features(self, words: list[str], characters: list[str]) -> list[tuple[str, float]]:
         out: list[tuple[str, float]] = [(f"w:{w}", 1.0) for w in words]
+        out += [(f"u:{c}", 0.5) for c in characters]
         out += [(f"b:{a} {b}", 0.5) for a, b in itertools.pairwise(words)]
         n = self.ngram
         for w in words:
             padded = f"#{w}#"
             out += [(f"c:{padded[i : i + n]}", 0.25) for i in range(max(1, len(padded) - n + 1))]
         return out
+
+
+def _words(text: str) -> tuple[list[str], list[str]]:
+    """The lower-case words of ``text``, each run of CJK characters as its overlapping
+    character pairs (a lone character as itself), and the CJK characters themselves."""
+    words: list[str] = []
+    characters: list[str] = []
+    for word in _WORD.findall(text):
+        if CJK_CHARS.search(word) is None:
+            words.append(word.lower())
+            continue
+        at = 0
+        for run in _CJK_RUN.finditer(word):
+            if run.start() > at:
+                words.append(word[at : run.start()].lower())
+            chars = run.group()
+            characters.extend(chars)
+            words.extend(chars[i : i + 2] for i in range(max(1, len(chars) - 1)))
+            at = run.end()
+        if at < len(word):
+            words.append(word[at:].lower())
+    return words, characters

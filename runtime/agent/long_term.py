@@ -15,9 +15,13 @@ returns only memories of exactly that scope. What is kept:
 Storage is SQLite (a file or ``":memory:"``; write-ahead logging for files). Each
 write is one ``BEGIN IMMEDIATE`` transaction that checks and inserts, so two processes
 writing one file never both store a fact: each sees the other's committed facts
-first. Vectors are searched in a ``ScopeIndex`` per scope, loaded once and kept in step
-with every write: this process's directly, other processes' through the ``changes``
-table (each add and drop, in order), read at the start of every transaction.
+first. Vectors are searched in a ``ScopeIndex`` per scope, loaded at the scope's first
+use and kept in step with every write: this process's directly, other processes'
+through the ``changes`` table (each add and drop, in order), read at the start of every
+transaction. The loaded indexes are bounded (``IndexBudget``: the least recently used
+are unloaded, ``runtime.agent.residency``), and so are the eviction records
+(``Retention.evictions``) and each memory's size (``Retention.max_chars``: a longer text
+is refused with a ``MemoryTooLarge``; summarise it first).
 
 Writes can be queued (``enqueue``) in the ``pending`` table, a journal in the same
 file: cheap and constant-time, durable at once, applied by ``flush`` (in batches, with
@@ -25,7 +29,11 @@ batched embedding). Opening the file applies what a crashed writer left queued (
 opened with ``recover=False``, as a second connection of a live writer is).
 
 The embedder's identity (name, dimension, fingerprint on probe texts) is stored with
-the memories; another embedder is refused with an ``EmbedderMismatch``.
+the memories; another embedder is refused with an ``EmbedderMismatch``. An embedder
+with a ``revision`` (``HashingEmbedder``: CJK text split into character pairs) has the
+memories it now embeds differently embedded again when it opens a file of an earlier
+revision (its ``changed(text, since)`` says which), and the claims stored with each
+memory are computed again when the filter's rules changed (``CLAIM_RULES``).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import json
 import math
 import sqlite3
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,7 +51,7 @@ from typing import Any, Literal
 import numpy as np
 import structlog
 
-from runtime.agent.duplicates import Claim, NearDuplicate, claim_of
+from runtime.agent.duplicates import CLAIM_RULES, Claim, NearDuplicate, claim_of
 from runtime.agent.embedding import (
     Embedder,
     EmbedderIdentity,
@@ -51,7 +59,7 @@ from runtime.agent.embedding import (
     HashingEmbedder,
     embed_many,
 )
-from runtime.agent.forgetting import EvictionReason, MemoryEviction, Retention
+from runtime.agent.forgetting import EvictionReason, MemoryEviction, MemoryTooLarge, Retention
 from runtime.agent.memory_file import (
     APPLICATION_ID,
     SCHEMA,
@@ -61,6 +69,7 @@ from runtime.agent.memory_file import (
     record_fields,
     scope_of,
 )
+from runtime.agent.residency import IndexBudget, LoadedIndexes
 from runtime.agent.vectors import ScopeIndex
 from runtime.cabin import MemoryWrite
 from runtime.clock import Clock
@@ -70,9 +79,11 @@ from runtime.logs import debug_enabled
 from runtime.longterm import MemoryTerms
 
 __all__ = [
+    "IndexBudget",
     "LongTermMemory",
     "MemoryFileError",
     "MemoryRecord",
+    "MemoryTooLarge",
     "Queued",
     "Remembered",
 ]
@@ -92,6 +103,7 @@ Reason = Literal[
     "older",
     "nothing_to_retire",
     "empty",
+    "too_large",
 ]
 
 
@@ -238,6 +250,7 @@ class LongTermMemory:
         retention: Retention | None = None,
         clock: Clock | None = None,
         recover: bool = True,
+        indexes: IndexBudget | None = None,
     ) -> None:
         if not isinstance(path, str):
             raise TypeError(f"path must be a string (a file or ':memory:'), got {path!r}")
@@ -249,10 +262,13 @@ class LongTermMemory:
         self.identity = EmbedderIdentity.of(self.embed)
         self.embedder_name = self.identity.name
         self._lock = threading.RLock()
-        self._indexes: dict[str, ScopeIndex] = {}
+        self.index_budget = indexes if indexes is not None else IndexBudget()
+        self._indexes = LoadedIndexes(self.index_budget)
         self._synced = 0
         self._writes = 0
-        self._recalled: dict[str, deque[tuple[tuple[int, ...], np.ndarray, tuple[str, ...]]]] = {}
+        self._recalled: OrderedDict[
+            str, deque[tuple[tuple[int, ...], np.ndarray, tuple[str, ...]]]
+        ] = OrderedDict()  # the latest recalls of the most recently recalled scopes
         check_file(path)  # read-only: a file refused here is left exactly as it was
         self._db = sqlite3.connect(
             path, check_same_thread=False, timeout=60.0, isolation_level=None
@@ -284,13 +300,17 @@ class LongTermMemory:
                     "INSERT INTO changes (scope, memory_id, op) "
                     "SELECT scope, id, 'add' FROM memories ORDER BY id"
                 )
-            if "numbers" not in have:
+            stored_rules = db.execute("SELECT value FROM meta WHERE key = 'claims'").fetchone()
+            if "numbers" not in have or (stored_rules or ("",))[0] != CLAIM_RULES:
+                db.execute("UPDATE memories SET numbers = NULL, negates = NULL")  # other rules
                 self._fill_claims()
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('claims', ?)", (CLAIM_RULES,))
             _script(db, _INDEXES)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {SCHEMA}")
             self._check_embedder()
+            self._revise_embeddings()
             row = db.execute("SELECT MAX(seq) FROM changes").fetchone()
             self._synced = int(row[0] or 0)
         if self.path != ":memory:":  # once the file is known to be ours: a refusal (another
@@ -299,6 +319,44 @@ class LongTermMemory:
         recovered = self.flush() if recover else ()
         if recovered:
             _log.info("ltm_recovered", path=self.path, writes=len(recovered))
+
+    def _revise_embeddings(self) -> None:
+        """Embed again the memories an earlier revision of this embedder embedded otherwise
+        (its ``changed(text, since)``), once per file; a new file takes its revision."""
+        revision = getattr(self.embed, "revision", None)
+        changed = getattr(self.embed, "changed", None)
+        if revision is None or not callable(changed):
+            return
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+        since = None if row is None else str(row[0])
+        if since == revision:
+            return
+        cursor = self._db.execute("SELECT id, scope, content, status FROM memories ORDER BY id")
+        redo = [
+            (i, scope, text, status) for i, scope, text, status in cursor if changed(text, since)
+        ]
+        for start in range(0, len(redo), 256):  # in slices: bounded batches
+            chunk = redo[start : start + 256]
+            vectors = embed_many(self.embed, [text for _, _, text, _ in chunk])
+            self._check_dim(vectors[0])
+            self._db.executemany(
+                "UPDATE memories SET embedding = ? WHERE id = ?",
+                [(v.astype("<f4").tobytes(), i) for v, (i, *_) in zip(vectors, chunk, strict=True)],
+            )
+            self._db.executemany(  # other connections' loaded indexes take the new vectors
+                "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, ?)",
+                [
+                    (scope, i, op)
+                    for i, scope, _, status in chunk
+                    if status == "current"
+                    for op in ("drop", "add")
+                ],
+            )
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('revision', ?)", (str(revision),))
+        if redo:
+            _log.info(
+                "ltm_embeddings_revised", path=self.path, memories=len(redo), revision=revision
+            )
 
     def _fill_claims(self) -> None:
         """Store the claim of every memory of an older file (schema 3), in slices."""
@@ -337,6 +395,7 @@ class LongTermMemory:
             retention=self.retention,
             clock=self.clock,
             recover=recover,
+            indexes=self.index_budget,
         )
 
     @contextmanager
@@ -505,8 +564,8 @@ class LongTermMemory:
             for row in rows:
                 ticket, content, scope, metadata, stamp = queued_fields(row, path=self.path)
                 tickets.append(ticket)
-                try:
-                    prepared.append(self._prepare(content, scope, metadata, stamp))
+                try:  # one queued elsewhere, under a larger limit, is refused as too_large
+                    prepared.append(self._prepare(content, scope, metadata, stamp, sized=False))
                 except (TypeError, ValueError) as exc:  # SettingError is a ValueError
                     raise MemoryFileError(f"{self.path}: queued write {ticket}: {exc}") from None
             return tuple(zip(tickets, self._apply(prepared, claim=tickets), strict=True))
@@ -578,6 +637,9 @@ class LongTermMemory:
                 window = self._recalled.setdefault(
                     scope_key, deque(maxlen=self.duplicates.recall_window)
                 )
+                self._recalled.move_to_end(scope_key)  # as many windows as loaded indexes
+                while len(self._recalled) > self.index_budget.scopes:
+                    self._recalled.popitem(last=False)
                 stored = self._vectors([r.id for r in records])
                 window.append(
                     (
@@ -677,8 +739,12 @@ class LongTermMemory:
         )
 
     def index_bytes(self) -> int:
-        """Bytes held by the loaded vector indexes."""
-        return sum(index.nbytes for index in self._indexes.values())
+        """Bytes held by the loaded vector indexes (as each was when last used)."""
+        return self._indexes.nbytes
+
+    def loaded_scopes(self) -> int:
+        """How many scopes' indexes are loaded (at most ``IndexBudget.scopes``)."""
+        return len(self._indexes)
 
     # -- internals: writing -------------------------------------------------------------
 
@@ -688,9 +754,15 @@ class LongTermMemory:
         scope: Mapping[str, str],
         metadata: Mapping[str, Any] | None,
         stamp: float | None,
+        *,
+        sized: bool = True,
     ) -> _Write:
+        """A write checked (``sized``: a text over ``Retention.max_chars`` is refused with
+        a ``MemoryTooLarge``; else ``_write_one`` refuses it as ``too_large``)."""
         if not isinstance(content, str):
             raise TypeError(f"content must be a string, got {type(content).__name__}")
+        if sized:
+            self.retention.check_size(content)
         scope_key, scope_map = _scope(scope)
         meta = _metadata(metadata)
         if stamp is not None and (
@@ -712,14 +784,14 @@ class LongTermMemory:
     def _apply(
         self, writes: list[_Write], *, claim: Sequence[int] | None = None
     ) -> tuple[Remembered, ...]:
-        texts = [w.content for w in writes if w.content]
+        limit = self.retention.max_chars
+        kept = [w for w in writes if w.content and len(w.content) <= limit]
+        texts = [w.content for w in kept]
         vectors = embed_many(self.embed, texts) if texts else np.zeros((0, self.identity.dim))
         if texts:
             self._check_dim(vectors[0])
-        rows = iter(vectors)
-        for w in writes:
-            if w.content:
-                w.vector = next(rows)
+        for w, vector in zip(kept, vectors, strict=True):
+            w.vector = vector
         outcomes: list[Remembered] = []
         with self._transaction():
             if claim is not None:  # only the journal rows no other process applied first
@@ -752,6 +824,9 @@ class LongTermMemory:
     def _write_one(self, w: _Write) -> Remembered:
         if not w.content:
             return Remembered(False, "empty")
+        if len(w.content) > self.retention.max_chars:
+            _log.warning("ltm_too_large", chars=len(w.content), max_chars=self.retention.max_chars)
+            return Remembered(False, "too_large")
         when = self._now(w.stamp)
         expired = self._expire_scope(w.scope_key, when)
         terms = w.terms
@@ -976,6 +1051,11 @@ class LongTermMemory:
             )
             if debug_enabled(_log):
                 _log.debug("ltm_evicted", id=record.id, reason=reason, scope=scope_key)
+        if out:  # the latest ``Retention.evictions`` records stay
+            self._db.execute(
+                "DELETE FROM evictions WHERE id <= (SELECT MAX(id) FROM evictions) - ?",
+                (self.retention.evictions,),
+            )
         return tuple(out)
 
     def _drop_from_index(self, scope_key: str, ids: Sequence[int]) -> None:
@@ -983,7 +1063,7 @@ class LongTermMemory:
             "INSERT INTO changes (scope, memory_id, op) VALUES (?, ?, 'drop')",
             [(scope_key, i) for i in ids],
         )
-        index = self._indexes.get(scope_key)
+        index = self._indexes.peek(scope_key)
         if index is not None:
             index.remove(ids)
         self._synced = self._last_seq()
@@ -1016,7 +1096,7 @@ class LongTermMemory:
             return
         added: dict[int, str] = {}
         for _, scope_key, memory_id, op in rows:
-            index = self._indexes.get(scope_key)
+            index = self._indexes.peek(scope_key)
             if index is None:
                 continue
             if op == "add":
@@ -1027,22 +1107,22 @@ class LongTermMemory:
             vectors = self._vectors(list(added))
             claims = self._claims(list(vectors))
             for memory_id, scope_key in added.items():
-                if memory_id in vectors:
-                    self._indexes[scope_key].add(
-                        [memory_id], vectors[memory_id][None, :], [claims[memory_id]]
-                    )
+                index = self._indexes.peek(scope_key)
+                if memory_id in vectors and index is not None:
+                    index.add([memory_id], vectors[memory_id][None, :], [claims[memory_id]])
         self._synced = int(rows[-1][0])
 
     def _index(self, scope_key: str) -> ScopeIndex:
-        """The scope's index, loaded on first use (inside a transaction, after ``_sync``)."""
-        index = self._indexes.get(scope_key)
+        """The scope's index, loaded on first use (inside a transaction, after ``_sync``)
+        and held within the ``IndexBudget``."""
+        index = self._indexes.use(scope_key)
         if index is not None:
             return index
         dim = self.identity.dim
         (held,) = self._db.execute(
             "SELECT COUNT(*) FROM memories WHERE scope = ? AND status = 'current'", (scope_key,)
         ).fetchone()
-        index = ScopeIndex(dim, capacity=max(64, int(held) + int(held) // 8))
+        index = ScopeIndex(dim, capacity=max(8, int(held) + int(held) // 8))
         cursor = self._db.execute(
             "SELECT id, embedding, numbers, negates, CASE WHEN numbers IS NULL THEN content END "
             "FROM memories WHERE scope = ? AND status = 'current' ORDER BY id",
@@ -1053,7 +1133,7 @@ class LongTermMemory:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(-1, dim)
             index.add([int(r[0]) for r in rows], matrix, [claim(r[2], r[3], r[4]) for r in rows])
         index.fit()  # once, now, rather than as the scope doubled while it loaded
-        self._indexes[scope_key] = index
+        self._indexes.put(scope_key, index)
         return index
 
     def _vectors(self, ids: Sequence[int]) -> dict[int, np.ndarray]:

@@ -10,9 +10,11 @@ The seed's three tiers, beside the tick-level working memory and the scratchpad:
   together with the results of those calls, never separated from them.
 - ``LongTermMemory`` (``runtime.agent.long_term``) remembers facts across sessions and
   recalls them by embedding similarity within a metadata scope; its parts are the
-  embedders (``runtime.agent.embedding``), the vector index (``runtime.agent.vectors``),
-  the write filter (``runtime.agent.duplicates``) and forgetting
-  (``runtime.agent.forgetting``). Its names are re-exported here.
+  embedders (``runtime.agent.embedding``; the optional sentence model,
+  ``runtime.agent.sentence_model``), the vector index (``runtime.agent.vectors``) and
+  how many are loaded (``runtime.agent.residency``), the write filter
+  (``runtime.agent.duplicates``) and forgetting (``runtime.agent.forgetting``). Its
+  names are re-exported here.
 - ``WorkingState`` is one task's state: goal, plan, current step, variables and
   step results; ``snapshot()`` is a deep copy.
 """

@@ -1,8 +1,11 @@
 """Writes to long-term memory off the tick: queued in the apply phase, applied between ticks.
 
 A ``MemoryWriter`` is the ``runtime.longterm.LongTermStore`` a ``TickLoop`` is given
-instead of the memory itself. Its ``remember`` checks the fact and queues it, in
-constant time whatever the memory holds, and answers ``Queued`` (reason ``queued``); the
+instead of the memory itself, and the way to use an embedder slower than a tick (the
+sentence model of ``runtime.agent.sentence_model`` takes about 10 ms a text, 2 ms a text
+in a batch). Its ``remember`` checks the fact (a text over the memory's
+``Retention.max_chars`` is refused at once) and queues it, in constant time whatever the
+memory holds and whatever the embedder costs, and answers ``Queued`` (reason ``queued``); the
 loop's ``remembered`` event says so. ``flush`` applies the queue in order, in one
 transaction with batched embedding, and hands each outcome (stored, duplicate,
 superseded, ...) to ``on_written``. Who flushes:
@@ -117,6 +120,8 @@ class MemoryWriter:
         """Check ``content`` and queue it; it is applied at the next ``flush``."""
         if not isinstance(content, str) or not content.strip():
             raise SettingError(f"a memory needs content (a non-empty string), got {content!r}")
+        if self.memory is not None:  # too long a text is refused now, not at the flush
+            self.memory.retention.check_size(content.strip())
         _, scope_map = checked_scope(scope)
         write = MemoryWrite(content, scope_map, checked_metadata(metadata), stamp)
         if self.journal:

@@ -254,3 +254,19 @@ def test_the_long_term_benchmark_runs_on_small_scopes_and_reports() -> None:
     [recall, remember] = long_term.targets(results)
     assert "200 memories" in recall["target"] and isinstance(remember["met"], bool)
     assert any("Long-term memory" in line for line in long_term.markdown(results))
+
+
+def test_the_recall_benchmark_scores_a_held_out_set_of_three_users() -> None:
+    from benchmarks import recall
+    from benchmarks.recall_set import CHINESE, USERS
+
+    assert len(USERS) == 3 and sum(len(p) for p in USERS.values()) >= 40 and len(CHINESE) >= 10
+    for pairs in (*USERS.values(), CHINESE):  # a query is a paraphrase, never its fact
+        assert all(query != fact for fact, query in pairs)
+    results = recall.measure(repeat=3, model=False)
+    hashing = results["embedders"]["hashing"]
+    assert hashing["recall_set"]["queries"] == 48 and hashing["chinese_set"]["queries"] == 12
+    scores = hashing["recall_set"]
+    assert 0 <= scores["recall_at_1"] <= scores["recall_at_3"] <= 1 and 0 < scores["mrr"] <= 1
+    assert set(hashing["latency"]) >= {"recall_p50_ms", "writer_remember_p50_ms"}
+    assert results["skipped"] == {"all-MiniLM-L6-v2": "not asked for"}
