@@ -16,8 +16,7 @@ from typing import Any
 
 from sim.cli.args import at_least, duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
-from sim.cli.tables import counts_text
-from sim.run.missing_text import missing_text
+from sim.cli.tables import cabin_text, counts_text
 
 OVERRUN_POLICIES = {"skip": "SkipMissed", "catch-up": "CatchUp"}
 """``--overrun`` choices and the ``runtime`` policy class each names."""
@@ -668,6 +667,10 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_row("alarms", counts_text(s["alarms"]))
     table.add_row("emergency stops", counts_text(s["emergency_stops"]))
     table.add_row("cabin failures", str(s["cabin_failures"]))
+    if s.get("writes_refused"):
+        table.add_row(
+            "writes refused", f"[red]{s['writes_refused']}[/red] (outside a spec's [writes])"
+        )
     if s.get("late_decisions") or s.get("dropped_decisions"):
         table.add_row("late decisions", f"{s['late_decisions']} ({s['dropped_decisions']} dropped)")
     if s.get("realtime"):
@@ -682,11 +685,9 @@ def _print_summary(s: dict[str, Any]) -> None:
             f"[yellow]{p['lost']} selected items lost at {p['ticks']} ticks "
             f"({p['episodes']} episode{'s' if p['episodes'] != 1 else ''})[/yellow]",
         )
-    for cabin, reasons in s["missing"].items():
-        table.add_row(
-            f"missing items · {cabin}",
-            missing_text(reasons),
-        )
+    for cabin, row in s["cabins"].items():
+        trouble = row.get("writes_refused") or row.get("failures")
+        table.add_row(f"cabin · {cabin}", Text(cabin_text(row), style="yellow" if trouble else ""))
     table.add_row(
         "tick compute",
         f"p50 {s['tick_compute_p50_ms']:.2f} ms · p99 {s['tick_compute_p99_ms']:.2f} ms",
@@ -752,7 +753,7 @@ def _check_names(specs: Sequence[Any], *, strict: bool) -> None:
     registry check); refuse it under ``--strict``."""
     from sim.analysis.speccheck import unregistered
 
-    found = [f"spec {spec.name!r}: {line}" for spec in specs for line in unregistered(spec)]
+    found = [f"spec {spec.name!r}: {line}" for spec in specs for line in unregistered(spec, specs)]
     if strict and found:
         raise InputError("; ".join(found) + " (--strict)")
     for line in found:

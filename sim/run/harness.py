@@ -829,6 +829,18 @@ class Simulation:
             else {**last, "ago": round(contact.time - float(last["time"]), 3)},
         }
 
+    def cabin_rows(self, activity: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """One row per cabin, in the loop's order (the built-in ones, then the user's): what
+        it did (``runtime.activity``) and its missing items by reason (pattern-ticks)."""
+        rows: dict[str, dict[str, Any]] = {}
+        for name in self.cabin_names:
+            counts = activity.get(name)
+            rows[name] = {
+                **(counts.as_dict() if counts is not None else {}),
+                "missing": dict(sorted(self.missing.get(name, {}).items())),
+            }
+        return rows
+
     @property
     def done(self) -> bool:
         return self.world.all_delivered
@@ -920,6 +932,8 @@ class Simulation:
                 cabin: dict(sorted(counts.items()))
                 for cabin, counts in sorted(self.missing.items())
             },
+            "writes_refused": stats.writes_refused,
+            "cabins": self.cabin_rows(stats.cabins),
             "tick_compute_p50_ms": stats.compute_p50 * 1e3,
             "tick_compute_p99_ms": stats.compute_p99 * 1e3,
             "wall_seconds": self.wall_seconds,
