@@ -32,7 +32,8 @@ examples:
   python -m sim run --realtime                   paced on the wall clock, to watch it live
   python -m sim run --cabin cabins.dispatcher:LLMDispatcher@specs/examples/dispatcher.toml \
       --llm-base-url http://127.0.0.1:8000/v1     an LLM dispatcher on any OpenAI-compatible server
-exit status: 0 safe and delivered, or cut short by --ticks/--duration with nothing failed;
+exit status: 0 safe and delivered (tasks a cabin refused with a reason aside), or cut short
+  by --ticks/--duration with nothing failed;
   1 the verdict failed: a collision, a safety violation, a reachable task undelivered at
   the scenario's end, a stalled episode, an abandoned task or a flat battery;
   2 bad input; 128+N stopped by signal N (Ctrl-C: 130)
@@ -702,7 +703,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
     """Whether the run kept making progress: waits, give-ways, no-progress re-plans, stalled
-    episodes, deferred and abandoned tasks, and the battery's lowest."""
+    episodes, deferred, abandoned and refused tasks, and the battery's lowest."""
     from rich.text import Text
 
     table.add_row("waits for movers", str(s["waits"]))
@@ -735,6 +736,17 @@ def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
             if abandoned
             else "0",
             style="red" if abandoned else "",
+        ),
+    )
+    refused = s.get("tasks_refused") or {}
+    table.add_row(
+        "refused tasks",
+        Text(
+            f"{len(refused)} ("
+            + ", ".join(f"{t} by {r.get('cabin')}: {r.get('reason')}" for t, r in refused.items())
+            + ")"
+            if refused
+            else "0"
         ),
     )
     low = f"{100 * s['battery_min']:.0f}% at {s['battery_min_at']:.1f} s"
