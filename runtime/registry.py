@@ -106,6 +106,10 @@ RUNTIME_EVENTS: tuple[EventEntry, ...] = (
 )
 
 
+DECLARED = "declared in its [writes]"
+"""The description of the entries ``Registry.with_declared`` adds."""
+
+
 @dataclass(frozen=True)
 class Registry:
     """What is written: board entries and event entries (see the module docstring)."""
@@ -134,20 +138,20 @@ class Registry:
 
     def with_declared(self, specs: Iterable[ContextSpec]) -> Registry:
         """This registry with what ``specs`` declare they write (``[writes]``): their board
-        patterns and event kinds count as written, by the cabin each spec names."""
+        patterns (but a bare glob such as ``*``, which names nothing) and event kinds count
+        as written, by the cabin each spec names."""
         board: list[BoardEntry] = []
         events: list[EventEntry] = []
         for spec in specs:
             if spec.writes is None:
                 continue
             board += [
-                BoardEntry(p, "-", "-", spec.name, "declared in its [writes]")
+                BoardEntry(p, "-", "-", spec.name, DECLARED)
                 for p in spec.writes.board
+                if literal_prefix(p)
             ]
             events += [
-                EventEntry(k, (), spec.name, "declared in its [writes]")
-                for k in spec.writes.events
-                if not is_glob(k)
+                EventEntry(k, (), spec.name, DECLARED) for k in spec.writes.events if not is_glob(k)
             ]
         return self.extended(board=board, events=events) if board or events else self
 
@@ -192,19 +196,19 @@ class Registry:
         if writes is None:
             return []
         found: list[Finding] = []
+        # what is known but from this spec's own declaration
+        keys = [e.key for e in self.board if (e.writer, e.description) != (spec.name, DECLARED)]
+        kinds = [e.kind for e in self.events if (e.writer, e.description) != (spec.name, DECLARED)]
         for pattern in writes.board:
-            if not self.knows_key(pattern):
-                near = self._unknown(
-                    spec, "writes.board", pattern, self._keys, "no one else writes it"
-                )
+            if not any(_overlap(pattern, k) for k in keys):
+                near = self._unknown(spec, "writes.board", pattern, keys, "no one else writes it")
                 if near.suggestions:
                     found.append(near)
         for pattern in writes.delete:
-            if not self.knows_key(pattern) and not any(_overlap(pattern, b) for b in writes.board):
-                found.append(self._unknown(spec, "writes.delete", pattern, self._keys))
-        kinds = [e.kind for e in self.events]
+            if not any(_overlap(pattern, k) for k in (*keys, *writes.board)):
+                found.append(self._unknown(spec, "writes.delete", pattern, keys))
         for kind in writes.events:
-            if not is_glob(kind) and not self.knows_kind(kind):
+            if not is_glob(kind) and kind not in kinds:
                 near = self._unknown(spec, "writes.events", kind, kinds, "no one else emits it")
                 if near.suggestions:
                     found.append(near)

@@ -161,3 +161,24 @@ def test_an_undeclared_refusal_is_itself_refused_and_the_task_fails_the_run(
     summary = json.loads(out)
     assert summary["tasks_refused"] == {} and summary["cabins"]["triage"]["writes_refused"] == 1
     assert code == 1 and "undelivered" in summary["verdict"]["line"]
+
+
+def test_check_spec_warns_of_undeclared_writes_and_catches_a_misspelt_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "silent.toml").write_text('name = "silent"\n', encoding="utf-8")
+    (tmp_path / "typo.toml").write_text(
+        'name = "typo"\n[writes]\nboard = ["dispatch:oder", "*"]\nevents = ["alram"]\n',
+        encoding="utf-8",
+    )
+    code, out, _ = run_cli(capsys, "check-spec", str(tmp_path), "--json")
+    reports = {r["spec"]["name"]: r for r in json.loads(out)}
+    assert code == 0
+    assert any("declares no [writes]" in w for w in reports["silent"]["warnings"])
+    typo = reports["typo"]["warnings"]
+    assert any("'dispatch:oder'" in w and "did you mean 'dispatch:order'" in w for w in typo)
+    assert any("'alram'" in w and "did you mean 'alarm'" in w for w in typo)
+    assert any("'*' does not grant safety:*" in w for w in typo)
+    assert reports["typo"]["reads"]["writes"] == "dispatch:oder, *"
+    code, _, _ = run_cli(capsys, "check-spec", str(tmp_path / "typo.toml"), "--strict")
+    assert code == 2
