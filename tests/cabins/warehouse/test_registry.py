@@ -181,3 +181,17 @@ def test_a_tmp_spec_file_round_trip(tmp_path: Path) -> None:
     path.write_text('name = "s"\nboard_keys = ["robot:limit"]\n', encoding="utf-8")
     (finding,) = WAREHOUSE.check(load_spec(path))
     assert finding.suggestions[0] == "robot:limits"
+
+
+def test_the_example_dispatcher_changes_only_what_its_spec_declares() -> None:
+    from cabins.dispatcher import ScriptedDispatcher
+    from sim.run.harness import ExtraCabin
+
+    spec = load_spec(ROOT / "specs" / "examples" / "dispatcher.toml")
+    sim = Simulation("warehouse", seed=0, extra=[ExtraCabin(spec, ScriptedDispatcher)])
+    try:
+        summary = sim.run(400, until_done=False)
+    finally:
+        sim.close()
+    row = summary["cabins"]["dispatcher"]
+    assert row["writes"] > 0 and row["writes_refused"] == 0 and summary["writes_refused"] == 0
