@@ -2,8 +2,9 @@
 
 Each key holds its current ``Reading``: a deep-frozen value, the stamp it was
 written at (from the runtime's clock), an optional time-to-live, the writer and
-a board-wide sequence number that grows with every write. Working memory and
-working sets are caches of the board; the board is what they are rebuilt from.
+a board-wide sequence number that grows with every write. A delete names its source
+too (``last_delete``, read by the listeners it calls). Working memory and working sets
+are caches of the board; the board is what they are rebuilt from.
 
 The board keeps a bounded change feed (``changes_since``): the key of every write
 and delete, by sequence number, so that a reader that remembers the ``seq`` it last
@@ -52,6 +53,17 @@ class Reading:
         return self.ttl is not None and now - self.stamp > self.ttl
 
 
+@dataclass(frozen=True, slots=True)
+class Deletion:
+    """One delete from the board: ``key`` removed at ``stamp`` by ``source``, the change
+    numbered ``seq``."""
+
+    key: str
+    stamp: float
+    source: str
+    seq: int
+
+
 _TOP = "\U0010ffff"
 
 
@@ -98,6 +110,7 @@ class StateBoard:
         self._listeners: list[BoardListener] = []
         self._feed: list[str] = []  # the key of each change after seq ``_feed_base``, in order
         self._feed_base = 0
+        self._last_delete: Deletion | None = None
 
     @property
     def seq(self) -> int:
@@ -139,8 +152,10 @@ class StateBoard:
         reading = self.read(key)
         return default if reading is None else reading.value
 
-    def delete(self, key: str) -> bool:
-        """Remove ``key``. True if it existed. A delete counts as a write for ``seq``."""
+    def delete(self, key: str, *, source: str = "") -> bool:
+        """Remove ``key`` (``source``: who deletes it). True if it existed. A delete counts
+        as a write for ``seq``; listeners are called with None, and ``last_delete`` says
+        who deleted it."""
         with self.lock:
             if key not in self._readings:
                 return False
@@ -148,11 +163,18 @@ class StateBoard:
             i = bisect.bisect_left(self._sorted_keys, key)
             del self._sorted_keys[i]
             self._seq += 1
+            self._last_delete = Deletion(key, self.clock.now(), source, self._seq)
             self._key_set_version += 1
             self._note_change(key)
             for listener in self._listeners:
                 listener(None, key)
             return True
+
+    @property
+    def last_delete(self) -> Deletion | None:
+        """The latest delete (None before any): a listener called with None reads who
+        deleted the key from it."""
+        return self._last_delete
 
     def _note_change(self, key: str) -> None:
         feed = self._feed

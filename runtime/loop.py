@@ -7,6 +7,14 @@ cabin that raises is isolated: its outbox is dropped, a ``cabin_failed`` event
 records the exception, and the tick completes. With a ``WallClock``, a tick that
 ends after the next deadline is an overrun, handled by an ``OverrunPolicy``.
 
+An outbox changes only what its cabin's spec declares (``[writes]``, ``runtime.writes``): a
+board write, delete or event outside it is refused, with a ``write_refused`` event (tags
+``cabin:<name>``, ``refused``) naming the cabin, the key or kind and why, and a warning;
+``goal:*`` and ``safety:*`` keys change only through a cabin whose spec names them. Every
+write and delete names its cabin as its source. ``TickStats.cabins`` counts what each
+cabin did (``runtime.activity``): commands, events, reactions, writes, deletes, refusals
+and failures.
+
 Note changes in an outbox (``note``, ``clear_notes``, ``scope_notes``) are applied
 to that cabin's scratchpad, in the order they were made. A cabin that declares
 ``uses_notes = True`` must have a scratchpad in the assembler (checked when the
@@ -47,6 +55,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import structlog
 
+from runtime.activity import NO_ACTIVITY, ActivityTally, CabinActivity
 from runtime.assembler import Assembler
 from runtime.asynchronous import (
     AsyncDecisions,
@@ -73,6 +82,7 @@ from runtime.pressure import (
 )
 from runtime.runners import LoopContext, TickDecisions, runner_for
 from runtime.scratchpad import Scratchpad
+from runtime.writes import REFUSED_KIND, Refusal, WriteGuard, refused_event
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
@@ -149,10 +159,18 @@ class TickStats:
     """Capacity pressure per spec that ever lost a selected item: its episodes (one
     ``capacity_pressure`` event each), the ticks at which it lost something and the items
     lost (summed over those ticks)."""
+    cabins: FrozenDict[str, CabinActivity] = NO_ACTIVITY
+    """What each cabin did, in the loop's order (``runtime.activity``)."""
+
+    @property
+    def writes_refused(self) -> int:
+        """Writes, deletes and events refused, all cabins together (``runtime.writes``)."""
+        return sum(a.writes_refused for a in self.cabins.values())
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: getattr(self, name) for name in self.__slots__}
         out["pressure"] = {name: count.as_dict() for name, count in self.pressure.items()}
+        out["cabins"] = {name: a.as_dict() for name, a in self.cabins.items()}
         return out
 
 
@@ -212,6 +230,9 @@ class TickLoop:
         self.suppress = suppress
         self.timer = timer
         self.long_term = long_term
+        self.writes = WriteGuard({c.name: assembler.specs[c.name].writes for c in self.cabins})
+        """Each cabin's declared writes: what its outboxes may change (``runtime.writes``)."""
+        self.activity = ActivityTally(c.name for c in self.cabins)
         self.asynchronous = _async_decisions(self.cabins, executor, clock, rng)
         self._runners = tuple(runner_for(c, self.asynchronous) for c in self.cabins)
         self.tick = 0
@@ -239,7 +260,7 @@ class TickLoop:
             self._hidden, self.assembler.scratchpads, self.period, self.clock, self._log
         )
 
-    _derived = ("_context", "rate_hz", "period", "collection", "_collecting")
+    _derived = ("_context", "rate_hz", "period", "writes", "collection", "_collecting")
     """Made from the loop's settings: a checkpoint does not hold them."""
     _state_types: ClassVar[dict[str, Any]] = {
         "tick": int,
@@ -397,6 +418,7 @@ class TickLoop:
                     continue
                 commands.extend(out.commands)
             for f in failures:
+                self.activity.add(f.cabin, failures=1)
                 log.append(
                     "cabin_failed",
                     {
@@ -421,7 +443,7 @@ class TickLoop:
                 log.append(kind, data, tags=(f"cabin:{data['cabin']}", "late"))
             for key, value in notices.board:
                 if value is None:
-                    board.delete(key)
+                    board.delete(key, source="loop")
                 else:
                     board.write(key, value, source="loop")
         if ws.overflow != self._capacity_alarm:  # log when it starts and ends
@@ -454,17 +476,33 @@ class TickLoop:
             self.pressure.observe(tick, ws.time, ws)
 
     def _apply_outbox(self, tick: int, out: Outbox) -> None:
-        board, log = self.assembler.board, self.assembler.log
+        """Apply one outbox: its notes, then what its spec's ``[writes]`` allows of its
+        writes, deletes and events (the rest refused, each with a ``write_refused``
+        event), its reactions and its memory writes; count what the cabin did."""
+        board, log, guard = self.assembler.board, self.assembler.log, self.writes
+        cabin = out.cabin
         if out.notes:
-            _apply_notes(self.assembler.scratchpads[out.cabin], out.notes, tick)
-        tag = f"cabin:{out.cabin}"
+            _apply_notes(self.assembler.scratchpads[cabin], out.notes, tick)
+        tag = f"cabin:{cabin}"
+        refused: list[Refusal] = []
+        deletes = removed = 0
         for w in out.writes:
-            if w.delete:
-                board.delete(w.key)
+            no = guard.refusal(cabin, "delete" if w.delete else "write", w.key)
+            if no is not None:
+                refused.append(no)
+            elif w.delete:
+                deletes += 1
+                removed += board.delete(w.key, source=cabin)
             else:
-                board.write(w.key, w.value, ttl=w.ttl, source=out.cabin)
+                board.write(w.key, w.value, ttl=w.ttl, source=cabin)
+        events = 0
         for e in out.events:
+            no = guard.refusal(cabin, "emit", e.kind)
+            if no is not None:
+                refused.append(no)
+                continue
             log.append(e.kind, e.data, tags=e.tags | {tag})
+            events += 1
         for r in out.reactions:
             log.append(
                 "reaction",
@@ -473,6 +511,20 @@ class TickLoop:
             )
         for m in out.memories:
             log.append("remembered", remember(self.long_term, m), tags=(tag, "memory"))
+        for no in refused:
+            log.append(REFUSED_KIND, refused_event(no, tick), tags=(tag, "refused"))
+            self._log.warning(
+                "write_refused", tick=tick, cabin=cabin, op=no.op, name=no.name, reason=no.reason
+            )
+        self.activity.add(
+            cabin,
+            commands=len(out.commands),
+            events=events,
+            reactions=len(out.reactions),
+            writes=len(out.writes) - deletes - sum(n.op != "emit" for n in refused),
+            deletes=removed,
+            writes_refused=len(refused),
+        )
 
     def stats(self) -> TickStats:
         c = self._counters
@@ -492,6 +544,7 @@ class TickLoop:
             if self.asynchronous is None
             else self.asynchronous.dropped_decisions,
             pressure=self.pressure.counts(),
+            cabins=self.activity.snapshot(),
         )
 
 

@@ -5,10 +5,13 @@ A ``Registry`` holds ``BoardEntry``\\ s (a key or a ``prefix:*`` family, its val
 and unit, who writes it) and ``EventEntry``\\ s (a kind, its data fields, who emits it).
 ``Registry.check(spec)`` compares a spec's board keys, event kinds, required patterns and
 weights with it and returns ``Finding``\\ s: a name nothing writes, with the closest known
-names ("did you mean"), and weights whose pattern nothing the spec selects can match. The
-runtime's own event kinds are ``RUNTIME_EVENTS``; an application adds its own entries
-(the warehouse's are ``cabins.warehouse.registry``), and a user cabin's writes (a spec's
-declared ``emits``) count as known.
+names ("did you mean"), and weights whose pattern nothing the spec selects can match. It
+checks the spec's declared writes (``[writes]``) too: a key it deletes that nothing writes,
+and a key it writes or an event kind it emits that no one else does but that is close to a
+known one (a new name is the cabin's own; a near miss is likely a typo). The runtime's own
+event kinds are ``RUNTIME_EVENTS``; an application adds its own entries (the warehouse's
+are ``cabins.warehouse.registry``), and what other specs declare they write counts as known
+(``with_declared``).
 
 Findings are warnings by default (a user cabin may write a key the registry does not know);
 ``strict`` callers turn them into errors.
@@ -88,12 +91,23 @@ RUNTIME_EVENTS: tuple[EventEntry, ...] = (
         "an asynchronous decision is overdue, or came back late and was applied or dropped",
     ),
     EventEntry(
+        "write_refused",
+        ("cabin", "op", "key", "kind", "reason", "detail", "tick"),
+        "runtime",
+        "a cabin's write, delete (key) or event (kind) outside its spec's [writes] was refused "
+        "(reason not_declared or protected)",
+    ),
+    EventEntry(
         "remembered",
         ("content", "stored", "why"),
         "runtime",
         "a cabin's memory write reached long-term memory (or why not)",
     ),
 )
+
+
+DECLARED = "declared in its [writes]"
+"""The description of the entries ``Registry.with_declared`` adds."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +135,25 @@ class Registry:
             map_kinds=self.map_kinds,
             map_prefixes=self.map_prefixes,
         )
+
+    def with_declared(self, specs: Iterable[ContextSpec]) -> Registry:
+        """This registry with what ``specs`` declare they write (``[writes]``): their board
+        patterns (but a bare glob such as ``*``, which names nothing) and event kinds count
+        as written, by the cabin each spec names."""
+        board: list[BoardEntry] = []
+        events: list[EventEntry] = []
+        for spec in specs:
+            if spec.writes is None:
+                continue
+            board += [
+                BoardEntry(p, "-", "-", spec.name, DECLARED)
+                for p in spec.writes.board
+                if literal_prefix(p)
+            ]
+            events += [
+                EventEntry(k, (), spec.name, DECLARED) for k in spec.writes.events if not is_glob(k)
+            ]
+        return self.extended(board=board, events=events) if board or events else self
 
     def knows_key(self, pattern: str) -> bool:
         """Whether some written key matches ``pattern`` (or, for a glob, some family
@@ -154,6 +187,31 @@ class Registry:
                 found.append(
                     self._unknown(spec, "weights", pattern, selectable, "weighs nothing selected")
                 )
+        return found + self._check_writes(spec)
+
+    def _check_writes(self, spec: ContextSpec) -> list[Finding]:
+        """A delete of a key nothing writes, and a written key or emitted kind that is a
+        near miss of a known one."""
+        writes = spec.writes
+        if writes is None:
+            return []
+        found: list[Finding] = []
+        # what is known but from this spec's own declaration
+        keys = [e.key for e in self.board if (e.writer, e.description) != (spec.name, DECLARED)]
+        kinds = [e.kind for e in self.events if (e.writer, e.description) != (spec.name, DECLARED)]
+        for pattern in writes.board:
+            if not any(_overlap(pattern, k) for k in keys):
+                near = self._unknown(spec, "writes.board", pattern, keys, "no one else writes it")
+                if near.suggestions:
+                    found.append(near)
+        for pattern in writes.delete:
+            if not any(_overlap(pattern, k) for k in (*keys, *writes.board)):
+                found.append(self._unknown(spec, "writes.delete", pattern, keys))
+        for kind in writes.events:
+            if not is_glob(kind) and kind not in kinds:
+                near = self._unknown(spec, "writes.events", kind, kinds, "no one else emits it")
+                if near.suggestions:
+                    found.append(near)
         return found
 
     def _selectable(self, spec: ContextSpec) -> list[str]:

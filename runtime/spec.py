@@ -49,6 +49,7 @@ from runtime.tomlfile import FileError, did_you_mean, key_path, read_toml
 __all__ = [
     "ContextSpec",
     "SpecError",
+    "Writes",
     "json_schema",
     "load_spec",
     "load_specs",
@@ -184,6 +185,60 @@ ConditionMap = Annotated[
     AfterValidator(_freeze_mapping),
     WrapSerializer(_dump_mapping),
 ]
+
+
+PatternList = Annotated[
+    tuple[KeyPattern, ...], Field(max_length=MAX_ITEMS, json_schema_extra=UNIQUE)
+]
+
+
+class Writes(BaseModel):
+    """What a cabin may change (a spec's ``[writes]``): patterns as in ``board_keys``.
+
+    What a declared table leaves out is refused (``runtime.writes``); ``goal:*`` and
+    ``safety:*`` are granted only by patterns that name them explicitly."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    board: PatternList = Field(
+        default=(),
+        description="Board keys the cabin may write: exact keys or globs. goal:* and "
+        "safety:* keys only through a pattern that starts with 'goal:' or 'safety:'.",
+        examples=[["route", "plan:*"]],
+    )
+    delete: PatternList = Field(
+        default=(),
+        description="Board keys the cabin may delete (the same rules as board).",
+        examples=[["task:refused:*"]],
+    )
+    events: PatternList = Field(
+        default=(),
+        description="Event kinds the cabin may emit: exact kinds or globs.",
+        examples=[["alarm", "task_*"]],
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> Writes:
+        errors: list[InitErrorDetails] = []
+        for field in ("board", "delete", "events"):
+            seen: dict[str, int] = {}
+            for i, pattern in enumerate(getattr(self, field)):
+                if pattern in seen:
+                    errors.append(
+                        InitErrorDetails(
+                            type=PydanticCustomError(
+                                "duplicate",
+                                "{pattern} is already at {field}[{first}]",
+                                {"pattern": repr(pattern), "field": field, "first": seen[pattern]},
+                            ),
+                            loc=(field, i),
+                            input=pattern,
+                        )
+                    )
+                seen.setdefault(pattern, i)
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
 
 
 class _WeightLookup:
@@ -368,6 +423,12 @@ class ContextSpec(BaseModel):
         description="When the cabin decides: inside the tick (sync, the default) or off the "
         "tick thread (async), and how long its asynchronous decisions stay good.",
     )
+    writes: Writes | None = Field(
+        default=None,
+        description="What the cabin may write, delete and emit ([writes]: board, delete, "
+        "events); anything else is refused at the apply with a write_refused event. Unset "
+        "= undeclared: any key but goal:* and safety:*, and any event.",
+    )
     params: ParamMap = Field(
         default={},
         max_length=MAX_ITEMS,
@@ -497,7 +558,8 @@ def _describe(error: Mapping[str, Any]) -> str:
     where = key_path(error["loc"])
     if error["type"] == "extra_forbidden":
         name = str(error["loc"][-1])
-        known = Timing.model_fields if error["loc"][0] == "timing" else ContextSpec.model_fields
+        tables: dict[Any, Any] = {"timing": Timing.model_fields, "writes": Writes.model_fields}
+        known = tables.get(error["loc"][0], ContextSpec.model_fields)
         return f"{where}: unknown key{did_you_mean(name, known)}"
     message = str(error["msg"])
     value = error.get("input")

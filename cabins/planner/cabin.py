@@ -25,6 +25,9 @@ Each tick the planner reads its view once (``seen``) and, through its outbox onl
   served, and it comes back), then abandoned with a reason (``watchdog``,
   ``recovery``); a task cornered in a stand-off, with no spot to give way, is deferred
   when another can be served;
+- honours the task protocol (``cabins.warehouse.tasks``): a task another cabin refused
+  (``task:refused:<task>``) is not served, one it deferred (``task:deferred:<task>``) not
+  before its time, each with a reason and said once in an event (``recovery``);
 - writes ``plan`` and ``route`` to the board when they change.
 
 Missing items (``view.missing``, reason other than "absent"; one reaction per episode
@@ -169,10 +172,12 @@ class Planner:
         goals_visible = "goal:*" not in seen.missing
         if goals_visible:
             goals.update(seen)
+            self._recovery.observe(seen.requests, goals.pending, out)
         steps.read_events(seen)
 
         hold = hold_reason(seen, layout)
         if goals_visible:
+            self._honour_requests(seen)
             self._choose_task(seen, out)
         replan = self._replan
         if steps.plan is not None and hold is None:
@@ -192,6 +197,17 @@ class Planner:
         keeper.publish(route, out)
         steps.publish(task, out)
         self._spots.clear(seen, layout.reach, out)
+
+    def _honour_requests(self, seen: Seen) -> None:
+        """Set the active task aside when another cabin refused or deferred it (the task
+        protocol), unless the robot carries its item: it can serve no other task."""
+        task = self._goals.task
+        if (
+            task is not None
+            and self._recovery.held(task, seen.time) is not None
+            and not self._carried(seen, task)
+        ):
+            self._set_aside()
 
     def _choose_task(self, seen: Seen, out: Outbox) -> None:
         before = self._goals.task

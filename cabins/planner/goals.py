@@ -3,9 +3,10 @@
 The planner works on one task at a time. While it has none, it takes the goal the
 dispatcher's ``dispatch:order`` ranks first, else the oldest released (ties by task
 id); a task the planner deferred goes after the others, and one it abandoned, or
-deferred until a time still to come, is not taken (``recovery``). A task is over when
-its goal leaves the board: it was delivered. Once the last task is over (or only
-abandoned ones are left) a ``plan_done`` event says how many were done. Goals are parsed once per
+deferred until a time still to come, is not taken (``recovery``), nor one another cabin
+refused or deferred (the task protocol). A task is over when its goal leaves the board: it
+was delivered. Once the last task is over (or only abandoned or refused ones are left) a
+``plan_done`` event says how many were done. Goals are parsed once per
 write: a goal item that is the same object as last tick is not read again; one that is
 not a readable delivery goal is ignored, with a warning.
 """
@@ -57,6 +58,11 @@ class Goals:
     def active(self) -> DeliverGoal | None:
         """The goal of the active task, while it is on the board."""
         return self._goals.get(self._task) if self._task is not None else None
+
+    @property
+    def pending(self) -> frozenset[str]:
+        """The tasks whose goals are on the board."""
+        return frozenset(self._goals)
 
     @property
     def tasks_done(self) -> int:
@@ -130,8 +136,7 @@ class Goals:
         self._task = None
 
     def _all_given_up(self, aside: Recovery | None) -> bool:
-        """Whether every goal left was abandoned (none, without ``aside``)."""
+        """Whether every goal left was abandoned or refused (none, without ``aside``)."""
         if aside is None:
             return not self._goals
-        abandoned = aside.abandoned
-        return all(task in abandoned for task in self._goals)
+        return all(aside.given_up(task) for task in self._goals)

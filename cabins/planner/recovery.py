@@ -17,14 +17,23 @@ deferred nor abandoned: the robot can carry one item, so it could serve no other
 and it is re-routed at each strike instead (each with its ``stalled`` alarm). A task in
 a stand-off with no spot to give way is deferred at once when another task can be
 served (``StandOff.cornered``); that counts as one of its deferrals.
+
+Other cabins set tasks aside too, through the task protocol (``cabins.warehouse.tasks``):
+``observe`` takes their refusals and deferrals in view each tick. A refused task is not
+taken while the refusal stays on the board (``task_refused`` {"task", "cabin", "reason"},
+once per request), a deferred one not before its ``until`` (``task_deferred`` with the
+``cabin``); either is taken again, with ``task_resumed``, once the request is withdrawn or
+its time has come. These are not strikes: they never lead to an abandonment.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Iterable
 from typing import Literal
 
 from cabins.planner.settings import PlannerSettings
+from cabins.warehouse.tasks import TaskRequest
 from runtime.cabin import Outbox
 
 __all__ = ["Recovery", "Remedy"]
@@ -43,6 +52,8 @@ class Recovery:
         self._deferrals: Counter[str] = Counter()
         self._until: dict[str, float] = {}  # deferred task -> when it may be taken again
         self._abandoned: dict[str, str] = {}  # task -> why
+        self._asked: dict[str, TaskRequest] = {}  # task -> another cabin's request in view
+        self._said: dict[str, TaskRequest] = {}  # task -> the request last reported
 
     @property
     def abandoned(self) -> dict[str, str]:
@@ -85,21 +96,58 @@ class Recovery:
         self._abandoned[task] = reason
         out.emit("task_abandoned", {"task": task, "reason": reason}, tags=("plan",))
 
+    def observe(
+        self, requests: Iterable[TaskRequest], pending: Collection[str], out: Outbox
+    ) -> None:
+        """Take other cabins' requests in view (a refusal over a deferral of one task), and
+        report each new one about a ``pending`` task once."""
+        asked: dict[str, TaskRequest] = {}
+        for request in requests:
+            known = asked.get(request.task)
+            if known is None or (request.kind == "refused" and known.kind != "refused"):
+                asked[request.task] = request
+        self._asked = asked
+        for task, request in asked.items():
+            if task not in pending or self._said.get(task) == request:
+                continue
+            self._said[task] = request
+            if request.kind == "refused":
+                refused = {"task": task, "cabin": request.cabin, "reason": request.reason}
+                out.emit("task_refused", refused, tags=("plan",))
+            else:
+                deferred = {"task": task, "reason": request.reason, "until": request.until}
+                out.emit("task_deferred", {**deferred, "cabin": request.cabin}, tags=("plan",))
+
+    def held(self, task: str, now: float) -> TaskRequest | None:
+        """Another cabin's request that keeps ``task`` from being worked on at ``now``."""
+        request = self._asked.get(task)
+        return request if request is not None and request.holds(now) else None
+
+    def given_up(self, task: str) -> bool:
+        """Whether ``task`` will not be served: abandoned, or refused by another cabin."""
+        request = self._asked.get(task)
+        return task in self._abandoned or (request is not None and request.kind == "refused")
+
     def waiting(self, task: str, now: float) -> bool:
-        """Whether ``task`` may not be taken now: abandoned, or deferred and its time has
-        not come."""
+        """Whether ``task`` may not be taken now: abandoned, deferred and its time has not
+        come, or held by another cabin's request."""
         if task in self._abandoned:
             return True
         until = self._until.get(task)
-        return until is not None and now < until
+        if until is not None and now < until:
+            return True
+        return bool(self._asked) and self.held(task, now) is not None
 
     def set_aside(self, task: str) -> bool:
-        """Whether ``task`` was deferred or abandoned (it goes after the others)."""
-        return task in self._until or task in self._abandoned
+        """Whether ``task`` was deferred, abandoned or asked about (it goes after the
+        others)."""
+        return task in self._until or task in self._abandoned or task in self._asked
 
     def resume(self, task: str, out: Outbox) -> None:
-        """``task`` is taken again: a ``task_resumed`` event when it was deferred."""
-        if self._until.pop(task, None) is not None:
+        """``task`` is taken again: a ``task_resumed`` event when it was deferred, by the
+        planner or by another cabin, or refused."""
+        deferred = self._until.pop(task, None) is not None
+        if self._said.pop(task, None) is not None or deferred:
             out.emit("task_resumed", {"task": task}, tags=("plan",))
 
     def forget(self, task: str) -> None:
@@ -107,3 +155,4 @@ class Recovery:
         self._strikes.pop(task, None)
         self._deferrals.pop(task, None)
         self._until.pop(task, None)
+        self._said.pop(task, None)

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
+import structlog
 from shapely.geometry import Point
 
 from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import Point2
+from cabins.warehouse.tasks import TASK_PREFIX, TaskRequest
 from cabins.warehouse.values import (
     BATTERY,
     BATTERY_LOW,
@@ -52,6 +54,8 @@ from cabins.warehouse.values import (
 from runtime.cabin_map import Feature
 from runtime.log import Event
 from runtime.pack import CabinView
+
+_log = structlog.get_logger(__name__)
 
 __all__ = ["BESIDE", "Seen", "ViewReader"]
 
@@ -89,6 +93,7 @@ class Seen:
     chargers: Any  # the chargers value, read where a step needs it
     order: Any  # the dispatch:order value, read when a task is chosen
     battery_figures: BatteryFigures | None = None  # published in robot:limits, if they are
+    requests: tuple[TaskRequest, ...] = ()  # other cabins' refusals and deferrals of tasks
 
     _beside: tuple[float, Feature | None] | None = field(
         init=False, default=None, repr=False, compare=False
@@ -129,6 +134,7 @@ class ViewReader:
         self._docks_read: LastRead[dict[str, Point2]] = LastRead()
         self._figures_read: LastRead[BatteryFigures | None] = LastRead()
         self._keys_of = KeysOf()
+        self._ignored: dict[str, Any] = {}  # task-protocol key -> the malformed value warned of
 
     def read(self, view: CabinView) -> Seen:
         pose = Pose.read(view.get(POSE)) if POSE not in view.missing else None
@@ -169,7 +175,22 @@ class ViewReader:
             battery_figures=self._figures_read.get(
                 (view.get(ROBOT_LIMITS),), partial(BatteryFigures.read, view.get(ROBOT_LIMITS))
             ),
+            requests=self._requests(view, keys),
         )
+
+    def _requests(self, view: CabinView, keys: tuple[str, ...]) -> tuple[TaskRequest, ...]:
+        """The task protocol's requests in view (``cabins.warehouse.tasks``); a malformed
+        one is ignored, with a warning once per value."""
+        found = []
+        for key in self._keys_of(keys, TASK_PREFIX):
+            value = view[key]
+            request = TaskRequest.read(key, value)
+            if request is not None:
+                found.append(request)
+            elif key not in self._ignored or self._ignored[key] is not value:
+                self._ignored[key] = value
+                _log.warning("planner.task_request_ignored", key=key, value=value)
+        return tuple(found)
 
     def _low_battery(self, view: CabinView) -> float:
         low = self._settings.low_battery

@@ -9,7 +9,9 @@ them and route over it. What both sides share lives here and nowhere else:
   aisle it can drive;
 - ``clearance``: how far the robot's disc is, or would be, from everything solid;
 - ``motion``: how the robot is driven, as the cabins that predict its motion assume it;
-- ``energy``: the battery's capacity, drain and charge rate, as the world publishes them.
+- ``energy``: the battery's capacity, drain and charge rate, as the world publishes them;
+- ``tasks``: the task protocol, how a cabin refuses or defers a delivery with a reason;
+- ``registry``: every board key and event kind the world and the built-in cabins write.
 
 This package imports only ``runtime`` and libraries, never a cabin, so the ground truth
 (``sim.world``) can use it without depending on the decision layer

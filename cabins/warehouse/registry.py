@@ -15,6 +15,7 @@ from runtime.registry import BoardEntry, EventEntry, Registry
 __all__ = ["BOARD", "EVENTS", "MAP_KINDS", "WAREHOUSE"]
 
 _W, _P, _E, _M, _D = "world", "planner", "executor", "monitor", "dispatcher cabin"
+_T = "any cabin (task protocol)"
 
 BOARD: tuple[BoardEntry, ...] = (
     BoardEntry("pose", "(x, y, theta)", "m, m, rad", _W, "the sensed pose, with a ttl"),
@@ -41,6 +42,16 @@ BOARD: tuple[BoardEntry, ...] = (
     BoardEntry("monitor:status", "{deviation, level, estop, reacting}", "-", _M, "its state"),
     BoardEntry("dispatch:order", "(task, ...)", "-", _D, "the order to make deliveries in"),
     BoardEntry("late:*", "LateNotice", "-", "runtime", "an asynchronous cabin is late"),
+    BoardEntry(
+        "task:refused:*", "{task, reason, cabin}", "-", _T, "a cabin will not have the task done"
+    ),
+    BoardEntry(
+        "task:deferred:*",
+        "{task, reason, cabin, until}",
+        "s (until)",
+        _T,
+        "a cabin wants the task later (until: none = while the key stays)",
+    ),
 )
 
 _PLAN = ("task", "step")
@@ -89,8 +100,16 @@ EVENTS: tuple[EventEntry, ...] = (
     ),
     EventEntry("give_way", ("obstacle", "to", *_PLAN), _P, "it backs off to a give-way spot"),
     EventEntry("single_lane", ("lane", "way", *_PLAN), _P, "it meets a single-lane corridor"),
-    EventEntry("task_deferred", ("task", "reason", "until"), _P, "a blocked task set aside"),
-    EventEntry("task_resumed", ("task",), _P, "a deferred task taken up again"),
+    EventEntry(
+        "task_deferred",
+        ("task", "reason", "until", "cabin"),
+        _P,
+        "a task set aside: blocked, or deferred by a cabin (named)",
+    ),
+    EventEntry("task_resumed", ("task",), _P, "a deferred or refused task taken up again"),
+    EventEntry(
+        "task_refused", ("task", "cabin", "reason"), _P, "a cabin refused a task; it is not served"
+    ),
     EventEntry("task_abandoned", ("task", "reason"), _P, "a task given up, with why"),
     EventEntry("recalled", ("task", "step"), _P, "long-term memory steered a route"),
     EventEntry("memory_written", ("content", "stored"), "simulator", "a memory was stored"),

@@ -173,6 +173,7 @@ class Recorder:
 
     def on_board(self, reading: Reading | None, key: str, board: StateBoard) -> None:
         if reading is None:
+            deleted = board.last_delete
             now = board.clock.now()
             self._put(
                 BOARD,
@@ -182,7 +183,7 @@ class Recorder:
                     "value": None,
                     "stamp": now,
                     "ttl": None,
-                    "source": "",
+                    "source": deleted.source if deleted is not None and deleted.key == key else "",
                     "deleted": True,
                 },
                 now,

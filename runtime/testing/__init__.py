@@ -6,7 +6,8 @@ a test sees exactly what the cabin would see at that tick, missing items and
 all; ``evicted=`` makes the view lose items to capacity as if memory were full
 (``view.evicted``, a required pattern they leave unmatched missing for
 ``evicted``, the capacity alarm raised) without crafting a crowded world.
-``run_step`` also runs the cabin on it and returns its outbox.
+``run_step`` also runs the cabin on it and returns its outbox; ``refusals(spec, out)`` says
+what of that outbox the loop would refuse under the spec's ``[writes]`` (``runtime.writes``).
 
 ``round_trip_state(cabin, fresh)`` takes what a cabin (or any component with
 ``get_state()``/``set_state(data)``) keeps through the checkpoint codec, as a checkpoint
@@ -39,6 +40,7 @@ from runtime.pack import CabinView, MissingReason, WorkingSet
 from runtime.patterns import matches
 from runtime.scratchpad import Scratchpad, memory_key
 from runtime.spec import ContextSpec
+from runtime.writes import Refusal, WriteGuard
 
 
 def round_trip_state(
@@ -180,6 +182,15 @@ def run_step(cabin: Cabin, view: CabinView) -> Outbox:
     out = Outbox(cabin.name)
     cabin.step(view, out)
     return out
+
+
+def refusals(spec: ContextSpec, out: Outbox) -> list[Refusal]:
+    """What the loop would refuse of ``out`` under ``spec``'s declared writes, in the order
+    it applies them (writes and deletes, then events): empty when it would apply it all."""
+    guard = WriteGuard({spec.name: spec.writes})
+    found = [guard.refusal(spec.name, "delete" if w.delete else "write", w.key) for w in out.writes]
+    found += [guard.refusal(spec.name, "emit", e.kind) for e in out.events]
+    return [r for r in found if r is not None]
 
 
 class _Held:

@@ -6,7 +6,8 @@ world, and all of them together (they share one working memory), against the cap
 
 ``check_specs`` loads each spec file (or every spec in a folder), reports load
 errors as ``SpecError`` text, lints what loads (a required pattern with no
-declared reaction, or one no selector of the spec can ever satisfy), and
+declared reaction, or one no selector of the spec can ever satisfy; no declared
+``[writes]``, or a broad pattern that cannot grant ``goal:*`` or ``safety:*``), and
 assembles one tick of a scenario for the spec, so its author sees the items the
 cabin would get and what it would find missing.
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 from runtime import ContextSpec, SpecError, StateBoard, load_spec
 from runtime.patterns import overlaps
+from runtime.writes import lint as lint_writes
 
 
 def lint(spec: ContextSpec) -> list[str]:
@@ -140,6 +142,13 @@ def describe(spec: ContextSpec) -> dict[str, str]:
         )
     if spec.on_missing:
         reads["on missing"] = ", ".join(f"{k} → {v}" for k, v in spec.on_missing.items())
+    writes = spec.writes
+    if writes is None:
+        reads["writes"] = "undeclared: any key but goal:* and safety:*, any event"
+    else:
+        reads["writes"] = ", ".join(writes.board) or "nothing"
+        reads["deletes"] = ", ".join(writes.delete) or "nothing"
+        reads["emits"] = ", ".join(writes.events) or "nothing"
     return reads
 
 
@@ -179,13 +188,15 @@ def receives(spec: ContextSpec, scenario: str, capacity: int = 64) -> dict[str, 
     }
 
 
-def unregistered(spec: ContextSpec) -> list[str]:
-    """What ``spec`` names that the simulator and the built-in cabins never write, and
-    weights or required patterns that select nothing (``cabins.warehouse.registry``), each
-    with the names it may have meant."""
+def unregistered(spec: ContextSpec, others: Iterable[ContextSpec] = ()) -> list[str]:
+    """What ``spec`` names that the simulator, the built-in cabins and the cabins of
+    ``others`` (by their declared ``[writes]``) never write, weights or required patterns
+    that select nothing (``cabins.warehouse.registry``), and declared writes that look
+    misspelt, each with the names it may have meant."""
     from cabins.warehouse.registry import WAREHOUSE
 
-    return [finding.text() for finding in WAREHOUSE.check(spec)]
+    registry = WAREHOUSE.with_declared([*others, spec])
+    return [finding.text() for finding in registry.check(spec)]
 
 
 def check_specs(
@@ -203,17 +214,19 @@ def check_specs(
 
     reports: list[dict[str, Any]] = []
     loaded: list[tuple[dict[str, Any], ContextSpec]] = []
+    parsed: list[tuple[dict[str, Any], ContextSpec]] = []
     for path in _spec_files(paths):
         report: dict[str, Any] = {"path": str(path), "errors": [], "warnings": []}
         reports.append(report)
         try:
-            spec = load_spec(path)
+            parsed.append((report, load_spec(path)))
         except SpecError as exc:
             report["errors"] = str(exc).splitlines()
-            continue
+    together = [spec for _, spec in parsed]  # what each declares it writes counts as known
+    for report, spec in parsed:
         report["spec"] = spec.model_dump(mode="json")
-        report["warnings"] = lint(spec) + blinding(spec)
-        unknown = unregistered(spec)
+        report["warnings"] = lint(spec) + blinding(spec) + lint_writes(spec.writes)
+        unknown = unregistered(spec, together)
         report["errors" if strict else "warnings"] += unknown
         if strict and unknown:
             continue

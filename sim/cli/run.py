@@ -16,8 +16,7 @@ from typing import Any
 
 from sim.cli.args import at_least, duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
-from sim.cli.tables import counts_text
-from sim.run.missing_text import missing_text
+from sim.cli.tables import cabin_text, counts_text
 
 OVERRUN_POLICIES = {"skip": "SkipMissed", "catch-up": "CatchUp"}
 """``--overrun`` choices and the ``runtime`` policy class each names."""
@@ -33,7 +32,8 @@ examples:
   python -m sim run --realtime                   paced on the wall clock, to watch it live
   python -m sim run --cabin cabins.dispatcher:LLMDispatcher@specs/examples/dispatcher.toml \
       --llm-base-url http://127.0.0.1:8000/v1     an LLM dispatcher on any OpenAI-compatible server
-exit status: 0 safe and delivered, or cut short by --ticks/--duration with nothing failed;
+exit status: 0 safe and delivered (tasks a cabin refused with a reason aside), or cut short
+  by --ticks/--duration with nothing failed;
   1 the verdict failed: a collision, a safety violation, a reachable task undelivered at
   the scenario's end, a stalled episode, an abandoned task or a flat battery;
   2 bad input; 128+N stopped by signal N (Ctrl-C: 130)
@@ -668,6 +668,10 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_row("alarms", counts_text(s["alarms"]))
     table.add_row("emergency stops", counts_text(s["emergency_stops"]))
     table.add_row("cabin failures", str(s["cabin_failures"]))
+    if s.get("writes_refused"):
+        table.add_row(
+            "writes refused", f"[red]{s['writes_refused']}[/red] (outside a spec's [writes])"
+        )
     if s.get("late_decisions") or s.get("dropped_decisions"):
         table.add_row("late decisions", f"{s['late_decisions']} ({s['dropped_decisions']} dropped)")
     if s.get("realtime"):
@@ -682,11 +686,9 @@ def _print_summary(s: dict[str, Any]) -> None:
             f"[yellow]{p['lost']} selected items lost at {p['ticks']} ticks "
             f"({p['episodes']} episode{'s' if p['episodes'] != 1 else ''})[/yellow]",
         )
-    for cabin, reasons in s["missing"].items():
-        table.add_row(
-            f"missing items · {cabin}",
-            missing_text(reasons),
-        )
+    for cabin, row in s["cabins"].items():
+        trouble = row.get("writes_refused") or row.get("failures")
+        table.add_row(f"cabin · {cabin}", Text(cabin_text(row), style="yellow" if trouble else ""))
     table.add_row(
         "tick compute",
         f"p50 {s['tick_compute_p50_ms']:.2f} ms · p99 {s['tick_compute_p99_ms']:.2f} ms",
@@ -701,7 +703,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
     """Whether the run kept making progress: waits, give-ways, no-progress re-plans, stalled
-    episodes, deferred and abandoned tasks, and the battery's lowest."""
+    episodes, deferred, abandoned and refused tasks, and the battery's lowest."""
     from rich.text import Text
 
     table.add_row("waits for movers", str(s["waits"]))
@@ -736,6 +738,17 @@ def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
             style="red" if abandoned else "",
         ),
     )
+    refused = s.get("tasks_refused") or {}
+    table.add_row(
+        "refused tasks",
+        Text(
+            f"{len(refused)} ("
+            + ", ".join(f"{t} by {r.get('cabin')}: {r.get('reason')}" for t, r in refused.items())
+            + ")"
+            if refused
+            else "0"
+        ),
+    )
     low = f"{100 * s['battery_min']:.0f}% at {s['battery_min_at']:.1f} s"
     if s["battery_empty_at"] is not None:
         low = f"[red]empty at {s['battery_empty_at']:.1f} s[/red]"
@@ -752,7 +765,7 @@ def _check_names(specs: Sequence[Any], *, strict: bool) -> None:
     registry check); refuse it under ``--strict``."""
     from sim.analysis.speccheck import unregistered
 
-    found = [f"spec {spec.name!r}: {line}" for spec in specs for line in unregistered(spec)]
+    found = [f"spec {spec.name!r}: {line}" for spec in specs for line in unregistered(spec, specs)]
     if strict and found:
         raise InputError("; ".join(found) + " (--strict)")
     for line in found:

@@ -148,13 +148,14 @@ def cmd_check_spec(args: argparse.Namespace) -> int:
 
 def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
     for report in reports:
         if report["errors"]:
             for line in report["errors"]:
-                console.print(f"[red]error[/red] {line}", highlight=False)
+                console.print(f"[red]error[/red] {escape(line)}", highlight=False)
             continue
         spec = report["spec"]
         table = Table(
@@ -165,7 +166,7 @@ def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
         table.add_column(style="bold")
         table.add_column()
         for label, value in report["reads"].items():
-            table.add_row(label, value)
+            table.add_row(label, escape(value))
         receives = report.get("receives")
         if receives is not None:
             table.add_row(
@@ -189,4 +190,4 @@ def _print_spec_reports(reports: list[dict[str, Any]]) -> None:
             )
         console.print(table)
         for line in report["warnings"]:
-            console.print(f"[yellow]warning[/yellow] {line}", highlight=False)
+            console.print(f"[yellow]warning[/yellow] {escape(line)}", highlight=False)

@@ -62,11 +62,11 @@ class GatedBoard:
             return None
         return self.board.write(key, value, ttl=ttl, source=source)
 
-    def delete(self, key: str) -> bool:
+    def delete(self, key: str, *, source: str = "") -> bool:
         if self.frozen and _hit(key, self.frozen):
             self.dropped += 1
             return False
-        return self.board.delete(key)
+        return self.board.delete(key, source=source)
 
 
 class GatedMap:

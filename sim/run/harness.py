@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from cabins.shipped import shipped_specs_dir
+from cabins.warehouse.tasks import refused_key
 from cabins.warehouse.values import ROUTE
 from runtime import (
     Assembler,
@@ -263,7 +264,8 @@ class _EventTally:
     """Counts the events of a run that its summary reports: re-plans (the last one kept for a
     collision's detail), alarms, stops and reactions by kind, and what shows whether the run
     kept making progress (waits, give-ways, no-progress re-plans, stalled episodes, deferred
-    and abandoned tasks, capacity-pressure episodes by spec)."""
+    and abandoned tasks, capacity-pressure episodes by spec); and the tasks a cabin refused
+    (``task_refused``, until a ``task_resumed``)."""
 
     _state_types: ClassVar[dict[str, Any]] = {
         "kinds": Mapping[str, int],
@@ -276,6 +278,7 @@ class _EventTally:
         "stalls": list[dict[str, JsonValue]],
         "deferred": Mapping[str, Mapping[str, int]],
         "abandoned": dict[str, str],
+        "refused": dict[str, dict[str, str]],
     }
 
     def __init__(self) -> None:
@@ -288,6 +291,7 @@ class _EventTally:
         self.stalls: list[dict[str, Any]] = []
         self.deferred: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.abandoned: dict[str, str] = {}
+        self.refused: dict[str, dict[str, str]] = {}  # task -> the cabin and its reason
         self.pressure: Counter[str] = Counter()
 
     def __call__(self, event: Event) -> None:
@@ -308,6 +312,13 @@ class _EventTally:
             self.deferred[str(data.get("task", "?"))][str(data.get("reason", "unknown"))] += 1
         elif event.kind == "task_abandoned":
             self.abandoned[str(data.get("task", "?"))] = str(data.get("reason", "unknown"))
+        elif event.kind == "task_refused":
+            self.refused[str(data.get("task", "?"))] = {
+                "cabin": str(data.get("cabin", "?")),
+                "reason": str(data.get("reason", "unknown")),
+            }
+        elif event.kind == "task_resumed":
+            self.refused.pop(str(data.get("task", "?")), None)
         elif event.kind == "capacity_pressure":
             self.pressure[str(data.get("spec", "unknown"))] += 1
 
@@ -833,6 +844,30 @@ class Simulation:
             else {**last, "ago": round(contact.time - float(last["time"]), 3)},
         }
 
+    def refused_tasks(self, undelivered: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The tasks of ``undelivered`` a cabin refused (the planner said so and has not taken
+        them up again): task -> the cabin and its reason. The cabin is the writer of the
+        refusal on the board, while it is there (the value's word otherwise)."""
+        out: dict[str, dict[str, str]] = {}
+        for task, said in sorted(self.tally.refused.items()):
+            if task in undelivered:
+                reading = self.board.read(refused_key(task))
+                cabin = reading.source if reading is not None and reading.source else said["cabin"]
+                out[task] = {"cabin": cabin, "reason": said["reason"]}
+        return out
+
+    def cabin_rows(self, activity: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """One row per cabin, in the loop's order (the built-in ones, then the user's): what
+        it did (``runtime.activity``) and its missing items by reason (pattern-ticks)."""
+        rows: dict[str, dict[str, Any]] = {}
+        for name in self.cabin_names:
+            counts = activity.get(name)
+            rows[name] = {
+                **(counts.as_dict() if counts is not None else {}),
+                "missing": dict(sorted(self.missing.get(name, {}).items())),
+            }
+        return rows
+
     @property
     def done(self) -> bool:
         return self.world.all_delivered
@@ -885,6 +920,8 @@ class Simulation:
         world = self.world.summary()
         stats = self.loop.stats()
         sim_time = self.loop.tick * self.dt
+        left = world["tasks_undelivered"]
+        refused = self.refused_tasks(left)
         summary = {
             "scenario": self.scenario.name,
             "seed": self.seed,
@@ -896,7 +933,8 @@ class Simulation:
             "deliveries_assigned": world["deliveries_assigned"],
             "tasks_total": world["tasks_total"],
             "tasks_undeliverable": world["tasks_undeliverable"],
-            "tasks_undelivered": world["tasks_undelivered"],
+            "tasks_undelivered": [t for t in left if t not in refused],
+            "tasks_refused": refused,
             "mean_delivery_time": world["mean_delivery_time"],
             "delivery_times": world["delivery_times"],
             "safety_violations": world["safety_violations"],
@@ -924,6 +962,8 @@ class Simulation:
                 cabin: dict(sorted(counts.items()))
                 for cabin, counts in sorted(self.missing.items())
             },
+            "writes_refused": stats.writes_refused,
+            "cabins": self.cabin_rows(stats.cabins),
             "tick_compute_p50_ms": stats.compute_p50 * 1e3,
             "tick_compute_p99_ms": stats.compute_p99 * 1e3,
             "wall_seconds": self.wall_seconds,

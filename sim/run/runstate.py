@@ -62,6 +62,7 @@ def _record_classes() -> list[type]:
     from cabins.warehouse.clearance import Solids
     from cabins.warehouse.energy import BatteryFigures
     from cabins.warehouse.routing import RoutingProblem
+    from cabins.warehouse.tasks import TaskRequest
     from runtime import asynchronous, cabin, episodes, pack, pressure, scratchpad
     from runtime.agent.long_term import MemoryRecord, Remembered
     from runtime.agent.memory import Message, ToolCall
@@ -85,7 +86,7 @@ def _record_classes() -> list[type]:
         lanes.Lane, lanes._Wait, route._Leg, standoff._GiveWay, stall._Stall, watchdog.Stalled,
         values.Pose, values.Velocity, values.Scan, values.RobotLimits, values.Acceptance,
         values.ActionOutcome, values.Zone, values.DeliverGoal, Solids, BatteryFigures,
-        RoutingProblem,
+        RoutingProblem, TaskRequest,
         asynchronous.Task, asynchronous._Simulated, asynchronous.Returned, asynchronous._Job,
         asynchronous._Slot, asynchronous.Notices,
         cabin.BoardWrite, cabin.EmittedEvent, cabin.Command, cabin.Reaction, cabin.NoteOp,

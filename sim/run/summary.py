@@ -56,6 +56,7 @@ class JudgedFields(BaseModel):
     stalled_episodes: Count | None = None
     stalls: list[dict[str, Any]] | None = None
     tasks_abandoned: dict[str, StrictStr] | None = None
+    tasks_refused: dict[str, dict[str, Any]] | None = None
     battery_empty_at: StrictFloat | StrictInt | None = None
 
 

@@ -15,6 +15,9 @@ The rule:
 - **Reachable tasks left undelivered fail a run that reached the scenario's end** (its
   duration). Tasks the scenario refused at load (a dock the robot cannot reach:
   ``tasks_undeliverable``) are not expected of it.
+- **Tasks a cabin refused with a reason** (the task protocol, ``cabins.warehouse.tasks``:
+  ``tasks_refused``, apart from ``tasks_undelivered``) do not fail a run: the verdict says
+  how many, by whom and why ("2 tasks refused by cabins (t3 by triage: low battery)").
 - **A run cut short** (``--ticks`` or ``--duration`` below the scenario's duration, or a
   signal: ``stopped_by``) with tasks left is not held to what it had no time to do, and does
   not pass either: its status is ``cut_short`` ("cut short: 3 of 8 delivered"), unless
@@ -44,6 +47,7 @@ ReasonKind = Literal[
     "stalled",
     "abandoned",
     "battery_flat",
+    "refused",
     "cut_short",
 ]
 
@@ -83,6 +87,8 @@ class Verdict:
     reachable: int
     refused: int = 0
     """Tasks the scenario refused at load (their docks cannot be reached)."""
+    refused_by_cabins: int = 0
+    """Tasks a cabin refused with a reason (the task protocol): not delivered, not failed."""
 
     @property
     def failed(self) -> bool:
@@ -94,7 +100,11 @@ class Verdict:
         delivered (...)" or "FAILED: " and every reason."""
         if self.status == "passed":
             refused = f" ({self.refused} refused at load: unreachable)" if self.refused else ""
-            return f"safe and delivered: {self.delivered} of {self.reachable} tasks{refused}"
+            by_cabins = [r.text for r in self.reasons if r.kind == "refused"]
+            return (
+                f"safe and delivered: {self.delivered} of {self.reachable} tasks{refused}"
+                + "".join(f"; {text}" for text in by_cabins)
+            )
         texts = [r.text for r in self.reasons]
         if self.status == "cut_short":
             return "; ".join(texts)
@@ -107,6 +117,7 @@ class Verdict:
             "delivered": self.delivered,
             "reachable": self.reachable,
             "refused": self.refused,
+            "refused_by_cabins": self.refused_by_cabins,
             "reasons": [r.as_json() for r in self.reasons],
         }
 
@@ -117,7 +128,8 @@ def judge(summary: Mapping[str, Any]) -> Verdict:
     delivered = _count(summary.get("deliveries_done"))
     refused = len(_list(summary.get("tasks_undeliverable")))
     reachable = max(0, _count(summary.get("tasks_total")) - refused)
-    left = _undelivered(summary, delivered, reachable)
+    by_cabins = _refused_by_cabins(summary)
+    left = _undelivered(summary, delivered, reachable - len(by_cabins))
     cut = _cut_short(summary) if left else None
     reasons = _incidents(summary)
     ids = [t for t in left if t is not None]
@@ -132,6 +144,19 @@ def judge(summary: Mapping[str, Any]) -> Verdict:
             )
         )
     reasons += _liveness(summary)
+    if by_cabins:
+        named = [
+            f"{t} by {r.get('cabin', '?')}: {r.get('reason', '?')}" for t, r in by_cabins.items()
+        ]
+        reasons.append(
+            Reason(
+                "refused",
+                len(by_cabins),
+                _plural(len(by_cabins), "task") + " refused by cabins" + _named(named),
+                False,
+                _facts(tasks=by_cabins),
+            )
+        )
     if left and cut is not None:
         reasons.append(
             Reason(
@@ -155,7 +180,7 @@ def judge(summary: Mapping[str, Any]) -> Verdict:
         status = "cut_short"
     else:
         status = "passed"
-    return Verdict(status, tuple(reasons), delivered, reachable, refused)
+    return Verdict(status, tuple(reasons), delivered, reachable, refused, len(by_cabins))
 
 
 def _incidents(summary: Mapping[str, Any]) -> list[Reason]:
@@ -234,6 +259,14 @@ def _liveness(summary: Mapping[str, Any]) -> list[Reason]:
             )
         )
     return out
+
+
+def _refused_by_cabins(summary: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The tasks cabins refused (task -> its cabin and reason); none in an older summary."""
+    refused = summary.get("tasks_refused")
+    if not isinstance(refused, Mapping):
+        return {}
+    return {str(t): r if isinstance(r, Mapping) else {} for t, r in refused.items()}
 
 
 def _undelivered(summary: Mapping[str, Any], delivered: int, reachable: int) -> list[str | None]:

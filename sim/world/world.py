@@ -82,7 +82,7 @@ class BoardSink(Protocol):
 
     def write(self, key: str, value: Any, *, ttl: float | None = None, source: str = "") -> Any: ...
 
-    def delete(self, key: str) -> bool: ...
+    def delete(self, key: str, *, source: str = "") -> bool: ...
 
 
 class MapSink(Protocol):
@@ -516,7 +516,7 @@ class World:
             key = deliver_goal_key(task.id)
             if ts.delivered_at is not None:
                 if ts.goal_posted and not ts.goal_removed:
-                    board.delete(key)
+                    board.delete(key, source=DISPATCHER)
                     ts.goal_removed = True
             elif not ts.goal_posted and now + _EPS >= task.release:
                 pickup, drop = self.scenario.dock(task.pickup), self.scenario.dock(task.drop)

@@ -296,7 +296,8 @@ def test_notes_written_through_the_outbox_show_from_the_next_tick() -> None:
 
 
 def test_a_pad_is_cleared_when_its_goal_leaves_the_board_and_not_carried_on() -> None:
-    cabin = Counter("c", ContextSpec(name="c", board_keys=("goal:*",)), finish_at=2)
+    spec = ContextSpec(name="c", board_keys=("goal:*",), writes={"delete": ["goal:*"]})  # type: ignore[arg-type]
+    cabin = Counter("c", spec, finish_at=2)  # it completes goals: its spec says so
     pad = Scratchpad()
     loop, board = counter_loop(cabin, pad)
     board.write("goal:deliver:t1", {"drop": "B"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from cabins.warehouse.registry import WAREHOUSE
 from runtime import configure_logging, load_spec
 from runtime.patterns import matches
 from runtime.spec import ContextSpec, load_specs
+from runtime.writes import WriteGuard
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
 from sim.world.hard import generate_hard
@@ -28,11 +30,34 @@ FAULTS = (
 )
 
 
-def _written(sim: Simulation, ticks: int) -> tuple[set[str], dict[str, set[str]]]:
+BUILT_IN = ("planner", "executor", "monitor")
+
+
+def _written(
+    sim: Simulation, ticks: int, by_cabin: dict[str, set[tuple[str, str]]]
+) -> tuple[set[str], dict[str, set[str]]]:
+    """The keys and event kinds (with their fields) a run writes; what each built-in cabin
+    wrote, deleted and emitted goes to ``by_cabin``."""
     keys = set(sim.board.keys("*"))
     kinds: dict[str, set[str]] = defaultdict(set)
-    sim.board.add_listener(lambda reading, key: keys.add(key))
-    sim.log.add_listener(lambda e: kinds[e.kind].update(getattr(e.data, "keys", tuple)()))
+    board = sim.board
+
+    def on_board(reading: object, key: str) -> None:
+        keys.add(key)
+        source = getattr(reading, "source", None)
+        if reading is None and board.last_delete is not None:
+            by_cabin[board.last_delete.source].add(("delete", key))
+        elif source is not None:
+            by_cabin[source].add(("write", key))
+
+    def on_event(e: Any) -> None:
+        kinds[e.kind].update(getattr(e.data, "keys", tuple)())
+        for tag in e.tags:
+            if tag.startswith("cabin:") and e.kind not in ("reaction", "cabin_failed"):
+                by_cabin[tag[len("cabin:") :]].add(("emit", e.kind))
+
+    board.add_listener(on_board)
+    sim.log.add_listener(on_event)
     try:
         sim.run(ticks, until_done=False)
     finally:
@@ -45,11 +70,12 @@ def test_everything_a_run_writes_is_registered() -> None:
     configure_logging(level="critical")
     keys: set[str] = set()
     kinds: dict[str, set[str]] = defaultdict(set)
+    by_cabin: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for sim, ticks in (
         (Simulation("warehouse", seed=0, faults=[parse_fault(f) for f in FAULTS]), 2000),
         (Simulation(generate_hard(0), seed=0), 3000),
     ):
-        k, e = _written(sim, ticks)
+        k, e = _written(sim, ticks, by_cabin)
         keys |= k
         for kind, fields in e.items():
             kinds[kind] |= fields
@@ -58,6 +84,52 @@ def test_everything_a_run_writes_is_registered() -> None:
     known = {e.kind: set(e.fields) for e in WAREHOUSE.events}
     assert sorted(set(kinds) - set(known)) == []
     assert {k: sorted(f - known[k]) for k, f in kinds.items() if f - known[k]} == {}
+    # and each built-in cabin changed only what its shipped spec declares: nothing refused
+    assert "write_refused" not in kinds
+    specs = load_specs(SPECS_DIR)
+    for name in BUILT_IN:
+        guard = WriteGuard({name: specs[name].writes})
+        assert [c for c in sorted(by_cabin[name]) if guard.refusal(name, *c)] == []  # type: ignore[arg-type]
+        assert by_cabin[name], name
+
+
+def _writers(entry_writer: str) -> set[str]:
+    return {w.strip() for w in entry_writer.split(",")}
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_shipped_specs_declare_exactly_what_the_registry_says_each_cabin_writes(
+    name: str,
+) -> None:
+    writes = load_specs(SPECS_DIR)[name].writes
+    assert writes is not None
+    assert set(writes.board) == {e.key for e in WAREHOUSE.board if name in _writers(e.writer)}
+    assert set(writes.events) == {e.kind for e in WAREHOUSE.events if name in _writers(e.writer)}
+    assert writes.delete == ()
+
+
+def test_declared_writes_are_checked_with_the_name_meant() -> None:
+    spec = ContextSpec(
+        name="mine",
+        writes={  # type: ignore[arg-type]
+            "board": ["dispatch:oder", "congestion:level"],
+            "delete": ["safety:forbiden:*", "congestion:level"],
+            "events": ["alram", "congested"],
+        },
+    )
+    found = {(f.where, f.name): f.suggestions for f in WAREHOUSE.check(spec)}
+    assert found == {
+        ("writes.board", "dispatch:oder"): ("dispatch:order",),
+        ("writes.delete", "safety:forbiden:*"): found[("writes.delete", "safety:forbiden:*")],
+        ("writes.events", "alram"): ("alarm",),
+    }  # a new key or kind of its own is no finding; deleting what it writes is none either
+
+
+def test_what_a_spec_declares_it_writes_is_known_to_the_others() -> None:
+    writer = ContextSpec(name="w", writes={"board": ["congestion:level"]})  # type: ignore[arg-type]
+    reader = ContextSpec(name="r", board_keys=("congestion:level",))
+    assert [f.name for f in WAREHOUSE.check(reader)] == ["congestion:level"]
+    assert WAREHOUSE.with_declared([writer]).check(reader) == []
 
 
 def test_the_shipped_specs_name_only_what_is_written() -> None:
@@ -109,3 +181,17 @@ def test_a_tmp_spec_file_round_trip(tmp_path: Path) -> None:
     path.write_text('name = "s"\nboard_keys = ["robot:limit"]\n', encoding="utf-8")
     (finding,) = WAREHOUSE.check(load_spec(path))
     assert finding.suggestions[0] == "robot:limits"
+
+
+def test_the_example_dispatcher_changes_only_what_its_spec_declares() -> None:
+    from cabins.dispatcher import ScriptedDispatcher
+    from sim.run.harness import ExtraCabin
+
+    spec = load_spec(ROOT / "specs" / "examples" / "dispatcher.toml")
+    sim = Simulation("warehouse", seed=0, extra=[ExtraCabin(spec, ScriptedDispatcher)])
+    try:
+        summary = sim.run(400, until_done=False)
+    finally:
+        sim.close()
+    row = summary["cabins"]["dispatcher"]
+    assert row["writes"] > 0 and row["writes_refused"] == 0 and summary["writes_refused"] == 0

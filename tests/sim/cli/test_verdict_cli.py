@@ -108,6 +108,9 @@ def test_the_json_summary_has_the_liveness_keys(capsys: pytest.CaptureFixture[st
         "battery_min_at",
         "battery_empty_at",
         "tasks_undelivered",
+        "tasks_refused",
+        "cabins",
+        "writes_refused",
         "scenario_ticks",
     ):
         assert key in summary, key
@@ -117,6 +120,7 @@ def test_the_json_summary_has_the_liveness_keys(capsys: pytest.CaptureFixture[st
         "delivered",
         "reachable",
         "refused",
+        "refused_by_cabins",
         "reasons",
     }
 

@@ -78,6 +78,7 @@ MEASURED: dict[str, Any] = {
     "stalled_episodes": 0,
     "stalls": [],
     "tasks_abandoned": {},
+    "tasks_refused": {},
     "battery_empty_at": None,
 }
 """What a short clean run measured: cut short, nothing failed."""

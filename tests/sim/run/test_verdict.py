@@ -257,3 +257,44 @@ def test_a_run_without_such_events_counts_zero_and_carries_its_verdict() -> None
     assert s["verdict"] == judge(s).as_json()
     assert s["verdict"]["status"] == "cut_short"
     assert s["verdict"]["line"] == "cut short: 0 of 5 delivered (stopped at tick 20 of 6000)"
+
+
+# -- tasks refused by cabins (the task protocol) ---------------------------------------------
+
+REFUSED = {"t3": {"cabin": "triage", "reason": "battery too low for the far dock"}}
+
+
+def test_a_task_a_cabin_refused_with_a_reason_does_not_fail_the_run_but_is_said() -> None:
+    verdict = judge(summary(deliveries_done=2, tasks_refused=REFUSED))
+    assert verdict.status == "passed" and verdict.refused_by_cabins == 1
+    assert verdict.line == (
+        "safe and delivered: 2 of 3 tasks; "
+        "1 task refused by cabins (t3 by triage: battery too low for the far dock)"
+    )
+    (reason,) = verdict.reasons
+    assert reason.kind == "refused" and not reason.fails
+    shown = verdict.as_json()
+    assert shown["refused_by_cabins"] == 1 and shown["reasons"][0]["tasks"] == REFUSED
+
+
+def test_a_refused_task_beside_an_undelivered_one_still_fails_for_the_undelivered() -> None:
+    verdict = judge(summary(deliveries_done=1, tasks_undelivered=["t2"], tasks_refused=REFUSED))
+    assert verdict.failed
+    assert [r.kind for r in verdict.reasons] == ["undelivered", "refused"]
+    assert verdict.line.startswith("FAILED: 1 reachable task undelivered (t2)")
+
+
+def test_an_older_summary_without_named_tasks_counts_refused_ones_apart() -> None:
+    old = summary(deliveries_done=2, tasks_refused=REFUSED)
+    del old["tasks_undelivered"]
+    assert judge(old).status == "passed"
+
+
+def test_the_tally_keeps_a_refusal_until_the_task_is_taken_up_again() -> None:
+    tally = _EventTally()
+    log = EventLog(clock=SimClock())
+    log.add_listener(tally)
+    log.append("task_refused", {"task": "t1", "cabin": "triage", "reason": "no"})
+    log.append("task_refused", {"task": "t2", "cabin": "triage", "reason": "no"})
+    log.append("task_resumed", {"task": "t1"})
+    assert tally.refused == {"t2": {"cabin": "triage", "reason": "no"}}
