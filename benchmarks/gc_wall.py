@@ -142,7 +142,10 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"{results['machine']}; {results['when']}; {results['seconds']:g} s of 20 Hz ticks "
         f"in {results['segment']:g} s segments alternating the policies "
-        "(`python -m benchmarks.gc_wall`).",
+        "(`python -m benchmarks.gc_wall`); load average "
+        f"{results.get('load_before', '?')} before, {results.get('load_after', '?')} over the "
+        "last 5 minutes (a load above the core count puts the machine's own stalls in the "
+        "tails of both policies alike).",
         "",
         "| policy | ticks | tick p50 | p99 | p99.9 | max | collections in ticks "
         "| longest in a tick | between ticks |",
@@ -189,7 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "when": time.strftime("%Y-%m-%d"),
         "seconds": args.seconds,
         "segment": args.segment,
+        "load_before": round(os.getloadavg()[0], 2),
         "policies": measure(args.seconds, args.segment),
+        "load_after": round(os.getloadavg()[1], 2),
     }
     RESULTS.mkdir(exist_ok=True)
     text = markdown(results)
