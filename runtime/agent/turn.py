@@ -548,7 +548,7 @@ class _Run:
         summary = turn_summary(
             state.goal, answer, state.plan, state.working.step_results, self.settings.memory_chars
         )
-        metadata = {"source": "agent", "kind": "turn_summary"}
+        metadata = {"source": "agent"}
         try:
             outcome = store.remember(summary, scope=state.scope, metadata=metadata, stamp=stamp)
         except TickworkError as exc:  # the turn answered; what memory said is reported
