@@ -70,14 +70,16 @@ class Rig:
     """An agent cabin in a tick loop on the simulated clock, with a long-term memory the
     loop writes to and the cabin recalls from."""
 
-    def __init__(self, server: FakeLLMServer, **settings: Any) -> None:
+    def __init__(self, server: FakeLLMServer, *, executor: Any = None, **settings: Any) -> None:
         self.clock = SimClock()
         self.board, self.log = StateBoard(clock=self.clock), EventLog(clock=self.clock)
         self.memory = LongTermMemory(":memory:")
         settings.setdefault("long_term", self.memory)
         self.cabin = AgentCabin(SPEC, client=client(server), answer_key="agent:answer", **settings)
         assembler = Assembler(self.board, CabinMap(), self.log, WorkingMemory(), [SPEC])
-        self.loop = TickLoop(assembler, [self.cabin], RATE, self.clock, long_term=self.memory)
+        self.loop = TickLoop(
+            assembler, [self.cabin], RATE, self.clock, long_term=self.memory, executor=executor
+        )
         self.server = server
 
     def run(self, ticks: int) -> list[float]:
@@ -118,6 +120,22 @@ def test_a_goal_is_carried_through_a_turn_off_the_tick_thread_and_remembered(ser
     rig.run(10)
     assert len(server.requests) == 10
     assert "The margin is 50." in server.requests[5]["messages"][0]["content"]
+
+
+def test_the_loop_goes_on_while_the_turn_is_decided_elsewhere(serve: Any) -> None:
+    from runtime.testing import ManualExecutor
+
+    server = serve(TurnScript(plans=[PLAN]))
+    executor = ManualExecutor()
+    rig = Rig(server, executor=executor)
+    rig.board.write("goal:g", "do it")
+    rig.run(5)  # the decision is handed off at tick 0; the loop does not wait for it
+    assert executor.pending == ("agent",) and server.requests == []
+    assert rig.loop.tick == 5
+    executor.finish("agent")  # the turn runs where the executor runs it
+    assert len(server.requests) == 5 and rig.events("agent_turn") == []
+    rig.run(1)  # its outbox is applied at the next apply phase
+    assert [e["outcome"] for e in rig.events("agent_turn")] == ["answer"]
 
 
 def test_a_failed_request_is_asked_again_on_the_loops_clock(serve: Any) -> None:
