@@ -48,6 +48,7 @@ def module_at(path: Path) -> ModuleType:
 # -- the Q1 task -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_q1_example_runs_as_a_script() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
@@ -94,6 +95,7 @@ def run_cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+@pytest.mark.slow
 def test_the_warehouse_agent_runs_in_the_simulator_from_the_command_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -111,6 +113,7 @@ def warehouse_agent() -> ExtraCabin:
     return cabin_ref(SCRIPTED).load()
 
 
+@pytest.mark.slow
 def test_each_change_of_the_deliveries_is_one_turn_that_sets_the_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -170,6 +173,7 @@ def test_the_warehouse_agent_asks_an_openai_compatible_endpoint(
     assert {"list_deliveries", "trip_length", "set_order", "save_to_scratchpad"} <= tools
 
 
+@pytest.mark.slow
 def test_a_run_with_the_warehouse_agent_resumes_from_a_checkpoint_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
