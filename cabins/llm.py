@@ -51,7 +51,8 @@ a sleep). An error asking again cannot fix (HTTP 400, context length among them,
 403, 404, 422) is not retried: the task is given up with an ``alarm`` of kind
 ``llm_permanent_error`` naming the cause.
 
-The client is an interface (``ChatClient``): anything with
+The client is an interface (``ChatClient``, ``runtime.agent.chat``, which also reads replies
+and classifies failures for the agent turn): anything with
 ``complete(messages, tools)`` returning a message shaped like OpenAI's
 (``content``, ``tool_calls`` with ``id``/``function.name``/``function.arguments``,
 ``finish_reason``). ``ScriptedClient`` replays canned replies (for tests);
@@ -67,7 +68,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import time
 import zlib
@@ -81,17 +81,25 @@ from pydantic import BaseModel
 
 from cabins.llm_settings import LLMSettings
 from cabins.model_reply import (
-    ModelReplyError,
     ReplyLimits,
     check_deadline,
     completion_of,
     read_reply,
 )
 from runtime.agent.budget import StepBudget
+from runtime.agent.chat import (
+    ChatClient,
+    ChatReplyLike,
+    arguments_text,
+    canonical_arguments,
+    classify_error,
+    refusal_of,
+    reply_parts,
+)
 from runtime.agent.clip import clip, clip_arguments
 from runtime.agent.memory import ShortTermMemory, Summarizer, ToolCall
 from runtime.agent.tools import Tool, ToolDispatcher, scratchpad_tools
-from runtime.backoff import Backoff, retry_after_seconds
+from runtime.backoff import Backoff
 from runtime.cabin import Outbox
 from runtime.errors import SettingError, TickworkError
 from runtime.pack import CabinView
@@ -173,43 +181,6 @@ A = TypeVar("A", bound=BaseModel)
 
 
 # -- the client interface -----------------------------------------------------------------
-
-
-class FunctionCallLike(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def arguments(self) -> Any: ...
-
-
-class ToolCallLike(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def function(self) -> FunctionCallLike: ...
-
-
-class ChatReplyLike(Protocol):
-    """An assistant message as chat-completions returns it, plus its finish reason."""
-
-    @property
-    def content(self) -> str | None: ...
-
-    @property
-    def tool_calls(self) -> Sequence[ToolCallLike] | None: ...
-
-    @property
-    def finish_reason(self) -> str | None: ...
-
-
-class ChatClient(Protocol):
-    """Something that answers a chat-completions request with tools."""
-
-    def complete(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-    ) -> ChatReplyLike: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +352,7 @@ class OpenAIChatClient:
                     response.iter_bytes(), limits=self.limits, clock=self.clock, started=started
                 )
         calls = tuple(
-            ReplyToolCall(call_id, FunctionCall(name, _arguments(arguments)))
+            ReplyToolCall(call_id, FunctionCall(name, arguments_text(arguments)))
             for call_id, name, arguments in reply.tool_calls
         )
         return ChatReply(reply.content, calls, reply.finish_reason, reply.refusal)
@@ -434,50 +405,6 @@ class LLMEndpoint:
         )
         made.endpoint = self
         return made
-
-
-def classify_error(exc: BaseException) -> dict[str, Any]:
-    """What kind of failure a client raised: ``kind`` (``timeout``, ``rate_limited``,
-    ``server_error``, ``rejected`` for another HTTP status, ``bad_reply`` for a reply
-    refused by ``ReplyLimits`` or not a completion, ``transport`` or ``error``), the
-    HTTP ``status`` if any, the error's ``code`` if the server gave one (e.g.
-    ``context_length_exceeded``), the seconds its ``Retry-After`` asked for
-    (``retry_after``, ``runtime.backoff.retry_after_seconds``, or None), the exception's
-    ``type`` and ``message``. Works on the ``openai`` SDK's exceptions and on anything
-    shaped like them."""
-    response = getattr(exc, "response", None)
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int):
-        status = getattr(response, "status_code", None)
-        status = status if isinstance(status, int) else None
-    headers = getattr(response, "headers", None)
-    retry_after = retry_after_seconds(headers) if isinstance(headers, Mapping) else None
-    code = getattr(exc, "code", None)
-    names = [k.__name__ for k in type(exc).__mro__]
-    if isinstance(exc, ModelReplyError):
-        kind = exc.kind
-    elif isinstance(exc, TimeoutError) or any("Timeout" in n for n in names):
-        kind = "timeout"
-    elif status == 429:
-        kind = "rate_limited"
-    elif status is not None and status >= 500:
-        kind = "server_error"
-    elif status is not None:
-        kind = "rejected"
-    elif isinstance(exc, ConnectionError | OSError) or any(
-        "Connection" in n or "Transport" in n for n in names
-    ):
-        kind = "transport"
-    else:
-        kind = "error"
-    return {
-        "kind": kind,
-        "status": status,
-        "code": code if isinstance(code, str) else None,
-        "retry_after": retry_after,
-        "type": type(exc).__name__,
-        "message": str(exc)[:300],
-    }
 
 
 # -- when to call the model, and what a failure keeps ------------------------------------
@@ -817,8 +744,8 @@ class LLMCabin:
                 d.error, d.stopped = classify_error(exc), "error"
                 _log.warning("llm_call_failed", cabin=self.name, tick=view.tick, **d.error)
                 break
-            content, calls, d.finish = _read_reply(reply, view.tick, d.rounds)
-            d.refusal = _refusal_of(reply)
+            content, calls, d.finish = reply_parts(reply, view.tick, d.rounds)
+            d.refusal = refusal_of(reply)
             if d.refusal is not None:  # the model declines: its own outcome, with its text
                 d.stopped = "refusal"
                 break
@@ -964,7 +891,7 @@ class LLMCabin:
     ) -> str:
         """Run one tool call; the text its result carries back to the model."""
         d.calls_made += 1
-        same = (call.name, _canonical(call.arguments)) if call.name in actions else None
+        same = (call.name, canonical_arguments(call.arguments)) if call.name in actions else None
         if same is not None and same in d.acted:
             d.repeats += 1
             d.errors += 1
@@ -1091,14 +1018,6 @@ class _Mark:
         return lost
 
 
-def _canonical(arguments: str) -> str:
-    """Tool-call arguments in one form (sorted keys), so equal arguments compare equal."""
-    try:
-        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
-    except (ValueError, TypeError):
-        return arguments
-
-
 def render_view(view: CabinView, *, value_chars: int = 240) -> str:
     """A compact, deterministic text of what ``view`` holds (notes excepted), misses, and
     lost to capacity (notes included: they are in the scratchpad but not in the view)."""
@@ -1132,45 +1051,3 @@ def _lost_notes(view: CabinView) -> tuple[str, ...]:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _arguments(raw: Any) -> str:
-    if isinstance(raw, str):
-        return raw
-    if raw is None:
-        return ""
-    if isinstance(raw, Mapping):
-        return to_json_text(raw)
-    return str(raw)
-
-
-def _refusal_of(reply: ChatReplyLike) -> str | None:
-    """The model's refusal (``message.refusal``), if it sent a non-empty one."""
-    refusal = getattr(reply, "refusal", None)
-    return refusal if isinstance(refusal, str) and refusal.strip() else None
-
-
-def _read_reply(
-    reply: ChatReplyLike, tick: int, round_: int
-) -> tuple[str | None, tuple[ToolCall, ...], str | None]:
-    """Content, tool calls (with ids; missing ids are made up) and the finish reason."""
-    content = getattr(reply, "content", None)
-    raw_calls = getattr(reply, "tool_calls", None) or ()
-    calls: list[ToolCall] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(raw_calls):
-        function = getattr(raw, "function", None)
-        name = getattr(function, "name", None)
-        call_id = getattr(raw, "id", None)
-        if not isinstance(call_id, str) or not call_id or call_id in seen:
-            call_id = f"call_t{tick}_r{round_}_{i}"
-        seen.add(call_id)
-        calls.append(
-            ToolCall(
-                call_id,
-                name if isinstance(name, str) else repr(name),
-                _arguments(getattr(function, "arguments", None)),
-            )
-        )
-    text = content if isinstance(content, str) or content is None else str(content)
-    return text, tuple(calls), getattr(reply, "finish_reason", None)

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from runtime.agent.tools import ToolDispatcher as ToolDispatcher
     from runtime.agent.tools import ToolResult as ToolResult
     from runtime.agent.tools import scratchpad_tools as scratchpad_tools
+    from runtime.agent.turn import Agent as Agent
+    from runtime.agent.turn_state import TurnResult as TurnResult
+    from runtime.agent.turn_state import TurnSettings as TurnSettings
     from runtime.assembler import Assembler as Assembler
     from runtime.asynchronous import Asynchronous as Asynchronous
     from runtime.asynchronous import Returned as Returned
@@ -91,6 +94,7 @@ if TYPE_CHECKING:
     from runtime.timing import Timing as Timing
 
 _WHERE: dict[str, str] = {
+    "Agent": "runtime.agent.turn",
     "Assembler": "runtime.assembler",
     "Asynchronous": "runtime.asynchronous",
     "Cabin": "runtime.cabin",
@@ -144,6 +148,8 @@ _WHERE: dict[str, str] = {
     "ThreadExecutor": "runtime.asynchronous",
     "TickStats": "runtime.loop",
     "TickworkError": "runtime.errors",
+    "TurnResult": "runtime.agent.turn_state",
+    "TurnSettings": "runtime.agent.turn_state",
     "Tool": "runtime.agent.tools",
     "ToolArgs": "runtime.agent.tools",
     "ToolCall": "runtime.agent.memory",

@@ -16,6 +16,7 @@ __all__ = ["BOARD", "EVENTS", "MAP_KINDS", "WAREHOUSE"]
 
 _W, _P, _E, _M, _D = "world", "planner", "executor", "monitor", "dispatcher cabin"
 _T = "any cabin (task protocol)"
+_A = "agent cabins"
 
 BOARD: tuple[BoardEntry, ...] = (
     BoardEntry("pose", "(x, y, theta)", "m, m, rad", _W, "the sensed pose, with a ttl"),
@@ -40,7 +41,9 @@ BOARD: tuple[BoardEntry, ...] = (
     BoardEntry("route", "((x, y), ...)", "m", _P, "the route to the current step's target"),
     BoardEntry("retry:mode", "str", "-", _E, "normal or conservative retries"),
     BoardEntry("monitor:status", "{deviation, level, estop, reacting}", "-", _M, "its state"),
-    BoardEntry("dispatch:order", "(task, ...)", "-", _D, "the order to make deliveries in"),
+    BoardEntry(
+        "dispatch:order", "(task, ...)", "-", f"{_D}, {_A}", "the order to make deliveries in"
+    ),
     BoardEntry("late:*", "LateNotice", "-", "runtime", "an asynchronous cabin is late"),
     BoardEntry(
         "task:refused:*", "{task, reason, cabin}", "-", _T, "a cabin will not have the task done"
@@ -73,9 +76,10 @@ EVENTS: tuple[EventEntry, ...] = (
     EventEntry(
         "alarm",
         _ALARM_FIELDS,
-        "monitor, planner, LLM cabins",
+        "monitor, planner, LLM and agent cabins",
         "an alarm; kind names it (deviation, bad_reading, stalled, low_battery, ...; an LLM "
-        "cabin's llm_refusal, llm_permanent_error with its cause, llm_step_budget)",
+        "cabin's llm_refusal, llm_permanent_error with its cause, llm_step_budget; an agent "
+        "cabin's agent_turn_failed, its reason the turn's outcome)",
     ),
     EventEntry(
         "emergency_stop", ("reason", "obstacle", "distance", "missing", "pattern"), _M, "a stop"
@@ -91,7 +95,12 @@ EVENTS: tuple[EventEntry, ...] = (
     ),
     EventEntry("task_started", ("task", "steps", "revision"), _P, "a delivery's plan began"),
     EventEntry("plan_done", ("tasks_done",), _P, "every task it could serve is done"),
-    EventEntry("replan", ("reason", "detail", "revision", *_PLAN), _P, "the route or plan changed"),
+    EventEntry(
+        "replan",
+        ("reason", "detail", "revision", *_PLAN),
+        f"{_P}, {_A}",
+        "the route or plan changed (an agent's model revised its plan)",
+    ),
     EventEntry(
         "wait_for_obstacles",
         ("obstacles", "reason", "around", "lane", "way", *_PLAN),
@@ -121,6 +130,21 @@ EVENTS: tuple[EventEntry, ...] = (
         _LLM_OUTCOME_FIELDS,
         "LLM cabins",
         "a model decision; stopped: answer, refusal, error, max_steps, step_budget, ...",
+    ),
+    EventEntry(
+        "agent_step",
+        ("cabin", "task", "step", "status", "revision", "iterations", "reason", "detail"),
+        _A,
+        "a step of an agent turn ran: done, or failed (tool_failed, same_action_twice, ...)",
+    ),
+    EventEntry(
+        "agent_turn",
+        (
+            *("cabin", "task", "goal", "outcome", "answer", "refusal", "detail", "error"),
+            *("steps", "revisions", "calls", "remembered"),
+        ),
+        _A,
+        "an agent turn ended; outcome: answer, refusal, permanent_error, budget_spent, ...",
     ),
     EventEntry(
         "llm_max_steps",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -265,6 +265,38 @@ class ShortTermMemory:
                 calls = "".join(f" -> {c.name}({c.arguments})" for c in m.tool_calls)
                 lines.append(f"{m.role}: {m.content or ''}{calls}")
         return "\n".join(lines)
+
+    def get_state(self) -> dict[str, Any]:
+        """The trace as plain values (its messages are ``Message`` records), for a
+        checkpoint or for a task that goes on later (``set_state``)."""
+        return {
+            "system": self.system,
+            "goal": self.goal,
+            "summary": self._summary,
+            "turns": tuple(tuple(turn) for turn in self._turns),
+            "dropped": self.dropped,
+        }
+
+    def set_state(self, data: Mapping[str, Any]) -> None:
+        """Take back what ``get_state`` gave (a ``SettingError`` if it is not that)."""
+        turns = data.get("turns", ())
+        if not isinstance(turns, tuple | list) or not all(
+            isinstance(t, tuple | list) and t and all(isinstance(m, Message) for m in t)
+            for t in turns
+        ):
+            raise SettingError("a trace's turns must be non-empty sequences of messages")
+        for name in ("system", "goal", "summary"):
+            if data.get(name) is not None and not isinstance(data.get(name), str):
+                raise SettingError(f"a trace's {name} must be text or None")
+        dropped = data.get("dropped", 0)
+        if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 0:
+            raise SettingError(f"a trace's dropped must be an int >= 0, got {dropped!r}")
+        system, goal = data.get("system"), data.get("goal")
+        self._system = None if system is None else Message("system", system)
+        self._goal = None if goal is None else Message("user", goal)
+        self._summary = data.get("summary")
+        self._turns = deque(list(t) for t in turns)
+        self.dropped = dropped
 
     def _fit(self) -> None:
         fixed = (self._system is not None) + (self._goal is not None)

@@ -110,12 +110,15 @@ class Tool(Generic[A]):
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The answer to one tool call: data when it worked, an error message when not."""
+    """The answer to one tool call: data when it worked, an error message when not;
+    ``raised`` when the call was valid and the tool itself raised (a failed tool, not a
+    bad call)."""
 
     name: str
     ok: bool
     data: Any = None
     error: str | None = None
+    raised: bool = False
 
     @property
     def content(self) -> str:
@@ -185,15 +188,17 @@ class ToolDispatcher:
         try:
             data = tool.run(args)
         except Exception as exc:  # a tool's failure is an answer to the model, not a crash
-            return self._fail(shown, f"tool {tool.name} failed: {type(exc).__name__}: {exc}")
+            return self._fail(
+                shown, f"tool {tool.name} failed: {type(exc).__name__}: {exc}", raised=True
+            )
         if debug_enabled(_log):
             _log.debug("tool_call", tool=tool.name, ok=True)
         return ToolResult(tool.name, True, data)
 
     @staticmethod
-    def _fail(name: str, message: str) -> ToolResult:
+    def _fail(name: str, message: str, *, raised: bool = False) -> ToolResult:
         _log.info("tool_call_refused", tool=name, error=message)
-        return ToolResult(name, False, None, message)
+        return ToolResult(name, False, None, message, raised)
 
 
 # -- the scratchpad tools -----------------------------------------------------------------

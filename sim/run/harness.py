@@ -359,19 +359,22 @@ class CabinBuildError(SettingError):
     """A user's cabin could not be built on its spec, or is not the cabin its spec names."""
 
 
-def build_extra(cabin: ExtraCabin) -> Cabin:
+def build_extra(cabin: ExtraCabin, *, long_term: LongTermMemory | None = None) -> Cabin:
     """``cabin.factory(cabin.spec)``, checked: whatever the user's constructor raises
     becomes one ``CabinBuildError`` naming the class and the spec, and the cabin built must
-    be a cabin (``name``, ``spec``, ``step``) that answers to its spec's name."""
+    be a cabin (``name``, ``spec``, ``step``) that answers to its spec's name. A cabin whose
+    constructor takes a ``long_term`` keyword (an agent cabin recalls from it) is given the
+    run's long-term memory, when it has one."""
     what = getattr(cabin.factory, "__qualname__", repr(cabin.factory))
     name = cabin.spec.name
     target = cabin.factory.func if isinstance(cabin.factory, partial) else cabin.factory
     settings = settings_from_spec(target, cabin.spec)  # its spec's [params], if it has any
+    factory: Any = cabin.factory
+    if long_term is not None and _takes_keyword(target, "long_term"):
+        factory = partial(factory, long_term=long_term)
     try:
-        if settings is None:
-            built = cabin.factory(cabin.spec)
-        else:
-            built = cabin.factory(cabin.spec, settings=settings)  # type: ignore[call-arg]
+        given = {} if settings is None else {"settings": settings}  # its spec's [params]
+        built: Cabin = factory(cabin.spec, **given)
     except TickworkError:
         raise
     except Exception as exc:
@@ -392,6 +395,16 @@ def build_extra(cabin: ExtraCabin) -> Cabin:
     if not callable(built.step):
         raise CabinBuildError(f"{what} on the spec of {name!r}: its step is not callable")
     return built
+
+
+def _takes_keyword(factory: Any, name: str) -> bool:
+    """Whether ``factory`` (a class or a function) takes a keyword argument ``name``."""
+    import inspect
+
+    try:
+        return name in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a callable without a signature
+        return False
 
 
 MAX_MODULE_BYTES = 16 << 20
@@ -536,8 +549,13 @@ class Simulation:
         self.dt = 1.0 / self.rate_hz
         specs = dict(specs if specs is not None else load_specs(SPECS_DIR))
         _check_names(specs, extra, faults)  # before anything is opened or written
-        users = [build_extra(cabin) for cabin in extra]
         memory = self._open_long_term(long_term)
+        try:
+            users = [build_extra(cabin, long_term=memory) for cabin in extra]
+        except BaseException:
+            if self._own_memory is not None:
+                self._own_memory.close()
+            raise
         scope = {"scenario": self.scenario.name}
         cabins = builtin_cabins(specs, long_term=memory, memory_scope=scope)
         # what the planner knew when the run started, so that a replay knows it too

@@ -65,8 +65,9 @@ def _record_classes() -> list[type]:
     from cabins.warehouse.tasks import TaskRequest
     from runtime import asynchronous, cabin, episodes, pack, pressure, scratchpad
     from runtime.agent.long_term import MemoryRecord, Remembered
-    from runtime.agent.memory import Message, ToolCall
+    from runtime.agent.memory import Message, ToolCall, WorkingState
     from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
+    from runtime.agent.turn_state import Remembrance, StepRun, TurnResult, TurnState
     from runtime.assembly.specs import SharedWindow, Vias
     from runtime.backoff import Backoff
     from runtime.board import Reading
@@ -96,6 +97,7 @@ def _record_classes() -> list[type]:
         pack.Versions, pack.Selection, pack.Occupancy, pack.WorkingSet,
         scratchpad.Note, scratchpad.PadEntry,
         MemoryRecord, Remembered, Message, ToolCall, Plan, PlanStep, ReplanTrigger,
+        WorkingState, TurnState, TurnResult, StepRun, Remembrance,
         SharedWindow, Vias, Backoff, Reading, Feature, Event, _Counters, Eviction, WorkItem,
         LoopContext, TimeBase,
         world.RobotState, world.ObstacleState, world.TaskState, world.Incident, world.Contact,

@@ -137,6 +137,7 @@ def test_the_shipped_specs_name_only_what_is_written() -> None:
         *load_specs(SPECS_DIR).values(),
         load_spec(ROOT / "specs" / "examples" / "dispatcher.toml"),
         load_spec(ROOT / "examples" / "people_watch" / "people_watch.toml"),
+        load_spec(ROOT / "examples" / "warehouse_agent" / "warehouse_agent.toml"),
     ]
     assert {s.name: [f.text() for f in WAREHOUSE.check(s)] for s in specs} == {
         s.name: [] for s in specs
