@@ -286,11 +286,11 @@ class TickLoop:
     def step(self) -> TickResult:
         """Run one tick: freeze, decide, apply, then wait for the next deadline."""
         clock = self.clock
-        if self._start is None:
-            self._start = clock.now()
-        if not self._collecting:
+        if not self._collecting:  # before the grid starts: a full collection takes time
             self.collection.start()
             self._collecting = True
+        if self._start is None:
+            self._start = clock.now()
         self.collection.before_tick()
         try:
             result, deadline = self._tick()

@@ -190,3 +190,21 @@ def test_the_real_collector_is_off_inside_ticks_and_on_after_anything(
             assert gc.isenabled()
     for _loop, cabin in loops:
         assert cabin.collector_on and not any(cabin.collector_on)
+
+
+def test_the_start_up_collection_comes_before_the_grid_and_costs_no_tick() -> None:
+    """A full collection over a large heap takes a while: it must not make the first tick
+    overrun (the wall-clock LLM test skipped ticks when it did)."""
+    fake = FakeTime()
+
+    class SlowStart(FakeCollector):
+        def freeze(self) -> None:
+            super().freeze()
+            fake.t += 0.3  # six periods of the 20 Hz grid
+
+    collector = SlowStart(fake)
+    cabin = Busy(fake, collector, 0.01, 10)
+    clock = WallClock(monotonic=fake.monotonic, sleep=fake.sleep)
+    loop = make_loop(clock, cabin, collection=CollectInSlack(collector=collector))  # type: ignore[arg-type]
+    stats = loop.run(10)
+    assert stats.overruns == 0 and stats.skipped_ticks == 0
