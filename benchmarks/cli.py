@@ -153,10 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         )
         anchor = world.anchor.get("runtime_over_py_trees_p50")
+        equal = world.anchor.get("runtime_over_equal_work_p50")
         _say(
             f"  runtime p50 {world.runtime.p50_us:.0f} µs, p99 {world.runtime.p99_us:.0f} µs; "
             f"seed p50 {world.seed.p50_us / 1e3:.2f} ms ({world.ratio:.0f}x); "
             + (f"{anchor}x py_trees; " if anchor is not None else "")
+            + (f"{equal}x the equal-work peer; " if equal is not None else "")
             + f"parity {world.parity['ticks_compared'] - world.parity['mismatches']}/"
             f"{world.parity['ticks_compared']}; {time.perf_counter() - t0:.0f} s"
         )

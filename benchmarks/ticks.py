@@ -13,8 +13,11 @@ first query), times a full garbage collection over what is loaded, calls
 3. **Runtime.** The seed and the model are detached. Each tick the runtime is timed,
    then the busy control (calibrated to the runtime's median in a warm-up) and the empty
    control, while a ``GcWatch`` records every collection and whether it fell inside a tick.
-4. **Anchor** (when py_trees is installed). Runtime ticks and py_trees anchor ticks
-   alternate, so that the machine's load weighs on both alike; the ratio of their medians.
+4. **Anchor and peer** (when py_trees is installed). On a world of their own (the same
+   size and seed), runtime ticks, py_trees anchor ticks (10 leaves reading 20 keys) and
+   equal-work peer ticks (``benchmarks.peer_work``: the same views by py_trees, an
+   ``STRtree`` and ``bisect``) take turns, so that the machine's load weighs on all alike;
+   the ratios of their medians, and the peer's parity with the runtime on every tick.
 5. **Runtime, collections in the slack** (optional). Automatic collection is off
    during ticks and the collection CPython would have run is run between ticks, as
    a loop could do while it waits for its next deadline.
@@ -33,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import peer
+from benchmarks import peer, peer_work
 from benchmarks.profiling import profile_stats, top_functions
 from benchmarks.reference_model import ReferenceModel, differences
 from benchmarks.seed_reference import STAGES, StageClock, seed_tick
@@ -317,32 +320,63 @@ def _stages(driver: Driver, runtime: RuntimeWorld, ticks: int) -> dict[str, Any]
     }
 
 
-def _anchor(driver: Driver, runtime: RuntimeWorld, ticks: int) -> dict[str, Any]:
-    """Runtime ticks and py_trees anchor ticks, alternating: both medians and their ratio."""
+def _anchor(size: WorldSize, seed: int, ticks: int, *, freeze: bool) -> dict[str, Any]:
+    """The runtime's tick, the 10-leaf py_trees anchor's and the equal-work peer's
+    (``benchmarks.peer_work``), ticked in turn (the first of each round rotating) on a world
+    of their own, built again from the same size and seed so that the peer follows it from
+    its first tick; medians, their ratios, and the peer's parity with the runtime's views on
+    every tick (checked outside the timing)."""
     if not peer.available():
         return {}
-    clock = time.perf_counter_ns
+    data = generate(size, np.random.default_rng(seed))
+    runtime = RuntimeWorld(data, load_shipped_specs())
+    runtime.cabin_map.window((0.0, 0.0), 0.0)  # builds the index now, before any freeze
+    work = peer_work.peer_of(data.features, runtime)
+    driver = Driver(data, runtime, np.random.default_rng(seed + 1), peer=work)
     anchor = peer.Anchor()
-    run_ns: list[int] = []
-    tree_ns: list[int] = []
+    wall, cpu = time.perf_counter_ns, time.process_time_ns
+    samples: list[list[tuple[int, int]]] = [[], [], []]
+    differing: list[int] = []
+    first: str | None = None
+    if freeze:  # as the measured world is (measure_world unfreezes both at its end)
+        gc.collect()
+        gc.freeze()
     try:
-        for _ in range(ticks):
+        for n in range(ticks):
             tick, now = driver.advance()
-            t0 = clock()
-            runtime.tick(tick, now)
-            t1 = clock()
-            anchor.tick()
-            t2 = clock()
-            run_ns.append(t1 - t0)
-            tree_ns.append(t2 - t1)
+            out: dict[int, Any] = {}
+            for side in ((0, 1, 2), (1, 2, 0), (2, 0, 1))[n % 3]:
+                w0, c0 = wall(), cpu()
+                if side == 0:
+                    out[0] = runtime.tick(tick, now)
+                elif side == 1:
+                    anchor.tick()
+                else:
+                    out[2] = work.tick(now)
+                samples[side].append((wall() - w0, cpu() - c0))
+            found = peer_work.parity(out[0][1], out[2])
+            if found is not None:
+                differing.append(n)
+                first = first or found
     finally:
         anchor.close()
-    run, tree = summarize(run_ns), summarize(tree_ns)
+        work.close()
+    run, tree, equal = (summarize([s[0] for s in side]) for side in samples)
+    run_cpu, equal_cpu = (summarize([s[1] for s in samples[i]]) for i in (0, 2))
     return {
         "ticks": ticks,
         "runtime_tick": run.as_dict(),
         "py_trees_tick": tree.as_dict(),
+        "equal_work_tick": equal.as_dict(),
         "runtime_over_py_trees_p50": round(run.p50_us / tree.p50_us, 3),
+        "runtime_over_equal_work_p50": round(run.p50_us / equal.p50_us, 3),
+        "runtime_over_equal_work_cpu_p50": round(run_cpu.p50_us / equal_cpu.p50_us, 3),
+        "equal_work_parity": {
+            "ticks_compared": ticks,
+            "ticks_differing": len(differing),
+            "first_difference": first,
+        },
+        "items_per_tick": sum(len(v) for v in out[0][1]),
     }
 
 
@@ -375,7 +409,11 @@ def measure_world(size: WorldSize, plan: Plan, *, seed: int = 0) -> WorldResult:
         del seed_world, model
         run_ns, busy_ns, empty_ns, watch, shape = _runtime_alone(driver, runtime, plan)
         shape["floor_side_m"] = round(data.side, 1)
-        anchor = _anchor(driver, runtime, plan.anchor_ticks) if plan.anchor_ticks else {}
+        anchor = (
+            _anchor(size, seed, plan.anchor_ticks, freeze=plan.gc_freeze)
+            if plan.anchor_ticks
+            else {}
+        )
         slack = _runtime_gc_in_slack(driver, runtime, plan.slack_ticks) if plan.slack_ticks else {}
         stages_us: dict[str, Any] = {}
         if plan.stage_ticks:

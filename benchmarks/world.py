@@ -314,11 +314,15 @@ class Driver:
         rng: np.random.Generator,
         seed: SeedWorld | None = None,
         model: ReferenceModel | None = None,
+        peer: Any = None,
     ) -> None:
         self.data = data
         self.runtime = runtime
         self.seed = seed
         self.model = model
+        self.peer = peer
+        """A mirror with the reference model's methods (``put``, ``delete``, ``put_feature``,
+        ``append``): the equal-work peer of ``benchmarks.peer_work``."""
         self.rng = rng
         self.tick = 0
         c = data.side / 2.0
@@ -342,6 +346,8 @@ class Driver:
             self.seed.board.put(reading)
         if self.model is not None:
             self.model.put(reading)
+        if self.peer is not None:
+            self.peer.put(reading)
 
     def _delete(self, key: str) -> None:
         self.runtime.board.delete(key)
@@ -349,6 +355,8 @@ class Driver:
             self.seed.board.delete(key)
         if self.model is not None:
             self.model.delete(key)
+        if self.peer is not None:
+            self.peer.delete(key)
 
     def _feature(self, feature: Feature) -> None:
         self.runtime.cabin_map.add(feature, replace=True)
@@ -356,6 +364,8 @@ class Driver:
             self.seed.cabin_map.put(feature)
         if self.model is not None:
             self.model.put_feature(feature)
+        if self.peer is not None:
+            self.peer.put_feature(feature)
 
     def _event(self, kind: str, payload: Any, stamp: float, tags: frozenset[str]) -> None:
         event = self.runtime.log.append(kind, payload, stamp=stamp, tags=tags)
@@ -363,6 +373,8 @@ class Driver:
             self.seed.log.append(event)
         if self.model is not None:
             self.model.append(event)
+        if self.peer is not None:
+            self.peer.append(event)
 
     def _new_route(self) -> None:
         """A route of two legs to a target 20 to 60 m away, whatever the floor's size."""

@@ -889,7 +889,14 @@ class CabinMap:
 
     def _refresh_index(self) -> None:
         pending = len(self._overflow) + len(self._masked)
-        if pending <= max(self._overflow_limit, math.isqrt(len(self._features))):
+        # A map that was never indexed is indexed at its first query, however small: a
+        # warehouse of a few dozen features never outgrows the limit, and unindexed every
+        # query measured all of them (and a corridor placed them along the route) again,
+        # because a person walking changes the overflow every tick. Indexed, what stays
+        # put is measured through the tree's kept windows and corridors, and only what
+        # moves is scanned. The answers are the same either way.
+        never = self._tree is None and bool(self._features)
+        if not never and pending <= max(self._overflow_limit, math.isqrt(len(self._features))):
             return
         self._build_index()
         self._rebuilds += 1

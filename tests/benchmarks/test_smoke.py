@@ -227,8 +227,14 @@ def test_measure_world_runs_on_a_toy_world_and_reports() -> None:
     by_name = {t["target"]: t for t in results["targets"]}
     assert by_name["bytes per logged event beyond its payload"]["met"] is True
     assert by_name["default scenario speed"]["met"] is False
-    (anchor,) = (t for n, t in by_name.items() if n.startswith("freeze + 3 views / py_trees"))
+    (anchor,) = (t for n, t in by_name.items() if n.startswith("freeze + 3 views / 10-leaf"))
     assert anchor["met"] is None if not peer.available() else isinstance(anchor["met"], bool)
+    if peer.available():
+        equal = by_name["freeze + 3 views / equal-work py_trees peer (alternating ticks)"]
+        assert (
+            isinstance(equal["met"], bool) and "the same items in 5 of 5 ticks" in equal["measured"]
+        )
+        assert world["anchor"]["equal_work_tick"]["n"] == 5
     assert by_name["parity with the reference model, every field"]["met"] is False  # 30 ticks
     assert TOY.label in markdown(results)
 
