@@ -539,6 +539,42 @@ def errors_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- benchmark results --------------------------------------------------------------------
+
+
+def recall_page() -> str:
+    """The recall benchmark's table, from ``benchmarks/results/recall.json``."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "recall.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    sets = data["recall_set"], data["chinese_set"]
+    lines = [
+        "# Long-term memory recall",
+        "",
+        "Generated from `benchmarks/results/recall.json`, written by "
+        "`python -m benchmarks.recall`: the held-out recall set of `benchmarks/recall_set.py` "
+        f"({sets[0]['facts']} facts of {sets[0]['users']} users, each asked for in other "
+        f"words) and a Chinese set ({sets[1]['facts']} facts of {sets[1]['users']} user), one "
+        "scope per user, k = 5. The embedders are described in "
+        "[Long-term memory](guides/long-term-memory.md#embedders).",
+        "",
+        "| embedder | recall@1 | recall@3 | MRR | Chinese recall@1 / MRR | embed one text (p50) "
+        "| recall (p50) | load | load average |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in data["embedders"].items():
+        main, chinese, latency = row["recall_set"], row["chinese_set"], row["latency"]
+        lines.append(
+            f"| `{name}` | {main['recall_at_1']:.2f} | {main['recall_at_3']:.2f} | "
+            f"{main['mrr']:.2f} | {chinese['recall_at_1']:.2f} / {chinese['mrr']:.2f} | "
+            f"{latency['embed_one_p50_ms']:g} ms | {latency['recall_p50_ms']:g} ms | "
+            f"{row['load_s']:g} s | {row.get('load_average', '')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # -- the Python API ------------------------------------------------------------------------
 
 
@@ -618,5 +654,6 @@ def all_pages() -> dict[str, str]:
         "reference/recording.md": recording_page(),
         "reference/spec-schema.md": spec_schema_page(),
         "reference/errors.md": errors_page(),
+        "recall.md": recall_page(),
         **api_pages(),
     }
