@@ -207,6 +207,55 @@ def exit_codes_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- faults --------------------------------------------------------------------------------
+
+
+def fault_classes() -> list[Any]:
+    """Every kind of fault, as its model class, in the order of ``FAULT_KINDS``."""
+    from sim.faults.model import Fault
+
+    union = typing.get_args(Fault)[0]
+    return list(typing.get_args(union))
+
+
+def faults_page() -> str:
+    from sim.faults.grammar import GRAMMAR
+
+    lines = [
+        "# Faults",
+        "",
+        "Generated from `sim/faults/`: the grammar of `--fault` as `run --help` and "
+        "`campaign --help` print it, and the `[[fault]]` tables of a `--faults FILE`, one "
+        "per kind, from the fault models (`sim.faults.model`). The guide is "
+        "[Faults and campaigns](../guides/faults-and-campaigns.md).",
+        "",
+        "## On the command line",
+        "",
+        "```text",
+        GRAMMAR.rstrip(),
+        "```",
+        "",
+        "## In a file",
+        "",
+        "Every table has `kind`, `start` (a tick) and `end` (exclusive; left out: to the end "
+        "of the run), and the fields of its kind:",
+        "",
+        "| `kind` | fields | what it does |",
+        "|---|---|---|",
+    ]
+    for cls in fault_classes():
+        fields = cls.model_fields
+        kind = fields["kind"].default
+        own = [
+            f"`{name}`" + ("" if field.is_required() else f" (default `{field.default}`)")
+            for name, field in fields.items()
+            if name not in ("kind", "start", "end")
+        ]
+        doc = " ".join((cls.__doc__ or "").split())
+        lines.append(f"| `{kind}` | {', '.join(own)} | {doc} |")
+    return "\n".join(lines) + "\n"
+
+
 # -- names ---------------------------------------------------------------------------------
 
 
@@ -651,6 +700,7 @@ def all_pages() -> dict[str, str]:
         "reference/cli.md": cli_page(),
         "reference/exit-codes.md": exit_codes_page(),
         "reference/names.md": names_page(),
+        "reference/faults.md": faults_page(),
         "reference/recording.md": recording_page(),
         "reference/spec-schema.md": spec_schema_page(),
         "reference/errors.md": errors_page(),

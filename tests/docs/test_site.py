@@ -96,6 +96,18 @@ def test_the_recording_page_lists_every_channel() -> None:
         assert f"### `{channel.record.__name__}`" in page
 
 
+def test_the_faults_page_lists_every_kind() -> None:
+    from sim.faults.grammar import GRAMMAR
+    from sim.faults.model import FAULT_KINDS
+
+    pages = reference_pages()
+    assert [c.model_fields["kind"].default for c in pages.fault_classes()] == list(FAULT_KINDS)
+    page = pages.faults_page()
+    assert GRAMMAR.rstrip() in page
+    for kind in FAULT_KINDS:
+        assert f"| `{kind}` |" in page
+
+
 def test_the_spec_schema_page_lists_every_key() -> None:
     from runtime.spec import json_schema
 
