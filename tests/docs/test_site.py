@@ -218,3 +218,28 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     assert "WARNING" not in done.stderr, done.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+# -- the few tables kept by hand: they explain values the code enumerates ------------------
+
+
+def first_column(page: str, header: str) -> list[str]:
+    """The first column of the table whose header row starts with ``header``."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    table = text.split(f"| {header} |", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", table, re.M)
+
+
+def test_the_hand_kept_tables_name_exactly_the_codes_values() -> None:
+    import tomllib
+    import typing
+
+    from runtime.memory import REASONS
+    from runtime.pack import MissingReason
+
+    assert first_column("concepts/absence.md", "reason") == list(typing.get_args(MissingReason))
+    assert set(first_column("concepts/working-memory.md", "reason")) == REASONS
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert set(first_column("getting-started.md", "extra")) == set(extras)
