@@ -16,7 +16,7 @@ in its user's scope:
     python -m benchmarks.recall [--out benchmarks/results/recall.json] [--repeat N]
 
 writes JSON (each figure, the load average when it was taken, the embedders' names);
-the README's table is taken from it.
+the docs' recall table is generated from it.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ def cabin_ref(text: str) -> CabinRef:
 
 
 EXAMPLE_CABIN = "people_watch:PeopleWatch@examples/people_watch/people_watch.toml"
-"""A ``--cabin`` argument that works from the project's root (the README's first cabin)."""
+"""A ``--cabin`` argument that works from the project's root (the first cabin of the docs'
+"Write a cabin" guide)."""
 
 
 def module_folder(text: str, module: str, spec_path: str) -> str:

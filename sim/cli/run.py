@@ -105,7 +105,7 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="FAULT",
-        help="inject a fault (repeatable; grammar below and in the README)",
+        help="inject a fault (repeatable; grammar below and in the docs' Faults guide)",
     )
     run.add_argument("--faults", metavar="FILE", help="inject the [[fault]] tables of a TOML file")
     run.add_argument(
@@ -588,7 +588,7 @@ def _check_checkpointable(extra: Sequence[Any], texts: Sequence[str]) -> None:
         raise InputError(
             f"--checkpoint-every: the cabin(s) {', '.join(lacking)} have no get_state() and "
             "set_state(data), so a checkpoint cannot hold what they keep and a resumed run "
-            "would differ; give the class both (see the README's 'Checkpoints and user "
+            "would differ; give the class both (see docs/guides/checkpoints.md, 'User "
             "cabins'), or run without checkpoints"
         )
 

@@ -13,12 +13,18 @@ from sim.cli.tables import counts_text
 
 def register(sub: Any) -> None:
     """Add the ``scenarios`` and ``check-spec`` commands to the ``python -m sim`` parser."""
-    scenarios = sub.add_parser("scenarios", help="list the shipped scenarios")
+    scenarios = sub.add_parser(
+        "scenarios",
+        help="list the shipped scenarios",
+        epilog="exit status: 0 listed",
+    )
     scenarios.add_argument("--json", action="store_true")
     scenarios.set_defaults(handler=cmd_scenarios)
 
     names = sub.add_parser(
-        "names", help="the board keys and event kinds the simulator and built-in cabins write"
+        "names",
+        help="the board keys and event kinds the simulator and built-in cabins write",
+        epilog="exit status: 0 listed",
     )
     names.add_argument("--json", action="store_true")
     names.add_argument(
@@ -26,7 +32,16 @@ def register(sub: Any) -> None:
     )
     names.set_defaults(handler=cmd_names)
 
-    check = sub.add_parser("check-spec", help="validate cabin specs and show what each receives")
+    check = sub.add_parser(
+        "check-spec",
+        help="validate cabin specs and show what each receives",
+        epilog="examples:\n"
+        "  python -m sim check-spec specs/\n"
+        "  python -m sim check-spec people_watch.toml --scenario narrow_aisles --strict\n"
+        "exit status: 0 every spec loads (warnings aside), 2 a spec does not load, or has\n"
+        "  a registry finding under --strict, or bad input",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     check.add_argument("files", nargs="+", metavar="FILE", help="spec TOML files or folders")
     check.add_argument(
         "--scenario",

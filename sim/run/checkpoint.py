@@ -245,7 +245,7 @@ def check_checkpointable(sim: Simulation) -> None:
         raise CheckpointError(
             f"cannot checkpoint this run: its cabin(s) {', '.join(lacking)} keep state a "
             "checkpoint cannot hold: give the class get_state() and set_state(data) "
-            "(see the README's 'Checkpoints and user cabins'), or run without checkpoints"
+            "(see docs/guides/checkpoints.md, 'User cabins'), or run without checkpoints"
         )
 
 

@@ -933,8 +933,8 @@ class Simulation:
         return self.summary()
 
     def summary(self) -> dict[str, Any]:
-        """What happened so far (see ``sim.cli.run``'s table and the README), with its
-        ``verdict`` (``sim.run.verdict``)."""
+        """What happened so far (see ``sim.cli.run``'s table and the docs' simulator guide),
+        with its ``verdict`` (``sim.run.verdict``)."""
         world = self.world.summary()
         stats = self.loop.stats()
         sim_time = self.loop.tick * self.dt

@@ -1,5 +1,5 @@
 """How a run's summary tells a cabin's missing items, the same way in the table, the report
-and the README.
+and the docs.
 
 The summary counts, per cabin and reason, pattern-ticks: each tick at which a spec pattern
 matched nothing, once per pattern. ``absent`` is the common, harmless reason (nothing of

@@ -1,4 +1,5 @@
-"""The README's "Write your own cabin" walk-through works exactly as written."""
+"""The "Write a cabin" guide (``docs/guides/write-a-cabin.md``) works exactly as written:
+the two files it includes, the commands it gives, and the unit test it shows."""
 
 from __future__ import annotations
 
@@ -13,18 +14,28 @@ import pytest
 
 from tests.support.paths import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("## Write your own cabin", 1)[1].split("\n## ", 1)[0]
+PAGE = (ROOT / "docs" / "guides" / "write-a-cabin.md").read_text(encoding="utf-8")
+SECTION = PAGE.split("## What a cabin can rely on", 1)[0]
+INCLUDED = re.compile(r'```\w+ title="([^"]+)"\n--8<-- "([^"]+)"\n```')
+
+
+def included_files() -> list[tuple[str, Path]]:
+    """The files the walk-through shows, as (the name the reader saves it under, the file)."""
+    return [(name, ROOT / path) for name, path in INCLUDED.findall(SECTION)]
 
 
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_walkthrough(tmp_path: Path) -> None:
-    files = re.findall(r'```\w+ title="([^"]+)"\n(.*?)```', SECTION, re.S)
-    assert [name for name, _ in files] == ["people_watch.toml", "people_watch.py"]
-    for name, text in files:
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    commands = re.search(r"```sh\n(.*?)```", SECTION, re.S)
+    files = included_files()
+    assert [name for name, _ in files] == [
+        "people_watch.toml",
+        "people_watch.py",
+        "test_people_watch.py",
+    ]
+    for name, path in files:
+        (tmp_path / name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    commands = re.search(r'```sh title="in the folder of the two files"\n(.*?)```', SECTION, re.S)
     assert commands is not None
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     outputs = []
@@ -45,12 +56,11 @@ def test_walkthrough(tmp_path: Path) -> None:
     assert "people_near" in outputs[1]
     assert "people_watch" in outputs[1]
 
-    test_block = re.search(r"```python\n(from runtime import load_spec.*?)```", SECTION, re.S)
-    assert test_block is not None
+    # "run python -m pytest test_people_watch.py" beside the two files
     done = subprocess.run(
-        [sys.executable, "-c", test_block.group(1)],
+        [sys.executable, "-m", "pytest", "test_people_watch.py", "-q", "-p", "no:cacheprovider"],
         cwd=tmp_path,
-        env={**env, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -58,12 +68,14 @@ def test_walkthrough(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_the_shipped_example_is_the_readmes_cabin() -> None:
-    """``examples/people_watch/`` holds exactly the walk-through's two files, so the
-    ``--cabin`` example of ``run --help`` is the README's cabin."""
-    files = dict(re.findall(r'```\w+ title="([^"]+)"\n(.*?)```', SECTION, re.S))
-    for name, text in files.items():
-        assert (ROOT / "examples" / "people_watch" / name).read_text(encoding="utf-8") == text
+def test_the_shipped_example_is_the_guides_cabin() -> None:
+    """The walk-through shows exactly the files of ``examples/people_watch/``, so the
+    ``--cabin`` example of ``run --help`` is the guide's cabin."""
+    from sim.cli.inputs import EXAMPLE_CABIN
+
+    for name, path in included_files():
+        assert path == ROOT / "examples" / "people_watch" / name
+    assert "examples/people_watch/people_watch.toml" in EXAMPLE_CABIN
 
 
 def test_a_cabin_module_is_found_beside_its_spec(
