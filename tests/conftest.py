@@ -10,6 +10,8 @@ import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["tests.support.fake_model"]  # the ``serve`` fixture: a scripted model server
+
 settings.register_profile(
     "ci",
     parent=settings.get_profile("ci"),

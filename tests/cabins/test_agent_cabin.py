@@ -7,14 +7,12 @@ everything it emits registered."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from cabins.agent import AgentCabin
 from cabins.fake_llm import FakeLLMServer, FakeReply
-from cabins.llm import OpenAIChatClient
 from runtime import (
     Assembler,
     CabinMap,
@@ -28,9 +26,10 @@ from runtime import (
     configure_logging,
 )
 from runtime.cabin import timing_of
+from tests.support.fake_model import openai_client
 from tests.support.turn_script import TurnScript, plan
 
-openai = pytest.importorskip("openai")
+pytest.importorskip("openai")
 
 SPEC = ContextSpec(
     name="agent",
@@ -48,22 +47,7 @@ def _quiet() -> None:
     configure_logging(level="critical")
 
 
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    made: list[FakeLLMServer] = []
-
-    def make(*script: Any) -> FakeLLMServer:
-        server = FakeLLMServer(script).start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
-
-
-def client(server: FakeLLMServer) -> OpenAIChatClient:
-    return OpenAIChatClient(openai.OpenAI(base_url=server.url, api_key="unused"), model="fake")
+client = openai_client
 
 
 class Rig:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import email.utils
 import itertools
 import json
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 from pydantic import Field
 
 from cabins.fake_llm import FakeLLMServer, FakeReply
-from cabins.llm import LLMCabin, LLMSettings, OpenAIChatClient, command_tool
+from cabins.llm import LLMCabin, LLMSettings, command_tool
 from runtime import (
     Assembler,
     CabinMap,
@@ -35,8 +34,9 @@ from runtime import (
 )
 from runtime.backoff import Backoff
 from runtime.settings import settings_from_spec
+from tests.support.fake_model import openai_client
 
-openai = pytest.importorskip("openai")
+pytest.importorskip("openai")
 
 SPEC = ContextSpec(
     name="llm",
@@ -59,22 +59,7 @@ def _quiet() -> None:
     configure_logging(level="critical")
 
 
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    made: list[FakeLLMServer] = []
-
-    def make(*script: Any) -> FakeLLMServer:
-        server = FakeLLMServer(script).start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
-
-
-def real_client(server: FakeLLMServer) -> OpenAIChatClient:
-    return OpenAIChatClient(openai.OpenAI(base_url=server.url, api_key="unused"), model="fake")
+real_client = openai_client
 
 
 class Rig:

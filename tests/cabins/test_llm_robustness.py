@@ -5,14 +5,13 @@ disconnects or cuts its replies short; and the cabin's call policy and strict to
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pydantic import Field
 
 from cabins.dispatcher import OrderArgs, ScriptedDispatcher
-from cabins.fake_llm import FakeLLMServer, FakeReply
+from cabins.fake_llm import FakeReply
 from cabins.llm import (
     DEFAULT_TIMEOUT,
     DEFAULT_TIMING,
@@ -22,7 +21,6 @@ from cabins.llm import (
     LLMCabin,
     LLMEndpoint,
     OnChange,
-    OpenAIChatClient,
     ScriptedClient,
     classify_error,
     command_tool,
@@ -31,6 +29,7 @@ from runtime import ContextSpec, Outbox, ToolArgs, load_spec
 from runtime.agent.tools import Tool, strict_schema
 from runtime.backoff import Backoff
 from runtime.testing import make_view, run_step
+from tests.support.fake_model import openai_client
 
 openai = pytest.importorskip("openai")
 
@@ -50,24 +49,7 @@ class DriveArgs(ToolArgs):
 DRIVE = command_tool("drive", DriveArgs, "Drive forward at a speed.")
 
 
-@pytest.fixture
-def server_factory() -> Iterator[Any]:
-    made: list[FakeLLMServer] = []
-
-    def make(*script: FakeReply) -> FakeLLMServer:
-        server = FakeLLMServer(script).start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
-
-
-def real_client(server: FakeLLMServer, **settings: Any) -> OpenAIChatClient:
-    return OpenAIChatClient(
-        openai.OpenAI(base_url=server.url, api_key="unused"), model="fake", **settings
-    )
+real_client = openai_client
 
 
 def outcome_of(out: Outbox) -> Any:
@@ -86,9 +68,9 @@ FAILURES = [
 
 @pytest.mark.parametrize(("failure", "kind", "status"), FAILURES, ids=[f[1] for f in FAILURES])
 def test_a_failure_mid_decision_says_what_was_queued_and_what_was_lost(
-    server_factory: Any, failure: FakeReply, kind: str, status: int | None
+    serve: Any, failure: FakeReply, kind: str, status: int | None
 ) -> None:
-    server = server_factory(FakeReply.calls(("drive", {"speed": 0.5})), failure)
+    server = serve(FakeReply.calls(("drive", {"speed": 0.5})), failure)
     cabin = LLMCabin(SPEC, client=real_client(server, timeout=0.3), action_tools=(DRIVE,))
     out = run_step(cabin, VIEW)
     outcome = outcome_of(out)
@@ -101,7 +83,7 @@ def test_a_failure_mid_decision_says_what_was_queued_and_what_was_lost(
 
 
 def test_drop_queued_drops_what_was_queued_and_lists_every_board_write(
-    server_factory: Any,
+    serve: Any,
 ) -> None:
     spec = load_spec("specs/examples/dispatcher.toml")
     view = make_view(
@@ -111,16 +93,12 @@ def test_drop_queued_drops_what_was_queued_and_lists_every_board_write(
             "goal:deliver:t2": {"task": "t2", "pickup": "B", "drop": "C", "released": 5.0},
         },
     )
-    server = server_factory(
-        FakeReply.calls(("set_order", {"tasks": ["t2", "t1"]})), FakeReply(status=500)
-    )
+    server = serve(FakeReply.calls(("set_order", {"tasks": ["t2", "t1"]})), FakeReply(status=500))
     kept = run_step(ScriptedDispatcher(spec, client=real_client(server)), view)
     assert [(w.key, w.value) for w in kept.writes] == [("dispatch:order", ("t2", "t1"))]
     assert outcome_of(kept)["queued"]["writes"] == ("dispatch:order",)
 
-    server = server_factory(
-        FakeReply.calls(("set_order", {"tasks": ["t2", "t1"]})), FakeReply(status=500)
-    )
+    server = serve(FakeReply.calls(("set_order", {"tasks": ["t2", "t1"]})), FakeReply(status=500))
     cabin = ScriptedDispatcher(spec, client=real_client(server), on_error=DropQueued())
     dropped = run_step(cabin, view)
     assert dropped.writes == []  # dropped, but never silently:
@@ -128,8 +106,8 @@ def test_drop_queued_drops_what_was_queued_and_lists_every_board_write(
     assert lost["writes"] == ("dispatch:order",) and lost["answer"] is True
 
 
-def test_retries_are_a_setting_and_the_timeout_a_default(server_factory: Any) -> None:
-    server = server_factory(
+def test_retries_are_a_setting_and_the_timeout_a_default(serve: Any) -> None:
+    server = serve(
         FakeReply(status=500, headers={"retry-after-ms": "1"}), FakeReply(content="fine")
     )
     client = real_client(server, max_retries=1)
@@ -139,8 +117,8 @@ def test_retries_are_a_setting_and_the_timeout_a_default(server_factory: Any) ->
     assert default.client.timeout == DEFAULT_TIMEOUT == 5.0 and default.client.max_retries == 0
 
 
-def test_a_reply_cut_off_at_the_length_limit_is_not_an_answer(server_factory: Any) -> None:
-    server = server_factory(
+def test_a_reply_cut_off_at_the_length_limit_is_not_an_answer(serve: Any) -> None:
+    server = serve(
         FakeReply(content="I think we shou", finish_reason="length"), FakeReply(content="go to A")
     )
     cabin = LLMCabin(SPEC, client=real_client(server), answer_key="llm:answer")
@@ -152,15 +130,15 @@ def test_a_reply_cut_off_at_the_length_limit_is_not_an_answer(server_factory: An
     assert second[-1]["role"] == "user" and "finish_reason=length" in second[-1]["content"]
     assert all(m.get("content") != "I think we shou" for m in second)
 
-    always = server_factory(FakeReply(content="...", finish_reason="length"))
+    always = serve(FakeReply(content="...", finish_reason="length"))
     out = run_step(LLMCabin(SPEC, client=real_client(always), max_steps=2), VIEW)
     assert outcome_of(out)["stopped"] == "max_steps" and outcome_of(out)["answer"] is None
 
 
 def test_the_same_action_twice_in_one_decision_is_refused_and_replanned(
-    server_factory: Any,
+    serve: Any,
 ) -> None:
-    server = server_factory(
+    server = serve(
         FakeReply.calls(("drive", {"speed": 0.5})),
         FakeReply.calls(("drive", '{"speed":0.5}')),  # the same action, written otherwise
         FakeReply.calls(("drive", {"speed": 0.2})),
@@ -201,7 +179,7 @@ def test_the_model_is_called_when_the_view_changed_or_at_the_declared_rate() -> 
     assert len(client.requests) == 5
 
 
-def test_strict_tools_follow_the_openai_sdk_rules(server_factory: Any) -> None:
+def test_strict_tools_follow_the_openai_sdk_rules(serve: Any) -> None:
     from openai.lib._pydantic import to_strict_json_schema
 
     from runtime.agent.tools import _strip_titles
@@ -210,7 +188,7 @@ def test_strict_tools_follow_the_openai_sdk_rules(server_factory: Any) -> None:
         assert strict_schema(_strip_titles(model.model_json_schema())) == _strip_titles(
             to_strict_json_schema(model)
         )
-    server = server_factory(FakeReply(content="ok"))
+    server = serve(FakeReply(content="ok"))
     cabin = LLMCabin(SPEC, client=real_client(server), action_tools=(DRIVE,), strict_tools=True)
     run_step(cabin, VIEW)
     tools = server.requests[0]["tools"]
@@ -263,7 +241,7 @@ def test_llm_cabins_are_asynchronous_unless_their_spec_says_otherwise() -> None:
     assert not LLMCabin(declared, client=client).timing.is_async
 
 
-def test_an_endpoint_comes_from_the_flags_or_the_environment(server_factory: Any) -> None:
+def test_an_endpoint_comes_from_the_flags_or_the_environment(serve: Any) -> None:
     assert LLMEndpoint.from_environment({}) is None
     env = {"TICKWORK_LLM_BASE_URL": "http://127.0.0.1:1/v1", "TICKWORK_LLM_MODEL": "m1"}
     assert LLMEndpoint.from_environment(env) == LLMEndpoint("http://127.0.0.1:1/v1", "m1")
@@ -271,7 +249,7 @@ def test_an_endpoint_comes_from_the_flags_or_the_environment(server_factory: Any
         "http://x/v1", "m2"
     )
     assert LLMEndpoint.from_environment({"OPENAI_API_KEY": "k"}) == LLMEndpoint(None)
-    server = server_factory(FakeReply(content="from the endpoint"))
+    server = serve(FakeReply(content="from the endpoint"))
     client = LLMEndpoint(server.url, "fake").client()
     reply = client.complete([{"role": "user", "content": "hi"}], [])
     assert reply.content == "from the endpoint" and server.requests[0]["model"] == "fake"
@@ -294,7 +272,7 @@ class Fast:
 
 @pytest.mark.slow
 def test_with_a_one_second_model_the_other_cabins_hold_20_hz_on_a_wall_clock(
-    server_factory: Any,
+    serve: Any,
 ) -> None:
     from runtime import (
         Assembler,
@@ -307,7 +285,7 @@ def test_with_a_one_second_model_the_other_cabins_hold_20_hz_on_a_wall_clock(
         WorkingMemory,
     )
 
-    server = server_factory(FakeReply(content="thought about it", delay=1.0))
+    server = serve(FakeReply(content="thought about it", delay=1.0))
     llm = LLMCabin(SPEC, client=real_client(server), call_when=EveryTick())
     fast = Fast()
     clock = WallClock()

@@ -7,7 +7,6 @@ the remembered summary; and each way a turn ends, each with its own outcome."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,13 @@ import pytest
 from pydantic import Field
 
 from cabins.fake_llm import FakeLLMServer, FakeReply
-from cabins.llm import OpenAIChatClient
 from runtime import LongTermMemory, SimClock, Tool, ToolArgs, configure_logging
 from runtime.agent.turn import Agent
 from runtime.agent.turn_state import TURN_OUTCOMES, TurnSettings
+from tests.support.fake_model import openai_client
 from tests.support.turn_script import TurnScript, plan
 
-openai = pytest.importorskip("openai")
+pytest.importorskip("openai")
 
 DATA = {"revenue": 120, "cost": 70}
 USER = {"user": "u1"}
@@ -47,22 +46,8 @@ def _quiet() -> None:
     configure_logging(level="critical")
 
 
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    made: list[FakeLLMServer] = []
-
-    def make(*script: Any) -> FakeLLMServer:
-        server = FakeLLMServer(script).start()
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
-
-
 def agent_on(server: FakeLLMServer, **kwargs: Any) -> Agent:
-    client = OpenAIChatClient(openai.OpenAI(base_url=server.url, api_key="unused"), model="fake")
+    client = openai_client(server)
     kwargs.setdefault("tools", [FETCH])
     kwargs.setdefault("clock", SimClock())
     return Agent(client, **kwargs)
