@@ -177,6 +177,20 @@ def _write(folder: Path, original: bytes, document: Any, blobs: list[bytes]) -> 
     (folder / "run.ckpt").write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + body)
 
 
+def _copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpointed: Path
+) -> tuple[bytes, Any, list[bytes]]:
+    """The checkpointed run copied into ``tmp_path`` (made the working folder): the
+    checkpoint's bytes, and its body's data and blobs."""
+    for name in ("run.mcap", "run.ckpt"):
+        shutil.copy(checkpointed / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    original = (tmp_path / "run.ckpt").read_bytes()
+    head_end = original.index(b"\n", len(MAGIC)) + 1
+    document, blobs = decode_body("run.ckpt", original[head_end:])
+    return original, document, blobs
+
+
 def _case(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -187,12 +201,7 @@ def _case(
     for old in tmp_path.iterdir():
         if old.is_file():
             old.unlink()
-    for name in ("run.mcap", "run.ckpt"):
-        shutil.copy(checkpointed / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    original = (tmp_path / "run.ckpt").read_bytes()
-    head_end = original.index(b"\n", len(MAGIC)) + 1
-    document, blobs = decode_body("run.ckpt", original[head_end:])
+    original, document, blobs = _copied(tmp_path, monkeypatch, checkpointed)
     document = _mutate(document, data)
     _write(tmp_path, original, document, blobs)
     try:
@@ -215,12 +224,7 @@ def test_the_fuzzed_checkpoint_resumes_when_nothing_is_changed(
 ) -> None:
     """The cases below start from a checkpoint that resumes (else every case is refused
     for the same reason and nothing deep is reached)."""
-    for name in ("run.mcap", "run.ckpt"):
-        shutil.copy(checkpointed / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    original = (tmp_path / "run.ckpt").read_bytes()
-    head_end = original.index(b"\n", len(MAGIC)) + 1
-    _write(tmp_path, original, *decode_body("run.ckpt", original[head_end:]))
+    _write(tmp_path, *_copied(tmp_path, monkeypatch, checkpointed))
     assert cli.main(["run", "--resume", "run.ckpt", "--ticks", "26", "--json"]) == 0
 
 
@@ -258,12 +262,7 @@ def test_a_route_thousands_of_kilometres_long_in_a_checkpoint_resumes_without_a_
     """Found by the fuzz on CI: a board route with a waypoint at 1.3e154 m resumed, the
     executor failed on it (isolated), and the robot's infinite distance from that route
     reached the recorder, whose JSON has no infinity: a ValueError ended the run."""
-    for name in ("run.mcap", "run.ckpt"):
-        shutil.copy(checkpointed / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    original = (tmp_path / "run.ckpt").read_bytes()
-    head_end = original.index(b"\n", len(MAGIC)) + 1
-    document, blobs = decode_body("run.ckpt", original[head_end:])
+    original, document, blobs = _copied(tmp_path, monkeypatch, checkpointed)
     readings = document["state"]["$o"][1]["board"]["$o"][1]["state"]["$d"][0][1]
     (route,) = [r for r in readings if r["$r"][1]["key"] == "route"]
     route["$r"][1]["value"]["$t"][0]["$t"][0] = 1.3407807929942597e154
