@@ -14,9 +14,13 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   walking away may turn back at the end of its loop, inside the lane), or heads into it
   against the robot (where it will be in ``lane_lookahead_s`` is in the lane).
 - **The other way**: the route that keeps off the contested lane, when it is at most
-  ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept for
-  the rest of the step, so that the route does not flip back when the mover is out of
-  sight (a ``single_lane`` event says so).
+  ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept
+  while the task goes to the same target (``LaneKey``), so that the route does not flip
+  back when the mover is out of sight (a ``single_lane`` event says so). Kept by the
+  target, not by the plan step: a go-to step that runs too long is re-planned as a new
+  step, and a robot that forgot the lane it had turned away from with the step turned
+  back to it after every re-plan, flip-flopping between two corridors until its battery
+  was flat (hard:1).
 - **Else it waits at the entry**: the robot follows the way up to the lane and stops
   short of its entry (an empty route, written once it is within its braking distance of
   the stopping point; a ``wait_for_obstacles`` event with the reason ``single_lane``);
@@ -45,12 +49,16 @@ from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
 from cabins.warehouse.routing import Route, RoutePlanner
 from runtime.cabin_map import Feature
 
-__all__ = ["Lane", "LaneGuard", "narrow_stretches"]
+__all__ = ["Lane", "LaneGuard", "LaneKey", "narrow_stretches"]
 
 _STEP: Final = 0.25  # m between the route's samples
 _MIN_LENGTH: Final = 0.5  # m: a narrow stretch shorter than this is no lane
 _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry when it waits
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
+
+
+LaneKey = tuple[str | None, str | None]
+"""What lanes are avoided and waited at for: the task, and the target of its go-to step."""
 
 
 def narrow_stretches(
@@ -114,10 +122,11 @@ class Lane:
 
 @dataclass(slots=True)
 class _Wait:
-    """Waiting at a lane's entry: for ``step``, on the route ``line``, stopping at ``stop``
-    metres along it, since ``since``; ``holding`` once the route was cleared to stop."""
+    """Waiting at a lane's entry: for ``step`` (the task and its target), on the route
+    ``line``, stopping at ``stop`` metres along it, since ``since``; ``holding`` once the
+    route was cleared to stop."""
 
-    step: str
+    step: LaneKey
     way: Route
     line: LineString
     stop: float
@@ -133,22 +142,22 @@ class LaneGuard:
 
     def __init__(self, settings: PlannerSettings) -> None:
         self._settings = settings
-        self._avoided: tuple[str, list[BaseGeometry]] | None = None  # (step, lane grounds)
+        self._avoided: tuple[LaneKey, list[BaseGeometry]] | None = None  # (key, lane grounds)
         self._wait: _Wait | None = None
-        self._patience_spent: str | None = None  # the step that waited lane_wait_s already
+        self._patience_spent: LaneKey | None = None  # the key that waited lane_wait_s already
 
     @property
     def waiting(self) -> bool:
         """Whether the robot waits at a lane's entry."""
         return self._wait is not None
 
-    def avoided(self, step: str) -> list[BaseGeometry]:
-        """The grounds of the lanes the routes of ``step`` keep off."""
+    def avoided(self, step: LaneKey) -> list[BaseGeometry]:
+        """The grounds of the lanes the routes for ``step`` (task, target) keep off."""
         avoided = self._avoided
         return avoided[1] if avoided is not None and avoided[0] == step else []
 
-    def avoid(self, step: str, lane: Lane) -> None:
-        """Keep the routes of ``step`` off ``lane`` until the step is over."""
+    def avoid(self, step: LaneKey, lane: Lane) -> None:
+        """Keep the routes for ``step`` (task, target) off ``lane`` while it lasts."""
         self._avoided = (step, [*self.avoided(step), lane.ground])
         self._wait = None
 
@@ -192,11 +201,11 @@ class LaneGuard:
         b = line.interpolate(min(along + 0.1, float(line.length)))
         return bool(vx * (b.x - a.x) + vy * (b.y - a.y) < 0.0)  # against the robot's way
 
-    def may_wait(self, step: str) -> bool:
+    def may_wait(self, step: LaneKey) -> bool:
         """Whether the robot may still wait at a lane's entry on ``step``."""
         return self._patience_spent != step
 
-    def wait(self, seen: Seen, step: str, way: Route, lane: Lane, reach: float) -> bool:
+    def wait(self, seen: Seen, step: LaneKey, way: Route, lane: Lane, reach: float) -> bool:
         """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already."""
         assert seen.pose is not None
         line = LineString(way)
@@ -209,7 +218,9 @@ class LaneGuard:
         self._wait = _Wait(step, way, line, stop, lane, since, seen.time)
         return True
 
-    def hold(self, seen: Seen, step: str, router: RoutePlanner | None, reach: float) -> bool | None:
+    def hold(
+        self, seen: Seen, step: LaneKey, router: RoutePlanner | None, reach: float
+    ) -> bool | None:
         """While waiting on ``step``: True to hold the robot now (no route), False to go on
         with the way; None when the wait is over (route again)."""
         wait = self._wait
@@ -235,7 +246,7 @@ class LaneGuard:
         return wait.holding
 
     def forget(self) -> None:
-        """The task or step changed: no lane is avoided or waited at."""
+        """No lane is avoided or waited at any more."""
         self._avoided = None
         self._wait = None
 

@@ -138,7 +138,8 @@ class RouteKeeper:
         if current is None or current.action in _AT_TARGET:
             return self._route or _EMPTY_ROUTE
         router = self._layout.router()
-        held = self._lanes.hold(seen, current.id, router, self._layout.reach)
+        lanes = (task, current.target)  # lanes are kept by the target, not the step
+        held = self._lanes.hold(seen, lanes, router, self._layout.reach)
         if held:
             return _EMPTY_ROUTE  # waiting at a single lane's entry
         if held is None:
@@ -161,7 +162,7 @@ class RouteKeeper:
         if target is None or router is None:
             return _EMPTY_ROUTE
         fixed = list(self._layout.constraints.values()) if blocking else []
-        fixed += self._lanes.avoided(current.id)
+        fixed += self._lanes.avoided(lanes)
         return self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
 
     def _plan(self, leg: _Leg, key: tuple[Any, ...], out: Outbox) -> Route:
@@ -302,13 +303,14 @@ class RouteKeeper:
         lane = self._lanes.contested(leg.router, leg.seen, way, reach)
         if lane is None:
             return None
+        key = (leg.task, step.target)
         length = float(LineString(way).length)
         data = {"task": leg.task, "step": step.id, "obstacles": list(lane.movers)}
         other = self._route_from(leg, start, prefix, [*leg.fixed, lane.ground])
         if other[0] is not None and len(other[0]) >= 2:
             around = float(LineString(other[0]).length)
             if around <= settings.lane_detour * length + settings.pass_slack:
-                self._lanes.avoid(step.id, lane)
+                self._lanes.avoid(key, lane)
                 self._waiting = False
                 out.emit(
                     "single_lane",
@@ -321,9 +323,7 @@ class RouteKeeper:
                     tags=("plan",),
                 )
                 return other
-        if not self._lanes.may_wait(step.id) or not self._lanes.wait(
-            leg.seen, step.id, way, lane, reach
-        ):
+        if not self._lanes.may_wait(key) or not self._lanes.wait(leg.seen, key, way, lane, reach):
             return None
         out.emit(
             "wait_for_obstacles",
