@@ -114,7 +114,11 @@ class Planner:
         self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
         self._standoff = StandOff(settings)
         self._route = RouteKeeper(
-            settings, layout=self._layout, spots=self._spots, standoff=self._standoff
+            settings,
+            layout=self._layout,
+            spots=self._spots,
+            standoff=self._standoff,
+            energy=self._energy,
         )
         self._watchdog = Watchdog(settings)
         self._recovery = Recovery(settings)

@@ -22,6 +22,9 @@ when it changes:
   which the executor stops and waits (a ``wait_for_obstacles`` event). Treating each
   re-plan's snapshot of the movers as walls sent the robot round the other end of a
   shelf after every re-plan, for ever, when they walked the aisle through its dock;
+- round a single lane a mover contests it takes the other way when that is not much
+  longer and the battery covers it (``Energy.covers``), else waits at the lane's entry
+  (``lanes``);
 - in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
   movers however long the way, until the next step is done.
 """
@@ -38,6 +41,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.blocked_spots import BlockedSpots
 from cabins.planner.departure import departure
+from cabins.planner.energy import Energy
 from cabins.planner.lanes import LaneGuard
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen
@@ -76,7 +80,8 @@ class _Leg:
 
 class RouteKeeper:
     """The route the robot follows (see the module docstring), planned on ``layout``,
-    clear of ``spots`` where it can be, giving way in a ``standoff``."""
+    clear of ``spots`` where it can be, giving way in a ``standoff``; ``energy`` checks
+    that a long way round is affordable (None: any is)."""
 
     def __init__(
         self,
@@ -85,8 +90,10 @@ class RouteKeeper:
         layout: Layout,
         spots: BlockedSpots,
         standoff: StandOff,
+        energy: Energy | None = None,
     ) -> None:
         self._settings = settings
+        self._energy = energy
         self._layout = layout
         self._spots = spots
         self._standoff = standoff
@@ -309,7 +316,9 @@ class RouteKeeper:
         other = self._route_from(leg, start, prefix, [*leg.fixed, lane.ground])
         if other[0] is not None and len(other[0]) >= 2:
             around = float(LineString(other[0]).length)
-            if around <= settings.lane_detour * length + settings.pass_slack:
+            if around <= settings.lane_detour * length + settings.pass_slack and (
+                self._energy is None or self._energy.covers(leg.seen, around, leg.target)
+            ):
                 self._lanes.avoid(key, lane)
                 self._waiting = False
                 out.emit(
