@@ -183,6 +183,7 @@ class Planner:
             steps.advance(seen, out, route=keeper.route, line=keeper.line, replan=replan)
 
         task = goals.task
+        self._standoff.retreat = task is not None and self._must_stay(seen, task)
         route = keeper.desired(
             seen,
             hold,
@@ -303,6 +304,14 @@ class Planner:
         if current is not None and current.action == "charge":
             return "charging"
         return "moving"
+
+    def _must_stay(self, seen: Seen, task: str) -> bool:
+        """Whether ``task`` cannot be set aside if the robot is cornered on it: it carries
+        the item, or no other task could be served (so it retreats out of the lane)."""
+        recovery = self._recovery
+        if self._carried(seen, task):
+            return True
+        return not (recovery.can_defer(task) and self._goals.others_ready(recovery, seen.time))
 
     def _carried(self, seen: Seen, task: str) -> bool:
         """Whether the robot carries ``task``'s item (by its cargo, else by the plan)."""

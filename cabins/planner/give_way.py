@@ -25,6 +25,17 @@ robot is cornered (``StandOff.take_cornered``). (A robot standing within the saf
 margin of a person may only move away from it: a route that slips past the person's side
 is stopped at once by the monitor, and the stand-off never ends; on one generated world
 it lasted three minutes.)
+
+**Retreat.** Deep in a single lane (a dead-end bay, a long corridor) with the mover
+between the robot and where it goes, there is no such spot within 6 m: the mover cannot
+pass the robot anywhere near, and the robot cannot pass it. When the robot may not set the
+task aside (it carries the item, or no other task can be served), it retreats: the rings
+reach on to ``_RETREAT_RINGS`` (the lane's mouth, the corridor's end), where the spot need
+not be in sight in a straight line (the way out of a bay turns into the lane) but the route
+there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not
+into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
+bay up to just short of its dock, the robot 14 m in with the item for that dock: it
+waited below the picker for the rest of the run.)
 """
 
 from __future__ import annotations
@@ -43,8 +54,12 @@ from cabins.warehouse.routing import Point2, Route, RoutePlanner
 __all__ = ["give_way_route", "travel_direction"]
 
 _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)  # m from the robot: where to look
+_RETREAT_RINGS: Final = (7.0, 8.5, 10.0, 12.0, 14.0, 16.5, 19.0, 22.0, 25.0)  # on a retreat
 _BEARINGS: Final = 24  # directions looked in on each ring
+_SPACING: Final = 0.3  # m at most between two spots looked at on a retreat's ring
+_HIDDEN: Final = 1000.0  # m added to the ring of a spot out of sight (tried after the rest)
 _TRIED: Final = 12  # routes planned at most, nearest spots first
+_RETREAT_TRIED: Final = 24  # on a retreat (spots in the next bay or corridor are refused)
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
@@ -76,47 +91,49 @@ def give_way_route(
     radius: float,
     clearance: float,
     heading: Point2 | None = None,
+    retreat: bool = False,
 ) -> Route | None:
     """A route from ``pose`` to the nearest spot out of ``mover``'s way (see the module
     docstring), keeping clear of ``blocked``; None when there is no such spot in reach.
-    ``heading`` is the unit direction the mover was last seen moving in, if known."""
-    centre = mover.centroid
-    mx, my = float(centre.x), float(centre.y)
-    size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
-    dx, dy = pose[0] - mx, pose[1] - my
-    gap = math.hypot(dx, dy)
-    if gap < 1e-9:
-        return None
-    ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
-    beside = size + radius + clearance
-    walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
-    spots: list[tuple[float, Point2]] = []
-    for ring in _RINGS:
-        for k in range(_BEARINGS):
-            angle = 2.0 * math.pi * k / _BEARINGS
-            spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
-            along = (spot[0] - mx) * ux + (spot[1] - my) * uy
-            lateral = abs((spot[0] - mx) * uy - (spot[1] - my) * ux)
-            if along < 0.0:
-                continue  # past the mover: not on the robot's side of it
-            if lateral < beside:
-                continue  # still on the mover's way
-            if heading is not None and _across(spot, (mx, my), heading) < beside:
-                continue  # on the line it moves along, ahead or behind
-            if Point(spot).distance(mover) < radius + clearance:
-                continue
-            if walls.size and shapely.intersects(walls, LineString((pose, spot))).any():
-                continue  # behind a shelf or a zone: in the next bay, say
-            if router.is_free(spot, blocked=blocked):
-                spots.append((ring, spot))
+    ``heading`` is the unit direction the mover was last seen moving in, if known; with
+    ``retreat``, the spots out to ``_RETREAT_RINGS`` are looked at when none nearer is."""
+    route = _nearest_spot(
+        router, pose, mover, blocked, radius, clearance, heading, _RINGS, tries=_TRIED
+    )
+    if route is None and retreat:
+        route = _nearest_spot(
+            router,
+            pose,
+            mover,
+            blocked,
+            radius,
+            clearance,
+            heading,
+            _RETREAT_RINGS,
+            tries=_RETREAT_TRIED,
+        )
+    return route
+
+
+def _nearest_spot(
+    router: RoutePlanner,
+    pose: Point2,
+    mover: BaseGeometry,
+    blocked: Sequence[BaseGeometry],
+    radius: float,
+    clearance: float,
+    heading: Point2 | None,
+    rings: Sequence[float],
+    *,
+    tries: int,
+) -> Route | None:
+    """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
+    to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat."""
+    spots = _spots(router, pose, mover, blocked, radius + clearance, heading, rings)
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
-    tried = 0
-    for _, spot in spots:
-        if tried >= _TRIED:
-            break
-        tried += 1
+    for spot in spots[:tries]:
         route = router.plan(pose, spot, blocked=blocked)
         if route is None:
             continue
@@ -127,6 +144,57 @@ def give_way_route(
             continue  # round a shelf: not a spot beside the robot
         return route
     return None
+
+
+def _spots(
+    router: RoutePlanner,
+    pose: Point2,
+    mover: BaseGeometry,
+    blocked: Sequence[BaseGeometry],
+    reach: float,
+    heading: Point2 | None,
+    rings: Sequence[float],
+) -> list[Point2]:
+    """The free spots on ``rings`` out of ``mover``'s way on the robot's side of it,
+    nearest first (on a retreat, those in sight before the others)."""
+    in_sight = rings is _RINGS
+    centre = mover.centroid
+    mx, my = float(centre.x), float(centre.y)
+    size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
+    dx, dy = pose[0] - mx, pose[1] - my
+    gap = math.hypot(dx, dy)
+    if gap < 1e-9:
+        return []
+    ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
+    beside = size + reach
+    walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
+    spots: list[tuple[float, Point2]] = []
+    for ring in rings:
+        bearings = _BEARINGS if in_sight else math.ceil(2.0 * math.pi * ring / _SPACING)
+        for k in range(bearings):
+            angle = 2.0 * math.pi * k / bearings
+            spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
+            along = (spot[0] - mx) * ux + (spot[1] - my) * uy
+            lateral = abs((spot[0] - mx) * uy - (spot[1] - my) * ux)
+            if along < 0.0:
+                continue  # past the mover: not on the robot's side of it
+            if lateral < beside:
+                continue  # still on the mover's way
+            if heading is not None and _across(spot, (mx, my), heading) < beside:
+                continue  # on the line it moves along, ahead or behind
+            if Point(spot).distance(mover) < reach or not router.is_free(spot, blocked=blocked):
+                continue
+            hidden = _crosses(walls, pose, spot)
+            if in_sight and hidden:
+                continue  # behind a shelf or a zone: in the next bay, say
+            spots.append((ring + (_HIDDEN if hidden else 0.0), spot))
+    spots.sort(key=lambda s: s[0])
+    return [spot for _, spot in spots]
+
+
+def _crosses(walls: Any, pose: Point2, spot: Point2) -> bool:
+    """Whether the straight way from ``pose`` to ``spot`` crosses one of ``walls``."""
+    return bool(walls.size and shapely.intersects(walls, LineString((pose, spot))).any())
 
 
 def _across(spot: Point2, centre: Point2, direction: Point2) -> float:

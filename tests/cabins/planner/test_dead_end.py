@@ -151,6 +151,41 @@ def test_with_no_spot_in_reach_it_finds_none() -> None:
     assert found is None
 
 
+def test_when_it_cannot_set_the_task_aside_it_retreats_out_of_a_deep_bay() -> None:
+    # hard:0: the robot 14 m up a 1.9 m bay with the item for the dock at its closed end,
+    # a picker in front of the dock: no spot within 6 m, and it waited below the picker
+    # for the rest of the run. On a retreat it backs out of the bay and steps aside.
+    pose = (BLOCKED, 10.0)
+    picker = Point(BLOCKED, 11.0).buffer(0.3)
+    deep = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, -6.0, 20.0, 12.0),
+            obstacles=tuple(box(x, 0.0, x + 1.0, 12.0) for x in SHELF_XS),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+            resolution=0.25,
+        )
+    )
+    route = give_way_route(
+        deep,
+        pose,
+        picker,
+        blocked=[],
+        radius=0.35,
+        clearance=0.25,
+        heading=(0.0, -1.0),
+        retreat=True,
+    )
+    assert route is not None
+    spot = route[-1]
+    assert min(LineString(route).coords, key=lambda p: p[1])[1] < 0.0  # out through the mouth
+    assert abs(spot[0] - BLOCKED) >= 0.3 + 0.35 + 0.25  # off the picker's way out, out of its bay
+    line = LineString(route)
+    assert line.distance(picker) >= Point(pose).distance(picker) - 0.01  # never nearer
+    assert line.length <= 1.5 * math.dist(pose, spot) + 1.0  # not round into the next bay
+
+
 # -- cornered: no spot to give way, another task waiting (the planner on views) -------
 
 
