@@ -67,6 +67,7 @@ from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.standoff import StandOff
 from cabins.planner.steps import Steps, board_plan
+from cabins.planner.tracks import Tracks
 from cabins.planner.watchdog import Situation, Watchdog
 from cabins.warehouse.routing import Route
 from runtime.agent.memory import LongTermMemory
@@ -112,13 +113,15 @@ class Planner:
         self._goals = Goals()
         self._energy = Energy(settings, self._layout)
         self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
-        self._standoff = StandOff(settings)
+        self._tracks = Tracks()
+        self._standoff = StandOff(settings, self._tracks)
         self._route = RouteKeeper(
             settings,
             layout=self._layout,
             spots=self._spots,
             standoff=self._standoff,
             energy=self._energy,
+            tracks=self._tracks,
         )
         self._watchdog = Watchdog(settings)
         self._recovery = Recovery(settings)
@@ -167,6 +170,7 @@ class Planner:
         seen = self._reader.read(view)
         layout, goals, steps, keeper = self._layout, self._goals, self._steps, self._route
         self._standoff.watch(seen)
+        self._tracks.observe(seen)
         self._missing.react(seen, len(layout.constraints), out)
         layout.learn(seen)
         self._energy.observe(seen)
@@ -180,7 +184,10 @@ class Planner:
             self._choose_task(seen, out)
         replan = self._replan
         if steps.plan is not None and hold is None:
-            steps.advance(seen, out, route=keeper.route, line=keeper.line, replan=replan)
+            # waiting for a single lane is no stall: the route to the wait is not watched
+            waits = keeper.lane_waiting
+            route, line = (None, None) if waits else (keeper.route, keeper.line)
+            steps.advance(seen, out, route=route, line=line, replan=replan)
 
         task = goals.task
         self._standoff.retreat = task is not None and self._must_stay(seen, task)
@@ -292,8 +299,8 @@ class Planner:
 
     def _situation(self, hold: str | None, plan: Plan, route: Route) -> Situation | None:
         """What the planner does this tick, for the watchdog (None while it holds)."""
-        if hold is not None:
-            return None
+        if hold is not None or self._route.lane_waiting:
+            return None  # holding, or waiting for a single lane (bounded by lane_wait_s)
         current = plan.current
         if self._standoff.in_stand_off(self._steps.progress):
             return "stand_off"

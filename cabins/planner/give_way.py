@@ -63,6 +63,8 @@ _RETREAT_TRIED: Final = 24  # on a retreat (spots in the next bay or corridor ar
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
+_SWEPT_MARGIN: Final = 0.15  # m beyond the robot's reach a spot keeps off a mover's ground
+_ASIDE_MARGIN: Final = 0.1  # m more off a mover's line that counts as out of its way already
 _MOVING: Final = 0.05  # m/s a mover's sensed speed must reach to say where it is heading
 
 
@@ -92,44 +94,77 @@ def give_way_route(
     clearance: float,
     heading: Point2 | None = None,
     retreat: bool = False,
+    swept: BaseGeometry | None = None,
 ) -> Route | None:
     """A route from ``pose`` to the nearest spot out of ``mover``'s way (see the module
-    docstring), keeping clear of ``blocked``; None when there is no such spot in reach.
-    ``heading`` is the unit direction the mover was last seen moving in, if known; with
-    ``retreat``, the spots out to ``_RETREAT_RINGS`` are looked at when none nearer is."""
-    route = _nearest_spot(
-        router, pose, mover, blocked, radius, clearance, heading, _RINGS, tries=_TRIED
-    )
+    docstring), keeping clear of ``blocked``; None when there is no such spot in reach, and
+    no route (stand still) when the robot is out of its way already. ``heading`` is the
+    unit direction the mover was last seen moving in, if known, and ``swept`` the ground it
+    was seen to walk (``tracks``); with ``retreat``, the spots out to ``_RETREAT_RINGS`` are
+    looked at when none nearer is."""
+    away = _Away(mover, radius + clearance, heading, swept)
+    if away.aside(pose):
+        return ()
+    route = _nearest_spot(router, pose, away, blocked, radius, clearance, _RINGS, tries=_TRIED)
     if route is None and retreat:
         route = _nearest_spot(
-            router,
-            pose,
-            mover,
-            blocked,
-            radius,
-            clearance,
-            heading,
-            _RETREAT_RINGS,
-            tries=_RETREAT_TRIED,
+            router, pose, away, blocked, radius, clearance, _RETREAT_RINGS, tries=_RETREAT_TRIED
         )
     return route
+
+
+class _Away:
+    """What out of a mover's way means: off the line from it through the robot and off the
+    line it moves along (``heading``) by its size and the robot's ``reach``, and off the
+    ground it was seen to walk (``swept``) by the reach and ``_SWEPT_MARGIN``."""
+
+    def __init__(
+        self,
+        mover: BaseGeometry,
+        reach: float,
+        heading: Point2 | None,
+        swept: BaseGeometry | None,
+    ) -> None:
+        centre = mover.centroid
+        self.mover = mover
+        self.centre = (float(centre.x), float(centre.y))
+        self.size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
+        self.reach = reach
+        self.heading = heading
+        self.swept = swept
+
+    def off_its_ways(self, spot: Point2) -> bool:
+        """Off the line it moves along and off the ground it was seen to walk."""
+        heading, swept = self.heading, self.swept
+        if heading is not None and _across(spot, self.centre, heading) < self.size + self.reach:
+            return False
+        return swept is None or Point(spot).distance(swept) >= self.reach + _SWEPT_MARGIN
+
+    def aside(self, pose: Point2) -> bool:
+        """Whether a robot at ``pose`` is out of the way of a mover seen moving already: off
+        the line it moves along by ``_ASIDE_MARGIN`` more, and off its ground."""
+        heading = self.heading
+        if heading is None or self.swept is None:
+            return False
+        beside = self.size + self.reach + _ASIDE_MARGIN
+        return _across(pose, self.centre, heading) >= beside and self.off_its_ways(pose)
 
 
 def _nearest_spot(
     router: RoutePlanner,
     pose: Point2,
-    mover: BaseGeometry,
+    away: _Away,
     blocked: Sequence[BaseGeometry],
     radius: float,
     clearance: float,
-    heading: Point2 | None,
     rings: Sequence[float],
     *,
     tries: int,
 ) -> Route | None:
     """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
     to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat."""
-    spots = _spots(router, pose, mover, blocked, radius + clearance, heading, rings)
+    mover = away.mover
+    spots = _spots(router, pose, away, blocked, rings)
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
@@ -149,18 +184,15 @@ def _nearest_spot(
 def _spots(
     router: RoutePlanner,
     pose: Point2,
-    mover: BaseGeometry,
+    away: _Away,
     blocked: Sequence[BaseGeometry],
-    reach: float,
-    heading: Point2 | None,
     rings: Sequence[float],
 ) -> list[Point2]:
-    """The free spots on ``rings`` out of ``mover``'s way on the robot's side of it,
+    """The free spots on ``rings`` out of the mover's way on the robot's side of it,
     nearest first (on a retreat, those in sight before the others)."""
     in_sight = rings is _RINGS
-    centre = mover.centroid
-    mx, my = float(centre.x), float(centre.y)
-    size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
+    mover, reach, size = away.mover, away.reach, away.size
+    mx, my = away.centre
     dx, dy = pose[0] - mx, pose[1] - my
     gap = math.hypot(dx, dy)
     if gap < 1e-9:
@@ -180,8 +212,8 @@ def _spots(
                 continue  # past the mover: not on the robot's side of it
             if lateral < beside:
                 continue  # still on the mover's way
-            if heading is not None and _across(spot, (mx, my), heading) < beside:
-                continue  # on the line it moves along, ahead or behind
+            if not away.off_its_ways(spot):
+                continue  # on the line it moves along, ahead or behind, or its ground
             if Point(spot).distance(mover) < reach or not router.is_free(spot, blocked=blocked):
                 continue
             hidden = _crosses(walls, pose, spot)

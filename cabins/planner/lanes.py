@@ -8,11 +8,16 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
 - **A lane** is a stretch of the route where the free width across it, measured on the
   route planner's grid (the ground the robot's centre may take), is less than twice the
   robot's reach (radius plus clearance) plus the mover's diameter: a mover walking down
-  its middle cannot be passed (``narrow_stretches``). Measured once per route planned,
-  with numpy over the static grid: no per-tick work.
-- **Contested**: a mover is in the lane ahead of the robot (whichever way it goes: one
+  its middle cannot be passed (``narrow_stretches``), for ``_MIN_LENGTH`` or more.
+  Measured once per route planned, with numpy over the static grid: no per-tick work.
+- **Contested**: a mover (in view; for a dead end, also one out of sight where it was
+  last seen, ``tracks``: a picker is not seen 15 m up its bay) is in the lane ahead of
+  the robot (whichever way it goes: one
   walking away may turn back at the end of its loop, inside the lane), or heads into it
-  against the robot (where it will be in ``lane_lookahead_s`` is in the lane).
+  against the robot (where it will be in ``lane_lookahead_s`` is in the lane), or heads
+  into a lane the route ends in (a dead end: a bay with the dock at its closed end),
+  whichever way: a robot that followed a picker into its bay met it at the closed end,
+  where the picker turned back.
 - **The other way**: the route that keeps off the contested lane, when it is at most
   ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept
   while the task goes to the same target (``LaneKey``), so that the route does not flip
@@ -23,11 +28,14 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   was flat (hard:1).
 - **Else it waits at the entry**: the robot follows the way up to the lane and stops
   short of its entry (an empty route, written once it is within its braking distance of
-  the stopping point; a ``wait_for_obstacles`` event with the reason ``single_lane``);
-  it looks again every ``obstacle_replan_interval`` seconds and goes on once the lane is
-  no longer contested, or after ``lane_wait_s`` (then as before: it follows the way and
-  the executor keeps back from the mover). A robot already in the lane when the mover
-  is seen has no entry to wait at: it takes the other way, or keeps to the way as before.
+  the stopping point; a ``wait_for_obstacles`` event with the reason ``single_lane``),
+  or, when that point is on ground a mover was seen to walk (``tracks``), at a spot
+  beside the entry out of every mover's way (``wait_spot``); it looks again every
+  ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
+  or once it has waited ``lane_wait_s`` in all for that task's target (then as before:
+  it follows the way and the executor keeps back from the mover). A robot already in the
+  lane when the mover is seen has no entry to wait at: it takes the other way, or keeps
+  to the way as before.
 """
 
 from __future__ import annotations
@@ -45,16 +53,21 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
+from cabins.planner.tracks import Tracks, mover_radius
+from cabins.planner.wait_spot import wait_route
 from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
-from cabins.warehouse.routing import Route, RoutePlanner
+from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from runtime.cabin_map import Feature
 
 __all__ = ["Lane", "LaneGuard", "LaneKey", "narrow_stretches"]
 
 _STEP: Final = 0.25  # m between the route's samples
-_MIN_LENGTH: Final = 0.5  # m: a narrow stretch shorter than this is no lane
+_MIN_LENGTH: Final = 3.0  # m: a narrow stretch shorter than this is no lane
+# (between two bay mouths along a lane, say: the mouths are passing places; taken for
+# lanes, the robot waited for every person walking the lane, and spent its patience there)
 _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry when it waits
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
+_NEAR: Final = 3.0  # m from a dead end's ground within which a mover that walks into it may
 
 
 LaneKey = tuple[str | None, str | None]
@@ -134,14 +147,17 @@ class _Wait:
     since: float
     checked: float
     holding: bool = False
+    aside: Route | None = None  # the route to a spot beside the entry, out of the movers' ways
 
 
 class LaneGuard:
     """Finds the contested lane of a way, keeps the lanes avoided per step, and holds the
     robot at a lane's entry (see the module docstring)."""
 
-    def __init__(self, settings: PlannerSettings) -> None:
+    def __init__(self, settings: PlannerSettings, tracks: Tracks | None = None) -> None:
         self._settings = settings
+        self._tracks = Tracks() if tracks is None else tracks
+        self._waited: dict[LaneKey, float] = {}  # seconds waited for a lane, per key
         self._avoided: tuple[LaneKey, list[BaseGeometry]] | None = None  # (key, lane grounds)
         self._wait: _Wait | None = None
         self._patience_spent: LaneKey | None = None  # the key that waited lane_wait_s already
@@ -150,6 +166,15 @@ class LaneGuard:
     def waiting(self) -> bool:
         """Whether the robot waits at a lane's entry."""
         return self._wait is not None
+
+    @property
+    def aside(self) -> Route | None:
+        """The route to the spot beside a lane's entry the robot waits at, if it does."""
+        return None if self._wait is None else self._wait.aside
+
+    def ghosts(self, seen: Seen) -> bool:
+        """Whether a mover out of sight may stand where the robot goes (``Tracks``)."""
+        return bool(self._tracks.ghosts(seen))
 
     def avoided(self, step: LaneKey) -> list[BaseGeometry]:
         """The grounds of the lanes the routes for ``step`` (task, target) keep off."""
@@ -162,12 +187,14 @@ class LaneGuard:
         self._wait = None
 
     def contested(self, router: RoutePlanner, seen: Seen, way: Route, reach: float) -> Lane | None:
-        """The first lane of ``way`` ahead of the robot that a mover in view contests."""
+        """The first lane of ``way`` ahead of the robot that a mover contests: one in view,
+        or, for a dead end, one out of sight where it was last seen (``Tracks.ghosts``)."""
         movers = [f for f in seen.obstacles if f.geometry.area > 0]
-        if len(way) < 2 or not movers or seen.pose is None:
+        ghosts = [f for f in self._tracks.ghosts(seen) if f.geometry.area > 0]
+        if len(way) < 2 or not (movers or ghosts) or seen.pose is None:
             return None
         line = LineString(way)
-        size = max(_radius(f) for f in movers)
+        size = max(mover_radius(f) for f in (*movers, *ghosts))
         here = float(line.project(Point(seen.pose)))
         for start, end, widest in narrow_stretches(router, line, 2.0 * (reach + size)):
             if end <= here:
@@ -176,16 +203,24 @@ class LaneGuard:
             first = min(max(start, here + reach + _STOP_SHORT), end - _STEP)
             stretch = shapely.ops.substring(line, first, end)
             ground = stretch.buffer(widest / 2.0 + reach, cap_style="flat")
-            inside = [f.id for f in movers if self._contests(f, ground, line, here)]
+            dead_end = float(line.length) - end <= reach + _STOP_SHORT
+            suspects = [*movers, *ghosts] if dead_end else movers
+            inside = [f.id for f in suspects if self._contests(f, ground, line, here, dead_end)]
             if inside:
                 return Lane(start, end, ground, tuple(sorted(inside)))
         return None
 
     def _contests(
-        self, mover: Feature, ground: BaseGeometry, line: LineString, here: float
+        self,
+        mover: Feature,
+        ground: BaseGeometry,
+        line: LineString,
+        here: float,
+        dead_end: bool,
     ) -> bool:
         """Whether ``mover`` is in ``ground`` ahead of the robot (at ``here`` along
-        ``line``), or heads into it against the robot."""
+        ``line``), or heads into it against the robot (into a ``dead_end``, whichever
+        way)."""
         centre = mover.geometry.centroid
         along = float(line.project(centre))
         if along < here - _BEHIND:
@@ -195,39 +230,87 @@ class LaneGuard:
         vx, vy = _velocity(mover)
         lookahead = self._settings.lane_lookahead_s
         later = Point(centre.x + vx * lookahead, centre.y + vy * lookahead)
+        if dead_end and self._walks_in(mover, ground, (vx, vy)):
+            return True
         if not later.intersects(ground):
             return False
+        if dead_end:
+            return True
         a = line.interpolate(max(along - 0.1, 0.0))
         b = line.interpolate(min(along + 0.1, float(line.length)))
         return bool(vx * (b.x - a.x) + vy * (b.y - a.y) < 0.0)  # against the robot's way
+
+    def _walks_in(self, mover: Feature, ground: BaseGeometry, velocity: Point2) -> bool:
+        """Whether ``mover`` was seen to walk into ``ground`` (its track crosses it) and is
+        near it now (``_NEAR`` metres), not walking away: a picker coming back along the
+        lane to its bay turns into it at the mouth, which no straight look ahead sees."""
+        centre = mover.geometry.centroid
+        gap = float(ground.distance(centre))
+        if gap > _NEAR:
+            return False
+        swept = self._tracks.swept(mover.id)
+        if swept is None or not swept.intersects(ground):
+            return False
+        nearest = shapely.ops.nearest_points(ground, centre)[0]
+        towards = (nearest.x - centre.x) * velocity[0] + (nearest.y - centre.y) * velocity[1]
+        return bool(towards >= 0.0)
 
     def may_wait(self, step: LaneKey) -> bool:
         """Whether the robot may still wait at a lane's entry on ``step``."""
         return self._patience_spent != step
 
-    def wait(self, seen: Seen, step: LaneKey, way: Route, lane: Lane, reach: float) -> bool:
-        """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already."""
+    def wait(
+        self,
+        seen: Seen,
+        step: LaneKey,
+        way: Route,
+        lane: Lane,
+        reach: float,
+        *,
+        router: RoutePlanner,
+        blocked: list[BaseGeometry],
+    ) -> bool:
+        """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already:
+        at the stopping point short of it, or at a spot beside it out of the movers' ways
+        (``wait_spot``; ``blocked`` is what a route there keeps clear of)."""
         assert seen.pose is not None
         line = LineString(way)
         here = float(line.project(Point(seen.pose)))
         stop = lane.start - reach - _STOP_SHORT
-        if stop < here - _BEHIND:
-            return False
+        if here > lane.start:
+            return False  # in the lane already: no entry to wait at
         known = self._wait
-        since = known.since if known is not None and known.step == step else seen.time
-        self._wait = _Wait(step, way, line, stop, lane, since, seen.time)
+        if known is not None and known.step == step:
+            since, aside = known.since, known.aside
+        else:
+            since = seen.time - self._waited.get(step, 0.0)
+            at = line.interpolate(max(stop, here))
+            swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
+            aside = wait_route(
+                router,
+                seen.pose,
+                (float(at.x), float(at.y)),
+                lane=lane.ground,
+                swept=swept,
+                blocked=blocked,
+                reach=reach,
+                way=max(stop - here, 0.0),
+            )
+        self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside)
         return True
 
     def hold(
         self, seen: Seen, step: LaneKey, router: RoutePlanner | None, reach: float
-    ) -> bool | None:
-        """While waiting on ``step``: True to hold the robot now (no route), False to go on
-        with the way; None when the wait is over (route again)."""
+    ) -> Route | bool | None:
+        """While waiting on ``step``: the route to follow now (none, to hold the robot at
+        the stopping point; the route to the spot it waits at), False to go on along the
+        way up to the stopping point; None when the wait is over (route again)."""
         wait = self._wait
         if wait is None or wait.step != step or seen.pose is None:
             self._wait = None
             return None if wait is not None else False
         settings = self._settings
+        self._waited[step] = seen.time - wait.since
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
             if seen.time - wait.since >= settings.lane_wait_s:
@@ -237,13 +320,15 @@ class LaneGuard:
             if self.contested(router, seen, wait.way, reach) is None:
                 self._wait = None
                 return None
+        if wait.aside is not None:
+            return wait.aside
         if not wait.holding:
             speed = abs(seen.speed or 0.0)
             brake = BRAKE_FRACTION * seen.limits.max_accel
             stopping = speed * speed / (2.0 * brake) + speed * REACTION_S
             here = float(wait.line.project(Point(seen.pose)))
             wait.holding = bool(wait.stop - here <= stopping)
-        return wait.holding
+        return () if wait.holding else False
 
     def forget(self) -> None:
         """No lane is avoided or waited at any more."""
@@ -257,13 +342,6 @@ def _at(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.floa
         shapely.line_interpolate_point(line, along)
     )
     return points
-
-
-def _radius(feature: Feature) -> float:
-    radius = feature.props.get("radius")
-    if isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius > 0:
-        return float(radius)
-    return math.sqrt(feature.geometry.area / math.pi)
 
 
 def _velocity(feature: Feature) -> tuple[float, float]:

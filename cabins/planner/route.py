@@ -49,6 +49,7 @@ from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.planner.standoff import StandOff
 from cabins.planner.steps import Replan
+from cabins.planner.tracks import Tracks
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from cabins.warehouse.values import ROUTE
 from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
@@ -91,6 +92,7 @@ class RouteKeeper:
         spots: BlockedSpots,
         standoff: StandOff,
         energy: Energy | None = None,
+        tracks: Tracks | None = None,
     ) -> None:
         self._settings = settings
         self._energy = energy
@@ -104,7 +106,7 @@ class RouteKeeper:
         self._last_obstacle_replan = -math.inf
         self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
         self._waiting = False  # the route keeps to the way through moving obstacles
-        self._lanes = LaneGuard(settings)
+        self._lanes = LaneGuard(settings, tracks)
 
     @property
     def route(self) -> Route | None:
@@ -120,6 +122,11 @@ class RouteKeeper:
     def waiting(self) -> bool:
         """Whether the route keeps to the way through moving obstacles, to wait for them."""
         return self._waiting
+
+    @property
+    def lane_waiting(self) -> bool:
+        """Whether the robot waits for a single lane (at its entry or beside it)."""
+        return self._lanes.waiting
 
     def forget(self) -> None:
         """The plan changed: route again."""
@@ -147,8 +154,8 @@ class RouteKeeper:
         router = self._layout.router()
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
-        if held:
-            return _EMPTY_ROUTE  # waiting at a single lane's entry
+        if isinstance(held, tuple):
+            return held  # waiting at a single lane's entry, or beside it
         if held is None:
             self._key = None  # the wait is over: route again
         blocking = "constraint:*" in seen.missing
@@ -191,6 +198,11 @@ class RouteKeeper:
         self._waiting = False
         if len(around) > len(leg.fixed):
             route, recalled = self._pass_or_wait(leg, start, prefix, (route, recalled), out)
+        elif route is not None and self._lanes.ghosts(seen):
+            # no mover in sight, but one out of sight may be in a lane of the way
+            lane = self._single_lane(leg, start, prefix, (route, recalled), out)
+            if lane is not None:
+                route, recalled = lane
         if recalled is not None:
             out.emit("recalled", {"task": leg.task, "step": step.id, **recalled}, tags=("memory",))
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
@@ -226,13 +238,15 @@ class RouteKeeper:
             return None
         self._planned_obstacles = {f.id: f.geometry.centroid for f in leg.seen.obstacles}
         self._waiting = False
+        assert leg.seen.pose is not None
+        to = route[-1] if route else leg.seen.pose  # no route: out of its way already
         out.emit(
             "give_way",
             {
                 "task": leg.task,
                 "step": leg.step.id,
                 "obstacle": mover,
-                "to": [round(route[-1][0], 3), round(route[-1][1], 3)],
+                "to": [round(to[0], 3), round(to[1], 3)],
             },
             tags=("plan",),
         )
@@ -332,7 +346,10 @@ class RouteKeeper:
                     tags=("plan",),
                 )
                 return other
-        if not self._lanes.may_wait(key) or not self._lanes.wait(leg.seen, key, way, lane, reach):
+        blocked = [*leg.fixed, *self._movers(leg)]
+        if not self._lanes.may_wait(key) or not self._lanes.wait(
+            leg.seen, key, way, lane, reach, router=leg.router, blocked=blocked
+        ):
             return None
         out.emit(
             "wait_for_obstacles",
@@ -346,7 +363,15 @@ class RouteKeeper:
             tags=("plan",),
         )
         self._waiting = True
-        return found
+        aside = self._lanes.aside
+        return found if aside is None else (aside, None)
+
+    def _movers(self, leg: _Leg) -> list[BaseGeometry]:
+        """The movers in view, shrunk so that none covers the robot (``shrunk``)."""
+        assert leg.seen.pose is not None
+        reach = self._layout.reach
+        movers = [shrunk(f.geometry, (leg.seen.pose,), reach) for f in leg.seen.obstacles]
+        return [g for g in movers if g is not None]
 
     def _obstacle_ahead(self, seen: Seen) -> ReplanTrigger | None:
         """An ``obstacle_in_corridor`` trigger (rate limited) when an obstacle in the

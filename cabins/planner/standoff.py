@@ -26,6 +26,7 @@ from cabins.planner.give_way import give_way_route, travel_direction
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
+from cabins.planner.tracks import Tracks
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
 __all__ = ["StandOff"]
@@ -52,8 +53,9 @@ class StandOff:
     """Whether the robot is in a stand-off, and whom it gives way to (see the module
     docstring). ``progress`` below is the count of steps done, across plans."""
 
-    def __init__(self, settings: PlannerSettings) -> None:
+    def __init__(self, settings: PlannerSettings, tracks: Tracks | None = None) -> None:
         self._settings = settings
+        self._tracks = Tracks() if tracks is None else tracks
         self._give_way: _GiveWay | None = None
         self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
         self._waited_out: int | None = None  # progress when a wait for movers ran out
@@ -189,6 +191,7 @@ class StandOff:
                 clearance=clearance,
                 heading=self._headings.get(give.mover),
                 retreat=self.retreat,
+                swept=self._tracks.swept(give.mover),
             )
         if route is not None and len(route) >= 2:
             length = float(LineString(route).length)
