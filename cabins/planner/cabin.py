@@ -299,8 +299,8 @@ class Planner:
 
     def _situation(self, hold: str | None, plan: Plan, route: Route) -> Situation | None:
         """What the planner does this tick, for the watchdog (None while it holds)."""
-        if hold is not None or self._route.lane_waiting:
-            return None  # holding, or waiting for a single lane (bounded by lane_wait_s)
+        if hold is not None or self._route.lane_excused:
+            return None  # holding, or waiting for a single lane (within its excuse)
         current = plan.current
         if self._standoff.in_stand_off(self._steps.progress):
             return "stand_off"

@@ -32,10 +32,14 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   or, when that point is on ground a mover was seen to walk (``tracks``), at a spot
   beside the entry out of every mover's way (``wait_spot``); it looks again every
   ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
-  or once it has waited ``lane_wait_s`` in all for that task's target (then as before:
-  it follows the way and the executor keeps back from the mover). A robot already in the
-  lane when the mover is seen has no entry to wait at: it takes the other way, or keeps
-  to the way as before.
+  or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
+  back from the mover), but never into a dead end: a mover in there turns back at its
+  closed end, and a robot that followed it in is stuck. The watchdog does not count a
+  wait, up to ``_EXCUSED`` times ``lane_wait_s`` in all for a task's target; past that it
+  does, and a bay that never clears ends in a ``stalled`` alarm and the task set aside.
+  A robot already in a lane when the mover is seen has no entry to wait at: it takes the
+  other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
+  a dead end backs out of it to wait.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ _MIN_LENGTH: Final = 3.0  # m: a narrow stretch shorter than this is no lane
 _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry when it waits
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
 _NEAR: Final = 3.0  # m from a dead end's ground within which a mover that walks into it may
+_EXCUSED: Final = 3.0  # lane_wait_s of waiting per task target the watchdog does not count
 
 
 LaneKey = tuple[str | None, str | None]
@@ -125,12 +130,15 @@ def narrow_stretches(
 @dataclass(frozen=True, slots=True)
 class Lane:
     """A lane of a route: from ``start`` to ``end`` metres along it, its ``ground`` (the
-    stretch widened to the lane's walls), and the movers that contest it."""
+    stretch ahead of the robot widened to the lane's walls), the movers that contest it,
+    whether the route ends in it (a dead end), and the ground of all of it (``whole``)."""
 
     start: float
     end: float
     ground: BaseGeometry
     movers: tuple[str, ...]
+    dead_end: bool = False
+    whole: BaseGeometry | None = None
 
 
 @dataclass(slots=True)
@@ -147,6 +155,7 @@ class _Wait:
     since: float
     checked: float
     holding: bool = False
+    base: float = 0.0  # s waited for this key before this wait
     aside: Route | None = None  # the route to a spot beside the entry, out of the movers' ways
 
 
@@ -166,6 +175,15 @@ class LaneGuard:
     def waiting(self) -> bool:
         """Whether the robot waits at a lane's entry."""
         return self._wait is not None
+
+    @property
+    def excused(self) -> bool:
+        """Whether the robot waits for a lane, and has waited less than ``_EXCUSED`` times
+        ``lane_wait_s`` in all for its key: the watchdog does not count such a wait."""
+        wait = self._wait
+        if wait is None:
+            return False
+        return self._waited.get(wait.step, 0.0) < _EXCUSED * self._settings.lane_wait_s
 
     @property
     def aside(self) -> Route | None:
@@ -207,7 +225,10 @@ class LaneGuard:
             suspects = [*movers, *ghosts] if dead_end else movers
             inside = [f.id for f in suspects if self._contests(f, ground, line, here, dead_end)]
             if inside:
-                return Lane(start, end, ground, tuple(sorted(inside)))
+                whole = shapely.ops.substring(line, start, end).buffer(
+                    widest / 2.0 + reach, cap_style="flat"
+                )
+                return Lane(start, end, ground, tuple(sorted(inside)), dead_end, whole)
         return None
 
     def _contests(
@@ -272,32 +293,50 @@ class LaneGuard:
     ) -> bool:
         """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already:
         at the stopping point short of it, or at a spot beside it out of the movers' ways
-        (``wait_spot``; ``blocked`` is what a route there keeps clear of)."""
+        (``wait_spot``; ``blocked`` is what a route there keeps clear of). In a dead end
+        already, it backs out to wait: the mover ahead of it in there cannot come out past
+        it (``_back_out``)."""
         assert seen.pose is not None
         line = LineString(way)
         here = float(line.project(Point(seen.pose)))
         stop = lane.start - reach - _STOP_SHORT
-        if here > lane.start:
+        inside = here > lane.start
+        if inside and not lane.dead_end:
             return False  # in the lane already: no entry to wait at
         known = self._wait
+        base = self._waited.get(step, 0.0)
         if known is not None and known.step == step:
-            since, aside = known.since, known.aside
+            since, aside, base = known.since, known.aside, known.base
         else:
-            since = seen.time - self._waited.get(step, 0.0)
-            at = line.interpolate(max(stop, here))
+            since = seen.time
+            at = line.interpolate(max(stop, 0.0) if inside else max(stop, here))
+            entry = (float(at.x), float(at.y))
             swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
             aside = wait_route(
                 router,
                 seen.pose,
-                (float(at.x), float(at.y)),
-                lane=lane.ground,
+                entry,
+                lane=lane.ground if not inside or lane.whole is None else lane.whole,
                 swept=swept,
                 blocked=blocked,
                 reach=reach,
-                way=max(stop - here, 0.0),
+                way=abs(stop - here),
+                through=inside,
             )
-        self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside)
+            if inside and aside is None:
+                aside = self._back_out(router, seen.pose, entry, blocked)
+                if aside is None:
+                    return False
+        self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside, base=base)
         return True
+
+    @staticmethod
+    def _back_out(
+        router: RoutePlanner, pose: Point2, entry: Point2, blocked: list[BaseGeometry]
+    ) -> Route | None:
+        """The route back out of a dead end to its entry (a robot that found a picker ahead
+        of it in a bay has to leave it for the picker to come out), or None."""
+        return router.plan(pose, entry, blocked=blocked)
 
     def hold(
         self, seen: Seen, step: LaneKey, router: RoutePlanner | None, reach: float
@@ -310,10 +349,10 @@ class LaneGuard:
             self._wait = None
             return None if wait is not None else False
         settings = self._settings
-        self._waited[step] = seen.time - wait.since
+        self._waited[step] = wait.base + seen.time - wait.since
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
-            if seen.time - wait.since >= settings.lane_wait_s:
+            if seen.time - wait.since >= settings.lane_wait_s and not wait.lane.dead_end:
                 self._patience_spent = step
                 self._wait = None
                 return None

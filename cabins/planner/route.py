@@ -128,6 +128,12 @@ class RouteKeeper:
         """Whether the robot waits for a single lane (at its entry or beside it)."""
         return self._lanes.waiting
 
+    @property
+    def lane_excused(self) -> bool:
+        """Whether the robot waits for a single lane and the watchdog should not count it
+        (``LaneGuard.excused``)."""
+        return self._lanes.excused
+
     def forget(self) -> None:
         """The plan changed: route again."""
         self._key = None

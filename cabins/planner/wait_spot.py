@@ -50,14 +50,17 @@ def wait_route(
     blocked: Sequence[BaseGeometry],
     reach: float,
     way: float,
+    through: bool = False,
 ) -> Route | None:
     """A route from ``pose`` to a spot near ``stop`` (a lane's entry) to wait at, out of
     the ``lane`` and of every mover's ``swept`` ground, clear of ``blocked``; ``way`` is
     the length of the robot's way to ``stop`` (see the module docstring). None when
-    ``stop`` itself is out of the movers' ways (wait there), or no spot is."""
+    ``stop`` itself is out of the movers' ways (wait there), or no spot is. With
+    ``through``, the robot is in the lane (backing out of a dead end): the route goes out
+    through it, and ``stop`` is never the spot."""
     keep = reach + _MARGIN
     ways = [g for g in swept if not g.is_empty]
-    if all(Point(stop).distance(g) >= keep for g in ways):
+    if not through and all(Point(stop).distance(g) >= keep for g in ways):
         return None
     walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
     spots: list[Point2] = []
@@ -73,7 +76,7 @@ def wait_route(
             if router.is_free(spot, blocked=blocked):
                 spots.append(spot)
     for spot in spots[:_TRIED]:
-        route = router.plan(pose, spot, blocked=[*blocked, lane])
+        route = router.plan(pose, spot, blocked=list(blocked) if through else [*blocked, lane])
         if route is None:
             continue
         length = float(LineString(route).length) if len(route) >= 2 else 0.0
