@@ -35,8 +35,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
   back from the mover), but never into a dead end: a mover in there turns back at its
   closed end, and a robot that followed it in is stuck. The watchdog does not count a
-  wait, up to ``_EXCUSED`` times ``lane_wait_s`` in all for a task's target; past that it
-  does, and a bay that never clears ends in a ``stalled`` alarm and the task set aside.
+  wait, up to ``_EXCUSED_S`` in all for a task's target; past that it does, and a bay
+  that never clears ends in a ``stalled`` alarm and the task set aside.
   A robot already in a lane when the mover is seen has no entry to wait at: it takes the
   other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
   a dead end backs out of it to wait.
@@ -72,7 +72,9 @@ _MIN_LENGTH: Final = 3.0  # m: a narrow stretch shorter than this is no lane
 _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry when it waits
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
 _NEAR: Final = 3.0  # m from a dead end's ground within which a mover that walks into it may
-_EXCUSED: Final = 3.0  # lane_wait_s of waiting per task target the watchdog does not count
+_BEYOND: Final = 1.5  # m past a route's end within which a lane it ends in must close
+_EXCUSED_S: Final = 240.0  # s of waiting per task target the watchdog does not count
+# (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s: twice that)
 
 
 LaneKey = tuple[str | None, str | None]
@@ -178,12 +180,10 @@ class LaneGuard:
 
     @property
     def excused(self) -> bool:
-        """Whether the robot waits for a lane, and has waited less than ``_EXCUSED`` times
-        ``lane_wait_s`` in all for its key: the watchdog does not count such a wait."""
+        """Whether the robot waits for a lane, and has waited less than ``_EXCUSED_S`` in
+        all for its key: the watchdog does not count such a wait."""
         wait = self._wait
-        if wait is None:
-            return False
-        return self._waited.get(wait.step, 0.0) < _EXCUSED * self._settings.lane_wait_s
+        return wait is not None and self._waited.get(wait.step, 0.0) < _EXCUSED_S
 
     @property
     def aside(self) -> Route | None:
@@ -221,7 +221,9 @@ class LaneGuard:
             first = min(max(start, here + reach + _STOP_SHORT), end - _STEP)
             stretch = shapely.ops.substring(line, first, end)
             ground = stretch.buffer(widest / 2.0 + reach, cap_style="flat")
-            dead_end = float(line.length) - end <= reach + _STOP_SHORT
+            dead_end = float(line.length) - end <= reach + _STOP_SHORT and _closed_beyond(
+                router, line
+            )
             suspects = [*movers, *ghosts] if dead_end else movers
             inside = [f.id for f in suspects if self._contests(f, ground, line, here, dead_end)]
             if inside:
@@ -373,6 +375,23 @@ class LaneGuard:
         """No lane is avoided or waited at any more."""
         self._avoided = None
         self._wait = None
+
+
+def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:
+    """Whether the ground the robot may take ends within ``_BEYOND`` metres past the end of
+    ``line``, straight on: a dock at the closed end of a bay, not one half-way along a
+    corridor that goes on."""
+    end = line.coords[-1]
+    back = line.interpolate(max(float(line.length) - _STEP, 0.0))
+    dx, dy = end[0] - back.x, end[1] - back.y
+    norm = math.hypot(dx, dy)
+    if norm == 0.0:
+        return False
+    for k in range(1, int(_BEYOND / _STEP) + 1):
+        ahead = (end[0] + dx / norm * k * _STEP, end[1] + dy / norm * k * _STEP)
+        if not router.is_free(ahead):
+            return True
+    return False
 
 
 def _at(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

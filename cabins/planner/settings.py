@@ -108,11 +108,11 @@ class PlannerSettings(Settings):
     multiple of the way through it (plus ``pass_slack``); with none as short, the robot
     waits at the lane's entry (default 4.0; >= 1)."""
 
-    lane_wait_s: Positive = 120.0
+    lane_wait_s: Positive = 30.0
     """Seconds the robot waits at a single lane's entry at most, before it goes in behind
-    the mover as before, but never into a dead end (default 120.0: a picker in a bay 27 m
-    deep, walking 0.5 m/s, is back out in 108 s; > 0). The watchdog does not count the
-    first three times this of waiting for one target of a task (``lanes``)."""
+    the mover as before; never into a dead end, where it waits until the lane is clear
+    (default 30.0; > 0). The watchdog does not count the first 240 s of waiting for one
+    target of a task (``lanes``)."""
 
     lane_lookahead_s: Positive = 3.0
     """Seconds along its course within which a mover that will be in a single lane
