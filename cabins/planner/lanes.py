@@ -66,6 +66,7 @@ from runtime.cabin_map import Feature
 __all__ = ["Lane", "LaneGuard", "LaneKey", "narrow_stretches"]
 
 _STEP: Final = 0.25  # m between the route's samples
+_SNAP: Final = 3  # half cells across a route within which a sample finds its free run
 _MIN_LENGTH: Final = 3.0  # m: a narrow stretch shorter than this is no lane
 # (between two bay mouths along a lane, say: the mouths are passing places; taken for
 # lanes, the robot waited for every person walking the lane, and spent its patience there)
@@ -86,8 +87,11 @@ def narrow_stretches(
 ) -> list[tuple[float, float, float]]:
     """``(start, end, widest)`` in metres along ``line`` for each stretch where the free width
     across it on ``router``'s grid (the width its centre may take, plus a cell diagonal for
-    the grid's margin) is less than ``width``; ``widest`` is the stretch's widest such
-    width. Samples whose own cell is not free (a dock in a shelf's margin) count as wide."""
+    the grid's margin) is less than ``width``, for ``_MIN_LENGTH`` or more (or from the
+    line's start: the robot is in one, and it goes on behind); ``widest`` is the stretch's
+    widest such width. A sample whose own cell is not free is measured from the nearest
+    free cell across the line within ``_SNAP`` half cells, and with none (a dock in a
+    shelf's margin) counts as wide."""
     length = float(line.length)
     if length <= 0.0:
         return []
@@ -109,13 +113,20 @@ def narrow_stretches(
     inside = (cols >= 0) & (rows >= 0) & (cols < grid.shape[1]) & (rows < grid.shape[0])
     free = np.zeros(cols.shape, dtype=bool)
     free[inside] = grid[rows[inside], cols[inside]]
-    centre = count
-    blocked_right = ~free[:, centre::-1]  # from the centre outwards, each way
-    blocked_left = ~free[:, centre:]
-    right = np.where(blocked_right.any(axis=1), blocked_right.argmax(axis=1), count + 1)
-    left = np.where(blocked_left.any(axis=1), blocked_left.argmax(axis=1), count + 1)
-    free_width = (right + left - 1) * step + res * math.sqrt(2.0)
-    narrow = free[:, centre] & (free_width < width)
+    # the free run across each sample: from its own cell, or the nearest free one within
+    # _SNAP (a route hugging the edge of a bay's free band samples cells just off it)
+    centre = np.full(len(along), -1)
+    for k in sorted(range(-_SNAP, _SNAP + 1), key=abs):
+        pick = (centre < 0) & free[:, count + k]
+        centre[pick] = count + k
+    found = centre >= 0
+    c = np.where(found, centre, count)[:, None]
+    across = len(offsets)
+    pos = np.arange(across)[None, :]
+    up = np.where(~free & (pos >= c), pos, across).min(axis=1)
+    down = np.where(~free & (pos <= c), pos, -1).max(axis=1)
+    free_width = (up - down - 1) * step + res * math.sqrt(2.0)
+    narrow = found & (free_width < width)
     stretches: list[tuple[float, float, float]] = []
     start: int | None = None
     for i, flag in enumerate([*narrow.tolist(), False]):
@@ -123,7 +134,7 @@ def narrow_stretches(
             start = i
         elif not flag and start is not None:
             a, b = float(along[start]), float(along[i - 1])
-            if b - a >= _MIN_LENGTH:
+            if b - a >= _MIN_LENGTH or start == 0:  # (in one already: it goes on behind)
                 stretches.append((a, b, float(free_width[start:i].max())))
             start = None
     return stretches
@@ -302,7 +313,7 @@ class LaneGuard:
         line = LineString(way)
         here = float(line.project(Point(seen.pose)))
         stop = lane.start - reach - _STOP_SHORT
-        inside = here > lane.start
+        inside = here > lane.start or lane.start < _STEP  # (the lane starts where it is)
         if inside and not lane.dead_end:
             return False  # in the lane already: no entry to wait at
         known = self._wait

@@ -353,7 +353,8 @@ class RouteKeeper:
                 )
                 return other
         blocked = [*leg.fixed, *self._movers(leg)]
-        if not self._lanes.may_wait(key) or not self._lanes.wait(
+        patient = lane.dead_end or self._lanes.may_wait(key)  # (a dead end: always)
+        if not patient or not self._lanes.wait(
             leg.seen, key, way, lane, reach, router=leg.router, blocked=blocked
         ):
             return None
