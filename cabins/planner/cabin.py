@@ -248,14 +248,19 @@ class Planner:
         if task is None or plan is None:
             return route
         carried = self._carried(seen, task)
-        cornered = self._standoff.take_cornered()
+        cornered, blocked = self._standoff.take_cornered(), self._route.take_lane_blocked()
         if (
-            cornered is not None
+            (cornered is not None or blocked is not None)
             and not carried
             and recovery.can_defer(task)
             and self._goals.others_ready(recovery, seen.time)
         ):
-            recovery.defer(task, f"stand_off: no spot to give way to {cornered}", seen.time, out)
+            why = (
+                f"stand_off: no spot to give way to {cornered}"
+                if cornered is not None
+                else f"single_lane: a dead end {', '.join(blocked or ())} did not leave"
+            )
+            recovery.defer(task, why, seen.time, out)
             return self._set_aside()
         keeper = self._route
         line = keeper.line if route == keeper.route else None

@@ -34,9 +34,11 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
   or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
   back from the mover), but never into a dead end: a mover in there turns back at its
-  closed end, and a robot that followed it in is stuck. The watchdog does not count a
-  wait, up to ``_EXCUSED_S`` in all for a task's target; past that it does, and a bay
-  that never clears ends in a ``stalled`` alarm and the task set aside.
+  closed end, and a robot that followed it in is stuck; after ``lane_wait_s`` at a dead
+  end the planner sets the task aside when it can serve another (``take_blocked``). The
+  watchdog does not count a wait, up to ``_EXCUSED_S`` in all for a task's target; past
+  that it does, and a bay that never clears ends in a ``stalled`` alarm and the task set
+  aside.
   A robot already in a lane when the mover is seen has no entry to wait at: it takes the
   other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
   a dead end backs out of it to wait.
@@ -74,8 +76,12 @@ _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry w
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
 _NEAR: Final = 3.0  # m from a dead end's ground within which a mover that walks into it may
 _BEYOND: Final = 1.5  # m past a route's end within which a lane it ends in must close
-_EXCUSED_S: Final = 240.0  # s of waiting per task target the watchdog does not count
-# (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s: twice that)
+_OUT: Final = 1.5  # m out of a dead end's mouth where a mover coming out turns
+_ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may walk
+_WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
+_EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
+# (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
+# robot waits for it several times, and for the lane's own traffic on the way there)
 
 
 LaneKey = tuple[str | None, str | None]
@@ -152,6 +158,8 @@ class Lane:
     movers: tuple[str, ...]
     dead_end: bool = False
     whole: BaseGeometry | None = None
+    gauge: float = 0.0  # m: the free width under which the route's stretches were lanes
+    half_width: float = 0.0  # m: how far the lane's ground reaches either side of the route
 
 
 @dataclass(slots=True)
@@ -169,6 +177,7 @@ class _Wait:
     checked: float
     holding: bool = False
     base: float = 0.0  # s waited for this key before this wait
+    blocked_told: bool = False  # the dead end's wait outlasted lane_wait_s, and was told
     aside: Route | None = None  # the route to a spot beside the entry, out of the movers' ways
 
 
@@ -183,6 +192,7 @@ class LaneGuard:
         self._avoided: tuple[LaneKey, list[BaseGeometry]] | None = None  # (key, lane grounds)
         self._wait: _Wait | None = None
         self._patience_spent: LaneKey | None = None  # the key that waited lane_wait_s already
+        self._blocked: tuple[str, ...] | None = None  # a dead end's movers, waited out too long
 
     @property
     def waiting(self) -> bool:
@@ -200,6 +210,13 @@ class LaneGuard:
     def aside(self) -> Route | None:
         """The route to the spot beside a lane's entry the robot waits at, if it does."""
         return None if self._wait is None else self._wait.aside
+
+    def take_blocked(self) -> tuple[str, ...] | None:
+        """The movers of a dead end the robot has waited for ``lane_wait_s`` already (once
+        per wait; None when that did not happen since the last call): the planner sets the
+        task aside when it can serve another, as when cornered in a stand-off."""
+        blocked, self._blocked = self._blocked, None
+        return blocked
 
     def ghosts(self, seen: Seen) -> bool:
         """Whether a mover out of sight may stand where the robot goes (``Tracks``)."""
@@ -225,7 +242,8 @@ class LaneGuard:
         line = LineString(way)
         size = max(mover_radius(f) for f in (*movers, *ghosts))
         here = float(line.project(Point(seen.pose)))
-        for start, end, widest in narrow_stretches(router, line, 2.0 * (reach + size)):
+        gauge = 2.0 * (reach + size)
+        for start, end, widest in narrow_stretches(router, line, gauge):
             if end <= here:
                 continue
             # only the lane ahead: the robot may stand in it, and the other way leads back
@@ -241,7 +259,9 @@ class LaneGuard:
                 whole = shapely.ops.substring(line, start, end).buffer(
                     widest / 2.0 + reach, cap_style="flat"
                 )
-                return Lane(start, end, ground, tuple(sorted(inside)), dead_end, whole)
+                half = widest / 2.0 + reach
+                lane = Lane(start, end, ground, tuple(sorted(inside)), dead_end, whole, gauge, half)
+                return lane
         return None
 
     def _contests(
@@ -322,34 +342,59 @@ class LaneGuard:
             since, aside, base = known.since, known.aside, known.base
         else:
             since = seen.time
-            at = line.interpolate(max(stop, 0.0) if inside else max(stop, here))
-            entry = (float(at.x), float(at.y))
-            swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
-            aside = wait_route(
-                router,
-                seen.pose,
-                entry,
-                lane=lane.ground if not inside or lane.whole is None else lane.whole,
-                swept=swept,
-                blocked=blocked,
-                reach=reach,
-                way=abs(stop - here),
-                through=inside,
-            )
+            at = -1.0 if inside else max(stop, here)  # (from inside: the entry is behind)
+            aside = self._aside(router, seen, line, lane, at, reach, blocked)
             if inside and aside is None:
-                aside = self._back_out(router, seen.pose, entry, blocked)
-                if aside is None:
-                    return False
+                return False
         self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside, base=base)
         return True
 
-    @staticmethod
-    def _back_out(
-        router: RoutePlanner, pose: Point2, entry: Point2, blocked: list[BaseGeometry]
+    def _aside(
+        self,
+        router: RoutePlanner,
+        seen: Seen,
+        line: LineString,
+        lane: Lane,
+        stop: float,
+        reach: float,
+        blocked: list[BaseGeometry],
     ) -> Route | None:
-        """The route back out of a dead end to its entry (a robot that found a picker ahead
-        of it in a bay has to leave it for the picker to come out), or None."""
-        return router.plan(pose, entry, blocked=blocked)
+        """The route to where the robot waits for ``lane`` (None: the stopping point
+        ``stop`` metres along ``line``): a spot beside the entry off every mover's way
+        (``wait_spot``; for a dead end, also off the ways out of it, ``_ways_out``). From
+        inside a dead end (``stop`` negative), the robot backs out of it: a mover ahead of
+        it in there cannot come out past it (a picker in its bay), and the entry is behind
+        it, off ``line``."""
+        assert seen.pose is not None
+        swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
+        inside = stop < 0.0
+        if inside:
+            behind = _outside_behind(router, self._tracks.trail(), lane.gauge, reach)
+            if behind is None:
+                return None
+            entry = behind
+            into = LineString([entry, seen.pose])
+            ground = shapely.union(lane.whole or lane.ground, into.buffer(lane.half_width))
+            mouth = min(reach + _STOP_SHORT, float(into.length))
+        else:
+            at = line.interpolate(stop)
+            entry, into, ground, mouth = (float(at.x), float(at.y)), line, lane.ground, lane.start
+        if lane.dead_end:
+            swept.append(_ways_out(into, mouth))
+        route = wait_route(
+            router,
+            seen.pose,
+            entry,
+            lane=ground,
+            swept=swept,
+            blocked=blocked,
+            reach=reach,
+            way=math.dist(seen.pose, entry),
+            through=inside,
+        )
+        if inside and route is None:  # no spot off the ways: back out to the entry
+            route = router.plan(seen.pose, entry, blocked=blocked)
+        return route
 
     def hold(
         self, seen: Seen, step: LaneKey, router: RoutePlanner | None, reach: float
@@ -365,10 +410,14 @@ class LaneGuard:
         self._waited[step] = wait.base + seen.time - wait.since
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
-            if seen.time - wait.since >= settings.lane_wait_s and not wait.lane.dead_end:
-                self._patience_spent = step
-                self._wait = None
-                return None
+            if seen.time - wait.since >= settings.lane_wait_s:
+                if not wait.lane.dead_end:
+                    self._patience_spent = step
+                    self._wait = None
+                    return None
+                if not wait.blocked_told:  # never in behind: the planner may set it aside
+                    wait.blocked_told = True
+                    self._blocked = wait.lane.movers
             if self.contested(router, seen, wait.way, reach) is None:
                 self._wait = None
                 return None
@@ -386,6 +435,41 @@ class LaneGuard:
         """No lane is avoided or waited at any more."""
         self._avoided = None
         self._wait = None
+
+
+def _ways_out(line: LineString, start: float) -> BaseGeometry:
+    """The ground a mover coming out of a dead end that starts ``start`` metres along
+    ``line`` may take: straight out of its mouth, then either way across it (a picker
+    leaves its bay and turns along the lane, and a robot waiting on its way, which it had
+    never been seen to walk, stopped it and sent it back into the bay, for good)."""
+    mouth = line.interpolate(start)
+    inner = line.interpolate(min(start + _STEP, float(line.length)))
+    dx, dy = inner.x - mouth.x, inner.y - mouth.y
+    norm = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / norm, dy / norm
+    out = (mouth.x - ux * _OUT, mouth.y - uy * _OUT)
+    across = LineString(
+        [
+            (out[0] - uy * _ACROSS, out[1] + ux * _ACROSS),
+            (out[0] + uy * _ACROSS, out[1] - ux * _ACROSS),
+        ]
+    )
+    straight = LineString([(mouth.x, mouth.y), out])
+    return shapely.union(straight, across).buffer(_WAY_OUT_RADIUS)
+
+
+def _outside_behind(
+    router: RoutePlanner, trail: LineString | None, gauge: float, reach: float
+) -> Point2 | None:
+    """Where to stop just outside the lane the robot stands in, back along the way it came
+    (``trail``, from the robot back): the lane's mouth, where the free width across reaches
+    ``gauge`` again, and ``reach`` and ``_STOP_SHORT`` beyond it; None with no trail."""
+    if trail is None or trail.length <= 0.0:
+        return None
+    stretches = narrow_stretches(router, trail, gauge)
+    mouth = stretches[0][1] if stretches and stretches[0][0] == 0.0 else 0.0
+    at = trail.interpolate(min(mouth + reach + _STOP_SHORT, float(trail.length)))
+    return (float(at.x), float(at.y))
 
 
 def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:

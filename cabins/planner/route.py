@@ -128,6 +128,11 @@ class RouteKeeper:
         """Whether the robot waits for a single lane (at its entry or beside it)."""
         return self._lanes.waiting
 
+    def take_lane_blocked(self) -> tuple[str, ...] | None:
+        """The movers of a dead end waited for ``lane_wait_s`` already, once
+        (``LaneGuard.take_blocked``)."""
+        return self._lanes.take_blocked()
+
     @property
     def lane_excused(self) -> bool:
         """Whether the robot waits for a single lane and the watchdog should not count it

@@ -111,7 +111,7 @@ class PlannerSettings(Settings):
     lane_wait_s: Positive = 30.0
     """Seconds the robot waits at a single lane's entry at most, before it goes in behind
     the mover as before; never into a dead end, where it waits until the lane is clear
-    (default 30.0; > 0). The watchdog does not count the first 240 s of waiting for one
+    (default 30.0; > 0). The watchdog does not count the first 600 s of waiting for one
     target of a task (``lanes``)."""
 
     lane_lookahead_s: Positive = 3.0

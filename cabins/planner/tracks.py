@@ -1,5 +1,7 @@
 """Tracks: where each mover has walked, learnt from the views, as the ground it sweeps.
 
+The robot's own trail is kept too (``trail``): the way back out of a bay it went into.
+
 A person or forklift walks a loop the planner is never told: a picker into its bay to
 the dock at the closed end, out to the lane and along it, and back. A spot to wait at,
 out of such a mover's way, has to be off its loop, not just off the line it walks now: a
@@ -40,6 +42,8 @@ _SPACING: Final = 0.5  # m a mover moves between two points of its track
 _POINTS: Final = 400  # points kept per mover: 200 m of its way
 _MOVERS: Final = 64  # movers tracked at most
 _GHOST_S: Final = 120.0  # s a mover out of sight is taken to be where it was last seen
+_TRAIL: Final = 240  # points of the robot's own way kept: 60 m at _TRAIL_SPACING
+_TRAIL_SPACING: Final = 0.25  # m the robot moves between two points of its trail
 
 
 def mover_radius(feature: Feature) -> float:
@@ -59,9 +63,14 @@ class Tracks:
         self._seen_at: dict[str, float] = {}
         self._last: dict[str, Feature] = {}  # mover -> its feature when last seen
         self._swept: dict[str, BaseGeometry] = {}  # mover -> its swept ground, until it moves
+        self._trail: deque[Point2] = deque(maxlen=_TRAIL)  # the robot's own way, newest last
 
     def observe(self, seen: Seen) -> None:
-        """Add where each mover in view stands now to its track."""
+        """Add where each mover in view stands now to its track, and where the robot stands
+        to its trail."""
+        pose, trail = seen.pose, self._trail
+        if pose is not None and (not trail or math.dist(trail[-1], pose) >= _TRAIL_SPACING):
+            trail.append((float(pose[0]), float(pose[1])))
         for feature in seen.obstacles:
             centre = feature.geometry.centroid
             here = (float(centre.x), float(centre.y))
@@ -99,6 +108,11 @@ class Tracks:
         shape = line.buffer(self._radius[mover])
         self._swept[mover] = shape
         return shape
+
+    def trail(self) -> LineString | None:
+        """The way the robot came, from where it is now back (None before it moved)."""
+        points = list(reversed(self._trail))
+        return LineString(points) if len(points) >= 2 else None
 
     def movers(self) -> tuple[str, ...]:
         """The movers tracked, by id."""

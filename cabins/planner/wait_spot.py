@@ -61,7 +61,7 @@ def wait_route(
     keep = reach + _MARGIN
     ways = [g for g in swept if not g.is_empty]
     if not through and all(Point(stop).distance(g) >= keep for g in ways):
-        return None
+        return None  # the stopping point is out of every way already
     walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
     spots: list[Point2] = []
     for ring in _RINGS:
@@ -75,8 +75,11 @@ def wait_route(
                 continue  # behind a shelf or a zone
             if router.is_free(spot, blocked=blocked):
                 spots.append(spot)
+    # the lane is kept out of, but for what is within the robot's reach of where it stands
+    # (it stands at the lane's entry: a route could not start at all)
+    keep_out = lane.difference(Point(pose).buffer(reach + _MARGIN))
     for spot in spots[:_TRIED]:
-        route = router.plan(pose, spot, blocked=list(blocked) if through else [*blocked, lane])
+        route = router.plan(pose, spot, blocked=list(blocked) if through else [*blocked, keep_out])
         if route is None:
             continue
         length = float(LineString(route).length) if len(route) >= 2 else 0.0
