@@ -248,19 +248,7 @@ class Planner:
         if task is None or plan is None:
             return route
         carried = self._carried(seen, task)
-        cornered, blocked = self._standoff.take_cornered(), self._route.take_lane_blocked()
-        if (
-            (cornered is not None or blocked is not None)
-            and not carried
-            and recovery.can_defer(task)
-            and self._goals.others_ready(recovery, seen.time)
-        ):
-            why = (
-                f"stand_off: no spot to give way to {cornered}"
-                if cornered is not None
-                else f"single_lane: a dead end {', '.join(blocked or ())} did not leave"
-            )
-            recovery.defer(task, why, seen.time, out)
+        if self._stuck_aside(seen, task, carried=carried, out=out):
             return self._set_aside()
         keeper = self._route
         line = keeper.line if route == keeper.route else None
@@ -301,6 +289,27 @@ class Planner:
         else:
             recovery.abandon(task, reason, out)
         return self._set_aside()
+
+    def _stuck_aside(self, seen: Seen, task: str, *, carried: bool, out: Outbox) -> bool:
+        """Defer ``task`` (True) when the robot is cornered in a stand-off, or has waited
+        ``lane_wait_s`` for a dead end, and another task can be served (not while it
+        carries this one's item)."""
+        recovery = self._recovery
+        cornered, blocked = self._standoff.take_cornered(), self._route.take_lane_blocked()
+        if (
+            (cornered is None and blocked is None)
+            or carried
+            or not recovery.can_defer(task)
+            or not self._goals.others_ready(recovery, seen.time)
+        ):
+            return False
+        why = (
+            f"stand_off: no spot to give way to {cornered}"
+            if cornered is not None
+            else f"single_lane: a dead end {', '.join(blocked or ())} did not leave"
+        )
+        recovery.defer(task, why, seen.time, out)
+        return True
 
     def _situation(self, hold: str | None, plan: Plan, route: Route) -> Situation | None:
         """What the planner does this tick, for the watchdog (None while it holds)."""

@@ -31,6 +31,7 @@ when it changes:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Final
@@ -60,6 +61,7 @@ __all__ = ["RouteKeeper"]
 
 _AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
 _EMPTY_ROUTE: Route = ()
+_OTHER_WAY: Final = 1.0  # m longer than the way at least that the other way round a lane is
 
 _Found = tuple[Route | None, dict[str, Any] | None]  # a route, and what memory changed in it
 
@@ -218,6 +220,10 @@ class RouteKeeper:
             out.emit("recalled", {"task": leg.task, "step": step.id, **recalled}, tags=("memory",))
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
         self._key = key
+        if route is None and len(leg.fixed) > len(self._fixed_zones(leg)):
+            # the lanes kept off for this target shut every way to it: keep off them no more
+            self._lanes.forget()
+            return self._plan(dataclasses.replace(leg, fixed=self._fixed_zones(leg)), key, out)
         if route is None:
             if self._failed_at is None:
                 out.emit(
@@ -236,6 +242,12 @@ class RouteKeeper:
             return _EMPTY_ROUTE
         self._failed_at = None
         return route
+
+    def _fixed_zones(self, leg: _Leg) -> list[BaseGeometry]:
+        """What a leg keeps clear of but the lanes kept off: the speed zones last seen,
+        while the constraints are missing."""
+        blocking = "constraint:*" in leg.seen.missing
+        return list(self._layout.constraints.values()) if blocking else []
 
     def _aside(self, leg: _Leg, out: Outbox) -> Route | None:
         """The route out of the way of the mover the robot gives way to (a ``give_way``
@@ -341,8 +353,9 @@ class RouteKeeper:
         other = self._route_from(leg, start, prefix, [*leg.fixed, lane.ground])
         if other[0] is not None and len(other[0]) >= 2:
             around = float(LineString(other[0]).length)
-            if around <= settings.lane_detour * length + settings.pass_slack and (
-                self._energy is None or self._energy.covers(leg.seen, around, leg.target)
+            if (
+                length + _OTHER_WAY <= around <= settings.lane_detour * length + settings.pass_slack
+                and (self._energy is None or self._energy.covers(leg.seen, around, leg.target))
             ):
                 self._lanes.avoid(key, lane)
                 self._waiting = False
