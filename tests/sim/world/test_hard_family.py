@@ -295,3 +295,13 @@ def test_a_picker_leaves_its_bay_for_a_while_each_round(seed: int) -> None:
         lane = (out[0] - mouth[0], out[1] - mouth[1])
         assert abs(bay[0] * lane[0] + bay[1] * lane[1]) < 1e-6
     assert pickers >= 1
+
+
+@pytest.mark.parametrize("seed", [6, 16, 21, 26, 31, 94, 119])
+def test_every_seed_draws_a_world_at_the_size_the_suite_runs(seed: int) -> None:
+    # These seeds found no good draw in 30 at 50 x 36 m with one task (the corridors' docks
+    # kept clear of where movers turn back left no delivery long enough for a tight
+    # battery; the large layout's 48 x 32 m floors held 28 shelves): the property tests
+    # that draw seeds at that size failed on them. The last draws are ample now.
+    scenario = generate_hard(seed, HardSettings(max_floor=(50.0, 36.0), tasks=1))
+    assert scenario.unreachable == ()
