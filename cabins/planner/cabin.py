@@ -187,7 +187,7 @@ class Planner:
             # waiting for a single lane is no stall: the route to the wait is not watched
             waits = keeper.lane_waiting
             route, line = (None, None) if waits else (keeper.route, keeper.line)
-            steps.advance(seen, out, route=route, line=line, replan=replan, waiting=waits)
+            steps.advance(seen, out, route=route, line=line, replan=replan)
 
         task = goals.task
         self._standoff.retreat = task is not None and self._must_stay(seen, task)

@@ -90,7 +90,6 @@ class Steps:
         self._stall = StallWatch(settings)
         self._written: Plan | None = None
         self._written_once = False
-        self._held: dict[str, int] = {}  # step id -> ticks its clock was held (a lane wait)
 
     @property
     def plan(self) -> Plan | None:
@@ -128,7 +127,6 @@ class Steps:
     def finish(self) -> None:
         """The task is over: no plan."""
         self._plan = None
-        self._held = {}
         self._burned = set()
         self._trigger = None
         self._done_since = None
@@ -188,19 +186,11 @@ class Steps:
         route: Route | None,
         line: BaseGeometry | None,
         replan: Replan,
-        waiting: bool = False,
     ) -> None:
         """Re-plan if a trigger fired, finish charging, start the next step; ``route``
-        (its ``line``) is the route the robot follows, for the stall watch. While the robot
-        ``waiting`` for a single lane, the running step's clock for ``replan_after_ticks``
-        is held (a re-plan for it while the robot waits on purpose changed nothing, but
-        each one weighed the battery anew, and the robot went back to charge from the mouth
-        of a bay again and again), unless the battery is below its low level."""
+        (its ``line``) is the route the robot follows, for the stall watch."""
         plan = self._plan
         assert plan is not None
-        current = plan.current
-        if waiting and current is not None and not needs_charge(seen):
-            self._held[current.id] = self._held.get(current.id, 0) + 1
         trigger = self._due(plan, seen, route, line)
         if trigger is not None:
             plan = replan(trigger, seen, out)
@@ -237,12 +227,8 @@ class Steps:
             failed_step(plan)
             or pending
             or self._stall.check(plan.current, seen, route, line)
-            or overdue_step(plan, seen.tick, limit=self._limit_for)
+            or overdue_step(plan, seen.tick, limit=self._timeout_for)
         )
-
-    def _limit_for(self, step: PlanStep) -> float:
-        """The ticks ``step`` may run, with the ticks it was held waiting for a lane."""
-        return self._timeout_for(step) + self._held.get(step.id, 0)
 
     def _start_next(self, plan: Plan, seen: Seen, out: Outbox, replan: Replan) -> Plan:
         """``plan`` with its next runnable step running. Charging goes in before the robot
