@@ -19,12 +19,13 @@ there is at most ``_DETOUR`` times that line plus ``_DETOUR_SLACK``. (Docks at t
 closed end of 1.9 m bays, a picker walking up to one: the spot chosen lay in the next
 bay, three metres away through a shelf and ten by route; the robot backed off towards it,
 the picker stepped on, the robot came back, for a whole run.) The nearest such spot
-within 6 m the robot may stand on, with a route there that keeps clear of the movers and
-never closes in on the mover it gives way to, is where it gives way; with none, the
-robot is cornered (``StandOff.take_cornered``). (A robot standing within the safety
-margin of a person may only move away from it: a route that slips past the person's side
-is stopped at once by the monitor, and the stand-off never ends; on one generated world
-it lasted three minutes.)
+within 6 m the robot may stand on (``standable``: its reach inside the floor's edge too),
+with a route there that keeps clear of the movers and never closes in on the mover it
+gives way to, is where it gives way; with none, the robot is cornered
+(``StandOff.take_cornered``). (A robot standing within the safety margin of a person may
+only move away from it: a route that slips past the person's side is stopped at once by
+the monitor, and the stand-off never ends; on one generated world it lasted three
+minutes.)
 
 **Retreat.** Deep in a single lane (a dead-end bay, a long corridor) with the mover
 between the robot and where it goes, there is no such spot within 6 m: the mover cannot
@@ -49,6 +50,7 @@ import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from cabins.planner.wait_spot import standable
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
 __all__ = ["give_way_route", "travel_direction"]
@@ -214,7 +216,7 @@ def _spots(
                 continue  # still on the mover's way
             if not away.off_its_ways(spot):
                 continue  # on the line it moves along, ahead or behind, or its ground
-            if Point(spot).distance(mover) < reach or not router.is_free(spot, blocked=blocked):
+            if Point(spot).distance(mover) < reach or not standable(router, spot, reach, blocked):
                 continue
             hidden = _crosses(walls, pose, spot)
             if in_sight and hidden:

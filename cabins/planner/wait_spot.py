@@ -8,7 +8,11 @@ in behind the picker and met it at the dock (hard:0, hard:5). So when the stoppi
 lies on a mover's swept ground (``tracks``: where movers were seen to walk) the robot
 waits at the nearest spot within ``_RINGS`` of it that is:
 
-- free for the robot (clear of shelves, zones and the movers where they stand now);
+- free for the robot (clear of shelves, zones and the movers where they stand now) with
+  the robot's reach kept from the floor's edge too (``standable``: the router keeps only
+  the disc on the floor, and a spot hard by the wall left the robot no way back to its
+  route that the executor took to be clear, so it turned on the spot, step after failed
+  step, till it touched the wall: hard:25);
 - off the lane's own ground, and off every mover's swept ground by the robot's reach and
   ``_MARGIN`` (a mover yields to a robot nearer its way than its radius, the robot's and
   a yield margin);
@@ -31,7 +35,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
-__all__ = ["wait_route"]
+__all__ = ["standable", "wait_route"]
 
 _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)  # m from the stopping point
 _BEARINGS: Final = 24  # directions looked in on each ring
@@ -73,7 +77,7 @@ def wait_route(
                 continue
             if walls.size and shapely.intersects(walls, LineString((stop, spot))).any():
                 continue  # behind a shelf or a zone
-            if router.is_free(spot, blocked=blocked):
+            if standable(router, spot, reach, blocked):
                 spots.append(spot)
     # the lane is kept out of, but for what is within the robot's reach of where it stands
     # (it stands at the lane's entry: a route could not start at all)
@@ -86,3 +90,14 @@ def wait_route(
         if length <= way + _DETOUR_SLACK + math.dist(stop, spot):
             return route
     return None
+
+
+def standable(
+    router: RoutePlanner, spot: Point2, reach: float, blocked: Sequence[BaseGeometry]
+) -> bool:
+    """Whether the robot may stop at ``spot``: free for it, clear of ``blocked``, and
+    ``reach`` (its radius and clearance) inside the floor's edge."""
+    minx, miny, maxx, maxy = router.problem.bounds
+    x, y = spot
+    inside = minx + reach <= x <= maxx - reach and miny + reach <= y <= maxy - reach
+    return inside and router.is_free(spot, blocked=blocked)
