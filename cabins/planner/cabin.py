@@ -70,6 +70,7 @@ from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.standoff import StandOff
 from cabins.planner.steps import Steps, board_plan
+from cabins.planner.tracks import Tracks
 from cabins.planner.watchdog import Situation, Watchdog
 from cabins.warehouse.routing import Route
 from runtime.agent.memory import LongTermMemory
@@ -115,9 +116,15 @@ class Planner:
         self._goals = Goals()
         self._energy = Energy(settings, self._layout)
         self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
-        self._standoff = StandOff(settings)
+        self._tracks = Tracks()
+        self._standoff = StandOff(settings, self._tracks)
         self._route = RouteKeeper(
-            settings, layout=self._layout, spots=self._spots, standoff=self._standoff
+            settings,
+            layout=self._layout,
+            spots=self._spots,
+            standoff=self._standoff,
+            energy=self._energy,
+            tracks=self._tracks,
         )
         self._watchdog = Watchdog(settings)
         self._recovery = Recovery(settings)
@@ -166,6 +173,7 @@ class Planner:
         seen = self._reader.read(view)
         layout, goals, steps, keeper = self._layout, self._goals, self._steps, self._route
         self._standoff.watch(seen)
+        self._tracks.observe(seen)
         self._missing.react(seen, len(layout.constraints), out)
         layout.learn(seen)
         self._energy.observe(seen)
@@ -181,9 +189,13 @@ class Planner:
             self._choose_task(seen, out)
         replan = self._replan
         if steps.plan is not None and hold is None:
-            steps.advance(seen, out, route=keeper.route, line=keeper.line, replan=replan)
+            # waiting for a single lane is no stall: the route to the wait is not watched
+            waits = keeper.lane_waiting
+            route, line = (None, None) if waits else (keeper.route, keeper.line)
+            steps.advance(seen, out, route=route, line=line, replan=replan)
 
         task = goals.task
+        self._standoff.retreat = task is not None and self._must_stay(seen, task)
         route = keeper.desired(
             seen,
             hold,
@@ -252,14 +264,7 @@ class Planner:
         if task is None or plan is None:
             return route
         carried = self._carried(seen, task)
-        cornered = self._standoff.take_cornered()
-        if (
-            cornered is not None
-            and not carried
-            and recovery.can_defer(task)
-            and self._goals.others_ready(recovery, seen.time)
-        ):
-            recovery.defer(task, f"stand_off: no spot to give way to {cornered}", seen.time, out)
+        if self._stuck_aside(seen, task, carried=carried, out=out):
             return self._set_aside()
         keeper = self._route
         line = keeper.line if route == keeper.route else None
@@ -301,10 +306,31 @@ class Planner:
             recovery.abandon(task, reason, out)
         return self._set_aside()
 
+    def _stuck_aside(self, seen: Seen, task: str, *, carried: bool, out: Outbox) -> bool:
+        """Defer ``task`` (True) when the robot is cornered in a stand-off, or has waited
+        ``lane_wait_s`` for a dead end, and another task can be served (not while it
+        carries this one's item)."""
+        recovery = self._recovery
+        cornered, blocked = self._standoff.take_cornered(), self._route.take_lane_blocked()
+        if (
+            (cornered is None and blocked is None)
+            or carried
+            or not recovery.can_defer(task)
+            or not self._goals.others_ready(recovery, seen.time)
+        ):
+            return False
+        why = (
+            f"stand_off: no spot to give way to {cornered}"
+            if cornered is not None
+            else f"single_lane: a dead end {', '.join(blocked or ())} did not leave"
+        )
+        recovery.defer(task, why, seen.time, out)
+        return True
+
     def _situation(self, hold: str | None, plan: Plan, route: Route) -> Situation | None:
         """What the planner does this tick, for the watchdog (None while it holds)."""
-        if hold is not None:
-            return None
+        if hold is not None or self._route.lane_excused:
+            return None  # holding, or waiting for a single lane (within its excuse)
         current = plan.current
         if self._standoff.in_stand_off(self._steps.progress):
             return "stand_off"
@@ -315,6 +341,14 @@ class Planner:
         if current is not None and current.action == "charge":
             return "charging"
         return "moving"
+
+    def _must_stay(self, seen: Seen, task: str) -> bool:
+        """Whether ``task`` cannot be set aside if the robot is cornered on it: it carries
+        the item, or no other task could be served (so it retreats out of the lane)."""
+        recovery = self._recovery
+        if self._carried(seen, task):
+            return True
+        return not (recovery.can_defer(task) and self._goals.others_ready(recovery, seen.time))
 
     def _carried(self, seen: Seen, task: str) -> bool:
         """Whether the robot carries ``task``'s item (by its cargo, else by the plan)."""

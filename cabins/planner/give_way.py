@@ -19,12 +19,24 @@ there is at most ``_DETOUR`` times that line plus ``_DETOUR_SLACK``. (Docks at t
 closed end of 1.9 m bays, a picker walking up to one: the spot chosen lay in the next
 bay, three metres away through a shelf and ten by route; the robot backed off towards it,
 the picker stepped on, the robot came back, for a whole run.) The nearest such spot
-within 6 m the robot may stand on, with a route there that keeps clear of the movers and
-never closes in on the mover it gives way to, is where it gives way; with none, the
-robot is cornered (``StandOff.take_cornered``). (A robot standing within the safety
-margin of a person may only move away from it: a route that slips past the person's side
-is stopped at once by the monitor, and the stand-off never ends; on one generated world
-it lasted three minutes.)
+within 6 m the robot may stand on (``standable``: its reach inside the floor's edge too),
+with a route there that keeps clear of the movers and never closes in on the mover it
+gives way to, is where it gives way; with none, the robot is cornered
+(``StandOff.take_cornered``). (A robot standing within the safety margin of a person may
+only move away from it: a route that slips past the person's side is stopped at once by
+the monitor, and the stand-off never ends; on one generated world it lasted three
+minutes.)
+
+**Retreat.** Deep in a single lane (a dead-end bay, a long corridor) with the mover
+between the robot and where it goes, there is no such spot within 6 m: the mover cannot
+pass the robot anywhere near, and the robot cannot pass it. When the robot may not set the
+task aside (it carries the item, or no other task can be served), it retreats: the rings
+reach on to ``_RETREAT_RINGS`` (the lane's mouth, the corridor's end), where the spot need
+not be in sight in a straight line (the way out of a bay turns into the lane) but the route
+there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not
+into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
+bay up to just short of its dock, the robot 14 m in with the item for that dock: it
+waited below the picker for the rest of the run.)
 """
 
 from __future__ import annotations
@@ -38,16 +50,23 @@ import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
+from cabins.planner.wait_spot import standable
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
 __all__ = ["give_way_route", "travel_direction"]
 
 _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)  # m from the robot: where to look
+_RETREAT_RINGS: Final = (7.0, 8.5, 10.0, 12.0, 14.0, 16.5, 19.0, 22.0, 25.0)  # on a retreat
 _BEARINGS: Final = 24  # directions looked in on each ring
+_SPACING: Final = 0.3  # m at most between two spots looked at on a retreat's ring
+_HIDDEN: Final = 1000.0  # m added to the ring of a spot out of sight (tried after the rest)
 _TRIED: Final = 12  # routes planned at most, nearest spots first
+_RETREAT_TRIED: Final = 24  # on a retreat (spots in the next bay or corridor are refused)
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
+_SWEPT_MARGIN: Final = 0.15  # m beyond the robot's reach a spot keeps off a mover's ground
+_ASIDE_MARGIN: Final = 0.1  # m more off a mover's line that counts as out of its way already
 _MOVING: Final = 0.05  # m/s a mover's sensed speed must reach to say where it is heading
 
 
@@ -76,47 +95,82 @@ def give_way_route(
     radius: float,
     clearance: float,
     heading: Point2 | None = None,
+    retreat: bool = False,
+    swept: BaseGeometry | None = None,
 ) -> Route | None:
     """A route from ``pose`` to the nearest spot out of ``mover``'s way (see the module
-    docstring), keeping clear of ``blocked``; None when there is no such spot in reach.
-    ``heading`` is the unit direction the mover was last seen moving in, if known."""
-    centre = mover.centroid
-    mx, my = float(centre.x), float(centre.y)
-    size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
-    dx, dy = pose[0] - mx, pose[1] - my
-    gap = math.hypot(dx, dy)
-    if gap < 1e-9:
-        return None
-    ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
-    beside = size + radius + clearance
-    walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
-    spots: list[tuple[float, Point2]] = []
-    for ring in _RINGS:
-        for k in range(_BEARINGS):
-            angle = 2.0 * math.pi * k / _BEARINGS
-            spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
-            along = (spot[0] - mx) * ux + (spot[1] - my) * uy
-            lateral = abs((spot[0] - mx) * uy - (spot[1] - my) * ux)
-            if along < 0.0:
-                continue  # past the mover: not on the robot's side of it
-            if lateral < beside:
-                continue  # still on the mover's way
-            if heading is not None and _across(spot, (mx, my), heading) < beside:
-                continue  # on the line it moves along, ahead or behind
-            if Point(spot).distance(mover) < radius + clearance:
-                continue
-            if walls.size and shapely.intersects(walls, LineString((pose, spot))).any():
-                continue  # behind a shelf or a zone: in the next bay, say
-            if router.is_free(spot, blocked=blocked):
-                spots.append((ring, spot))
+    docstring), keeping clear of ``blocked``; None when there is no such spot in reach, and
+    no route (stand still) when the robot is out of its way already. ``heading`` is the
+    unit direction the mover was last seen moving in, if known, and ``swept`` the ground it
+    was seen to walk (``tracks``); with ``retreat``, the spots out to ``_RETREAT_RINGS`` are
+    looked at when none nearer is."""
+    away = _Away(mover, radius + clearance, heading, swept)
+    if away.aside(pose):
+        return ()
+    route = _nearest_spot(router, pose, away, blocked, radius, clearance, _RINGS, tries=_TRIED)
+    if route is None and retreat:
+        route = _nearest_spot(
+            router, pose, away, blocked, radius, clearance, _RETREAT_RINGS, tries=_RETREAT_TRIED
+        )
+    return route
+
+
+class _Away:
+    """What out of a mover's way means: off the line from it through the robot and off the
+    line it moves along (``heading``) by its size and the robot's ``reach``, and off the
+    ground it was seen to walk (``swept``) by the reach and ``_SWEPT_MARGIN``."""
+
+    def __init__(
+        self,
+        mover: BaseGeometry,
+        reach: float,
+        heading: Point2 | None,
+        swept: BaseGeometry | None,
+    ) -> None:
+        centre = mover.centroid
+        self.mover = mover
+        self.centre = (float(centre.x), float(centre.y))
+        self.size = math.sqrt(mover.area / math.pi) if mover.area > 0 else 0.0
+        self.reach = reach
+        self.heading = heading
+        self.swept = swept
+
+    def off_its_ways(self, spot: Point2) -> bool:
+        """Off the line it moves along and off the ground it was seen to walk."""
+        heading, swept = self.heading, self.swept
+        if heading is not None and _across(spot, self.centre, heading) < self.size + self.reach:
+            return False
+        return swept is None or Point(spot).distance(swept) >= self.reach + _SWEPT_MARGIN
+
+    def aside(self, pose: Point2) -> bool:
+        """Whether a robot at ``pose`` is out of the way of a mover seen moving already: off
+        the line it moves along by ``_ASIDE_MARGIN`` more, and off its ground."""
+        heading = self.heading
+        if heading is None or self.swept is None:
+            return False
+        beside = self.size + self.reach + _ASIDE_MARGIN
+        return _across(pose, self.centre, heading) >= beside and self.off_its_ways(pose)
+
+
+def _nearest_spot(
+    router: RoutePlanner,
+    pose: Point2,
+    away: _Away,
+    blocked: Sequence[BaseGeometry],
+    radius: float,
+    clearance: float,
+    rings: Sequence[float],
+    *,
+    tries: int,
+) -> Route | None:
+    """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
+    to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat."""
+    mover = away.mover
+    spots = _spots(router, pose, away, blocked, rings)
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
-    tried = 0
-    for _, spot in spots:
-        if tried >= _TRIED:
-            break
-        tried += 1
+    for spot in spots[:tries]:
         route = router.plan(pose, spot, blocked=blocked)
         if route is None:
             continue
@@ -127,6 +181,54 @@ def give_way_route(
             continue  # round a shelf: not a spot beside the robot
         return route
     return None
+
+
+def _spots(
+    router: RoutePlanner,
+    pose: Point2,
+    away: _Away,
+    blocked: Sequence[BaseGeometry],
+    rings: Sequence[float],
+) -> list[Point2]:
+    """The free spots on ``rings`` out of the mover's way on the robot's side of it,
+    nearest first (on a retreat, those in sight before the others)."""
+    in_sight = rings is _RINGS
+    mover, reach, size = away.mover, away.reach, away.size
+    mx, my = away.centre
+    dx, dy = pose[0] - mx, pose[1] - my
+    gap = math.hypot(dx, dy)
+    if gap < 1e-9:
+        return []
+    ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
+    beside = size + reach
+    walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
+    spots: list[tuple[float, Point2]] = []
+    for ring in rings:
+        bearings = _BEARINGS if in_sight else math.ceil(2.0 * math.pi * ring / _SPACING)
+        for k in range(bearings):
+            angle = 2.0 * math.pi * k / bearings
+            spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
+            along = (spot[0] - mx) * ux + (spot[1] - my) * uy
+            lateral = abs((spot[0] - mx) * uy - (spot[1] - my) * ux)
+            if along < 0.0:
+                continue  # past the mover: not on the robot's side of it
+            if lateral < beside:
+                continue  # still on the mover's way
+            if not away.off_its_ways(spot):
+                continue  # on the line it moves along, ahead or behind, or its ground
+            if Point(spot).distance(mover) < reach or not standable(router, spot, reach, blocked):
+                continue
+            hidden = _crosses(walls, pose, spot)
+            if in_sight and hidden:
+                continue  # behind a shelf or a zone: in the next bay, say
+            spots.append((ring + (_HIDDEN if hidden else 0.0), spot))
+    spots.sort(key=lambda s: s[0])
+    return [spot for _, spot in spots]
+
+
+def _crosses(walls: Any, pose: Point2, spot: Point2) -> bool:
+    """Whether the straight way from ``pose`` to ``spot`` crosses one of ``walls``."""
+    return bool(walls.size and shapely.intersects(walls, LineString((pose, spot))).any())
 
 
 def _across(spot: Point2, centre: Point2, direction: Point2) -> float:

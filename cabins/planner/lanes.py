@@ -8,22 +8,40 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
 - **A lane** is a stretch of the route where the free width across it, measured on the
   route planner's grid (the ground the robot's centre may take), is less than twice the
   robot's reach (radius plus clearance) plus the mover's diameter: a mover walking down
-  its middle cannot be passed (``narrow_stretches``). Measured once per route planned,
-  with numpy over the static grid: no per-tick work.
-- **Contested**: a mover is in the lane ahead of the robot (whichever way it goes: one
+  its middle cannot be passed (``narrow_stretches``), for ``_MIN_LENGTH`` or more.
+  Measured once per route planned, with numpy over the static grid: no per-tick work.
+- **Contested**: a mover (in view; for a dead end, also one out of sight where it was
+  last seen, ``tracks``: a picker is not seen 15 m up its bay) is in the lane ahead of
+  the robot (whichever way it goes: one
   walking away may turn back at the end of its loop, inside the lane), or heads into it
-  against the robot (where it will be in ``lane_lookahead_s`` is in the lane).
+  against the robot (where it will be in ``lane_lookahead_s`` is in the lane), or heads
+  into a lane the route ends in (a dead end: a bay with the dock at its closed end),
+  whichever way: a robot that followed a picker into its bay met it at the closed end,
+  where the picker turned back.
 - **The other way**: the route that keeps off the contested lane, when it is at most
-  ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept for
-  the rest of the step, so that the route does not flip back when the mover is out of
-  sight (a ``single_lane`` event says so).
+  ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept
+  while the task goes to the same target (``LaneKey``), so that the route does not flip
+  back when the mover is out of sight (a ``single_lane`` event says so). Kept by the
+  target, not by the plan step: a go-to step that runs too long is re-planned as a new
+  step, and a robot that forgot the lane it had turned away from with the step turned
+  back to it after every re-plan, flip-flopping between two corridors until its battery
+  was flat (hard:1).
 - **Else it waits at the entry**: the robot follows the way up to the lane and stops
   short of its entry (an empty route, written once it is within its braking distance of
-  the stopping point; a ``wait_for_obstacles`` event with the reason ``single_lane``);
-  it looks again every ``obstacle_replan_interval`` seconds and goes on once the lane is
-  no longer contested, or after ``lane_wait_s`` (then as before: it follows the way and
-  the executor keeps back from the mover). A robot already in the lane when the mover
-  is seen has no entry to wait at: it takes the other way, or keeps to the way as before.
+  the stopping point; a ``wait_for_obstacles`` event with the reason ``single_lane``),
+  or, when that point is on ground a mover was seen to walk (``tracks``), at a spot
+  beside the entry out of every mover's way (``wait_spot``); it looks again every
+  ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
+  or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
+  back from the mover), but never into a dead end: a mover in there turns back at its
+  closed end, and a robot that followed it in is stuck; after ``lane_wait_s`` at a dead
+  end the planner sets the task aside when it can serve another (``take_blocked``). The
+  watchdog does not count a wait, up to ``_EXCUSED_S`` in all for a task's target; past
+  that it does, and a bay that never clears ends in a ``stalled`` alarm and the task set
+  aside.
+  A robot already in a lane when the mover is seen has no entry to wait at: it takes the
+  other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
+  a dead end backs out of it to wait.
 """
 
 from __future__ import annotations
@@ -41,16 +59,33 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
+from cabins.planner.tracks import Tracks, mover_radius
+from cabins.planner.wait_spot import wait_route
 from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
-from cabins.warehouse.routing import Route, RoutePlanner
+from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from runtime.cabin_map import Feature
 
-__all__ = ["Lane", "LaneGuard", "narrow_stretches"]
+__all__ = ["Lane", "LaneGuard", "LaneKey", "narrow_stretches"]
 
 _STEP: Final = 0.25  # m between the route's samples
-_MIN_LENGTH: Final = 0.5  # m: a narrow stretch shorter than this is no lane
+_SNAP: Final = 3  # half cells across a route within which a sample finds its free run
+_MIN_LENGTH: Final = 3.0  # m: a narrow stretch shorter than this is no lane
+# (between two bay mouths along a lane, say: the mouths are passing places; taken for
+# lanes, the robot waited for every person walking the lane, and spent its patience there)
 _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry when it waits
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
+_NEAR: Final = 3.0  # m from a dead end's ground within which a mover that walks into it may
+_BEYOND: Final = 1.5  # m past a route's end within which a lane it ends in must close
+_OUT: Final = 1.5  # m out of a dead end's mouth where a mover coming out turns
+_ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may walk
+_WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
+_EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
+# (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
+# robot waits for it several times, and for the lane's own traffic on the way there)
+
+
+LaneKey = tuple[str | None, str | None]
+"""What lanes are avoided and waited at for: the task, and the target of its go-to step."""
 
 
 def narrow_stretches(
@@ -58,8 +93,11 @@ def narrow_stretches(
 ) -> list[tuple[float, float, float]]:
     """``(start, end, widest)`` in metres along ``line`` for each stretch where the free width
     across it on ``router``'s grid (the width its centre may take, plus a cell diagonal for
-    the grid's margin) is less than ``width``; ``widest`` is the stretch's widest such
-    width. Samples whose own cell is not free (a dock in a shelf's margin) count as wide."""
+    the grid's margin) is less than ``width``, for ``_MIN_LENGTH`` or more (or from the
+    line's start: the robot is in one, and it goes on behind); ``widest`` is the stretch's
+    widest such width. A sample whose own cell is not free is measured from the nearest
+    free cell across the line within ``_SNAP`` half cells, and with none (a dock in a
+    shelf's margin) counts as wide."""
     length = float(line.length)
     if length <= 0.0:
         return []
@@ -81,13 +119,20 @@ def narrow_stretches(
     inside = (cols >= 0) & (rows >= 0) & (cols < grid.shape[1]) & (rows < grid.shape[0])
     free = np.zeros(cols.shape, dtype=bool)
     free[inside] = grid[rows[inside], cols[inside]]
-    centre = count
-    blocked_right = ~free[:, centre::-1]  # from the centre outwards, each way
-    blocked_left = ~free[:, centre:]
-    right = np.where(blocked_right.any(axis=1), blocked_right.argmax(axis=1), count + 1)
-    left = np.where(blocked_left.any(axis=1), blocked_left.argmax(axis=1), count + 1)
-    free_width = (right + left - 1) * step + res * math.sqrt(2.0)
-    narrow = free[:, centre] & (free_width < width)
+    # the free run across each sample: from its own cell, or the nearest free one within
+    # _SNAP (a route hugging the edge of a bay's free band samples cells just off it)
+    centre = np.full(len(along), -1)
+    for k in sorted(range(-_SNAP, _SNAP + 1), key=abs):
+        pick = (centre < 0) & free[:, count + k]
+        centre[pick] = count + k
+    found = centre >= 0
+    c = np.where(found, centre, count)[:, None]
+    across = len(offsets)
+    pos = np.arange(across)[None, :]
+    up = np.where(~free & (pos >= c), pos, across).min(axis=1)
+    down = np.where(~free & (pos <= c), pos, -1).max(axis=1)
+    free_width = (up - down - 1) * step + res * math.sqrt(2.0)
+    narrow = found & (free_width < width)
     stretches: list[tuple[float, float, float]] = []
     start: int | None = None
     for i, flag in enumerate([*narrow.tolist(), False]):
@@ -95,7 +140,7 @@ def narrow_stretches(
             start = i
         elif not flag and start is not None:
             a, b = float(along[start]), float(along[i - 1])
-            if b - a >= _MIN_LENGTH:
+            if b - a >= _MIN_LENGTH or start == 0:  # (in one already: it goes on behind)
                 stretches.append((a, b, float(free_width[start:i].max())))
             start = None
     return stretches
@@ -104,20 +149,26 @@ def narrow_stretches(
 @dataclass(frozen=True, slots=True)
 class Lane:
     """A lane of a route: from ``start`` to ``end`` metres along it, its ``ground`` (the
-    stretch widened to the lane's walls), and the movers that contest it."""
+    stretch ahead of the robot widened to the lane's walls), the movers that contest it,
+    whether the route ends in it (a dead end), and the ground of all of it (``whole``)."""
 
     start: float
     end: float
     ground: BaseGeometry
     movers: tuple[str, ...]
+    dead_end: bool = False
+    whole: BaseGeometry | None = None
+    gauge: float = 0.0  # m: the free width under which the route's stretches were lanes
+    half_width: float = 0.0  # m: how far the lane's ground reaches either side of the route
 
 
 @dataclass(slots=True)
 class _Wait:
-    """Waiting at a lane's entry: for ``step``, on the route ``line``, stopping at ``stop``
-    metres along it, since ``since``; ``holding`` once the route was cleared to stop."""
+    """Waiting at a lane's entry: for ``step`` (the task and its target), on the route
+    ``line``, stopping at ``stop`` metres along it, since ``since``; ``holding`` once the
+    route was cleared to stop."""
 
-    step: str
+    step: LaneKey
     way: Route
     line: LineString
     stop: float
@@ -125,58 +176,105 @@ class _Wait:
     since: float
     checked: float
     holding: bool = False
+    base: float = 0.0  # s waited for this key before this wait
+    blocked_told: bool = False  # the dead end's wait outlasted lane_wait_s, and was told
+    aside: Route | None = None  # the route to a spot beside the entry, out of the movers' ways
 
 
 class LaneGuard:
     """Finds the contested lane of a way, keeps the lanes avoided per step, and holds the
     robot at a lane's entry (see the module docstring)."""
 
-    def __init__(self, settings: PlannerSettings) -> None:
+    def __init__(self, settings: PlannerSettings, tracks: Tracks | None = None) -> None:
         self._settings = settings
-        self._avoided: tuple[str, list[BaseGeometry]] | None = None  # (step, lane grounds)
+        self._tracks = Tracks() if tracks is None else tracks
+        self._waited: dict[LaneKey, float] = {}  # seconds waited for a lane, per key
+        self._avoided: tuple[LaneKey, list[BaseGeometry]] | None = None  # (key, lane grounds)
         self._wait: _Wait | None = None
-        self._patience_spent: str | None = None  # the step that waited lane_wait_s already
+        self._patience_spent: LaneKey | None = None  # the key that waited lane_wait_s already
+        self._blocked: tuple[str, ...] | None = None  # a dead end's movers, waited out too long
 
     @property
     def waiting(self) -> bool:
         """Whether the robot waits at a lane's entry."""
         return self._wait is not None
 
-    def avoided(self, step: str) -> list[BaseGeometry]:
-        """The grounds of the lanes the routes of ``step`` keep off."""
+    @property
+    def excused(self) -> bool:
+        """Whether the robot waits for a lane, and has waited less than ``_EXCUSED_S`` in
+        all for its key: the watchdog does not count such a wait."""
+        wait = self._wait
+        return wait is not None and self._waited.get(wait.step, 0.0) < _EXCUSED_S
+
+    @property
+    def aside(self) -> Route | None:
+        """The route to the spot beside a lane's entry the robot waits at, if it does."""
+        return None if self._wait is None else self._wait.aside
+
+    def take_blocked(self) -> tuple[str, ...] | None:
+        """The movers of a dead end the robot has waited for ``lane_wait_s`` already (once
+        per wait; None when that did not happen since the last call): the planner sets the
+        task aside when it can serve another, as when cornered in a stand-off."""
+        blocked, self._blocked = self._blocked, None
+        return blocked
+
+    def ghosts(self, seen: Seen) -> bool:
+        """Whether a mover out of sight may stand where the robot goes (``Tracks``)."""
+        return bool(self._tracks.ghosts(seen))
+
+    def avoided(self, step: LaneKey) -> list[BaseGeometry]:
+        """The grounds of the lanes the routes for ``step`` (task, target) keep off."""
         avoided = self._avoided
         return avoided[1] if avoided is not None and avoided[0] == step else []
 
-    def avoid(self, step: str, lane: Lane) -> None:
-        """Keep the routes of ``step`` off ``lane`` until the step is over."""
+    def avoid(self, step: LaneKey, lane: Lane) -> None:
+        """Keep the routes for ``step`` (task, target) off ``lane`` while it lasts."""
         self._avoided = (step, [*self.avoided(step), lane.ground])
         self._wait = None
 
     def contested(self, router: RoutePlanner, seen: Seen, way: Route, reach: float) -> Lane | None:
-        """The first lane of ``way`` ahead of the robot that a mover in view contests."""
+        """The first lane of ``way`` ahead of the robot that a mover contests: one in view,
+        or, for a dead end, one out of sight where it was last seen (``Tracks.ghosts``)."""
         movers = [f for f in seen.obstacles if f.geometry.area > 0]
-        if len(way) < 2 or not movers or seen.pose is None:
+        ghosts = [f for f in self._tracks.ghosts(seen) if f.geometry.area > 0]
+        if len(way) < 2 or not (movers or ghosts) or seen.pose is None:
             return None
         line = LineString(way)
-        size = max(_radius(f) for f in movers)
+        size = max(mover_radius(f) for f in (*movers, *ghosts))
         here = float(line.project(Point(seen.pose)))
-        for start, end, widest in narrow_stretches(router, line, 2.0 * (reach + size)):
+        gauge = 2.0 * (reach + size)
+        for start, end, widest in narrow_stretches(router, line, gauge):
             if end <= here:
                 continue
             # only the lane ahead: the robot may stand in it, and the other way leads back
             first = min(max(start, here + reach + _STOP_SHORT), end - _STEP)
             stretch = shapely.ops.substring(line, first, end)
             ground = stretch.buffer(widest / 2.0 + reach, cap_style="flat")
-            inside = [f.id for f in movers if self._contests(f, ground, line, here)]
+            dead_end = float(line.length) - end <= reach + _STOP_SHORT and _closed_beyond(
+                router, line
+            )
+            suspects = [*movers, *ghosts] if dead_end else movers
+            inside = [f.id for f in suspects if self._contests(f, ground, line, here, dead_end)]
             if inside:
-                return Lane(start, end, ground, tuple(sorted(inside)))
+                whole = shapely.ops.substring(line, start, end).buffer(
+                    widest / 2.0 + reach, cap_style="flat"
+                )
+                half = widest / 2.0 + reach
+                lane = Lane(start, end, ground, tuple(sorted(inside)), dead_end, whole, gauge, half)
+                return lane
         return None
 
     def _contests(
-        self, mover: Feature, ground: BaseGeometry, line: LineString, here: float
+        self,
+        mover: Feature,
+        ground: BaseGeometry,
+        line: LineString,
+        here: float,
+        dead_end: bool,
     ) -> bool:
         """Whether ``mover`` is in ``ground`` ahead of the robot (at ``here`` along
-        ``line``), or heads into it against the robot."""
+        ``line``), or heads into it against the robot (into a ``dead_end``, whichever
+        way)."""
         centre = mover.geometry.centroid
         along = float(line.project(centre))
         if along < here - _BEHIND:
@@ -186,58 +284,209 @@ class LaneGuard:
         vx, vy = _velocity(mover)
         lookahead = self._settings.lane_lookahead_s
         later = Point(centre.x + vx * lookahead, centre.y + vy * lookahead)
+        if dead_end and self._walks_in(mover, ground, (vx, vy)):
+            return True
         if not later.intersects(ground):
             return False
+        if dead_end:
+            return True
         a = line.interpolate(max(along - 0.1, 0.0))
         b = line.interpolate(min(along + 0.1, float(line.length)))
         return bool(vx * (b.x - a.x) + vy * (b.y - a.y) < 0.0)  # against the robot's way
 
-    def may_wait(self, step: str) -> bool:
+    def _walks_in(self, mover: Feature, ground: BaseGeometry, velocity: Point2) -> bool:
+        """Whether ``mover`` was seen to walk into ``ground`` (its track crosses it) and is
+        near it now (``_NEAR`` metres), not walking away: a picker coming back along the
+        lane to its bay turns into it at the mouth, which no straight look ahead sees."""
+        centre = mover.geometry.centroid
+        gap = float(ground.distance(centre))
+        if gap > _NEAR:
+            return False
+        swept = self._tracks.swept(mover.id)
+        if swept is None or not swept.intersects(ground):
+            return False
+        nearest = shapely.ops.nearest_points(ground, centre)[0]
+        towards = (nearest.x - centre.x) * velocity[0] + (nearest.y - centre.y) * velocity[1]
+        return bool(towards >= 0.0)
+
+    def may_wait(self, step: LaneKey) -> bool:
         """Whether the robot may still wait at a lane's entry on ``step``."""
         return self._patience_spent != step
 
-    def wait(self, seen: Seen, step: str, way: Route, lane: Lane, reach: float) -> bool:
-        """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already."""
+    def wait(
+        self,
+        seen: Seen,
+        step: LaneKey,
+        way: Route,
+        lane: Lane,
+        reach: float,
+        *,
+        router: RoutePlanner,
+        blocked: list[BaseGeometry],
+    ) -> bool:
+        """Wait at ``lane``'s entry on ``way`` (True), unless the robot is in it already:
+        at the stopping point short of it, or at a spot beside it out of the movers' ways
+        (``wait_spot``; ``blocked`` is what a route there keeps clear of). In a dead end
+        already, it backs out to wait: the mover ahead of it in there cannot come out past
+        it (``_back_out``)."""
         assert seen.pose is not None
         line = LineString(way)
         here = float(line.project(Point(seen.pose)))
         stop = lane.start - reach - _STOP_SHORT
-        if stop < here - _BEHIND:
-            return False
+        inside = here > lane.start or lane.start < _STEP  # (the lane starts where it is)
+        if inside and not lane.dead_end:
+            return False  # in the lane already: no entry to wait at
         known = self._wait
-        since = known.since if known is not None and known.step == step else seen.time
-        self._wait = _Wait(step, way, line, stop, lane, since, seen.time)
+        base = self._waited.get(step, 0.0)
+        if known is not None and known.step == step:
+            since, aside, base = known.since, known.aside, known.base
+        else:
+            since = seen.time
+            at = -1.0 if inside else max(stop, here)  # (from inside: the entry is behind)
+            aside = self._aside(router, seen, line, lane, at, reach, blocked)
+            if inside and aside is None:
+                return False
+        self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside, base=base)
         return True
 
-    def hold(self, seen: Seen, step: str, router: RoutePlanner | None, reach: float) -> bool | None:
-        """While waiting on ``step``: True to hold the robot now (no route), False to go on
-        with the way; None when the wait is over (route again)."""
+    def _aside(
+        self,
+        router: RoutePlanner,
+        seen: Seen,
+        line: LineString,
+        lane: Lane,
+        stop: float,
+        reach: float,
+        blocked: list[BaseGeometry],
+    ) -> Route | None:
+        """The route to where the robot waits for ``lane`` (None: the stopping point
+        ``stop`` metres along ``line``): a spot beside the entry off every mover's way
+        (``wait_spot``; for a dead end, also off the ways out of it, ``_ways_out``). From
+        inside a dead end (``stop`` negative), the robot backs out of it: a mover ahead of
+        it in there cannot come out past it (a picker in its bay), and the entry is behind
+        it, off ``line``."""
+        assert seen.pose is not None
+        swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
+        inside = stop < 0.0
+        if inside:
+            behind = _outside_behind(router, self._tracks.trail(), lane.gauge, reach)
+            if behind is None:
+                return None
+            entry = behind
+            into = LineString([entry, seen.pose])
+            ground = shapely.union(lane.whole or lane.ground, into.buffer(lane.half_width))
+            mouth = min(reach + _STOP_SHORT, float(into.length))
+        else:
+            at = line.interpolate(stop)
+            entry, into, ground, mouth = (float(at.x), float(at.y)), line, lane.ground, lane.start
+        if lane.dead_end:
+            swept.append(_ways_out(into, mouth))
+        route = wait_route(
+            router,
+            seen.pose,
+            entry,
+            lane=ground,
+            swept=swept,
+            blocked=blocked,
+            reach=reach,
+            way=math.dist(seen.pose, entry),
+            through=inside,
+        )
+        if inside and route is None:  # no spot off the ways: back out to the entry
+            route = router.plan(seen.pose, entry, blocked=blocked)
+        return route
+
+    def hold(
+        self, seen: Seen, step: LaneKey, router: RoutePlanner | None, reach: float
+    ) -> Route | bool | None:
+        """While waiting on ``step``: the route to follow now (none, to hold the robot at
+        the stopping point; the route to the spot it waits at), False to go on along the
+        way up to the stopping point; None when the wait is over (route again)."""
         wait = self._wait
         if wait is None or wait.step != step or seen.pose is None:
             self._wait = None
             return None if wait is not None else False
         settings = self._settings
+        self._waited[step] = wait.base + seen.time - wait.since
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
             if seen.time - wait.since >= settings.lane_wait_s:
-                self._patience_spent = step
-                self._wait = None
-                return None
+                if not wait.lane.dead_end:
+                    self._patience_spent = step
+                    self._wait = None
+                    return None
+                if not wait.blocked_told:  # never in behind: the planner may set it aside
+                    wait.blocked_told = True
+                    self._blocked = wait.lane.movers
             if self.contested(router, seen, wait.way, reach) is None:
                 self._wait = None
                 return None
+        if wait.aside is not None:
+            return wait.aside
         if not wait.holding:
             speed = abs(seen.speed or 0.0)
             brake = BRAKE_FRACTION * seen.limits.max_accel
             stopping = speed * speed / (2.0 * brake) + speed * REACTION_S
             here = float(wait.line.project(Point(seen.pose)))
             wait.holding = bool(wait.stop - here <= stopping)
-        return wait.holding
+        return () if wait.holding else False
 
     def forget(self) -> None:
-        """The task or step changed: no lane is avoided or waited at."""
+        """No lane is avoided or waited at any more."""
         self._avoided = None
         self._wait = None
+
+
+def _ways_out(line: LineString, start: float) -> BaseGeometry:
+    """The ground a mover coming out of a dead end that starts ``start`` metres along
+    ``line`` may take: straight out of its mouth, then either way across it (a picker
+    leaves its bay and turns along the lane, and a robot waiting on its way, which it had
+    never been seen to walk, stopped it and sent it back into the bay, for good)."""
+    mouth = line.interpolate(start)
+    inner = line.interpolate(min(start + _STEP, float(line.length)))
+    dx, dy = inner.x - mouth.x, inner.y - mouth.y
+    norm = math.hypot(dx, dy) or 1.0
+    ux, uy = dx / norm, dy / norm
+    out = (mouth.x - ux * _OUT, mouth.y - uy * _OUT)
+    across = LineString(
+        [
+            (out[0] - uy * _ACROSS, out[1] + ux * _ACROSS),
+            (out[0] + uy * _ACROSS, out[1] - ux * _ACROSS),
+        ]
+    )
+    straight = LineString([(mouth.x, mouth.y), out])
+    return shapely.union(straight, across).buffer(_WAY_OUT_RADIUS)
+
+
+def _outside_behind(
+    router: RoutePlanner, trail: LineString | None, gauge: float, reach: float
+) -> Point2 | None:
+    """Where to stop just outside the lane the robot stands in, back along the way it came
+    (``trail``, from the robot back): the lane's mouth, where the free width across reaches
+    ``gauge`` again, and ``reach`` and ``_STOP_SHORT`` beyond it; None with no trail."""
+    if trail is None or trail.length <= 0.0:
+        return None
+    stretches = narrow_stretches(router, trail, gauge)
+    mouth = stretches[0][1] if stretches and stretches[0][0] == 0.0 else 0.0
+    at = trail.interpolate(min(mouth + reach + _STOP_SHORT, float(trail.length)))
+    return (float(at.x), float(at.y))
+
+
+def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:
+    """Whether the ground the robot may take ends within ``_BEYOND`` metres past the end of
+    ``line``, straight on: a dock at the closed end of a bay, not one half-way along a
+    corridor that goes on."""
+    end = line.coords[-1]
+    back = line.interpolate(max(float(line.length) - _STEP, 0.0))
+    dx, dy = end[0] - back.x, end[1] - back.y
+    norm = math.hypot(dx, dy)
+    if norm == 0.0:
+        return False
+    for k in range(1, int(_BEYOND / _STEP) + 1):
+        ahead = (end[0] + dx / norm * k * _STEP, end[1] + dy / norm * k * _STEP)
+        if not router.is_free(ahead):
+            return True
+    return False
 
 
 def _at(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -246,13 +495,6 @@ def _at(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.floa
         shapely.line_interpolate_point(line, along)
     )
     return points
-
-
-def _radius(feature: Feature) -> float:
-    radius = feature.props.get("radius")
-    if isinstance(radius, (int, float)) and not isinstance(radius, bool) and radius > 0:
-        return float(radius)
-    return math.sqrt(feature.geometry.area / math.pi)
 
 
 def _velocity(feature: Feature) -> tuple[float, float]:

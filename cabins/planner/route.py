@@ -22,12 +22,16 @@ when it changes:
   which the executor stops and waits (a ``wait_for_obstacles`` event). Treating each
   re-plan's snapshot of the movers as walls sent the robot round the other end of a
   shelf after every re-plan, for ever, when they walked the aisle through its dock;
+- round a single lane a mover contests it takes the other way when that is not much
+  longer and the battery covers it (``Energy.covers``), else waits at the lane's entry
+  (``lanes``);
 - in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
   movers however long the way, until the next step is done.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Final
@@ -38,6 +42,7 @@ from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.blocked_spots import BlockedSpots
 from cabins.planner.departure import departure
+from cabins.planner.energy import Energy
 from cabins.planner.lanes import LaneGuard
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen
@@ -45,6 +50,7 @@ from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
 from cabins.planner.standoff import StandOff
 from cabins.planner.steps import Replan
+from cabins.planner.tracks import Tracks
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from cabins.warehouse.values import ROUTE
 from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
@@ -55,6 +61,7 @@ __all__ = ["RouteKeeper"]
 
 _AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
 _EMPTY_ROUTE: Route = ()
+_OTHER_WAY: Final = 1.0  # m longer than the way at least that the other way round a lane is
 
 _Found = tuple[Route | None, dict[str, Any] | None]  # a route, and what memory changed in it
 
@@ -76,7 +83,8 @@ class _Leg:
 
 class RouteKeeper:
     """The route the robot follows (see the module docstring), planned on ``layout``,
-    clear of ``spots`` where it can be, giving way in a ``standoff``."""
+    clear of ``spots`` where it can be, giving way in a ``standoff``; ``energy`` checks
+    that a long way round is affordable (None: any is)."""
 
     def __init__(
         self,
@@ -85,8 +93,11 @@ class RouteKeeper:
         layout: Layout,
         spots: BlockedSpots,
         standoff: StandOff,
+        energy: Energy | None = None,
+        tracks: Tracks | None = None,
     ) -> None:
         self._settings = settings
+        self._energy = energy
         self._layout = layout
         self._spots = spots
         self._standoff = standoff
@@ -97,7 +108,7 @@ class RouteKeeper:
         self._last_obstacle_replan = -math.inf
         self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
         self._waiting = False  # the route keeps to the way through moving obstacles
-        self._lanes = LaneGuard(settings)
+        self._lanes = LaneGuard(settings, tracks)
 
     @property
     def route(self) -> Route | None:
@@ -113,6 +124,22 @@ class RouteKeeper:
     def waiting(self) -> bool:
         """Whether the route keeps to the way through moving obstacles, to wait for them."""
         return self._waiting
+
+    @property
+    def lane_waiting(self) -> bool:
+        """Whether the robot waits for a single lane (at its entry or beside it)."""
+        return self._lanes.waiting
+
+    def take_lane_blocked(self) -> tuple[str, ...] | None:
+        """The movers of a dead end waited for ``lane_wait_s`` already, once
+        (``LaneGuard.take_blocked``)."""
+        return self._lanes.take_blocked()
+
+    @property
+    def lane_excused(self) -> bool:
+        """Whether the robot waits for a single lane and the watchdog should not count it
+        (``LaneGuard.excused``)."""
+        return self._lanes.excused
 
     def forget(self) -> None:
         """The plan changed: route again."""
@@ -138,9 +165,10 @@ class RouteKeeper:
         if current is None or current.action in _AT_TARGET:
             return self._route or _EMPTY_ROUTE
         router = self._layout.router()
-        held = self._lanes.hold(seen, current.id, router, self._layout.reach)
-        if held:
-            return _EMPTY_ROUTE  # waiting at a single lane's entry
+        lanes = (task, current.target)  # lanes are kept by the target, not the step
+        held = self._lanes.hold(seen, lanes, router, self._layout.reach)
+        if isinstance(held, tuple):
+            return held  # waiting at a single lane's entry, or beside it
         if held is None:
             self._key = None  # the wait is over: route again
         blocking = "constraint:*" in seen.missing
@@ -161,7 +189,7 @@ class RouteKeeper:
         if target is None or router is None:
             return _EMPTY_ROUTE
         fixed = list(self._layout.constraints.values()) if blocking else []
-        fixed += self._lanes.avoided(current.id)
+        fixed += self._lanes.avoided(lanes)
         return self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
 
     def _plan(self, leg: _Leg, key: tuple[Any, ...], out: Outbox) -> Route:
@@ -183,10 +211,19 @@ class RouteKeeper:
         self._waiting = False
         if len(around) > len(leg.fixed):
             route, recalled = self._pass_or_wait(leg, start, prefix, (route, recalled), out)
+        elif route is not None and self._lanes.ghosts(seen):
+            # no mover in sight, but one out of sight may be in a lane of the way
+            lane = self._single_lane(leg, start, prefix, (route, recalled), out)
+            if lane is not None:
+                route, recalled = lane
         if recalled is not None:
             out.emit("recalled", {"task": leg.task, "step": step.id, **recalled}, tags=("memory",))
         self._planned_obstacles = {f.id: f.geometry.centroid for f in seen.obstacles}
         self._key = key
+        if route is None and len(leg.fixed) > len(self._fixed_zones(leg)):
+            # the lanes kept off for this target shut every way to it: keep off them no more
+            self._lanes.forget()
+            return self._plan(dataclasses.replace(leg, fixed=self._fixed_zones(leg)), key, out)
         if route is None:
             if self._failed_at is None:
                 out.emit(
@@ -206,6 +243,12 @@ class RouteKeeper:
         self._failed_at = None
         return route
 
+    def _fixed_zones(self, leg: _Leg) -> list[BaseGeometry]:
+        """What a leg keeps clear of but the lanes kept off: the speed zones last seen,
+        while the constraints are missing."""
+        blocking = "constraint:*" in leg.seen.missing
+        return list(self._layout.constraints.values()) if blocking else []
+
     def _aside(self, leg: _Leg, out: Outbox) -> Route | None:
         """The route out of the way of the mover the robot gives way to (a ``give_way``
         event says where), or None (and no more giving way) when there is none."""
@@ -218,13 +261,15 @@ class RouteKeeper:
             return None
         self._planned_obstacles = {f.id: f.geometry.centroid for f in leg.seen.obstacles}
         self._waiting = False
+        assert leg.seen.pose is not None
+        to = route[-1] if route else leg.seen.pose  # no route: out of its way already
         out.emit(
             "give_way",
             {
                 "task": leg.task,
                 "step": leg.step.id,
                 "obstacle": mover,
-                "to": [round(route[-1][0], 3), round(route[-1][1], 3)],
+                "to": [round(to[0], 3), round(to[1], 3)],
             },
             tags=("plan",),
         )
@@ -302,13 +347,17 @@ class RouteKeeper:
         lane = self._lanes.contested(leg.router, leg.seen, way, reach)
         if lane is None:
             return None
+        key = (leg.task, step.target)
         length = float(LineString(way).length)
         data = {"task": leg.task, "step": step.id, "obstacles": list(lane.movers)}
         other = self._route_from(leg, start, prefix, [*leg.fixed, lane.ground])
         if other[0] is not None and len(other[0]) >= 2:
             around = float(LineString(other[0]).length)
-            if around <= settings.lane_detour * length + settings.pass_slack:
-                self._lanes.avoid(step.id, lane)
+            if (
+                length + _OTHER_WAY <= around <= settings.lane_detour * length + settings.pass_slack
+                and (self._energy is None or self._energy.covers(leg.seen, around, leg.target))
+            ):
+                self._lanes.avoid(key, lane)
                 self._waiting = False
                 out.emit(
                     "single_lane",
@@ -321,8 +370,10 @@ class RouteKeeper:
                     tags=("plan",),
                 )
                 return other
-        if not self._lanes.may_wait(step.id) or not self._lanes.wait(
-            leg.seen, step.id, way, lane, reach
+        blocked = [*leg.fixed, *self._movers(leg)]
+        patient = lane.dead_end or self._lanes.may_wait(key)  # (a dead end: always)
+        if not patient or not self._lanes.wait(
+            leg.seen, key, way, lane, reach, router=leg.router, blocked=blocked
         ):
             return None
         out.emit(
@@ -337,7 +388,15 @@ class RouteKeeper:
             tags=("plan",),
         )
         self._waiting = True
-        return found
+        aside = self._lanes.aside
+        return found if aside is None else (aside, None)
+
+    def _movers(self, leg: _Leg) -> list[BaseGeometry]:
+        """The movers in view, shrunk so that none covers the robot (``shrunk``)."""
+        assert leg.seen.pose is not None
+        reach = self._layout.reach
+        movers = [shrunk(f.geometry, (leg.seen.pose,), reach) for f in leg.seen.obstacles]
+        return [g for g in movers if g is not None]
 
     def _obstacle_ahead(self, seen: Seen) -> ReplanTrigger | None:
         """An ``obstacle_in_corridor`` trigger (rate limited) when an obstacle in the

@@ -110,7 +110,9 @@ class PlannerSettings(Settings):
 
     lane_wait_s: Positive = 30.0
     """Seconds the robot waits at a single lane's entry at most, before it goes in behind
-    the mover as before (default 30.0; > 0)."""
+    the mover as before; never into a dead end, where it waits until the lane is clear
+    (default 30.0; > 0). The watchdog does not count the first 600 s of waiting for one
+    target of a task (``lanes``)."""
 
     lane_lookahead_s: Positive = 3.0
     """Seconds along its course within which a mover that will be in a single lane
@@ -133,8 +135,8 @@ class PlannerSettings(Settings):
     """Seconds the active task may go without progress (a step done that the task had
     not done yet, the way left to a go-to step's target ``progress_step`` shorter than
     ever, the battery rising on a charge) before a ``stalled`` alarm and a recovery:
-    re-route, then defer, then abandon (default 90.0; > 0 and more than ``lane_wait_s``, so a
-    wait at a single lane's entry is not a stall)."""
+    re-route, then defer, then abandon (default 90.0; > 0). A wait for a single lane is
+    not counted (it has its own bound, ``lane_wait_s``)."""
 
     defer_s: Positive = 60.0
     """Seconds a deferred task waits at least before it is taken again (default 60.0;
@@ -143,15 +145,6 @@ class PlannerSettings(Settings):
     max_deferrals: Count = 2
     """Times a task may be deferred; stalled once more after that, it is abandoned
     (default 2; a whole number >= 1)."""
-
-    @model_validator(mode="after")
-    def _watchdog_outlasts_a_lane_wait(self) -> PlannerSettings:
-        if self.watchdog_s <= self.lane_wait_s:
-            raise ValueError(
-                f"watchdog_s ({self.watchdog_s!r}) must be more than lane_wait_s "
-                f"({self.lane_wait_s!r}): a wait at a single lane's entry is no stall"
-            )
-        return self
 
     @model_validator(mode="after")
     def _charges_above_low_battery(self) -> PlannerSettings:

@@ -8,23 +8,31 @@ to the nearest one: it drives to the nearest spot out of that mover's way
 a step is done. The way each mover last moved is watched every tick: a mover waiting
 for the robot stands still, and giving way to it needs the way it goes on. With no spot
 to give way to, the robot is cornered: the planner defers the task when it can serve
-another (``recovery``).
+another (``recovery``). When it may not (it carries the item, or no other task can be
+served, ``retreat``), it retreats first: the spot may lie farther back, out of the lane
+(``give_way_route``'s retreat), and giving way lasts ``give_way_s`` more for each metre
+of the way there at ``_RETREAT_SPEED``, so the mover has time to come out of the lane.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from shapely.geometry import LineString
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.give_way import give_way_route, travel_direction
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.shrink import shrunk
+from cabins.planner.tracks import Tracks
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 
 __all__ = ["StandOff"]
+
+_NEAR = 6.0  # m: a way aside longer than this is a retreat
+_RETREAT_SPEED = 0.5  # m/s: the time a retreat adds to giving way, per metre of its route
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,19 +46,22 @@ class _GiveWay:
     since: float
     progress: int
     target: Point2 | None
+    extra: float = 0.0  # s giving way lasts beyond give_way_s (a retreat's way there)
 
 
 class StandOff:
     """Whether the robot is in a stand-off, and whom it gives way to (see the module
     docstring). ``progress`` below is the count of steps done, across plans."""
 
-    def __init__(self, settings: PlannerSettings) -> None:
+    def __init__(self, settings: PlannerSettings, tracks: Tracks | None = None) -> None:
         self._settings = settings
+        self._tracks = Tracks() if tracks is None else tracks
         self._give_way: _GiveWay | None = None
         self._headings: dict[str, Point2] = {}  # mover id -> the way it last moved (unit)
         self._waited_out: int | None = None  # progress when a wait for movers ran out
         self._cornered: str | None = None  # a mover given way to with no spot to give way
         self._stood_off: int | None = None  # progress when a stand-off began
+        self.retreat = False  # the planner cannot set the task aside: retreat if cornered
 
     @property
     def giving_way(self) -> str | None:
@@ -132,7 +143,9 @@ class StandOff:
         return True
 
     def _over(self, give: _GiveWay, seen: Seen, progress: int) -> bool:
-        if give.progress != progress or seen.time - give.since > self._settings.give_way_s:
+        if give.progress != progress or seen.time - give.since > (
+            self._settings.give_way_s + give.extra
+        ):
             return True
         mover = next((f for f in seen.obstacles if f.id == give.mover), None)
         if mover is None:
@@ -177,7 +190,13 @@ class StandOff:
                 radius=radius,
                 clearance=clearance,
                 heading=self._headings.get(give.mover),
+                retreat=self.retreat,
+                swept=self._tracks.swept(give.mover),
             )
+        if route is not None and len(route) >= 2:
+            length = float(LineString(route).length)
+            if length > _NEAR:
+                self._give_way = replace(give, extra=length / _RETREAT_SPEED)
         if route is None:
             self._give_way = None
             if mover is not None:

@@ -15,7 +15,8 @@ a second, harder distribution, one layout per seed (``LAYOUTS[seed % 5]``):
 
 Every draw has five movers or more (people and forklifts), four to eight deliveries and,
 in half of them, a battery too small for some delivery's round from the charger, so that
-the robot must charge between its pick-up and its drop (``sim.world.hard.work``). Like
+the robot must charge between its pick-up and its drop (``sim.world.hard.work``; a small
+floor that no draw can make tight that way gets an ample battery in its last draws). Like
 ``generate``, every draw is validated as a ``Scenario`` (reachability included) and drawn
 again when it does not make a good world, and the same seed and settings give the same
 scenario. ``sim.world.hard.traits`` measures on a scenario which of these traits it has.
@@ -42,6 +43,7 @@ from sim.world.scenario import Scenario
 __all__ = ["LAYOUTS", "HardSettings", "Layout", "generate_hard", "hard_name"]
 
 _ATTEMPTS = 30
+_AMPLE_ATTEMPTS = 10  # the last draws of a seed drawn tight are ample (generate_hard)
 _FAMILY_KEY = 29  # the issue that asked for the family: mixed into every seed
 
 _LAY_OUT: dict[str, Callable[[np.random.Generator, float, tuple[float, float], int], Draft]] = {
@@ -69,12 +71,17 @@ def generate_hard(seed: int, settings: HardSettings | None = None) -> Scenario:
     if tight is None:  # drawn once: a layout that takes redraws to be tight stays tight
         tight = bool(rng.random() < 0.5)
     problem: Exception | None = None
-    for _ in range(_ATTEMPTS):
+    # a battery drawn tight that no draw of a small floor can make tight (its docks kept
+    # clear of where movers turn back) is made ample for the last draws, not refused
+    chances = [tight] * _ATTEMPTS
+    if settings.tight_battery is None and tight:
+        chances[-_AMPLE_ATTEMPTS:] = [False] * _AMPLE_ATTEMPTS
+    for chance in chances:
         try:
             radius = 0.35 if rng.random() < 0.5 else round(float(rng.uniform(0.3, 0.4)), 3)
             movers = settings.movers if settings.movers is not None else int(rng.integers(5, 9))
             draft = _LAY_OUT[layout](rng, radius, settings.max_floor, movers)
-            return Scenario.model_validate(draw_work(draft, rng, settings, seed, tight=tight))
+            return Scenario.model_validate(draw_work(draft, rng, settings, seed, tight=chance))
         except (Redraw, ValidationError, SettingError) as exc:  # the next draw
             problem = exc
     raise SettingError(

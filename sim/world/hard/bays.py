@@ -6,7 +6,13 @@ Bays are drawn from just above the robot's minimum aisle width (1.85 m for the 0
 robot: the issue's 1.9 m bays) to about 0.8 m wider, and a picker walks from the lane into
 a bay to just in front of its dock and back: where the issue's stand-off happened (the
 robot waiting in the bay, the picker behind it unable to leave, and the one way out behind
-the robot).
+the robot). Each round the picker then takes what it picked ``PACK_OUT`` metres along the
+lane and comes back. A picker that only stepped out of its bay to the middle of the lane
+and straight back in left no time to get past it: a robot cannot pass a person in a bay
+under 2.5 m, so the dock at the closed end was out of reach for good, whatever the robot
+did (it had to be in the bay before the picker, and the picker was in it but for a
+second or two each round). Now the bay is empty for a while each round, and a robot that
+waits outside it gets in.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from typing import Literal
 import numpy as np
 
 from cabins.warehouse.routing import min_aisle_width
-from sim.world.hard.draft import Draft, Frame, Redraw, r3
+from sim.world.hard.draft import PERSON_RADIUS, Draft, Frame, Redraw, r3
+from sim.world.scenario import YIELD_MARGIN
 
 __all__ = ["lay_out_bays"]
 
@@ -69,6 +76,9 @@ def lay_out_bays(
     return draft
 
 
+PACK_OUT = (8.0, 16.0)
+"""How far along the lane (m) a picker walks from its bay and back, each round."""
+
 Bay = tuple[float, float, int]
 """A bay: its centre along the lane, where its dock stands across it, and which way it
 runs from the lane (+1 or -1 across)."""
@@ -109,6 +119,27 @@ def _racking(
     return bays, widths
 
 
+def _pack_out(
+    rng: np.random.Generator, u_bay: float, span_u: float, places: list[float], keep: float
+) -> float:
+    """Where along the lane a picker takes what it picked, ``PACK_OUT`` metres from its bay
+    (on a side with room), ``keep`` metres at least from the ``places`` on the lane (the
+    picker turns back there, and a dock or the charger there could be stood on)."""
+    spots: list[float] = []
+    for _ in range(8):
+        far = float(rng.uniform(*PACK_OUT))
+        spots = [
+            u
+            for u in (u_bay - far, u_bay + far)
+            if 1.5 <= u <= span_u - 1.5 and all(abs(u - p) >= keep for p in places)
+        ]
+        if spots:
+            break
+    if not spots:
+        raise Redraw("no room along the lane for a picker to pack out")
+    return spots[int(rng.integers(0, len(spots)))]
+
+
 def _movers(
     draft: Draft,
     frame: Frame,
@@ -118,13 +149,25 @@ def _movers(
     mid_lane: float,
     movers: int,
 ) -> None:
-    """A picker into each ``picked`` bay, to just short of its dock and back; then
-    ``forklifts`` forklifts and people along the lane."""
+    """A picker into each ``picked`` bay, to just short of its dock and back, then along the
+    lane and back (``_pack_out``); then ``forklifts`` forklifts and people along the lane."""
     span_u = draft.width if frame.orientation == "x" else draft.height
+    # the pack-out walks are drawn from a stream of their own: the rest of a world is
+    # drawn as it was before pickers walked them, so a seed keeps its floor and work
+    packing = rng.spawn(1)[0]
+    on_lane = [
+        u
+        for u in (span_u * k / 9 for k in range(1, 9))  # the lane's docks (lay_out_bays)
+    ] + [span_u * k / 8 + d for k in (1, 3, 5, 7) for d in (0.7, -0.9)]  # charger, start
+    keep = draft.radius + PERSON_RADIUS + YIELD_MARGIN + 0.2
     for u_bay, dock_v, sign in picked:
         short = float(rng.uniform(0.6, 1.2))
+        mouth = frame.xy(u_bay, mid_lane)
+        way = _pack_out(packing, u_bay, span_u, on_lane, keep)
         draft.add_mover(
-            rng, "person", [frame.xy(u_bay, mid_lane), frame.xy(u_bay, dock_v - sign * short)]
+            rng,
+            "person",
+            [mouth, frame.xy(u_bay, dock_v - sign * short), mouth, frame.xy(way, mid_lane)],
         )
     for _ in range(movers - len(draft.movers)):
         kind: Literal["person", "forklift"] = (

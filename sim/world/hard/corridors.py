@@ -6,10 +6,10 @@ robot fits, and so does a forklift, but never both side by side: a forklift in a
 is met head on or followed to the end. The racking is cut into shelves by flue gaps
 narrower than anyone who walks the floor, and racking along the outer walls faces the
 corridors. Forklifts shuttle along a corridor or circulate round the central block; people
-walk the end bays and into the corridors. Docks stand deep in the corridors and in the end
-bays, the charger in an end bay or half-way along a corridor: the issue's long
-two-corridor floor, where the robot followed a forklift into the single lane and shuttled
-behind it, and where its battery ran flat.
+walk the end bays and along the corridors; nobody turns back inside a corridor. Docks
+stand deep in the corridors and in the end bays, the charger in an end bay or half-way
+along a corridor: the issue's long two-corridor floor, where the robot followed a forklift
+into the single lane and shuttled behind it, and where its battery ran flat.
 """
 
 from __future__ import annotations
@@ -95,7 +95,15 @@ def _movers(
     movers: int,
 ) -> None:
     """One to three forklifts, each round the central racking or to and fro along a
-    corridor from an end bay; then people across an end bay or into a corridor and back."""
+    corridor between the end bays; then people across an end bay or along a corridor
+    between the end bays.
+
+    Nobody turns back inside a corridor: a mover cannot be passed there, so one that
+    turned back at a point inside (a forklift shuttling from an end bay to half-way) shut
+    the corridor beyond that point to a robot coming from its end bay for good; the robot
+    followed it in and met it head on where it turned, every time (hard:1). Turning in
+    the end bays, a mover met head on turns back and leads the robot out into open floor.
+    """
     u_lo, u_hi = racking
     length = u_hi - u_lo
     forklifts = max(1, min(movers - 2, 1 + int(rng.integers(0, 3))))
@@ -109,13 +117,10 @@ def _movers(
                 frame.xy(b, mids[1]),
                 frame.xy(a, mids[1]),
             ]
-        else:  # to and fro along one corridor, from an end bay
+        else:  # to and fro along one corridor, from one end bay to the other
             a = ends[int(rng.integers(0, 2))]
-            b = (
-                u_lo + float(rng.uniform(0.3, 0.9)) * length
-                if a == ends[0]
-                else u_hi - float(rng.uniform(0.3, 0.9)) * length
-            )
+            rng.uniform(0.3, 0.9)  # once how far it went in: kept, so the rest draws as before
+            b = ends[1] if a == ends[0] else ends[0]
             pts = [frame.xy(a, mid), frame.xy(b, mid)]
         draft.add_mover(rng, "forklift", pts)
     for _ in range(4 * movers):
@@ -124,9 +129,9 @@ def _movers(
         end = ends[int(rng.integers(0, 2))]
         if rng.random() < 0.5:  # across an end bay
             pts = [frame.xy(end, 0.8), frame.xy(end, span_v - 0.8)]
-        else:  # into a corridor and back
+        else:  # through a corridor to the other end bay and back
             mid = mids[int(rng.integers(0, 2))]
-            depth = float(rng.uniform(5.0, 0.6 * length))
-            inside = u_lo + depth if end == ends[0] else u_hi - depth
-            pts = [frame.xy(end, mid), frame.xy(inside, mid)]
+            rng.uniform(5.0, 0.6 * length)  # once how far they went in (see the forklifts)
+            other = ends[1] if end == ends[0] else ends[0]
+            pts = [frame.xy(end, mid), frame.xy(other, mid)]
         draft.add_mover(rng, "person", pts)

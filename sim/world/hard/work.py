@@ -43,16 +43,48 @@ FEASIBLE = 1.3  # a full charge covers the round to any one dock this many times
 FORCING = 1.1  # the tight round needs this many times a full charge, at the robot's best
 TIGHT_LEAST = 12.0  # Wh: the smallest tight battery, 100 m of driving or 20 min standing
 _SPACING = 2.0  # m between any two places
+_TURN_SLACK = 0.2  # m a place keeps beyond the clearance from where a mover turns back
 
 
 def _wh(metres: float) -> float:
     return energy(metres, per_m=DRAIN_M, per_s=DRAIN_S)
 
 
-def _pick(candidates: list[XY], taken: list[XY], count: int, order: list[int]) -> list[XY]:
+def _turns(draft: Draft) -> list[tuple[XY, float]]:
+    """Where the movers turn back (a loop's waypoint its way reverses at), each with the
+    distance a place keeps from it: the robot's radius, the mover's and its yield margin,
+    and a little more."""
+    turns: list[tuple[XY, float]] = []
+    for mover in draft.movers:
+        pts = [(float(p[0]), float(p[1])) for p in mover["waypoints"]]
+        keep = draft.radius + float(mover["radius"]) + YIELD_MARGIN + _TURN_SLACK
+        for k, here in enumerate(pts):
+            back, ahead = pts[k - 1], pts[(k + 1) % len(pts)]
+            ux, uy = here[0] - back[0], here[1] - back[1]
+            vx, vy = ahead[0] - here[0], ahead[1] - here[1]
+            norm = math.hypot(ux, uy) * math.hypot(vx, vy)
+            if norm > 0 and (ux * vx + uy * vy) / norm < -0.9:
+                turns.append((here, keep))
+    return turns
+
+
+def _clear_of_turns(p: XY, turns: list[tuple[XY, float]]) -> bool:
+    """Whether ``p`` keeps its distance from every point where a mover turns back."""
+    return all(math.dist(p, at) >= keep for at, keep in turns)
+
+
+def _pick(
+    candidates: list[XY],
+    taken: list[XY],
+    count: int,
+    order: list[int],
+    turns: list[tuple[XY, float]] | None = None,
+) -> list[XY]:
     picked: list[XY] = []
     for index in order:
         p = candidates[index]
+        if turns is not None and not _clear_of_turns(p, turns):
+            continue
         if all(math.dist(p, q) >= _SPACING for q in [*taken, *picked]):
             picked.append(p)
             if len(picked) == count:
@@ -63,8 +95,18 @@ def _pick(candidates: list[XY], taken: list[XY], count: int, order: list[int]) -
 def _places(
     draft: Draft, rng: np.random.Generator, tight: bool
 ) -> tuple[list[XY], list[XY], XY, XY]:
-    """Dead-end docks, the other docks, the charger and the start."""
-    spots = [p for p in draft.charger_spots if draft.clear_of_shelves(p, draft.standing)]
+    """Dead-end docks, the other docks, the charger and the start; the others, the charger
+    and the start keep clear of where movers turn back (``_turns``). A mover the robot
+    meets head on turns back; met where its way turns back anyway, it stands there, and a
+    dock under it is out of reach for as long as the robot waits (hard:1: a dock at the
+    end of a forklift's shuttle). A dead-end dock is the exception drawn on purpose: the
+    picker of its bay turns just in front of it, and leaves the bay each round."""
+    turns = _turns(draft)
+    spots = [
+        p
+        for p in draft.charger_spots
+        if draft.clear_of_shelves(p, draft.standing) and _clear_of_turns(p, turns)
+    ]
     if not spots:
         raise Redraw("no room for the charger")
     if tight:  # the charger in the middle: the rounds to either end are short
@@ -76,7 +118,9 @@ def _places(
     dead = [p for kind, p in draft.places if kind == "dead_end"]
     other = [p for kind, p in draft.places if kind != "dead_end"]
     ends = _pick(dead, [charger], max(2, count // 2), rng.permutation(len(dead)).tolist())
-    rest = _pick(other, [charger, *ends], count - len(ends), rng.permutation(len(other)).tolist())
+    rest = _pick(
+        other, [charger, *ends], count - len(ends), rng.permutation(len(other)).tolist(), turns
+    )
     if len(ends) + len(rest) < 4:
         raise Redraw("not enough room for the docks")
     firsts = [Point(m["waypoints"][0]) for m in draft.movers]
@@ -84,6 +128,7 @@ def _places(
         p
         for p in draft.start_spots
         if draft.clear_of_shelves(p, draft.standing)
+        and _clear_of_turns(p, turns)
         and all(math.dist(p, q) >= _SPACING for q in [charger, *ends, *rest])
     ]
     if not starts:

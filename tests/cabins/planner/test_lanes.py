@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from shapely.geometry import LineString, Point, box
 
 from cabins.planner import Planner
 from cabins.planner.lanes import narrow_stretches
+from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec
@@ -67,7 +69,10 @@ CORRIDORS: dict[str, Any] = {
 
 
 def test_the_robot_takes_the_other_corridor_instead_of_following_the_forklift() -> None:
-    simulation = Simulation(Scenario.model_validate(CORRIDORS), seed=0)
+    # The robot sees the whole floor here (the simulator's default is 6 m): the test is
+    # about the choice it makes on seeing the forklift ahead, not about when it sees it.
+    seeing = {**CORRIDORS, "sensors": {"obstacle_range": 40.0}}
+    simulation = Simulation(Scenario.model_validate(seeing), seed=0)
     events: list[tuple[str, Any]] = []
     simulation.log.add_listener(lambda e: events.append((e.kind, e.data)))
     summary = simulation.run()
@@ -79,7 +84,7 @@ def test_the_robot_takes_the_other_corridor_instead_of_following_the_forklift() 
     lanes = [d for k, d in events if k == "single_lane"]
     assert [d["choice"] for d in lanes] == ["other_way"]
     assert lanes[0]["step"] == "t2:go_drop" and lanes[0]["obstacles"] == ("obstacle:forklift0",)
-    assert summary["delivery_times"]["t2"] < 80.0
+    assert summary["delivery_times"]["t2"] < 90.0
 
 
 # -- lanes and waiting at an entry, on hand-built views ---------------------------------
@@ -221,3 +226,59 @@ def test_the_robot_goes_in_after_waiting_lane_wait_s() -> None:
         floor.step()
     route = floor.board["route"]
     assert route and route[-1] == (18.0, 5.0)  # the way: the executor keeps back from it
+
+
+@pytest.mark.parametrize(("battery", "choice"), [(0.9, "other_way"), (0.4, "wait")])
+def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
+    battery: float, choice: str
+) -> None:
+    # hard:6: at half charge on a tight battery the robot turned from a 35 m way to a 94 m
+    # one round a forklift and ran flat 8 m short of the charger. Two 60 m corridors 30 m
+    # apart: the way east through the southern one is about 62 m, the other way by the
+    # northern one about 110 m (too long to pass the forklift by: a single lane's other
+    # way), and the charger is at the east end. 40 Wh at 0.4 covers the way and the charger
+    # after it (a need of about 0.31 with the planner's factor and reserve), not the other
+    # way (about 0.49): it waits at the lane's entry instead.
+    block = box(4.0, 2.6, 56.0, 30.0)
+    board = {
+        "goal:deliver:t0": {
+            "task": "t0",
+            "pickup": "W",
+            "drop": "E",
+            "pickup_xy": (2.0, 7.0),
+            "drop_xy": (58.0, 1.3),
+            "released": 0.0,
+        },
+        "pose": (2.0, 7.0, -1.57),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.2,
+        "cargo": "t0",
+        "world:bounds": (0.0, 0.0, 60.0, 32.6),
+        "robot:limits": {
+            "radius": 0.35,
+            "max_speed": 1.2,
+            "max_turn_rate": 2.0,
+            "max_accel": 0.8,
+            **BatteryFigures(
+                battery_wh=40.0, drain_wh_per_m=0.1, drain_wh_per_s=0.01, charge_wh_per_s=1.0
+            ).as_value(),
+        },
+        "docks": {"W": (2.0, 7.0), "E": (58.0, 1.3)},
+        "chargers": {"C": (58.0, 7.0)},
+    }
+    planner = Planner(SPEC)
+    features = [
+        Feature("shelf:B", block, "shelf", frozenset({"static"})),
+        _forklift(30.0, 1.3, -0.8),
+    ]
+    out = run_step(planner, make_view(SPEC, board=board, features=features, now=5.0, tick=0))
+    plan = next(w.value for w in out.writes if w.key == "plan")
+    assert [step["action"] for step in plan["steps"]] == ["go_to", "drop"]  # no charge first
+    lanes = [e.data for e in out.events if e.kind == "single_lane"]
+    waits = [e.data for e in out.events if e.kind == "wait_for_obstacles"]
+    if choice == "other_way":
+        assert [d["choice"] for d in lanes] == ["other_way"], (lanes, waits)
+    else:
+        assert lanes == [], lanes
+        assert [d["reason"] for d in waits] == ["single_lane"], waits

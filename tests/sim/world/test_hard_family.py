@@ -4,6 +4,7 @@ failing on (measured on the scenarios by ``sim.world.hard.traits``)."""
 
 from __future__ import annotations
 
+import math
 import tomllib
 from functools import cache
 from typing import Any
@@ -17,7 +18,7 @@ from runtime.errors import SettingError
 from sim.world.generate import generate, to_toml
 from sim.world.hard import LAYOUTS, HardSettings, generate_hard
 from sim.world.hard.traits import TRAITS, bay_width, traits
-from sim.world.scenario import Scenario
+from sim.world.scenario import YIELD_MARGIN, Scenario
 
 SURVEY = range(15)
 """Fifteen seeds in a row: three draws of each layout."""
@@ -219,3 +220,88 @@ def test_a_mover_in_a_long_narrow_corridor_is_single_lane() -> None:
     assert "single_lane" in traits(_world(shelves=walls, moving_obstacles=[forklift]))
     wide = [walls[0], {"id": "b", "polygon": _box(4.0, 13.0, 28.0, 14.0)}]
     assert "single_lane" not in traits(_world(shelves=wide, moving_obstacles=[forklift]))
+
+
+# --- every delivery can be done however the movers walk -------------------------------------
+
+
+def _turn_points(scenario: Scenario) -> list[tuple[tuple[float, float], float]]:
+    """Where each mover's way reverses, with the mover's radius."""
+    turns = []
+    for mover in scenario.moving_obstacles:
+        pts = [tuple(p) for p in mover.waypoints]
+        for k, here in enumerate(pts):
+            back, ahead = pts[k - 1], pts[(k + 1) % len(pts)]
+            u = (here[0] - back[0], here[1] - back[1])
+            v = (ahead[0] - here[0], ahead[1] - here[1])
+            norm = math.hypot(*u) * math.hypot(*v)
+            if norm > 0 and (u[0] * v[0] + u[1] * v[1]) / norm < -0.9:
+                turns.append(((float(here[0]), float(here[1])), mover.radius))
+    return turns
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5, 6, 10, 11, 15, 16])
+def test_docks_the_charger_and_the_start_keep_clear_of_where_movers_turn_back(seed: int) -> None:
+    # A mover met head on turns back; met where its way turns back anyway, it stands there:
+    # a dock under it was out of reach for good (hard:1, the end of a forklift's shuttle).
+    # A picker turning just in front of the dock at the closed end of its bay is drawn on
+    # purpose (and leaves the bay each round).
+    scenario = _draw(seed)
+    radius = scenario.robot.radius
+    start = scenario.robot.start
+    places = [(d.x, d.y) for d in scenario.docks] + [(c.x, c.y) for c in scenario.chargers]
+    places.append((start.x, start.y))
+    bay_ends = {
+        (float(m.waypoints[1][0]), float(m.waypoints[1][1]))
+        for m in scenario.moving_obstacles
+        if len(m.waypoints) == 4
+    }
+    for at, mover_radius in _turn_points(scenario):
+        if at in bay_ends:
+            continue
+        keep = radius + mover_radius + YIELD_MARGIN
+        assert all(math.dist(p, at) >= keep for p in places), (at, places)
+
+
+@pytest.mark.parametrize("seed", [1, 6, 11, 16, 21])
+def test_nobody_turns_back_inside_a_corridor(seed: int) -> None:
+    # A mover cannot be passed in a corridor: one that turned back half-way along shut
+    # the corridor beyond that point to a robot coming from its end bay (hard:1).
+    scenario = _draw(seed)
+    along_x = scenario.floor.max_x > scenario.floor.max_y
+    across = [p[0 if along_x else 1] for s in scenario.shelves for p in s.polygon]
+    ends = (min(across), max(across))  # the racking's extent along the corridors
+    for (x, y), _ in _turn_points(scenario):
+        u = x if along_x else y
+        assert u <= ends[0] or u >= ends[1], ((x, y), ends)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 10, 15])
+def test_a_picker_leaves_its_bay_for_a_while_each_round(seed: int) -> None:
+    # A picker that stepped out of its bay to the middle of the lane and straight back in
+    # left a robot no time to get past it: the dock at the closed end was out of reach.
+    scenario = _draw(seed)
+    pickers = 0
+    for mover in scenario.moving_obstacles:
+        pts = [tuple(p) for p in mover.waypoints]
+        if len(pts) != 4:
+            continue
+        pickers += 1
+        mouth, end, again, out = pts
+        assert mouth == again
+        assert 8.0 - 1e-6 <= math.dist(mouth, out) <= 16.0 + 1e-6
+        # out along the lane, across the bay's way in
+        bay = (end[0] - mouth[0], end[1] - mouth[1])
+        lane = (out[0] - mouth[0], out[1] - mouth[1])
+        assert abs(bay[0] * lane[0] + bay[1] * lane[1]) < 1e-6
+    assert pickers >= 1
+
+
+@pytest.mark.parametrize("seed", [6, 16, 21, 26, 31, 94, 119])
+def test_every_seed_draws_a_world_at_the_size_the_suite_runs(seed: int) -> None:
+    # These seeds found no good draw in 30 at 50 x 36 m with one task (the corridors' docks
+    # kept clear of where movers turn back left no delivery long enough for a tight
+    # battery; the large layout's 48 x 32 m floors held 28 shelves): the property tests
+    # that draw seeds at that size failed on them. The last draws are ample now.
+    scenario = generate_hard(seed, HardSettings(max_floor=(50.0, 36.0), tasks=1))
+    assert scenario.unreachable == ()

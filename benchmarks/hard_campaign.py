@@ -1,0 +1,252 @@
+"""``python -m benchmarks.hard_campaign``: issue 29's campaign over the ``hard:N`` family.
+
+The runs ``python -m sim campaign --scenario hard:A-B --seeds S --faults none|auto`` makes,
+judged the same way (``sim.run.campaign.expectations`` and ``judged``: reactions within
+``--within`` ticks of a fault's start, the run's verdict), one at a time in this process
+(``--workers 1`` of the campaign), with what the campaign's results do not carry: each
+run's capacity-pressure episodes by spec (``capacity_pressure`` of the summary), its wall
+and CPU seconds and its stalled episodes. ``--jsonl`` keeps one line per run as it ends (a
+run already in the file is not run again: the campaign takes hours on this machine, and
+can be stopped and started again); ``--table`` writes the figures as Markdown:
+collisions, safety violations, missed reactions, deliveries of the reachable tasks,
+stalled runs, capacity-pressure episodes and wall time, fault-free and under faults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def _observer(rate_hz: float) -> Any:
+    """Reactions seen, with the tick each was first seen at (as the campaign observes)."""
+    seen: dict[tuple[str, str], list[int]] = defaultdict(list)
+
+    def listen(event: Any) -> None:
+        data = event.data if isinstance(event.data, Mapping) else {}
+        cabin = next((t[6:] for t in event.tags if t.startswith("cabin:")), "")
+        if event.kind == "reaction":
+            reaction, cabin = str(data.get("reaction")), str(data.get("cabin", cabin))
+        elif event.kind == "alarm":
+            reaction = f"alarm:{data.get('kind')}"
+        elif event.kind == "emergency_stop":
+            reaction = f"stop:{data.get('reason')}"
+        else:
+            return
+        seen[(cabin, reaction)].append(round(event.stamp * rate_hz))
+
+    listen.seen = seen  # type: ignore[attr-defined]
+    return listen
+
+
+def run_one(world: int, seed: int, fault_text: str | None) -> dict[str, Any]:
+    """One run of ``hard:world`` on ``seed`` under ``fault_text`` (None: fault-free), judged
+    as a campaign judges it, with its pressure, time and stalls."""
+    from runtime.logs import configure_logging
+    from sim.faults.model import parse_fault
+    from sim.run.campaign import RunRequest, expectations, judged
+    from sim.run.harness import Simulation
+    from sim.run.summary import JUDGED
+    from sim.world.families import load_world
+
+    configure_logging(level="error", stream=io.StringIO())
+    fault = parse_fault(fault_text) if fault_text is not None else None
+    request = RunRequest(scenario=f"hard:{world}", seed=seed, fault=fault)
+    started, cpu = time.perf_counter(), time.process_time()
+    sim = Simulation(load_world(request.scenario), seed=seed, faults=[fault] if fault else [])
+    observer = _observer(sim.rate_hz)
+    sim.log.add_listener(observer)
+    expected: list[Any] = []
+
+    def readings_of(pattern: str) -> list[tuple[str, float | None]]:
+        return [(r.key, r.ttl) for r in sim.board.readings(pattern)]
+
+    total = sim.max_ticks
+    must_run_to = 0 if fault is None else min(total, fault.start + request.within + 1)
+    fault_started = fault is None
+    for tick in range(total):
+        if fault is not None and tick == fault.start:
+            expected = expectations(fault, sim.specs, readings_of)
+            fault_started = True
+        sim.loop.step()
+        if sim.done and tick + 1 >= must_run_to:
+            break
+    summary = sim.summary()
+    sim.close()
+
+    def first(cabin: str, reaction: str) -> int | None:
+        later = [t for t in observer.seen.get((cabin, reaction), ()) if fault and t >= fault.start]
+        return min(later) if later else None
+
+    seen = [
+        {
+            "cabin": e.cabin,
+            "reaction": e.reaction,
+            "because": e.because,
+            "seen_at": first(e.cabin, e.reaction),
+        }
+        for e in expected
+    ]
+    result = judged(
+        request,
+        measured={k: summary[k] for k in JUDGED if k in summary},
+        seen=seen,
+        fault_started=fault_started,
+        board_digest=summary["board_digest"],
+    )
+    return {
+        "world": world,
+        "seed": seed,
+        "fault": request.label,
+        "passed": result["passed"],
+        "status": result["verdict"]["status"],
+        "verdict": result["verdict"]["line"],
+        "reactions_ok": result["reactions_ok"],
+        "expected": len(result["expected"]),
+        "collisions": result["collisions"],
+        "safety_violations": result["safety_violations"],
+        "delivered": result["deliveries_done"],
+        "reachable": result["tasks_total"] - result["tasks_undeliverable"],
+        "stalled_episodes": summary.get("stalled_episodes", 0),
+        "abandoned": len(summary.get("tasks_abandoned") or {}),
+        "capacity_pressure": summary.get("capacity_pressure", {}),
+        "sim_time": round(summary["sim_time"], 1),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+    }
+
+
+def _range(text: str) -> list[int]:
+    low, _, high = text.partition("-")
+    return list(range(int(low), int(high or low) + 1))
+
+
+def _done(path: Path | None) -> dict[tuple[int, int, str], dict[str, Any]]:
+    rows: dict[tuple[int, int, str], dict[str, Any]] = {}
+    if path is not None and path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rows[(row["world"], row["seed"], row["fault"])] = row
+    return rows
+
+
+def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The campaign's figures over ``rows``."""
+    pressure: Counter[str] = Counter()
+    for r in rows:
+        pressure.update(r["capacity_pressure"])
+    walls = sorted(r["wall_seconds"] for r in rows) or [0.0]
+    return {
+        "runs": len(rows),
+        "passed": sum(r["passed"] for r in rows),
+        "collisions": sum(r["collisions"] for r in rows),
+        "safety_violations": sum(r["safety_violations"] for r in rows),
+        "missed_reactions": sum(
+            1 for r in rows if r["fault"] != "(none)" and not r["reactions_ok"]
+        ),
+        "delivered": sum(r["delivered"] for r in rows),
+        "reachable": sum(r["reachable"] for r in rows),
+        "stalled_runs": sum(1 for r in rows if r["stalled_episodes"]),
+        "stalled_episodes": sum(r["stalled_episodes"] for r in rows),
+        "abandoned": sum(r["abandoned"] for r in rows),
+        "pressure_episodes": sum(pressure.values()),
+        "pressure_by_spec": dict(sorted(pressure.items())),
+        "wall_total_s": round(sum(walls), 1),
+        "wall_median_s": walls[len(walls) // 2],
+        "wall_max_s": walls[-1],
+        "cpu_total_s": round(sum(r["cpu_seconds"] for r in rows), 1),
+        "failed": sorted(
+            f"hard:{r['world']} seed {r['seed']} {r['fault']}: {r['verdict']}"
+            for r in rows
+            if not r["passed"]
+        ),
+    }
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    """The figures, fault-free and under faults, as Markdown."""
+    lines = [
+        "| runs | passed | collisions | safety violations | missed reactions | delivered "
+        "| stalled runs | abandoned tasks | capacity pressure episodes | wall time |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for name, part in (
+        ("fault-free", [r for r in rows if r["fault"] == "(none)"]),
+        ("under faults", [r for r in rows if r["fault"] != "(none)"]),
+    ):
+        if not part:
+            continue
+        f = figures(part)
+        pct = 100.0 * f["delivered"] / f["reachable"] if f["reachable"] else 100.0
+        missed = f["missed_reactions"] if name != "fault-free" else "-"
+        lines.append(
+            f"| {name}: {f['runs']} | {f['passed']} | {f['collisions']} "
+            f"| {f['safety_violations']} | {missed} "
+            f"| {f['delivered']} / {f['reachable']} ({pct:.1f} %) | {f['stalled_runs']} "
+            f"| {f['abandoned']} | {f['pressure_episodes']} "
+            f"| {f['wall_total_s'] / 3600:.1f} h (median {f['wall_median_s']:.0f} s, max "
+            f"{f['wall_max_s']:.0f} s) |"
+        )
+        if f["failed"]:
+            notes.append(
+                f"Runs that did not pass ({name}):\n\n"
+                + "\n".join(f"- {line}" for line in f["failed"])
+            )
+    return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + ("\n" if notes else "")
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.hard_campaign", description=__doc__)
+    parser.add_argument("--worlds", default="0-99", help="hard:A-B as A-B (default 0-99)")
+    parser.add_argument("--seeds", default="0-2", help="run seeds A-B (default 0-2)")
+    parser.add_argument("--faults", choices=("none", "auto"), default="none")
+    parser.add_argument("--jsonl", type=Path, help="one line per run, kept across restarts")
+    parser.add_argument("--table", type=Path, help="write the Markdown figures here")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    from runtime.spec import load_specs
+    from sim.run.campaign import auto_faults
+    from sim.run.harness import SPECS_DIR
+
+    faults: list[str | None] = [None]
+    if args.faults == "auto":
+        faults += [f.label for f in auto_faults(load_specs(SPECS_DIR))]
+    done = _done(args.jsonl)
+    for world in _range(args.worlds):
+        for seed in _range(args.seeds):
+            for fault in faults:
+                key = (world, seed, fault if fault is not None else "(none)")
+                if key in done:
+                    continue
+                row = run_one(world, seed, fault)
+                done[key] = row
+                if args.jsonl is not None:
+                    with args.jsonl.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(row, sort_keys=True) + "\n")
+                print(
+                    f"hard:{world} seed {seed} {row['fault']}: {row['status']} "
+                    f"{row['delivered']}/{row['reachable']} ({row['wall_seconds']:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    text = table(list(done.values()))
+    if args.table is not None:
+        tmp = args.table.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, args.table)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

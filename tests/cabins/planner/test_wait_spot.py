@@ -1,0 +1,58 @@
+"""Spots to wait at and to give way at keep the robot's reach from the floor's edge.
+
+The router keeps only the robot's disc on the floor (its clearance is kept from shelves
+and zones, not from the walls): a wait spot chosen by that rule alone lay 2 cm from the
+wall on hard:25, the executor found no clear way back to its route there, and the robot
+turned on the spot, step after failed step, until it touched the wall (a collision).
+"""
+
+from __future__ import annotations
+
+from shapely.geometry import LineString, box
+
+from cabins.planner.wait_spot import standable, wait_route
+from cabins.warehouse.routing import RoutePlanner, RoutingProblem
+
+RADIUS, CLEARANCE = 0.3, 0.2
+REACH = RADIUS + CLEARANCE
+FLOOR = (0.0, 0.0, 12.0, 1.8)  # a strip: a mover walks its lower half
+
+
+def _router() -> RoutePlanner:
+    return RoutePlanner(
+        RoutingProblem(
+            bounds=FLOOR,
+            obstacles=(),
+            forbidden=(),
+            robot_radius=RADIUS,
+            clearance=CLEARANCE,
+            resolution=0.1,
+        )
+    )
+
+
+def test_a_spot_within_reach_of_the_wall_is_free_for_the_router_but_not_standable() -> None:
+    router = _router()
+    by_the_wall = (5.0, FLOOR[3] - RADIUS - 0.05)
+    assert router.is_free(by_the_wall)
+    assert not standable(router, by_the_wall, REACH, ())
+    assert standable(router, (5.0, FLOOR[3] - REACH), REACH, ())
+
+
+def test_no_wait_spot_is_taken_within_reach_of_the_wall() -> None:
+    router = _router()
+    # the stopping point lies on the mover's way; off it, only a band by the wall is left
+    route = wait_route(
+        router,
+        (1.0, 1.0),
+        (3.0, 1.0),
+        lane=box(4.0, 0.0, 12.0, 1.8),
+        swept=[LineString([(0.0, 0.65), (12.0, 0.65)])],
+        blocked=[],
+        reach=REACH,
+        way=2.0,
+    )
+    # off the mover's way by the reach and a margin, y >= 1.3; off the wall by the reach,
+    # y <= 1.3: no spot on the rings is both (one 0.45 m from the wall was taken), so the
+    # robot waits at the stopping point
+    assert route is None, route
