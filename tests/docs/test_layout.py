@@ -11,6 +11,7 @@ methods or 30 instance attributes, and no function there over 60 lines.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -385,3 +386,38 @@ def test_the_reader_check_sees_each_way_to_open_a_file(tmp_path: Path) -> None:
         "tomllib.load",
         "sqlite3.connect",
     }
+
+
+# -- the layout documented -------------------------------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "development" / "architecture.md"
+
+
+def _documented_folders(page: str) -> list[str]:
+    """The folders the Layout section's one ``text`` block names, each at a line's start."""
+    section = page.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```text\n(.*?)^```$", section, re.S | re.M)
+    assert len(blocks) == 1, "the Layout section holds exactly one text block"
+    return re.findall(r"^([\w/]+/) ", blocks[0], re.M)
+
+
+def test_the_layout_page_names_every_package() -> None:
+    """Every package of ``runtime``, ``cabins`` and ``sim`` has its line in the Layout
+    block; one a level deeper (``sim/world/hard``) is named in its parent's line."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    folders = set(_documented_folders(page))
+    packages = [
+        path.parent.relative_to(ROOT).parts
+        for top in PACKAGES
+        for path in (ROOT / top).rglob("__init__.py")
+    ]
+    assert {"/".join(p) + "/" for p in packages if len(p) <= 2} - folders == set()
+    section = page.split("## Layout", 1)[1]
+    assert [p for p in packages if len(p) > 2 and f"({p[-1]}/)" not in section] == []
+
+
+def test_the_folder_finder_reads_one_block() -> None:
+    page = "## Layout\n\n```text\nruntime/   the core\n           more\ncabins/    x\n```\n"
+    assert _documented_folders(page) == ["runtime/", "cabins/"]
+    broken = "## Layout\n\n```text\n```\nruntime/   the core\n```\ncabins/ x\n```\n"
+    assert _documented_folders(broken) == []  # an empty block, the folders outside it
