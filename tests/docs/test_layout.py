@@ -241,8 +241,16 @@ MAX_FUNCTION_LINES = 60
 
 
 def _self_attributes(cls: ast.ClassDef) -> set[str]:
-    """The ``self.x`` names a class's methods assign."""
-    names: set[str] = set()
+    """The instance attributes a class declares: the ``self.x`` names its methods assign,
+    and the fields its body annotates (a dataclass's, a settings object's, a named
+    tuple's; not a ``ClassVar``)."""
+    names: set[str] = {
+        node.target.id
+        for node in cls.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and "ClassVar" not in ast.unparse(node.annotation)
+    }
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -315,6 +323,12 @@ def test_the_size_check_sees_each_limit_broken() -> None:
         + "".join(f"        self.b{i} = {i}\n" for i in range(21))
     )
     assert _too_big_in(wide, "m") == ["m:1 class Wide: 31 attributes"]
+    fields = "".join(f"    f{i}: int = {i}\n" for i in range(31))
+    assert _too_big_in(ast.parse(f"class Fields:\n{fields}"), "m") == [
+        "m:1 class Fields: 31 attributes"
+    ]
+    constants = "".join(f"    c{i}: ClassVar[int] = {i}\n" for i in range(31))
+    assert _too_big_in(ast.parse(f"class Constants:\n{constants}"), "m") == []
     body = "".join(f"    x{i} = {i}\n" for i in range(59))
     assert _too_big_in(ast.parse(f"def f():\n{body}"), "m") == []  # 60 lines
     assert _too_big_in(ast.parse(f"def f():\n{body}    y = 0\n"), "m") == ["m:1 f: 61 lines"]
