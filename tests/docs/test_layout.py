@@ -5,7 +5,8 @@ dependency too. ``runtime`` imports nothing of ``cabins`` or ``sim``, ``cabins``
 of ``sim``, and inside ``sim`` the layers go cli → analysis/report → run → world/faults.
 The warehouse contract (``cabins.warehouse``) imports no cabin, and the ground truth
 (``sim.world``) imports the contract and never a cabin. No class in ``cabins`` is over 25
-methods or 30 instance attributes, and no function there over 60 lines.
+methods or 30 instance attributes, and no function there over 60 lines. The tests mirror
+the packages, and the architecture page's Layout block names every package.
 """
 
 from __future__ import annotations
@@ -435,3 +436,29 @@ def test_the_folder_finder_reads_one_block() -> None:
     assert _documented_folders(page) == ["runtime/", "cabins/"]
     broken = "## Layout\n\n```text\n```\nruntime/   the core\n```\ncabins/ x\n```\n"
     assert _documented_folders(broken) == []  # an empty block, the folders outside it
+
+
+# -- the tests mirror the packages -----------------------------------------------------------------
+
+BESIDE_THE_PACKAGES = {"e2e", "hardening", "docs", "benchmarks", "support"}
+"""The folders of ``tests/`` that mirror no package: whole runs, bad input and fuzzing, the
+docs and the layout, the benchmarks' own tests, and what tests share."""
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    """Every test file sits in a folder that mirrors a package (``tests/cabins/planner/``
+    for ``cabins/planner/``) or in one of ``BESIDE_THE_PACKAGES``, never in ``tests/``
+    itself."""
+    tests = ROOT / "tests"
+    packages = {
+        path.parent.relative_to(ROOT)
+        for top in PACKAGES
+        for path in (ROOT / top).rglob("__init__.py")
+    }
+    stray = sorted(
+        str(path.relative_to(ROOT))
+        for path in tests.rglob("test_*.py")
+        if path.parent.relative_to(tests) not in packages
+        and path.relative_to(tests).parts[0] not in BESIDE_THE_PACKAGES
+    )
+    assert stray == []
