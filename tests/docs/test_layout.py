@@ -6,7 +6,8 @@ of ``sim``, and inside ``sim`` the layers go cli → analysis/report → run →
 The warehouse contract (``cabins.warehouse``) imports no cabin, and the ground truth
 (``sim.world``) imports the contract and never a cabin. No class in ``cabins`` is over 25
 methods or 30 instance attributes, and no function there over 60 lines. The tests mirror
-the packages, and the architecture page's Layout block names every package.
+the packages, and the architecture page's Layout block names every package. In the
+planner, the executor and the monitor only the facade and the reader take the view.
 """
 
 from __future__ import annotations
@@ -304,6 +305,56 @@ def test_no_cabin_class_or_function_is_too_big_to_read() -> None:
     """No class in ``cabins`` over 25 methods or 30 instance attributes, no function over
     60 lines: a maintainer reads each part whole."""
     assert _too_big("cabins") == []
+
+
+FACADES = ("cabins.planner", "cabins.executor", "cabins.monitor")
+"""The cabins split into a facade (``cabin.py``) and parts that take the tick's ``Seen``."""
+READ_ONCE = {"cabin", "seen"}
+"""The modules of such a cabin that may take the view: the facade, and the reader that
+reads it once a tick."""
+
+
+def _takes_the_view(tree: ast.AST) -> list[str]:
+    """Where a module names ``CabinView`` or has a function with a ``view`` parameter."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node).endswith("CabinView"):
+            found.append(f"{node.lineno}: CabinView")
+        elif isinstance(node, ast.alias) and node.name == "CabinView":
+            found.append(f"{node.lineno}: imports CabinView")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if any(a.arg == "view" for a in arguments):
+                found.append(f"{node.lineno}: {node.name}(view)")
+    return sorted(found)
+
+
+def test_a_cabins_parts_take_what_the_tick_read_once_not_the_view() -> None:
+    """In the planner, the executor and the monitor only the facade and the reader touch
+    the view; every other part takes the ``Seen`` the reader made of it."""
+    wrong = [
+        f"{name}:{where}"
+        for name, path in MODULES.items()
+        if name.rpartition(".")[0] in FACADES and name.rpartition(".")[2] not in READ_ONCE
+        for where in _takes_the_view(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert wrong == []
+
+
+def test_the_view_check_sees_each_way_to_take_the_view() -> None:
+    source = (
+        "from runtime.pack import CabinView\n"
+        "def f(seen, view): ...\n"
+        "def g(*, view): ...\n"
+        "def h(v: pack.CabinView): ...\n"
+        "def fine(seen, viewed): ...\n"
+    )
+    assert _takes_the_view(ast.parse(source)) == [
+        "1: imports CabinView",
+        "2: f(view)",
+        "3: g(view)",
+        "4: CabinView",
+    ]
 
 
 def test_the_size_check_sees_each_limit_broken() -> None:
