@@ -5,12 +5,15 @@ dependency too. ``runtime`` imports nothing of ``cabins`` or ``sim``, ``cabins``
 of ``sim``, and inside ``sim`` the layers go cli → analysis/report → run → world/faults.
 The warehouse contract (``cabins.warehouse``) imports no cabin, and the ground truth
 (``sim.world``) imports the contract and never a cabin. No class in ``cabins`` is over 25
-methods or 30 instance attributes, and no function there over 60 lines.
+methods or 30 instance attributes, and no function there over 60 lines. The tests mirror
+the packages, and the architecture page's Layout block names every package. In the
+planner, the executor and the monitor only the facade and the reader take the view.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -240,8 +243,16 @@ MAX_FUNCTION_LINES = 60
 
 
 def _self_attributes(cls: ast.ClassDef) -> set[str]:
-    """The ``self.x`` names a class's methods assign."""
-    names: set[str] = set()
+    """The instance attributes a class declares: the ``self.x`` names its methods assign,
+    and the fields its body annotates (a dataclass's, a settings object's, a named
+    tuple's; not a ``ClassVar``)."""
+    names: set[str] = {
+        node.target.id
+        for node in cls.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and "ClassVar" not in ast.unparse(node.annotation)
+    }
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -296,6 +307,56 @@ def test_no_cabin_class_or_function_is_too_big_to_read() -> None:
     assert _too_big("cabins") == []
 
 
+FACADES = ("cabins.planner", "cabins.executor", "cabins.monitor")
+"""The cabins split into a facade (``cabin.py``) and parts that take the tick's ``Seen``."""
+READ_ONCE = {"cabin", "seen"}
+"""The modules of such a cabin that may take the view: the facade, and the reader that
+reads it once a tick."""
+
+
+def _takes_the_view(tree: ast.AST) -> list[str]:
+    """Where a module names ``CabinView`` or has a function with a ``view`` parameter."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node).endswith("CabinView"):
+            found.append(f"{node.lineno}: CabinView")
+        elif isinstance(node, ast.alias) and node.name == "CabinView":
+            found.append(f"{node.lineno}: imports CabinView")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if any(a.arg == "view" for a in arguments):
+                found.append(f"{node.lineno}: {node.name}(view)")
+    return sorted(found)
+
+
+def test_a_cabins_parts_take_what_the_tick_read_once_not_the_view() -> None:
+    """In the planner, the executor and the monitor only the facade and the reader touch
+    the view; every other part takes the ``Seen`` the reader made of it."""
+    wrong = [
+        f"{name}:{where}"
+        for name, path in MODULES.items()
+        if name.rpartition(".")[0] in FACADES and name.rpartition(".")[2] not in READ_ONCE
+        for where in _takes_the_view(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert wrong == []
+
+
+def test_the_view_check_sees_each_way_to_take_the_view() -> None:
+    source = (
+        "from runtime.pack import CabinView\n"
+        "def f(seen, view): ...\n"
+        "def g(*, view): ...\n"
+        "def h(v: pack.CabinView): ...\n"
+        "def fine(seen, viewed): ...\n"
+    )
+    assert _takes_the_view(ast.parse(source)) == [
+        "1: imports CabinView",
+        "2: f(view)",
+        "3: g(view)",
+        "4: CabinView",
+    ]
+
+
 def test_the_size_check_sees_each_limit_broken() -> None:
     def methods(count: int, attributes: int) -> str:
         return "\n".join(
@@ -314,6 +375,12 @@ def test_the_size_check_sees_each_limit_broken() -> None:
         + "".join(f"        self.b{i} = {i}\n" for i in range(21))
     )
     assert _too_big_in(wide, "m") == ["m:1 class Wide: 31 attributes"]
+    fields = "".join(f"    f{i}: int = {i}\n" for i in range(31))
+    assert _too_big_in(ast.parse(f"class Fields:\n{fields}"), "m") == [
+        "m:1 class Fields: 31 attributes"
+    ]
+    constants = "".join(f"    c{i}: ClassVar[int] = {i}\n" for i in range(31))
+    assert _too_big_in(ast.parse(f"class Constants:\n{constants}"), "m") == []
     body = "".join(f"    x{i} = {i}\n" for i in range(59))
     assert _too_big_in(ast.parse(f"def f():\n{body}"), "m") == []  # 60 lines
     assert _too_big_in(ast.parse(f"def f():\n{body}    y = 0\n"), "m") == ["m:1 f: 61 lines"]
@@ -385,3 +452,64 @@ def test_the_reader_check_sees_each_way_to_open_a_file(tmp_path: Path) -> None:
         "tomllib.load",
         "sqlite3.connect",
     }
+
+
+# -- the layout documented -------------------------------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "development" / "architecture.md"
+
+
+def _documented_folders(page: str) -> list[str]:
+    """The folders the Layout section's one ``text`` block names, each at a line's start."""
+    section = page.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```text\n(.*?)^```$", section, re.S | re.M)
+    assert len(blocks) == 1, "the Layout section holds exactly one text block"
+    return re.findall(r"^([\w/]+/) ", blocks[0], re.M)
+
+
+def test_the_layout_page_names_every_package() -> None:
+    """Every package of ``runtime``, ``cabins`` and ``sim`` has its line in the Layout
+    block; one a level deeper (``sim/world/hard``) is named in its parent's line."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    folders = set(_documented_folders(page))
+    packages = [
+        path.parent.relative_to(ROOT).parts
+        for top in PACKAGES
+        for path in (ROOT / top).rglob("__init__.py")
+    ]
+    assert {"/".join(p) + "/" for p in packages if len(p) <= 2} - folders == set()
+    section = page.split("## Layout", 1)[1]
+    assert [p for p in packages if len(p) > 2 and f"({p[-1]}/)" not in section] == []
+
+
+def test_the_folder_finder_reads_one_block() -> None:
+    page = "## Layout\n\n```text\nruntime/   the core\n           more\ncabins/    x\n```\n"
+    assert _documented_folders(page) == ["runtime/", "cabins/"]
+    broken = "## Layout\n\n```text\n```\nruntime/   the core\n```\ncabins/ x\n```\n"
+    assert _documented_folders(broken) == []  # an empty block, the folders outside it
+
+
+# -- the tests mirror the packages -----------------------------------------------------------------
+
+BESIDE_THE_PACKAGES = {"e2e", "hardening", "docs", "benchmarks", "support"}
+"""The folders of ``tests/`` that mirror no package: whole runs, bad input and fuzzing, the
+docs and the layout, the benchmarks' own tests, and what tests share."""
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    """Every test file sits in a folder that mirrors a package (``tests/cabins/planner/``
+    for ``cabins/planner/``) or in one of ``BESIDE_THE_PACKAGES``, never in ``tests/``
+    itself."""
+    tests = ROOT / "tests"
+    packages = {
+        path.parent.relative_to(ROOT)
+        for top in PACKAGES
+        for path in (ROOT / top).rglob("__init__.py")
+    }
+    stray = sorted(
+        str(path.relative_to(ROOT))
+        for path in tests.rglob("test_*.py")
+        if path.parent.relative_to(tests) not in packages
+        and path.relative_to(tests).parts[0] not in BESIDE_THE_PACKAGES
+    )
+    assert stray == []
