@@ -447,6 +447,10 @@ def test_a_special_file_for_any_input_is_refused_at_once(
     code, out, err = run_cli(capsys, *INPUT_FLAGS[flag](path))
     assert code == 2
     assert err.startswith("error: ") or (flag == "check-spec" and out.startswith("error "))
+    said = out if flag == "check-spec" else err  # refused as what it is, not for another reason
+    assert str(path) in said.replace("\n", "")  # check-spec's table wraps long lines
+    words = " ".join(said.split())
+    assert any(w in words for w in ("regular file", "is a folder", "not a long-term memory file"))
 
 
 def test_check_spec_refuses_a_fifo_without_waiting_for_a_writer(
