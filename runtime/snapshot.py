@@ -723,7 +723,13 @@ def capture(obj: Any, codec: StateCodec, where: str = "state", depth: int = 0) -
     state with ``codec.dump(root)`` and read it back with ``restore``."""
     get_state = getattr(obj, "get_state", None)
     if callable(get_state):
-        return {"state": codec._dump(get_state(), where, depth + 1)}
+        try:
+            kept = get_state()
+        except Exception as exc:
+            if _own(obj):
+                raise
+            raise StateError(f"{where}: get_state raised {type(exc).__name__}: {exc}") from None
+        return {"state": codec._dump(kept, where, depth + 1)}
     out: dict[str, Any] = {}
     skip = _derived(obj)
     if "*" in skip:
@@ -772,6 +778,10 @@ def _restore(
             raise StateError(f"{where}: {exc}") from None
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
             raise StateError(f"{where}: {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # a user's class may raise anything: one error, not a crash
+            if _own(obj):
+                raise
+            raise StateError(f"{where}: set_state raised {type(exc).__name__}: {exc}") from None
         return
     fresh = _fields(obj)
     skip = _derived(obj)

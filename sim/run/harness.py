@@ -733,7 +733,7 @@ class Simulation:
         self.log.append("memory_written", data, tags=("memory",))
 
     def attach_recorder(self, recorder: Recorder) -> None:
-        """Record the run from now on (a simulation unpickled from a checkpoint has none)."""
+        """Record the run from now on (a simulation rebuilt from a checkpoint has none)."""
         if self.recorder is not None:
             raise SettingError("this simulation already has a recorder")
         self.recorder = recorder

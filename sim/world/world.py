@@ -190,7 +190,7 @@ class BatteryLow:
     """The lowest the battery fell in a run (a fraction of its capacity), when it first got
     there, and when it first ran empty (None: it never did).
 
-    A record of where the run has been, kept by the world beside its state (and pickled with
+    A record of where the run has been, kept by the world beside its state (and saved with
     it in a checkpoint), not part of the state: ``World.state_digest`` leaves it out, so that
     the state digests of the fixed runs (``benchmarks.digests``) stay comparable with those
     made before it was kept. It is a function of the states the run went through.

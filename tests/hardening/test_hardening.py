@@ -447,6 +447,10 @@ def test_a_special_file_for_any_input_is_refused_at_once(
     code, out, err = run_cli(capsys, *INPUT_FLAGS[flag](path))
     assert code == 2
     assert err.startswith("error: ") or (flag == "check-spec" and out.startswith("error "))
+    said = out if flag == "check-spec" else err  # refused as what it is, not for another reason
+    assert str(path) in said.replace("\n", "")  # check-spec's table wraps long lines
+    words = " ".join(said.split())
+    assert any(w in words for w in ("regular file", "is a folder", "not a long-term memory file"))
 
 
 def test_check_spec_refuses_a_fifo_without_waiting_for_a_writer(
@@ -501,3 +505,114 @@ def test_another_program_s_database_as_memory_leaves_it_and_the_recording_alone(
         "run.mcap",
     ]
     assert record.read_bytes() == short_recording.read_bytes()
+
+
+# -- nothing written before every input is checked (issue 30) ------------------------------------
+
+
+def _folder(path: Path) -> dict[str, bytes | None]:
+    """Every file and folder under ``path``, with the bytes of each file."""
+    return {
+        str(p.relative_to(path)): p.read_bytes() if p.is_file() else None
+        for p in sorted(path.rglob("*"))
+    }
+
+
+def _bad_inputs(tmp_path: Path) -> None:
+    """One bad file of each kind a run or a campaign reads, and another program's database."""
+    import sqlite3
+
+    (tmp_path / "bad.toml").write_text("name = [\n")  # invalid TOML
+    (tmp_path / "badspecs").mkdir()
+    (tmp_path / "badspecs" / "planner.toml").write_bytes(b"\xff")
+    with sqlite3.connect(tmp_path / "app.db") as db:
+        db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    db.close()
+
+
+BAD_INPUTS: dict[str, list[str]] = {
+    "--scenario": ["--scenario", "bad.toml"],
+    "--faults": ["--faults", "bad.toml"],
+    "--fault": ["--fault", "stale:pose@30-10"],
+    "--specs": ["--specs", "badspecs"],
+    "--cabin spec": ["--cabin", "tw_absent:X@bad.toml"],
+    "--memory": ["--memory", "app.db"],
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_INPUTS))
+def test_a_refused_run_input_leaves_every_output_as_it_was(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    short_recording: Path,
+    bad: str,
+) -> None:
+    """Every input is read and checked before any output is opened: a run refused for any
+    one of them leaves an earlier recording whole and creates no checkpoint, report or
+    memory file."""
+    monkeypatch.chdir(tmp_path)
+    _bad_inputs(tmp_path)
+    (tmp_path / "run.mcap").write_bytes(short_recording.read_bytes())
+    before = _folder(tmp_path)
+    code, _, err = run_cli(
+        capsys, "run", "--ticks", "3", "--record", "run.mcap", "--report", "run.html",
+        "--checkpoint-every", "1", "--checkpoint", "run.ckpt", *BAD_INPUTS[bad],
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error: ")
+    assert _folder(tmp_path) == before
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_INPUTS))
+def test_a_refused_campaign_input_leaves_every_output_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _bad_inputs(tmp_path)
+    previous = {"scenarios": ["warehouse"], "seeds": [0], "passed": True, "table": [], "runs": []}
+    (tmp_path / "out.json").write_text(json.dumps(previous))
+    before = _folder(tmp_path)
+    faults = [] if bad in ("--faults", "--fault") else ["--fault", "stale:pose@1-2"]
+    code, _, err = run_cli(
+        capsys, "campaign", "--seeds", "0", "--ticks", "1", "--workers", "1", "--out",
+        "out.json", "--journal", "c.jsonl", "--report", "c.html", *faults, *BAD_INPUTS[bad],
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error: ")
+    assert _folder(tmp_path) == before
+
+
+STATELESS = """
+class Stateless:
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec.name
+
+    def step(self, view, out):
+        pass
+"""
+
+
+def test_checkpointing_a_user_cabin_without_get_state_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    short_recording: Path,
+) -> None:
+    """The decision for a user cabin without get_state/set_state (docs/guides/checkpoints.md,
+    'User cabins'): its run cannot be checkpointed, and says so before writing anything."""
+    (tmp_path / "stateless_cabin.py").write_text(STATELESS)
+    (tmp_path / "helper.toml").write_text('name = "helper"\nboard_keys = ["pose"]\n')
+    (tmp_path / "run.mcap").write_bytes(short_recording.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    before = _folder(tmp_path)
+    code, _, err = run_cli(
+        capsys, "run", "--ticks", "4", "--record", "run.mcap", "--checkpoint-every", "2",
+        "--cabin", "stateless_cabin:Stateless@helper.toml",
+    )  # fmt: skip
+    assert code == 2 and "have no get_state() and set_state(data)" in err
+    assert {k: v for k, v in _folder(tmp_path).items() if "__pycache__" not in k} == before
+    code, _, err = run_cli(
+        capsys, "run", "--ticks", "4", "--cabin", "stateless_cabin:Stateless@helper.toml",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err  # without checkpoints it runs

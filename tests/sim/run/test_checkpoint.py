@@ -794,6 +794,44 @@ def test_the_round_trip_helper_carries_a_user_cabins_state() -> None:
     assert round_trip_state(cabin, _Greeter(spec)).greeted == 41
 
 
+class _Moody(_Greeter):
+    """A user cabin whose get_state or set_state raises what user code may raise."""
+
+    fail_on: str = ""
+
+    def get_state(self) -> dict[str, Any]:
+        if self.fail_on == "get":
+            raise RuntimeError("the model file is gone")
+        return super().get_state()
+
+    def set_state(self, data: Any) -> None:
+        if self.fail_on == "set":
+            raise RuntimeError("cannot reconnect")
+        super().set_state(data)
+
+
+def test_a_user_cabin_whose_state_methods_raise_is_a_checkpoint_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guide promises that what a user cabin's set_state raises is one error (exit 2):
+    a RuntimeError was a traceback (only TypeError, ValueError and the like were caught)."""
+    from sim.run.harness import ExtraCabin
+
+    spec = ContextSpec(name="greeter", board_keys=("pose",), event_kinds=("greeting",))
+    sim = Simulation("warehouse", seed=2, extra=[ExtraCabin(spec, _Moody)])
+    sim.run(5, until_done=False)
+    path = tmp_path / "m.ckpt"
+    save(sim, RunPlan(ticks=20, until_done=False), path)
+    before = path.read_bytes()
+    monkeypatch.setattr(_Moody, "fail_on", "get")
+    with pytest.raises(CheckpointError, match="get_state raised RuntimeError: the model file"):
+        save(sim, RunPlan(ticks=20, until_done=False), path)
+    assert path.read_bytes() == before
+    monkeypatch.setattr(_Moody, "fail_on", "set")
+    with pytest.raises(CheckpointError, match="set_state raised RuntimeError: cannot reconnect"):
+        load(path, extra=[ExtraCabin(spec, _Moody)])
+
+
 def test_resume_refuses_to_splice_onto_another_runs_recording(tmp_path: Path) -> None:
     record = tmp_path / "run.mcap"
     plan = RunPlan(
