@@ -17,34 +17,12 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import sys
 import time
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
-
-
-def _observer(rate_hz: float) -> Any:
-    """Reactions seen, with the tick each was first seen at (as the campaign observes)."""
-    seen: dict[tuple[str, str], list[int]] = defaultdict(list)
-
-    def listen(event: Any) -> None:
-        data = event.data if isinstance(event.data, Mapping) else {}
-        cabin = next((t[6:] for t in event.tags if t.startswith("cabin:")), "")
-        if event.kind == "reaction":
-            reaction, cabin = str(data.get("reaction")), str(data.get("cabin", cabin))
-        elif event.kind == "alarm":
-            reaction = f"alarm:{data.get('kind')}"
-        elif event.kind == "emergency_stop":
-            reaction = f"stop:{data.get('reason')}"
-        else:
-            return
-        seen[(cabin, reaction)].append(round(event.stamp * rate_hz))
-
-    listen.seen = seen  # type: ignore[attr-defined]
-    return listen
 
 
 def run_one(world: int, seed: int, fault_text: str | None) -> dict[str, Any]:
@@ -52,56 +30,15 @@ def run_one(world: int, seed: int, fault_text: str | None) -> dict[str, Any]:
     as a campaign judges it, with its pressure, time and stalls."""
     from runtime.logs import configure_logging
     from sim.faults.model import parse_fault
-    from sim.run.campaign import RunRequest, expectations, judged
-    from sim.run.harness import Simulation
-    from sim.run.summary import JUDGED
-    from sim.world.families import load_world
+    from sim.run.campaign import RunRequest, observed_run
 
     configure_logging(level="error", stream=io.StringIO())
     fault = parse_fault(fault_text) if fault_text is not None else None
     request = RunRequest(scenario=f"hard:{world}", seed=seed, fault=fault)
     started, cpu = time.perf_counter(), time.process_time()
-    sim = Simulation(load_world(request.scenario), seed=seed, faults=[fault] if fault else [])
-    observer = _observer(sim.rate_hz)
-    sim.log.add_listener(observer)
-    expected: list[Any] = []
-
-    def readings_of(pattern: str) -> list[tuple[str, float | None]]:
-        return [(r.key, r.ttl) for r in sim.board.readings(pattern)]
-
-    total = sim.max_ticks
-    must_run_to = 0 if fault is None else min(total, fault.start + request.within + 1)
-    fault_started = fault is None
-    for tick in range(total):
-        if fault is not None and tick == fault.start:
-            expected = expectations(fault, sim.specs, readings_of)
-            fault_started = True
-        sim.loop.step()
-        if sim.done and tick + 1 >= must_run_to:
-            break
-    summary = sim.summary()
-    sim.close()
-
-    def first(cabin: str, reaction: str) -> int | None:
-        later = [t for t in observer.seen.get((cabin, reaction), ()) if fault and t >= fault.start]
-        return min(later) if later else None
-
-    seen = [
-        {
-            "cabin": e.cabin,
-            "reaction": e.reaction,
-            "because": e.because,
-            "seen_at": first(e.cabin, e.reaction),
-        }
-        for e in expected
-    ]
-    result = judged(
-        request,
-        measured={k: summary[k] for k in JUDGED if k in summary},
-        seen=seen,
-        fault_started=fault_started,
-        board_digest=summary["board_digest"],
-    )
+    run = observed_run(request)
+    summary = run.summary
+    result = run.judged(request)
     return {
         "world": world,
         "seed": seed,
@@ -240,9 +177,10 @@ def main(argv: Iterable[str] | None = None) -> int:
                 )
     text = table(list(done.values()))
     if args.table is not None:
-        tmp = args.table.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, args.table)
+        from runtime.files import atomic_output
+
+        with atomic_output(args.table) as fh:
+            fh.write(text.encode("utf-8"))
     else:
         sys.stdout.write(text)
     return 0

@@ -31,7 +31,6 @@ import argparse
 import collections
 import io
 import json
-import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -242,9 +241,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     rows.sort(key=lambda r: (int(r["world"].partition(":")[2]), r["seed"]))
     text = table(rows)
     if args.table is not None:
-        tmp = args.table.with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, args.table)
+        from runtime.files import atomic_output
+
+        with atomic_output(args.table) as fh:
+            fh.write(text.encode("utf-8"))
     else:
         sys.stdout.write(text)
     return 0

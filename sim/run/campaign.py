@@ -177,6 +177,31 @@ class _Observer:
 
 def run_one(request: RunRequest) -> dict[str, Any]:
     """Run one campaign run and judge it (picklable: runs in worker processes)."""
+    return observed_run(request).judged(request)
+
+
+@dataclass(frozen=True)
+class ObservedRun:
+    """One run's summary and what was seen of the reactions its fault should cause."""
+
+    summary: dict[str, Any]
+    seen: list[dict[str, Any]]
+    fault_started: bool
+
+    def judged(self, request: RunRequest) -> dict[str, Any]:
+        """The campaign's result for this run of ``request`` (``judged``)."""
+        return judged(
+            request,
+            measured={k: self.summary[k] for k in JUDGED if k in self.summary},
+            seen=self.seen,
+            fault_started=self.fault_started,
+            board_digest=self.summary["board_digest"],
+        )
+
+
+def observed_run(request: RunRequest) -> ObservedRun:
+    """Run ``request`` to its end (or, under a fault, at least ``within`` ticks past the
+    fault's start), noting the tick each expected reaction was first seen at."""
     from sim.run.harness import Simulation
     from sim.world.families import load_world
 
@@ -220,14 +245,7 @@ def run_one(request: RunRequest) -> dict[str, Any]:
         }
         for e in expected
     ]
-    measured = {k: summary[k] for k in JUDGED if k in summary}
-    return judged(
-        request,
-        measured=measured,
-        seen=seen,
-        fault_started=started,
-        board_digest=summary["board_digest"],
-    )
+    return ObservedRun(summary=summary, seen=seen, fault_started=started)
 
 
 def judged(

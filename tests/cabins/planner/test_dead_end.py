@@ -131,11 +131,9 @@ def test_in_a_dead_end_bay_it_gives_way_out_of_the_bay_not_into_the_next_one() -
     assert length <= 1.5 * math.dist(pose, spot) + 1.0  # a way there, not round a shelf
 
 
-def test_with_no_spot_in_reach_it_finds_none() -> None:
-    # Deep in a bay with the picker above: no spot out of its way within 6 m
-    pose = (BLOCKED, 10.0)
-    picker = Point(BLOCKED, 11.0).buffer(0.3)
-    longer = RoutePlanner(
+def _deep_bays() -> RoutePlanner:
+    """The bays 12 m deep, with 6 m of lane below their mouths."""
+    return RoutePlanner(
         RoutingProblem(
             bounds=(0.0, -6.0, 20.0, 12.0),
             obstacles=tuple(box(x, 0.0, x + 1.0, 12.0) for x in SHELF_XS),
@@ -145,6 +143,13 @@ def test_with_no_spot_in_reach_it_finds_none() -> None:
             resolution=0.25,
         )
     )
+
+
+def test_with_no_spot_in_reach_it_finds_none() -> None:
+    # Deep in a bay with the picker above: no spot out of its way within 6 m
+    pose = (BLOCKED, 10.0)
+    picker = Point(BLOCKED, 11.0).buffer(0.3)
+    longer = _deep_bays()
     found = give_way_route(
         longer, pose, picker, blocked=[], radius=0.35, clearance=0.25, heading=(0.0, -1.0)
     )
@@ -157,16 +162,7 @@ def test_when_it_cannot_set_the_task_aside_it_retreats_out_of_a_deep_bay() -> No
     # for the rest of the run. On a retreat it backs out of the bay and steps aside.
     pose = (BLOCKED, 10.0)
     picker = Point(BLOCKED, 11.0).buffer(0.3)
-    deep = RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, -6.0, 20.0, 12.0),
-            obstacles=tuple(box(x, 0.0, x + 1.0, 12.0) for x in SHELF_XS),
-            forbidden=(),
-            robot_radius=0.35,
-            clearance=0.25,
-            resolution=0.25,
-        )
-    )
+    deep = _deep_bays()
     route = give_way_route(
         deep,
         pose,
