@@ -239,6 +239,21 @@ def test_measure_world_runs_on_a_toy_world_and_reports() -> None:
     assert TOY.label in markdown(results)
 
 
+def test_the_shipped_specs_read_only_the_core_board_keys() -> None:
+    # the filler keys stand for the rest of a robot's board: were a spec to select them
+    # (as the planner's task:* did a filler namespace task), every figure would measure
+    # thousands of candidates and capacity evictions instead of the tick's ~110 items
+    data = generate(WorldSize(MIN_BOARD + 100, 150, 300), np.random.default_rng(0))
+    runtime = RuntimeWorld(data, load_shipped_specs(), capacity=10_000)
+    ws, views = runtime.tick(0, data.start)
+    board = {key for key, _, _ in data.board}
+    core = {key for key, _, _ in data.board[:MIN_BOARD]}
+    read = {key for key in ws.items if key in board}
+    assert read, "the specs read no board key at all"
+    assert read <= core, sorted(read - core)[:5]
+    assert {key for view in views for key in view if key in board} <= core
+
+
 def test_world_sizes_refuse_too_small_a_board() -> None:
     with pytest.raises(ValueError, match="board keys"):
         WorldSize(MIN_BOARD - 1, 10, 10)
