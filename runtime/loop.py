@@ -8,8 +8,10 @@ records the exception, and the tick completes. With a ``WallClock``, a tick that
 ends after the next deadline is an overrun, handled by an ``OverrunPolicy``.
 
 An outbox changes only what its cabin's spec declares (``[writes]``, ``runtime.writes``): a
-board write, delete or event outside it is refused, with a ``write_refused`` event (tags
-``cabin:<name>``, ``refused``) naming the cabin, the key or kind and why, and a warning;
+board write, delete or event outside it is refused and counted, with a ``write_refused``
+event (tags ``cabin:<name>``, ``refused``) naming the cabin, the key or kind and why, and a
+warning, once per episode (``RefusalWatch``: a cabin refused the same change outbox after
+outbox is reported when it starts, and again only after an outbox without it);
 ``goal:*`` and ``safety:*`` keys change only through a cabin whose spec names them. Every
 write and delete names its cabin as its source. ``TickStats.cabins`` counts what each
 cabin did (``runtime.activity``): commands, events, reactions, writes, deletes, refusals
@@ -82,7 +84,7 @@ from runtime.pressure import (
 )
 from runtime.runners import LoopContext, TickDecisions, runner_for
 from runtime.scratchpad import Scratchpad
-from runtime.writes import REFUSED_KIND, Refusal, WriteGuard, refused_event
+from runtime.writes import REFUSED_KIND, Refusal, RefusalWatch, WriteGuard, refused_event
 
 Suppressor = Callable[[int, str], Iterable[str]]
 
@@ -233,6 +235,8 @@ class TickLoop:
         self.writes = WriteGuard({c.name: assembler.specs[c.name].writes for c in self.cabins})
         """Each cabin's declared writes: what its outboxes may change (``runtime.writes``)."""
         self.activity = ActivityTally(c.name for c in self.cabins)
+        self.refusals = RefusalWatch()
+        """Each cabin's refusals by episode: one ``write_refused`` event per episode."""
         self.asynchronous = _async_decisions(self.cabins, executor, clock, rng)
         self._runners = tuple(runner_for(c, self.asynchronous) for c in self.cabins)
         self.tick = 0
@@ -401,7 +405,7 @@ class TickLoop:
         with board.lock, log.lock:
             for out in outboxes:
                 try:
-                    self._apply_outbox(tick, out)
+                    self._apply_outbox(tick, ws.time, out)
                 except Exception as exc:  # the outbox checks its contents; this is a backstop
                     failures.append(
                         CabinFailure(
@@ -475,10 +479,11 @@ class TickLoop:
         elif self.pressure.active:
             self.pressure.observe(tick, ws.time, ws)
 
-    def _apply_outbox(self, tick: int, out: Outbox) -> None:
+    def _apply_outbox(self, tick: int, time: float, out: Outbox) -> None:
         """Apply one outbox: its notes, then what its spec's ``[writes]`` allows of its
-        writes, deletes and events (the rest refused, each with a ``write_refused``
-        event), its reactions and its memory writes; count what the cabin did."""
+        writes, deletes and events (the rest refused, each counted, with a
+        ``write_refused`` event when its episode starts), its reactions and its memory
+        writes; count what the cabin did."""
         board, log, guard = self.assembler.board, self.assembler.log, self.writes
         cabin = out.cabin
         if out.notes:
@@ -511,7 +516,7 @@ class TickLoop:
             )
         for m in out.memories:
             log.append("remembered", remember(self.long_term, m), tags=(tag, "memory"))
-        for no in refused:
+        for no in self.refusals.observe(cabin, refused, tick=tick, time=time):
             log.append(REFUSED_KIND, refused_event(no, tick), tags=(tag, "refused"))
             self._log.warning(
                 "write_refused", tick=tick, cabin=cabin, op=no.op, name=no.name, reason=no.reason

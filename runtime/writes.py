@@ -14,8 +14,14 @@ the protected pattern's literal part (``safety:*``, ``safety:forbidden:*``,
 ``goal:deliver:t1``) grants them; a broad ``*``, ``s*`` or ``*:forbidden:*`` does not.
 
 ``WriteGuard`` holds every cabin's declaration. The tick loop asks it about each write,
-delete and event of an outbox before applying it (``refusal``: None, or why not); it logs a
-``write_refused`` event (``refused_event``) for each one refused and counts it.
+delete and event of an outbox before applying it (``refusal``: None, or why not) and counts
+every one refused. A cabin that keeps asking for the same refused change would log an event
+per tick, so ``RefusalWatch`` reports refusals by *episode* (``runtime.episodes``, policy
+``UntilSeen``): the loop logs a ``write_refused`` event (``refused_event``) when a cabin's
+outbox is refused a (op, key or kind) that its previous outbox was not; the episode ends
+at the first outbox of that cabin applied without that refusal (for a synchronous cabin,
+the next tick without it; for an asynchronous one, its next decision without it; a cabin
+that failed applied no outbox, which neither continues nor ends an episode).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from runtime.episodes import EpisodePolicy, Episodes, UntilSeen
 from runtime.patterns import PatternSet, is_glob, literal_prefix, matches
 from runtime.spec import Writes
 
@@ -33,6 +40,7 @@ __all__ = [
     "UNDECLARED",
     "Op",
     "Refusal",
+    "RefusalWatch",
     "WriteGuard",
     "grants",
     "lint",
@@ -188,3 +196,37 @@ def refused_event(refusal: Refusal, tick: int) -> dict[str, Any]:
         "detail": refusal.detail,
         "tick": tick,
     }
+
+
+class RefusalWatch:
+    """Follows each cabin's refusals outbox by outbox: one report per episode of a (cabin,
+    op, name) refusal (see the module docstring). (A plain class: a checkpoint gives its
+    state back to the loop's own watch.)"""
+
+    def __init__(self, policy: EpisodePolicy | None = None) -> None:
+        self.policy: EpisodePolicy = UntilSeen() if policy is None else policy
+        self._episodes: Episodes[tuple[str, str, str]] = Episodes(self.policy)
+
+    def observe(
+        self, cabin: str, refused: Sequence[Refusal], *, tick: int, time: float
+    ) -> list[Refusal]:
+        """Take the refusals of one applied outbox of ``cabin``: those that open an
+        episode, in order (one per (op, name)); the cabin's open episodes this outbox does
+        not repeat end as the policy says."""
+        episodes = self._episodes
+        opened: list[Refusal] = []
+        seen: set[tuple[str, str, str]] = set()
+        for no in refused:
+            key: tuple[str, str, str] = (cabin, no.op, no.name)
+            seen.add(key)
+            if episodes.hit(key, tick=tick, time=time, reason=no.reason):
+                opened.append(no)
+        for key in episodes.open:
+            if key[0] == cabin and key not in seen:
+                episodes.miss(key, tick=tick, time=time)
+        return opened
+
+    @property
+    def open(self) -> tuple[tuple[str, str, str], ...]:
+        """The (cabin, op, name) refusals whose episode is open, in the order they opened."""
+        return self._episodes.open

@@ -16,7 +16,8 @@ from typing import Any
 
 from sim.cli.args import at_least, duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
-from sim.cli.tables import cabin_text, counts_text
+from sim.cli.tables import counts_text
+from sim.run.missing_text import cabin_text
 
 OVERRUN_POLICIES = {"skip": "SkipMissed", "catch-up": "CatchUp"}
 """``--overrun`` choices and the ``runtime`` policy class each names."""

@@ -40,24 +40,3 @@ def cell(text: Any) -> Any:
 def counts_text(counts: Mapping[str, Any]) -> str:
     """``{"a": 2, "b": 1}`` as ``a 2, b 1``; ``none`` when empty."""
     return ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "none"
-
-
-CABIN_COUNTS = (
-    ("commands", "commands"),
-    ("events", "events"),
-    ("reactions", "reactions"),
-    ("writes", "writes"),
-    ("deletes", "deletes"),
-    ("writes_refused", "refused"),
-    ("failures", "failures"),
-)
-"""A cabin row's counts (``Simulation.summary()['cabins']``) and their labels, in order."""
-
-
-def cabin_text(row: Mapping[str, Any]) -> str:
-    """One cabin's summary row as text: its counts, then its missing items
-    (``commands 3 · events 1 · ... · missing items: none``)."""
-    from sim.run.missing_text import missing_text
-
-    counts = " · ".join(f"{label} {row.get(key, 0)}" for key, label in CABIN_COUNTS)
-    return f"{counts} · missing items: {missing_text(row.get('missing') or {})}"

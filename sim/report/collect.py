@@ -1,6 +1,6 @@
 """What a report draws, read from a recording once: the per-tick series (working-set size,
-compute time, evictions, missing items) and the moments worth a look (faults, bad outcomes,
-deliveries), each from one source.
+compute time, evictions, missing items), what each cabin did (``sim.report.activity``) and
+the moments worth a look (faults, bad outcomes, deliveries), each from one source.
 
 Deliveries come from the world's own outcome reports (``action:last`` with a successful
 drop): the one record of a delivery that neither a cabin's belief nor the dispatcher's
@@ -32,6 +32,7 @@ from runtime.jsondata import JSONDataError, parse
 from runtime.recording.format import BOARD, EVENTS, EVICTIONS, FAULTS, STATS, WORKING_SET
 from runtime.recording.inspect import brief
 from runtime.recording.reader import Recording
+from sim.report.activity import activity
 from sim.report.html import ReportError
 from sim.world.scenario import Scenario
 
@@ -101,6 +102,9 @@ class RunData:
     notable: list[Notable]
     faults: list[Span]
     counts: dict[str, Counter[str]] = field(default_factory=dict)
+    activity: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per cabin, the counts of its summary row over the recorded ticks
+    (``sim.report.activity``)."""
     pose_ticks: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -243,6 +247,7 @@ def collect(recording: Recording) -> RunData:
         notable=notable,
         faults=faults,
         counts={"missing": missing_counts, "events": kinds},
+        activity=activity(recording, cabins),
     )
 
 

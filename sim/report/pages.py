@@ -46,7 +46,7 @@ from sim.report.html import (
     write_page,
 )
 from sim.report.svg import draw_map, map_legend
-from sim.run.missing_text import missing_text
+from sim.run.missing_text import cabin_text
 from sim.run.summary import recorded_summary
 from sim.run.verdict import judge
 from sim.world.scenario import Scenario
@@ -250,13 +250,15 @@ def _summary_html(
         ("capacity alarms", f"{int(run.alarm.sum())} ticks"),
     ]
     missing = run.counts.get("missing", Counter())
-    for cabin in run.cabins:
+    for cabin in dict.fromkeys([*run.cabins, *run.activity]):
         mine = {
             k.split("\0", 1)[1]: v
             for k, v in sorted(missing.items())
             if k.split("\0", 1)[0] == cabin
         }
-        rows.append((f"missing items · {cabin}", missing_text(mine)))
+        rows.append(
+            (f"cabin · {cabin}", cabin_text({**run.activity.get(cabin, {}), "missing": mine}))
+        )
     if len(compute):
         rows.append(
             (
@@ -269,10 +271,12 @@ def _summary_html(
     rows.append(("overruns", str(len(run.overruns))))
     out = ["<h3>From the recording</h3>", kv_table(rows)]
     if summary:
-        live = [
-            (str(k), judge(summary).line if k == "verdict" else _summary_value(v))
-            for k, v in summary.items()
-        ]
+        live: list[tuple[str, str]] = []
+        for k, v in summary.items():
+            if k == "cabins" and isinstance(v, dict):
+                live += [(f"cabin · {c}", cabin_text(row)) for c, row in v.items()]
+            else:
+                live.append((str(k), judge(summary).line if k == "verdict" else _summary_value(v)))
         out += [
             "<h3>From the run</h3>",
             '<p class="note">The summary the run printed (deliveries completed at the '

@@ -1,5 +1,5 @@
-"""How a run's summary tells a cabin's missing items, the same way in the table, the report
-and the docs.
+"""How a run's summary tells a cabin's row (its counts and its missing items), the same way
+in the table, the report and the docs.
 
 The summary counts, per cabin and reason, pattern-ticks: each tick at which a spec pattern
 matched nothing, once per pattern. ``absent`` is the common, harmless reason (nothing of
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ABSENT_NOTE", "missing_text"]
+__all__ = ["ABSENT_NOTE", "CABIN_COUNTS", "cabin_text", "missing_text"]
 
 ABSENT_NOTE = "absent: nothing of that kind existed, e.g. no failures"
 
@@ -24,3 +24,22 @@ def missing_text(reasons: Mapping[str, Any]) -> str:
         return "none"
     text = ", ".join(f"{k} {v}" for k, v in reasons.items()) + " pattern-ticks"
     return text + (f" ({ABSENT_NOTE})" if "absent" in reasons else "")
+
+
+CABIN_COUNTS = (
+    ("commands", "commands"),
+    ("events", "events"),
+    ("reactions", "reactions"),
+    ("writes", "writes"),
+    ("deletes", "deletes"),
+    ("writes_refused", "refused"),
+    ("failures", "failures"),
+)
+"""A cabin row's counts (``Simulation.summary()['cabins']``) and their labels, in order."""
+
+
+def cabin_text(row: Mapping[str, Any]) -> str:
+    """One cabin's summary row as text: its counts, then its missing items
+    (``commands 3 · events 1 · ... · missing items: none``)."""
+    counts = " · ".join(f"{label} {row.get(key, 0)}" for key, label in CABIN_COUNTS)
+    return f"{counts} · missing items: {missing_text(row.get('missing') or {})}"

@@ -147,8 +147,7 @@ def test_the_loop_refuses_an_undeclared_delete_of_a_forbidden_zone_with_an_event
     loop.run(3)
     board = loop.assembler.board
     assert board.read("safety:forbidden:hv") is not None
-    (first, *_) = events = refused(loop)
-    assert len(events) == 3
+    (first,) = refused(loop)  # one episode: the same refusal at every tick
     assert first == {
         "cabin": "vandal",
         "op": "delete",
@@ -214,6 +213,50 @@ def test_what_is_declared_goes_through_and_the_rest_is_counted_per_cabin() -> No
         "failures": 0,
     }
     assert stats["other"].writes == 4 and stats["other"].writes_refused == 0
+
+
+class Phased(Scripted):
+    """A cabin whose script at tick t is ``phases[t]`` (the last one after that)."""
+
+    def __init__(self, name: str, spec: ContextSpec, phases: list[list[tuple[str, str]]]):
+        super().__init__(name, spec)
+        self.phases = phases
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        self.script = self.phases[min(view.tick, len(self.phases) - 1)]
+        super().step(view, out)
+
+
+def test_a_refusal_repeated_every_tick_is_one_event_and_every_one_is_counted() -> None:
+    spec = ContextSpec(name="stubborn", writes={"board": ["mine"]})  # type: ignore[arg-type]
+    twice = [("write", "theirs"), ("write", "theirs"), ("emit", "shout")]
+    loop = loop_of(Scripted("stubborn", spec, twice))
+    loop.run(40)  # two seconds at 20 Hz
+    events = refused(loop)
+    assert [(e["op"], e.get("key", e.get("kind")), e["tick"]) for e in events] == [
+        ("write", "theirs", 0),
+        ("emit", "shout", 0),
+    ]
+    assert loop.stats().cabins["stubborn"].writes_refused == 120  # three a tick, all counted
+    assert set(loop.refusals.open) == {
+        ("stubborn", "write", "theirs"),
+        ("stubborn", "emit", "shout"),
+    }
+
+
+def test_an_outbox_without_the_refusal_ends_its_episode_and_the_next_one_is_reported() -> None:
+    spec = ContextSpec(name="fitful", writes={"board": ["mine"]})  # type: ignore[arg-type]
+    bad, good = [("write", "theirs")], [("write", "mine")]
+    fitful = Phased("fitful", spec, [bad, bad, good, bad, bad, bad, good, good, bad])
+    other = Scripted("other", ContextSpec(name="other", writes={}), [("write", "theirs")])  # type: ignore[arg-type]
+    loop = loop_of(fitful, other)
+    loop.run(10)
+    ticks = [(e["cabin"], e["tick"]) for e in refused(loop)]
+    # fitful: episodes at 0-1, 3-5 and 8-9; other refused at every tick: one episode,
+    # which fitful's outboxes without the refusal do not end
+    assert ticks == [("fitful", 0), ("other", 0), ("fitful", 3), ("fitful", 8)]
+    stats = loop.stats().cabins
+    assert (stats["fitful"].writes_refused, stats["other"].writes_refused) == (7, 10)
 
 
 def test_a_failing_cabin_is_counted_in_its_row() -> None:
@@ -293,7 +336,9 @@ def test_no_change_outside_the_declared_patterns_ever_reaches_the_board_or_the_l
     assert all(allowed(declared, op, key) for op, key in changes)
     assert all(allowed(declared, "emit", k) for k in logged if k != "write_refused")
     expected = sum(not allowed(declared, op, name) for op, name in script) * 2
-    assert logged.count("write_refused") == expected == loop.stats().writes_refused
+    assert loop.stats().writes_refused == expected  # every refusal counted
+    episodes = {(op, name) for op, name in script if not allowed(declared, op, name)}
+    assert logged.count("write_refused") == len(episodes)  # the same refusals at both ticks
     for family in PROTECTED:
         prefix = family[:-1]
         touched = [k for _, k in changes if k.startswith(prefix)]

@@ -707,3 +707,63 @@ def test_a_report_replaces_its_own_page_but_no_other_file(
     assert notes.read_text() == "<p>my notes</p>"
     assert cli.main(["run", "--ticks", "5", "--report", str(notes)]) == 2  # before the run
     assert notes.read_text() == "<p>my notes</p>"
+
+
+class Busy:
+    """A cabin that does a bit of everything its row counts: a declared write and delete,
+    an undeclared write at every tick and an undeclared event (refused), a command, and a
+    failure at tick 7."""
+
+    name = "busy"
+
+    def __init__(self, spec: ContextSpec) -> None:
+        self.spec = spec
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        if view.tick == 7:
+            raise RuntimeError("tick 7")
+        out.write("busy:mark", view.tick)
+        if view.tick % 5 == 4:
+            out.delete("busy:mark")
+        out.write("scribble", view.tick)  # refused at every tick: one write_refused event
+        if view.tick % 3 == 0:
+            out.emit("shout", {"tick": view.tick})  # refused
+        out.command("noop")
+
+
+def _kv_rows(page: str, heading: str) -> dict[str, str]:
+    """The rows of the table that follows ``heading`` (an ``<h3>``), unescaped."""
+    import html
+
+    table = page.split(f"<h3>{heading}</h3>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", table)
+    return {html.unescape(k): html.unescape(v) for k, v in rows}
+
+
+def test_the_report_shows_each_cabins_row_as_the_run_counted_it(tmp_path: Path) -> None:
+    from sim.run.missing_text import cabin_text
+
+    configure_logging(level="critical")
+    path = tmp_path / "busy.mcap"
+    spec = ContextSpec(
+        name="busy",
+        board_keys=("pose", "busy:*"),
+        required=("pose", "ghost:*"),
+        writes={"board": ["busy:*"], "delete": ["busy:*"]},  # type: ignore[arg-type]
+    )
+    sim = Simulation("warehouse", seed=0, extra=[ExtraCabin(spec=spec, factory=Busy)], record=path)
+    try:
+        summary = sim.run(60, until_done=False)
+    finally:
+        sim.close()
+    busy = summary["cabins"]["busy"]
+    assert busy["writes_refused"] == 59 + 20 and busy["failures"] == 1 and busy["deletes"] == 12
+    assert busy["missing"]  # ghost:* matched nothing
+    page, _ = run_page(path)  # no summary handed over: the rows come from the recording
+    rows = _kv_rows(page, "From the recording")
+    assert not any(k.startswith("missing items") for k in rows)
+    assert list(summary["cabins"]) == ["planner", "executor", "monitor", "busy"]
+    for cabin, row in summary["cabins"].items():
+        assert rows[f"cabin · {cabin}"] == cabin_text(row), cabin
+    page, _ = run_page(path, summary=summary)
+    assert _kv_rows(page, "From the run")["cabin · busy"] == cabin_text(busy)

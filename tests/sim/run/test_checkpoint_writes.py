@@ -56,3 +56,28 @@ def test_a_run_with_refusals_resumes_exactly(tmp_path: Path) -> None:
     save(half, RunPlan(ticks=300, until_done=False), tmp_path / "t.ckpt")
     back = load(tmp_path / "t.ckpt", extra=[ExtraCabin(SPEC, Triage)])
     assert deterministic_fields(back.run()) == expected
+
+
+class Stubborn(Triage):
+    """Scribbles the undeclared key at every tick from 140 on: a refusal episode that is
+    open when the checkpoint is taken at tick 150."""
+
+    def step(self, view: CabinView, out: Outbox) -> None:
+        if view.tick >= 140:
+            out.write("scribble", view.tick)
+
+
+def test_a_refusal_episode_open_at_the_checkpoint_stays_one_episode(tmp_path: Path) -> None:
+    world = write_world(tmp_path, TWO_TASKS)
+    extra = [ExtraCabin(SPEC, Stubborn)]
+    whole = Simulation(world, extra=extra)
+    expected = deterministic_fields(whole.run(200, until_done=False))
+    assert expected["cabins"]["triage"]["writes_refused"] == 60
+    kinds = [e.kind for e in whole.loop.assembler.log.query(0.0, limit=None)]
+    assert kinds.count("write_refused") == 1
+
+    half = Simulation(world, extra=extra)
+    half.run(150, until_done=False)
+    save(half, RunPlan(ticks=200, until_done=False), tmp_path / "s.ckpt")
+    back = load(tmp_path / "s.ckpt", extra=[ExtraCabin(SPEC, Stubborn)])
+    assert deterministic_fields(back.run()) == expected  # the log digest too
