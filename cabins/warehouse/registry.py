@@ -86,9 +86,13 @@ EVENTS: tuple[EventEntry, ...] = (
     ),
     EventEntry(
         "reaction",
-        ("cabin", "pattern", "condition", "reaction", "reason", "tick"),
+        (
+            *("cabin", "pattern", "condition", "reaction", "reason", "tick"),
+            *("with", "gap", "speed", "stopping"),
+        ),
         "cabins",
-        "a cabin reacted to a missing item or a condition",
+        "a cabin reacted to a missing item or a condition (for contact_predicted, what it "
+        "would touch, the gap, the speed and the braking path's length)",
     ),
     EventEntry(
         "reaction_lifted", ("condition", "reaction", "since", "lasted"), _M, "a reaction ended"
