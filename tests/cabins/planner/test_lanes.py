@@ -18,7 +18,9 @@ import pytest
 from shapely.geometry import LineString, Point, box
 
 from cabins.planner import Planner
-from cabins.planner.lanes import narrow_stretches
+from cabins.planner.lanes import LaneGuard, narrow_stretches
+from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
@@ -282,3 +284,77 @@ def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
     else:
         assert lanes == [], lanes
         assert [d["reason"] for d in waits] == ["single_lane"], waits
+
+
+# -- a dead-end bay off a single main lane ----------------------------------------------
+
+# hard:20's floor round the bay of dock D0: a main lane 3.06 m wide running north (x 12.26
+# to 15.33), too narrow to pass a forklift in (not a person), with bays off it either
+# side; the 2.09 m bay east of it between y 17.02 and 19.11 runs to the floor's edge, its
+# dock at the closed end. South of y 6.84 the floor is open.
+RACKS = (
+    (15.325, 9.807, 27.293, 11.966),
+    (15.325, 14.556, 27.293, 17.017),
+    (15.325, 19.106, 27.293, 20.187),
+    (0.0, 6.84, 12.264, 8.453),
+    (0.0, 11.015, 12.264, 13.19),
+    (0.0, 15.176, 12.264, 17.735),
+    (0.0, 19.915, 12.264, 22.3),
+)
+DOCK = (26.889, 18.061)
+
+
+def _bays_router() -> RoutePlanner:
+    return RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 4.0, 27.589, 26.0),
+            obstacles=tuple(box(*rack) for rack in RACKS),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+        )
+    )
+
+
+def _seen_with(movers: list[Feature], pose: tuple[float, float]) -> Seen:
+    board = {"pose": (*pose, 1.57), "velocity": (0.0, 0.0), "robot:radius": 0.35}
+    view = make_view(SPEC, board=board, features=movers, now=50.0)
+    return ViewReader(PlannerSettings()).read(view)
+
+
+def _mover(name: str, x: float, y: float, vy: float, radius: float) -> Feature:
+    kind = "forklift" if radius > 0.5 else "person"
+    return Feature(
+        f"obstacle:{name}",
+        Point(x, y).buffer(radius),
+        "obstacle",
+        frozenset({"moving", kind}),
+        {"id": name, "kind": kind, "radius": radius, "vx": 0.0, "vy": vy},
+    )
+
+
+def test_movers_on_the_main_lane_do_not_make_it_part_of_the_bays_dead_end() -> None:
+    # hard:20 seed 2: the way to the dock at the closed end of a bay ran up the main lane
+    # (narrow for the forklift walking it) and into the bay, and the whole narrow stretch
+    # was taken for the dead end: every person and forklift walking the main lane, and
+    # every one last seen there, kept the robot (carrying the item) out of the bay, and
+    # it waited 1,200 s at the lane's entry (1 of 6 delivered). The dead end is the bay:
+    # the main lane up to its mouth is a lane that goes on.
+    router, reach, pose = _bays_router(), 0.6, (13.8, 5.0)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    line = LineString(way)
+    mouth = float(line.project(Point(15.325, DOCK[1])))
+    guard = LaneGuard(PlannerSettings())
+    forklift = _mover("forklift0", 13.8, 15.8, 0.64, 0.6)  # on the main lane, walking north
+    lane = guard.contested(router, _seen_with([forklift], pose), way, reach)
+    assert lane is not None and lane.movers == ("obstacle:forklift0",)
+    assert not lane.dead_end  # the robot may go in after lane_wait_s
+    assert lane.end <= mouth + 0.5
+    # further up, the forklift behind: a picker in the bay contests the dead end, which
+    # starts at the bay's mouth (the robot waits there, not at the main lane's entry)
+    behind = _mover("forklift0", 13.8, 8.0, -0.64, 0.6)
+    picker = _mover("person0", 20.0, DOCK[1], 0.0, 0.3)
+    lane = guard.contested(router, _seen_with([behind, picker], (13.8, 14.0)), way, reach)
+    assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
+    assert mouth - 1.5 <= lane.start <= mouth + 0.5
