@@ -286,6 +286,69 @@ def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
         assert [d["reason"] for d in waits] == ["single_lane"], waits
 
 
+def _person(x: float, y: float) -> Feature:
+    return Feature(
+        "obstacle:person0",
+        Point(x, y).buffer(0.3),
+        "obstacle",
+        frozenset({"moving", "person"}),
+        {"id": "person0", "kind": "person", "radius": 0.3, "vx": 0.0, "vy": 0.0},
+    )
+
+
+@pytest.mark.parametrize(("battery", "round_north"), [(0.9, True), (0.4, False)])
+def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_it(
+    battery: float, round_north: bool
+) -> None:
+    # hard:26 seed 0: two 54 m corridors, a tight battery at 0.71; waiting behind people
+    # in one corridor, the robot made no progress, and the stand-off sent it round by the
+    # other corridor however long the way (110 m): the battery ran flat 60 s later, 0 of 5
+    # delivered. The floor of the test above with 3 m corridors (a person can be passed
+    # in them: no single lane) and a person standing in the southern one: at 0.4 the way
+    # round (about 0.49 of the battery with the charger after it) is not taken.
+    block = box(4.0, 3.0, 56.0, 30.0)
+    board: dict[str, Any] = {
+        "goal:deliver:t0": {
+            "task": "t0",
+            "pickup": "W",
+            "drop": "E",
+            "pickup_xy": (2.0, 7.0),
+            "drop_xy": (58.0, 1.5),
+            "released": 0.0,
+        },
+        "pose": (2.0, 7.0, -1.57),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.2,
+        "cargo": "t0",
+        "world:bounds": (0.0, 0.0, 60.0, 33.0),
+        "robot:limits": {
+            "radius": 0.35,
+            "max_speed": 1.2,
+            "max_turn_rate": 2.0,
+            "max_accel": 0.8,
+            **BatteryFigures(
+                battery_wh=40.0, drain_wh_per_m=0.1, drain_wh_per_s=0.01, charge_wh_per_s=1.0
+            ).as_value(),
+        },
+        "docks": {"W": (2.0, 7.0), "E": (58.0, 1.5)},
+        "chargers": {"C": (58.0, 7.0)},
+    }
+    planner = Planner(SPEC, PlannerSettings(stall_ticks=20))
+    features = [Feature("shelf:B", block, "shelf", frozenset({"static"})), _person(30.0, 1.5)]
+    reasons: list[str] = []
+    for tick in range(60):  # the robot stands where it is: no progress along the route
+        view = make_view(SPEC, board=board, features=features, now=5.0 + tick * 0.05, tick=tick)
+        out = run_step(planner, view)
+        for write in out.writes:
+            board[write.key] = write.value
+        reasons += [e.data["reason"] for e in out.events if e.kind == "replan"]
+    assert "no_progress" in reasons, reasons
+    route = board["route"]
+    assert route and route[-1] == (58.0, 1.5)
+    assert (max(y for _, y in route) > 30.0) is round_north, route
+
+
 # -- a dead-end bay off a single main lane ----------------------------------------------
 
 # hard:20's floor round the bay of dock D0: a main lane 3.06 m wide running north (x 12.26
