@@ -17,7 +17,10 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   against the robot (where it will be in ``lane_lookahead_s`` is in the lane), or heads
   into a lane the route ends in (a dead end: a bay with the dock at its closed end),
   whichever way: a robot that followed a picker into its bay met it at the closed end,
-  where the picker turned back.
+  where the picker turned back. The dead end starts at the bay's mouth
+  (``dead_end_mouth``): a narrow main lane up to it goes on past the bay and is a lane
+  of its own, contested only as such (taken for part of the dead end, every mover
+  walking the main lane, or last seen there, kept the robot out of the bay, hard:20).
 - **The other way**: the route that keeps off the contested lane, when it is at most
   ``lane_detour`` times the way through it plus ``pass_slack`` metres; taken and kept
   while the task goes to the same target (``LaneKey``), so that the route does not flip
@@ -101,37 +104,8 @@ def narrow_stretches(
     length = float(line.length)
     if length <= 0.0:
         return []
-    problem, grid = router.problem, router.grid
-    res = problem.resolution
-    minx, miny = problem.bounds[0], problem.bounds[1]
     along = np.arange(0.0, length + 1e-9, _STEP)
-    xy = _at(line, along)
-    heading = _at(line, np.minimum(along + 0.05, length)) - _at(line, np.maximum(along - 0.05, 0.0))
-    norm = np.hypot(heading[:, 0], heading[:, 1])
-    norm[norm == 0.0] = 1.0
-    normal = np.stack([-heading[:, 1], heading[:, 0]], axis=1) / norm[:, None]
-    step = res / 2.0
-    count = math.ceil(width / step) + 1
-    offsets = np.arange(-count, count + 1) * step
-    cross = xy[:, None, :] + offsets[None, :, None] * normal[:, None, :]
-    cols = np.floor((cross[..., 0] - minx) / res).astype(int)
-    rows = np.floor((cross[..., 1] - miny) / res).astype(int)
-    inside = (cols >= 0) & (rows >= 0) & (cols < grid.shape[1]) & (rows < grid.shape[0])
-    free = np.zeros(cols.shape, dtype=bool)
-    free[inside] = grid[rows[inside], cols[inside]]
-    # the free run across each sample: from its own cell, or the nearest free one within
-    # _SNAP (a route hugging the edge of a bay's free band samples cells just off it)
-    centre = np.full(len(along), -1)
-    for k in sorted(range(-_SNAP, _SNAP + 1), key=abs):
-        pick = (centre < 0) & free[:, count + k]
-        centre[pick] = count + k
-    found = centre >= 0
-    c = np.where(found, centre, count)[:, None]
-    across = len(offsets)
-    pos = np.arange(across)[None, :]
-    up = np.where(~free & (pos >= c), pos, across).min(axis=1)
-    down = np.where(~free & (pos <= c), pos, -1).max(axis=1)
-    free_width = (up - down - 1) * step + res * math.sqrt(2.0)
+    found, free_width = _free_widths(router, _at(line, along), _normals(line, along), width)
     narrow = found & (free_width < width)
     stretches: list[tuple[float, float, float]] = []
     start: int | None = None
@@ -144,6 +118,90 @@ def narrow_stretches(
                 stretches.append((a, b, float(free_width[start:i].max())))
             start = None
     return stretches
+
+
+def _normals(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The unit normals of ``line`` at the points ``along`` metres along it, (n, 2)."""
+    length = float(line.length)
+    heading = _at(line, np.minimum(along + 0.05, length)) - _at(line, np.maximum(along - 0.05, 0.0))
+    norm = np.hypot(heading[:, 0], heading[:, 1])
+    norm[norm == 0.0] = 1.0
+    normals: npt.NDArray[np.float64] = (
+        np.stack([-heading[:, 1], heading[:, 0]], axis=1) / norm[:, None]
+    )
+    return normals
+
+
+def _free_widths(
+    router: RoutePlanner,
+    xy: npt.NDArray[np.float64],
+    normal: npt.NDArray[np.float64],
+    width: float,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """For each point of ``xy``: whether it finds free ground on ``router``'s grid (its own
+    cell, else the nearest free one across within ``_SNAP`` half cells), and the free width
+    across it along its ``normal`` (measured out to ``width`` either way, plus a cell
+    diagonal for the grid's margin)."""
+    problem, grid = router.problem, router.grid
+    res = problem.resolution
+    minx, miny = problem.bounds[0], problem.bounds[1]
+    step = res / 2.0
+    count = math.ceil(width / step) + 1
+    offsets = np.arange(-count, count + 1) * step
+    cross = xy[:, None, :] + offsets[None, :, None] * normal[:, None, :]
+    cols = np.floor((cross[..., 0] - minx) / res).astype(int)
+    rows = np.floor((cross[..., 1] - miny) / res).astype(int)
+    inside = (cols >= 0) & (rows >= 0) & (cols < grid.shape[1]) & (rows < grid.shape[0])
+    free = np.zeros(cols.shape, dtype=bool)
+    free[inside] = grid[rows[inside], cols[inside]]
+    # the free run across each sample: from its own cell, or the nearest free one within
+    # _SNAP (a route hugging the edge of a bay's free band samples cells just off it)
+    centre = np.full(len(xy), -1)
+    for k in sorted(range(-_SNAP, _SNAP + 1), key=abs):
+        pick = (centre < 0) & free[:, count + k]
+        centre[pick] = count + k
+    found = centre >= 0
+    c = np.where(found, centre, count)[:, None]
+    across = len(offsets)
+    pos = np.arange(across)[None, :]
+    up = np.where(~free & (pos >= c), pos, across).min(axis=1)
+    down = np.where(~free & (pos <= c), pos, -1).max(axis=1)
+    free_width = (up - down - 1) * step + res * math.sqrt(2.0)
+    return found, free_width
+
+
+def dead_end_mouth(
+    router: RoutePlanner, line: LineString, start: float, end: float, width: float
+) -> float:
+    """Where the dead end a lane from ``start`` to ``end`` metres along ``line`` ends in
+    begins: past the last point of the lane where the ground opens across the dead end's
+    own run (the free width across the route's last heading reaches ``width``). A bay
+    entered from a single main lane is the dead end, not the main lane up to its mouth:
+    movers walking the main lane go on past the bay, and taken for movers in the dead
+    end they kept the robot out of the bay for good (hard:20). ``start`` when the ground
+    never opens (a lane that narrows straight into the dead end)."""
+    length = float(line.length)
+    along = np.arange(start, min(end, length) + 1e-9, _STEP)
+    if len(along) < 2:
+        return start
+    tip = line.interpolate(length)
+    back = line.interpolate(max(length - _STEP, 0.0))
+    dx, dy = tip.x - back.x, tip.y - back.y
+    norm = math.hypot(dx, dy)
+    if norm == 0.0:
+        return start
+    normal = np.tile([-dy / norm, dx / norm], (len(along), 1))
+    xy, across = _at(line, along), _normals(line, along)
+    # the widest run from the route's sample and the cells across the route within _SNAP
+    # half cells (a route hugging the edge of the main lane's free band samples cells
+    # just off it, or in the mouth of the bay beside it)
+    wide_at = np.zeros(len(along), dtype=bool)
+    half = router.problem.resolution / 2.0
+    for k in range(-_SNAP, _SNAP + 1):
+        found, free_width = _free_widths(router, xy + k * half * across, normal, width)
+        wide_at |= found & (free_width >= width)
+    wide = np.flatnonzero(wide_at)
+    return start if len(wide) == 0 else float(along[min(wide[-1] + 1, len(along) - 1)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,16 +301,13 @@ class LaneGuard:
         size = max(mover_radius(f) for f in (*movers, *ghosts))
         here = float(line.project(Point(seen.pose)))
         gauge = 2.0 * (reach + size)
-        for start, end, widest in narrow_stretches(router, line, gauge):
+        for start, end, widest, dead_end in _lanes_of(router, line, gauge, reach):
             if end <= here:
                 continue
             # only the lane ahead: the robot may stand in it, and the other way leads back
             first = min(max(start, here + reach + _STOP_SHORT), end - _STEP)
             stretch = shapely.ops.substring(line, first, end)
             ground = stretch.buffer(widest / 2.0 + reach, cap_style="flat")
-            dead_end = float(line.length) - end <= reach + _STOP_SHORT and _closed_beyond(
-                router, line
-            )
             suspects = [*movers, *ghosts] if dead_end else movers
             inside = [f.id for f in suspects if self._contests(f, ground, line, here, dead_end)]
             if inside:
@@ -435,6 +490,24 @@ class LaneGuard:
         """No lane is avoided or waited at any more."""
         self._avoided = None
         self._wait = None
+
+
+def _lanes_of(
+    router: RoutePlanner, line: LineString, gauge: float, reach: float
+) -> list[tuple[float, float, float, bool]]:
+    """``(start, end, widest, dead_end)`` for each lane of ``line`` (``narrow_stretches``
+    under ``gauge``): a dead end where the route ends in it and the ground closes past
+    its end; the narrow way up to a dead end's mouth (``dead_end_mouth``) is a lane of its
+    own that goes on, when it is ``_MIN_LENGTH`` or longer, else no lane."""
+    lanes: list[tuple[float, float, float, bool]] = []
+    length = float(line.length)
+    for start, end, widest in narrow_stretches(router, line, gauge):
+        dead_end = length - end <= reach + _STOP_SHORT and _closed_beyond(router, line)
+        mouth = dead_end_mouth(router, line, start, end, gauge) if dead_end else start
+        if mouth - start >= _MIN_LENGTH:
+            lanes.append((start, mouth, widest, False))
+        lanes.append((mouth, end, widest, dead_end))
+    return lanes
 
 
 def _ways_out(line: LineString, start: float) -> BaseGeometry:

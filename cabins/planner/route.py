@@ -303,11 +303,22 @@ class RouteKeeper:
         (the shortest route clear of the shelves and zones) is taken instead when the
         route round is longer than ``pass_detour`` times it plus ``pass_slack`` metres,
         or when the movers shut every way: the executor stops before an obstacle on its
-        route and waits, as it does for one that steps in.
+        route and waits, as it does for one that steps in. After a stand-off the way round
+        is taken however long, but only when the battery covers it and the way from its
+        end to a charger: on a tight battery, a 110 m way round by the other of two 54 m
+        corridors ran it flat 60 s later (hard:26).
         """
         route, recalled = around
-        if route is not None and self._standoff.gone_round(leg.progress):
-            return route, recalled  # waited for them without getting further: go round
+        if (
+            route is not None
+            and self._standoff.gone_round(leg.progress)
+            and (
+                self._energy is None
+                or len(route) < 2
+                or self._energy.covers(leg.seen, float(LineString(route).length), leg.target)
+            )
+        ):  # waited for them without getting further: go round, when the battery covers it
+            return route, recalled
         way, way_recalled = self._route_from(leg, start, prefix, leg.fixed)
         if way is None:
             return route, recalled

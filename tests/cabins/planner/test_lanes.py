@@ -18,7 +18,9 @@ import pytest
 from shapely.geometry import LineString, Point, box
 
 from cabins.planner import Planner
-from cabins.planner.lanes import narrow_stretches
+from cabins.planner.lanes import LaneGuard, narrow_stretches
+from cabins.planner.seen import Seen, ViewReader
+from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
@@ -282,3 +284,140 @@ def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
     else:
         assert lanes == [], lanes
         assert [d["reason"] for d in waits] == ["single_lane"], waits
+
+
+def _person(x: float, y: float) -> Feature:
+    return Feature(
+        "obstacle:person0",
+        Point(x, y).buffer(0.3),
+        "obstacle",
+        frozenset({"moving", "person"}),
+        {"id": "person0", "kind": "person", "radius": 0.3, "vx": 0.0, "vy": 0.0},
+    )
+
+
+@pytest.mark.parametrize(("battery", "round_north"), [(0.9, True), (0.4, False)])
+def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_it(
+    battery: float, round_north: bool
+) -> None:
+    # hard:26 seed 0: two 54 m corridors, a tight battery at 0.71; waiting behind people
+    # in one corridor, the robot made no progress, and the stand-off sent it round by the
+    # other corridor however long the way (110 m): the battery ran flat 60 s later, 0 of 5
+    # delivered. The floor of the test above with 3 m corridors (a person can be passed
+    # in them: no single lane) and a person standing in the southern one: at 0.4 the way
+    # round (about 0.49 of the battery with the charger after it) is not taken.
+    block = box(4.0, 3.0, 56.0, 30.0)
+    board: dict[str, Any] = {
+        "goal:deliver:t0": {
+            "task": "t0",
+            "pickup": "W",
+            "drop": "E",
+            "pickup_xy": (2.0, 7.0),
+            "drop_xy": (58.0, 1.5),
+            "released": 0.0,
+        },
+        "pose": (2.0, 7.0, -1.57),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.2,
+        "cargo": "t0",
+        "world:bounds": (0.0, 0.0, 60.0, 33.0),
+        "robot:limits": {
+            "radius": 0.35,
+            "max_speed": 1.2,
+            "max_turn_rate": 2.0,
+            "max_accel": 0.8,
+            **BatteryFigures(
+                battery_wh=40.0, drain_wh_per_m=0.1, drain_wh_per_s=0.01, charge_wh_per_s=1.0
+            ).as_value(),
+        },
+        "docks": {"W": (2.0, 7.0), "E": (58.0, 1.5)},
+        "chargers": {"C": (58.0, 7.0)},
+    }
+    planner = Planner(SPEC, PlannerSettings(stall_ticks=20))
+    features = [Feature("shelf:B", block, "shelf", frozenset({"static"})), _person(30.0, 1.5)]
+    reasons: list[str] = []
+    for tick in range(60):  # the robot stands where it is: no progress along the route
+        view = make_view(SPEC, board=board, features=features, now=5.0 + tick * 0.05, tick=tick)
+        out = run_step(planner, view)
+        for write in out.writes:
+            board[write.key] = write.value
+        reasons += [e.data["reason"] for e in out.events if e.kind == "replan"]
+    assert "no_progress" in reasons, reasons
+    route = board["route"]
+    assert route and route[-1] == (58.0, 1.5)
+    assert (max(y for _, y in route) > 30.0) is round_north, route
+
+
+# -- a dead-end bay off a single main lane ----------------------------------------------
+
+# hard:20's floor round the bay of dock D0: a main lane 3.06 m wide running north (x 12.26
+# to 15.33), too narrow to pass a forklift in (not a person), with bays off it either
+# side; the 2.09 m bay east of it between y 17.02 and 19.11 runs to the floor's edge, its
+# dock at the closed end. South of y 6.84 the floor is open.
+RACKS = (
+    (15.325, 9.807, 27.293, 11.966),
+    (15.325, 14.556, 27.293, 17.017),
+    (15.325, 19.106, 27.293, 20.187),
+    (0.0, 6.84, 12.264, 8.453),
+    (0.0, 11.015, 12.264, 13.19),
+    (0.0, 15.176, 12.264, 17.735),
+    (0.0, 19.915, 12.264, 22.3),
+)
+DOCK = (26.889, 18.061)
+
+
+def _bays_router() -> RoutePlanner:
+    return RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 4.0, 27.589, 26.0),
+            obstacles=tuple(box(*rack) for rack in RACKS),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+        )
+    )
+
+
+def _seen_with(movers: list[Feature], pose: tuple[float, float]) -> Seen:
+    board = {"pose": (*pose, 1.57), "velocity": (0.0, 0.0), "robot:radius": 0.35}
+    view = make_view(SPEC, board=board, features=movers, now=50.0)
+    return ViewReader(PlannerSettings()).read(view)
+
+
+def _mover(name: str, x: float, y: float, vy: float, radius: float) -> Feature:
+    kind = "forklift" if radius > 0.5 else "person"
+    return Feature(
+        f"obstacle:{name}",
+        Point(x, y).buffer(radius),
+        "obstacle",
+        frozenset({"moving", kind}),
+        {"id": name, "kind": kind, "radius": radius, "vx": 0.0, "vy": vy},
+    )
+
+
+def test_movers_on_the_main_lane_do_not_make_it_part_of_the_bays_dead_end() -> None:
+    # hard:20 seed 2: the way to the dock at the closed end of a bay ran up the main lane
+    # (narrow for the forklift walking it) and into the bay, and the whole narrow stretch
+    # was taken for the dead end: every person and forklift walking the main lane, and
+    # every one last seen there, kept the robot (carrying the item) out of the bay, and
+    # it waited 1,200 s at the lane's entry (1 of 6 delivered). The dead end is the bay:
+    # the main lane up to its mouth is a lane that goes on.
+    router, reach, pose = _bays_router(), 0.6, (13.8, 5.0)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    line = LineString(way)
+    mouth = float(line.project(Point(15.325, DOCK[1])))
+    guard = LaneGuard(PlannerSettings())
+    forklift = _mover("forklift0", 13.8, 15.8, 0.64, 0.6)  # on the main lane, walking north
+    lane = guard.contested(router, _seen_with([forklift], pose), way, reach)
+    assert lane is not None and lane.movers == ("obstacle:forklift0",)
+    assert not lane.dead_end  # the robot may go in after lane_wait_s
+    assert lane.end <= mouth + 0.5
+    # further up, the forklift behind: a picker in the bay contests the dead end, which
+    # starts at the bay's mouth (the robot waits there, not at the main lane's entry)
+    behind = _mover("forklift0", 13.8, 8.0, -0.64, 0.6)
+    picker = _mover("person0", 20.0, DOCK[1], 0.0, 0.3)
+    lane = guard.contested(router, _seen_with([behind, picker], (13.8, 14.0)), way, reach)
+    assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
+    assert mouth - 1.5 <= lane.start <= mouth + 0.5
