@@ -54,8 +54,6 @@ _DRAINED = (
     "robot goes back to the charger before its way clears, again and again (issue 29)"
 )
 KNOWN_STALLS = {
-    5: "26 x 34 m, 22 m bays off one 3 m lane a forklift, a person and four pickers walk, "
-    "13.6 Wh: " + _DRAINED,
     10: "47 x 14 m, 11 bays off a lane two forklifts and five people walk, 14 Wh, the pick-up "
     "25 m from the charger at a bay's end: " + _DRAINED,
 }
