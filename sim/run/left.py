@@ -166,32 +166,25 @@ def _why(
 
 def _in_progress(trail: TaskTrail, task: str, step: str | None, picked: float | None) -> LeftTask:
     """The task in hand at the end: its step, and what held it up since its last progress
-    (the sign seen last, since its first time), or that it was under way."""
+    (each kind of sign: since when, how many, the last; its cause is the latest sign), or
+    that it was under way."""
     where = f"on {step}" if step is not None else "with no step running"
     carried = f" (picked at {picked:.1f} s)" if picked is not None else ""
     head = f"in progress at the end, {where}{carried}"
     blocked = trail.blocked.get(task) or {}
-    signs = list(blocked)
-    stalls = [k for k in signs if k.startswith("stalled:")]
-    held = [k for k in signs if k not in stalls]
-    alarms = sum(int(blocked[k][1]) for k in stalls)
-    alarmed = (
-        f"; {alarms} stalled alarm{'' if alarms == 1 else 's'} ("
-        + ", ".join(k.split(":", 1)[1] for k in stalls)
-        + ")"
-        if alarms
-        else ""
-    )
-    if held or stalls:
-        main = max(held or stalls, key=lambda k: float(blocked[k][2]))  # the latest sign
-        first, count, latest = blocked[main]
-        what, noun = _SIGNS.get(main, (f"stalled ({main.split(':', 1)[-1]})", "alarm"))
-        text = (
-            f"{head}: {what} since {float(first):.1f} s ({count} {noun}"
-            f"{'' if count == 1 else 's'}, the last at {float(latest):.1f} s)"
-            + (alarmed if held else "")
-        )
-        return LeftTask(task, "in_progress", main, float(first), text)
+    if blocked:
+        signs = sorted(blocked, key=lambda k: float(blocked[k][0]))  # by when first seen
+        parts = []
+        for sign in signs:
+            first, count, latest = blocked[sign]
+            what, noun = _SIGNS.get(sign, (f"stalled ({sign.split(':', 1)[-1]})", "alarm"))
+            parts.append(
+                f"{what} since {float(first):.1f} s ({count} {noun}"
+                f"{'' if count == 1 else 's'}, the last at {float(latest):.1f} s)"
+            )
+        main = max(signs, key=lambda k: float(blocked[k][2]))  # the latest sign
+        text = f"{head}: " + "; ".join(parts)
+        return LeftTask(task, "in_progress", main, float(blocked[signs[0]][0]), text)
     since = trail.progress.get(task)
     cause = "charging" if step is not None and ":charge" in step else "moving"
     text = f"{head}: under way since {since:.1f} s, the run's time ran out" if since else head

@@ -53,7 +53,8 @@ def test_a_task_in_hand_waiting_for_movers_says_since_when() -> None:
     assert why["t2"].cause == "waiting_for_mover" and why["t2"].since == 812.0
     assert why["t2"].text == (
         "in progress at the end, on t2:go_drop (picked at 601.2 s): waiting for movers "
-        "since 812.0 s (2 waits, the last at 1500.0 s)"
+        "since 812.0 s (2 waits, the last at 1500.0 s); in a stand-off since 900.0 s "
+        "(1 give-way, the last at 900.0 s)"
     )
     assert why["t3"].state == "never_started"
     assert why["t3"].text == "never started: the run's time ran out while t2 was in progress"
