@@ -269,6 +269,19 @@ class LaneGuard:
         """The route to the spot beside a lane's entry the robot waits at, if it does."""
         return None if self._wait is None else self._wait.aside
 
+    def way_left(self, seen: Seen) -> float | None:
+        """The metres left along the way of the wait, from where the robot stands (None
+        when it does not wait)."""
+        wait = self._wait
+        if wait is None or seen.pose is None:
+            return None
+        return float(wait.line.length) - float(wait.line.project(Point(seen.pose)))
+
+    def stop_waiting(self, step: LaneKey) -> None:
+        """End the wait on ``step``, and wait no more on it (the battery cannot afford it)."""
+        self._wait = None
+        self._patience_spent = step
+
     def take_blocked(self) -> tuple[str, ...] | None:
         """The movers of a dead end the robot has waited for ``lane_wait_s`` already (once
         per wait; None when that did not happen since the last call): the planner sets the
