@@ -171,18 +171,26 @@ class RouteKeeper:
         router = self._layout.router()
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
-        if isinstance(held, tuple):
+        if held is not None and self._lanes.waiting:
             short = self._short_in_wait(seen, current)
-            if short is None:
-                return held  # waiting at a single lane's entry, or beside it
-            self._lanes.stop_waiting(lanes)
-            held = None
-            if current.target not in seen.charger_places():  # charge first
-                replanned = replan(ReplanTrigger("lane_wait_drained", current.id, short), seen, out)
-                self._key = None
-                return self.desired(
-                    seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
-                )
+            if short is not None:  # the battery cannot afford the wait
+                self._lanes.stop_waiting(lanes)
+                held = None
+                if current.target not in seen.charger_places():  # charge first
+                    trigger = ReplanTrigger("lane_wait_drained", current.id, short)
+                    replanned = replan(trigger, seen, out)
+                    self._key = None
+                    return self.desired(
+                        seen,
+                        hold,
+                        plan=replanned,
+                        task=task,
+                        progress=progress,
+                        replan=replan,
+                        out=out,
+                    )
+        if isinstance(held, tuple):
+            return held  # waiting at a single lane's entry, or beside it
         if held is None:
             self._key = None  # the wait is over: route again
         blocking = "constraint:*" in seen.missing

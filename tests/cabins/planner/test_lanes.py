@@ -285,6 +285,24 @@ def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
     else:
         assert lanes == [], lanes
         assert [d["reason"] for d in waits] == ["single_lane"], waits
+        # hard:0 seeds 1 and 2: waiting drains the battery too, and a tight one waited at a
+        # lane until it was flat. Once the wait has drained it below what the way on and a
+        # charger after it need, the robot charges first.
+        board["battery"] = 0.25
+        replans: list[Any] = []
+        for tick in range(1, 60):
+            view = make_view(SPEC, board=board, features=features, now=5.0 + tick * 0.05, tick=tick)
+            out = run_step(planner, view)
+            replans += [e.data for e in out.events if e.kind == "replan"]
+        assert [r["reason"] for r in replans] == ["lane_wait_drained"], replans
+        plan = planner.board_plan()
+        assert [s["action"] for s in plan["steps"] if s["status"] != "failed"][-4:] == [
+            "go_to",
+            "charge",
+            "go_to",
+            "drop",
+        ]
+        assert plan["current"] is not None and "charger" in plan["current"]
 
 
 def _person(x: float, y: float) -> Feature:
