@@ -177,8 +177,8 @@ class RouteKeeper:
                 self._lanes.stop_waiting(lanes)
                 held = None
                 if current.target not in seen.charger_places():  # charge first
-                    trigger = ReplanTrigger("lane_wait_drained", current.id, short)
-                    replanned = replan(trigger, seen, out)
+                    drained = ReplanTrigger("lane_wait_drained", current.id, short)
+                    replanned = replan(drained, seen, out)
                     self._key = None
                     return self.desired(
                         seen,
