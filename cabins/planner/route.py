@@ -45,7 +45,7 @@ from shapely.geometry.base import BaseGeometry
 from cabins.planner.blocked_spots import BlockedSpots
 from cabins.planner.departure import departure
 from cabins.planner.energy import Energy
-from cabins.planner.lanes import LaneGuard
+from cabins.planner.lanes import LaneGuard, LaneKey
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
@@ -172,23 +172,13 @@ class RouteKeeper:
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
         if held is not None and self._lanes.waiting:
-            short = self._short_in_wait(seen, current)
-            if short is not None:  # the battery cannot afford the wait
-                self._lanes.stop_waiting(lanes)
-                held = None
-                if current.target not in seen.charger_places():  # charge first
-                    drained = ReplanTrigger("lane_wait_drained", current.id, short)
-                    replanned = replan(drained, seen, out)
-                    self._key = None
-                    return self.desired(
-                        seen,
-                        hold,
-                        plan=replanned,
-                        task=task,
-                        progress=progress,
-                        replan=replan,
-                        out=out,
-                    )
+            ended, replanned = self._drained_wait(seen, current, lanes, replan, out)
+            if replanned is not None:  # charging first
+                self._key = None
+                return self.desired(
+                    seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
+                )
+            held = None if ended else held
         if isinstance(held, tuple):
             return held  # waiting at a single lane's entry, or beside it
         if held is None:
@@ -264,6 +254,20 @@ class RouteKeeper:
             return _EMPTY_ROUTE
         self._failed_at = None
         return route
+
+    def _drained_wait(
+        self, seen: Seen, current: PlanStep, lanes: LaneKey, replan: Replan, out: Outbox
+    ) -> tuple[bool, Plan | None]:
+        """End the lane wait on ``lanes`` when the battery cannot afford it
+        (``_short_in_wait``): whether it ended, and the plan re-planned to charge first
+        (None: going to a charger already, it goes on behind the mover)."""
+        short = self._short_in_wait(seen, current)
+        if short is None:
+            return False, None
+        self._lanes.stop_waiting(lanes)
+        if current.target in seen.charger_places():
+            return True, None
+        return True, replan(ReplanTrigger("lane_wait_drained", current.id, short), seen, out)
 
     def _short_in_wait(self, seen: Seen, current: PlanStep) -> str | None:
         """Why the battery no longer affords waiting at a lane (checked every

@@ -50,7 +50,6 @@ class JudgedFields(BaseModel):
     tasks_total: Tasks | None = None
     tasks_undeliverable: Annotated[list[Any], Field(max_length=MAX_TASKS)] | None = None
     tasks_undelivered: Annotated[list[StrictStr], Field(max_length=MAX_TASKS)] | None = None
-    tasks_left: dict[str, dict[str, Any]] | None = None
     collisions: Count | None = None
     collision_details: list[dict[str, Any]] | None = None
     safety_violations: Count | None = None
