@@ -269,6 +269,19 @@ class LaneGuard:
         """The route to the spot beside a lane's entry the robot waits at, if it does."""
         return None if self._wait is None else self._wait.aside
 
+    def way_left(self, seen: Seen) -> float | None:
+        """The metres left along the way of the wait, from where the robot stands (None
+        when it does not wait)."""
+        wait = self._wait
+        if wait is None or seen.pose is None:
+            return None
+        return float(wait.line.length) - float(wait.line.project(Point(seen.pose)))
+
+    def stop_waiting(self, step: LaneKey) -> None:
+        """End the wait on ``step``, and wait no more on it (the battery cannot afford it)."""
+        self._wait = None
+        self._patience_spent = step
+
     def take_blocked(self) -> tuple[str, ...] | None:
         """The movers of a dead end the robot has waited for ``lane_wait_s`` already (once
         per wait; None when that did not happen since the last call): the planner sets the
@@ -424,7 +437,12 @@ class LaneGuard:
         swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
         inside = stop < 0.0
         if inside:
-            behind = _outside_behind(router, self._tracks.trail(), lane.gauge, reach)
+            # straight back out of it, else back along the robot's trail (a dead end that
+            # bends): a robot that turned in the lane cut its trail's narrow stretch short
+            # at the turn, inside the lane (``_outside_ahead_of``)
+            behind = _outside_ahead_of(router, line, seen.pose, lane.gauge, reach)
+            if behind is None:
+                behind = _outside_behind(router, self._tracks.trail(), lane.gauge, reach)
             if behind is None:
                 return None
             entry = behind
@@ -543,6 +561,40 @@ def _outside_behind(
     mouth = stretches[0][1] if stretches and stretches[0][0] == 0.0 else 0.0
     at = trail.interpolate(min(mouth + reach + _STOP_SHORT, float(trail.length)))
     return (float(at.x), float(at.y))
+
+
+def _outside_ahead_of(
+    router: RoutePlanner, way: LineString, pose: Point2, gauge: float, reach: float
+) -> Point2 | None:
+    """Where to stop just outside the dead end the robot stands in when its trail does not
+    lead out (it turned in the bay, and the trail's narrow stretch ends at the turn): straight back
+    from its ``way`` into the dead end, past the mouth (where the free width across reaches
+    ``gauge``), ``reach`` and ``_STOP_SHORT`` beyond it; None when that leads into a wall.
+    (hard:55: the trail's end was 0.3 m inside a bay's mouth, on its picker's way out; the
+    picker met the robot waiting there, turned back into the bay, and the bay never
+    cleared, for the whole run.)"""
+    length = float(way.length)
+    if length <= 0.0:
+        return None
+    ahead = way.interpolate(min(1.0, length))
+    dx, dy = pose[0] - ahead.x, pose[1] - ahead.y
+    norm = math.hypot(dx, dy)
+    if norm == 0.0:
+        return None
+    minx, miny, maxx, maxy = router.problem.bounds
+    reach_out = math.hypot(maxx - minx, maxy - miny)
+    ray = LineString([pose, (pose[0] + dx / norm * reach_out, pose[1] + dy / norm * reach_out)])
+    stretches = narrow_stretches(router, ray, gauge)
+    if not stretches or stretches[0][0] != 0.0:
+        return None
+    at = ray.interpolate(stretches[0][1] + reach + _STOP_SHORT)
+    spot = (float(at.x), float(at.y))
+    if not router.is_free(spot):
+        return None
+    route = router.plan(pose, spot)
+    if route is None or float(LineString(route).length) > 1.5 * math.dist(pose, spot) + 1.0:
+        return None
+    return spot
 
 
 def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:

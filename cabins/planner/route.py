@@ -24,7 +24,9 @@ when it changes:
   shelf after every re-plan, for ever, when they walked the aisle through its dock;
 - round a single lane a mover contests it takes the other way when that is not much
   longer and the battery covers it (``Energy.covers``), else waits at the lane's entry
-  (``lanes``);
+  (``lanes``) while the battery covers the way on and a charger after it: then a robot
+  going to charge goes on, and one going elsewhere charges first (a
+  ``lane_wait_drained`` re-plan);
 - in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
   movers however long the way, until the next step is done.
 """
@@ -43,7 +45,7 @@ from shapely.geometry.base import BaseGeometry
 from cabins.planner.blocked_spots import BlockedSpots
 from cabins.planner.departure import departure
 from cabins.planner.energy import Energy
-from cabins.planner.lanes import LaneGuard
+from cabins.planner.lanes import LaneGuard, LaneKey
 from cabins.planner.layout import Layout
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
@@ -62,6 +64,7 @@ __all__ = ["RouteKeeper"]
 _AT_TARGET: Final = frozenset({"pick", "drop", "charge"})
 _EMPTY_ROUTE: Route = ()
 _OTHER_WAY: Final = 1.0  # m longer than the way at least that the other way round a lane is
+_ENERGY_CHECK_S: Final = 2.0  # s between two checks that the battery affords a lane wait
 
 _Found = tuple[Route | None, dict[str, Any] | None]  # a route, and what memory changed in it
 
@@ -109,6 +112,7 @@ class RouteKeeper:
         self._planned_obstacles: dict[str, BaseGeometry] = {}  # id -> centre when routed
         self._waiting = False  # the route keeps to the way through moving obstacles
         self._lanes = LaneGuard(settings, tracks)
+        self._energy_checked = -math.inf  # when the battery was last checked in a lane wait
 
     @property
     def route(self) -> Route | None:
@@ -167,6 +171,14 @@ class RouteKeeper:
         router = self._layout.router()
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
+        if held is not None and self._lanes.waiting:
+            ended, replanned = self._drained_wait(seen, current, lanes, replan, out)
+            if replanned is not None:  # charging first
+                self._key = None
+                return self.desired(
+                    seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
+                )
+            held = None if ended else held
         if isinstance(held, tuple):
             return held  # waiting at a single lane's entry, or beside it
         if held is None:
@@ -242,6 +254,39 @@ class RouteKeeper:
             return _EMPTY_ROUTE
         self._failed_at = None
         return route
+
+    def _drained_wait(
+        self, seen: Seen, current: PlanStep, lanes: LaneKey, replan: Replan, out: Outbox
+    ) -> tuple[bool, Plan | None]:
+        """End the lane wait on ``lanes`` when the battery cannot afford it
+        (``_short_in_wait``): whether it ended, and the plan re-planned to charge first
+        (None: going to a charger already, it goes on behind the mover)."""
+        short = self._short_in_wait(seen, current)
+        if short is None:
+            return False, None
+        self._lanes.stop_waiting(lanes)
+        if current.target in seen.charger_places():
+            return True, None
+        return True, replan(ReplanTrigger("lane_wait_drained", current.id, short), seen, out)
+
+    def _short_in_wait(self, seen: Seen, current: PlanStep) -> str | None:
+        """Why the battery no longer affords waiting at a lane (checked every
+        ``_ENERGY_CHECK_S``), or None: waiting drains it too, and on a tight battery the
+        robot waited at a lane on its way to the charger until the battery was flat
+        (hard:0). On the way to a charger: the battery does not cover the way on to it (it
+        waits no more, and goes on behind the mover); elsewhere: it does not cover the way
+        on and a charger after it (``Energy.short``: it charges first)."""
+        if self._energy is None or seen.time - self._energy_checked < _ENERGY_CHECK_S:
+            return None
+        self._energy_checked = seen.time
+        target, metres = read_xy(current.data.get("target_xy")), self._lanes.way_left(seen)
+        if target is None or metres is None:
+            return None
+        if current.target in seen.charger_places():
+            if self._energy.covers(seen, metres, target):
+                return None
+            return f"battery {seen.battery} short of the {metres:.0f} m on to the charger"
+        return self._energy.short(seen, [target])
 
     def _fixed_zones(self, leg: _Leg) -> list[BaseGeometry]:
         """What a leg keeps clear of but the lanes kept off: the speed zones last seen,

@@ -6,8 +6,7 @@ Progress on a task means something real happened, never that a re-plan did:
   step re-planned after a failed pick is done again at once, and that is no progress;
 - the way left along the route to the current go-to step's target became
   ``progress_step`` metres shorter than it ever was on this task: a robot that backs off
-  and comes back, or is re-routed there again, gets no nearer than before;
-- the battery rose on a charge step.
+  and comes back, or is re-routed there again, gets no nearer than before.
 
 A stretch of ``watchdog_s`` seconds with none of these is a stalled episode: ``watch``
 says so once, with its cause, and the clock starts again (the next stretch without
@@ -15,7 +14,12 @@ progress is another episode). The cause is what the planner saw most in the epis
 (``Situation``): repeated action failures when actions failed twice or more, a
 stand-off when one began in it, else the most seen of waiting for a mover, no route,
 charging and driving (plain no progress). The clock does not run while the planner
-holds (no pose, no safety items, ...: those have alarms of their own).
+holds (no pose, no safety items, ...: those have alarms of their own), nor while the
+battery rises on a charge step (a charge takes minutes), but it is paused then, not set
+back: a charge is no progress on the task. (hard:85: a robot on a tight battery waited
+at a lane on its way to a bay, went back to the charger, charged, came back and waited
+again, for the whole run: each charge counted as progress, the watchdog never fired, and
+two tasks were left undelivered with no alarm.)
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ class Watchdog:
         self._done: set[str] = set()  # ids of the task's steps seen done
         self._milestones: set[tuple[str, str | None]] = set()  # (action, target) done
         self._best: dict[tuple[float, float], float] = {}  # target -> least way left (m)
-        self._battery: tuple[str, float] | None = None  # charge step -> highest level
+        self._battery: tuple[str, float, float] | None = None  # charge step, highest, when
+        self._last = 0.0  # the time of the last tick watched
         self._situations: Counter[str] = Counter()
         self._failures = 0  # the task's failed actions when the episode began
 
@@ -120,12 +125,15 @@ class Watchdog:
         if task is None or plan is None:
             return None
         now = seen.time
+        last, self._last = self._last, now
         if situation is None:  # holding: the clock does not run
-            self._since = now
+            self._since = min(now, self._since + max(0.0, now - last))
             return None
         progressed = self._steps_done(plan)
         progressed |= self._nearer(seen, plan, line, route)
-        progressed |= self._charged(seen, plan)
+        rose_since = self._charged(seen, plan)
+        if rose_since is not None:  # charging: the clock does not run, but it is no progress
+            self._since = min(now, self._since + max(0.0, now - max(rose_since, self._since)))
         if progressed:
             self._episode(now, failures)
             return None
@@ -145,6 +153,7 @@ class Watchdog:
 
     def _episode(self, now: float, failures: int) -> None:
         self._since = now
+        self._last = now
         self._situations = Counter()
         self._failures = failures
 
@@ -185,20 +194,21 @@ class Watchdog:
             return True
         return False
 
-    def _charged(self, seen: Seen, plan: Plan) -> bool:
-        """Whether the battery rose on the current charge step."""
+    def _charged(self, seen: Seen, plan: Plan) -> float | None:
+        """Since when the battery rose on the current charge step, when it rose by
+        ``_CHARGED`` now (None: it did not)."""
         current = plan.current
         if current is None or current.action != "charge" or seen.battery is None:
             self._battery = None
-            return False
+            return None
         known = self._battery
         if known is None or known[0] != current.id:
-            self._battery = (current.id, seen.battery)
-            return False
+            self._battery = (current.id, seen.battery, seen.time)
+            return None
         if seen.battery >= known[1] + _CHARGED:
-            self._battery = (current.id, seen.battery)
-            return True
-        return False
+            self._battery = (current.id, seen.battery, seen.time)
+            return known[2]
+        return None
 
     def _cause(self, failures: int) -> str:
         """The cause of the episode ending now (see the module docstring)."""

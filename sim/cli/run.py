@@ -750,6 +750,8 @@ def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
             else "0"
         ),
     )
+    for task, why in (s.get("tasks_left") or {}).items():
+        table.add_row(f"left undelivered · {task}", Text(str(why.get("text")), style="red"))
     low = f"{100 * s['battery_min']:.0f}% at {s['battery_min_at']:.1f} s"
     if s["battery_empty_at"] is not None:
         low = f"[red]empty at {s['battery_empty_at']:.1f} s[/red]"

@@ -192,7 +192,8 @@ class ObservedRun:
         """The campaign's result for this run of ``request`` (``judged``)."""
         return judged(
             request,
-            measured={k: self.summary[k] for k in JUDGED if k in self.summary},
+            # (and why each task was left, which a journal's older lines lack: not judged on)
+            measured={k: self.summary[k] for k in (*JUDGED, "tasks_left") if k in self.summary},
             seen=self.seen,
             fault_started=self.fault_started,
             board_digest=self.summary["board_digest"],

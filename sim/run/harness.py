@@ -47,7 +47,7 @@ import numpy as np
 
 from cabins.shipped import shipped_specs_dir
 from cabins.warehouse.tasks import refused_key
-from cabins.warehouse.values import ROUTE
+from cabins.warehouse.values import PLAN, ROUTE
 from runtime import (
     Assembler,
     Cabin,
@@ -79,6 +79,7 @@ from runtime.settings import settings_from_spec
 from runtime.snapshot import JsonValue, StateError
 from sim.faults.injection import FaultInjector
 from sim.faults.model import Fault, FaultPlan
+from sim.run.left import TaskTrail, left
 from sim.run.sweep import ScanReading
 from sim.run.verdict import judge
 from sim.run.view import FoxgloveView
@@ -293,9 +294,11 @@ class _EventTally:
         self.abandoned: dict[str, str] = {}
         self.refused: dict[str, dict[str, str]] = {}  # task -> the cabin and its reason
         self.pressure: Counter[str] = Counter()
+        self.trail = TaskTrail()  # why each task undelivered at the end was left
 
     def __call__(self, event: Event) -> None:
         self.kinds[event.kind] += 1
+        self.trail(event)
         data = event.data if isinstance(event.data, Mapping) else {}
         if event.kind == "replan":
             self.last_replan = {"time": event.stamp, **canonical(data)}
@@ -874,6 +877,25 @@ class Simulation:
                 out[task] = {"cabin": cabin, "reason": said["reason"]}
         return out
 
+    def left_tasks(self, undelivered: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Why each task of ``undelivered`` was left (``sim.run.left``): from the planner's
+        events, the world's record of the tasks and the ``plan`` value on the board."""
+        if not undelivered:
+            return {}
+        reading = self.board.read(PLAN)
+        plan = reading.value if reading is not None and isinstance(reading.value, Mapping) else {}
+        in_hand, step = plan.get("task"), plan.get("current")
+        tasks = self.world.state.tasks
+        found = left(
+            self.tally.trail,
+            undelivered,
+            in_hand=in_hand if isinstance(in_hand, str) else None,
+            step=step if isinstance(step, str) else None,
+            released={ts.id: ts.goal_posted for ts in tasks},
+            picked={ts.id: ts.picked_at for ts in tasks},
+        )
+        return {task: why.as_json() for task, why in found.items()}
+
     def cabin_rows(self, activity: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """One row per cabin, in the loop's order (the built-in ones, then the user's): what
         it did (``runtime.activity``) and its missing items by reason (pattern-ticks)."""
@@ -940,6 +962,7 @@ class Simulation:
         sim_time = self.loop.tick * self.dt
         left = world["tasks_undelivered"]
         refused = self.refused_tasks(left)
+        undelivered = [t for t in left if t not in refused]
         summary = {
             "scenario": self.scenario.name,
             "seed": self.seed,
@@ -951,7 +974,8 @@ class Simulation:
             "deliveries_assigned": world["deliveries_assigned"],
             "tasks_total": world["tasks_total"],
             "tasks_undeliverable": world["tasks_undeliverable"],
-            "tasks_undelivered": [t for t in left if t not in refused],
+            "tasks_undelivered": undelivered,
+            "tasks_left": self.left_tasks(undelivered),
             "tasks_refused": refused,
             "mean_delivery_time": world["mean_delivery_time"],
             "delivery_times": world["delivery_times"],

@@ -13,7 +13,9 @@ The rule:
   goal for its whole time: a liveness failure even when the task was done in the end), a
   task the planner abandoned, and the battery running flat (the robot is stranded).
 - **Reachable tasks left undelivered fail a run that reached the scenario's end** (its
-  duration). Tasks the scenario refused at load (a dock the robot cannot reach:
+  duration), each named with why it was left when the summary says (``tasks_left``,
+  ``sim.run.left``: "t3: never started: the run's time ran out while t2 was in progress").
+  Tasks the scenario refused at load (a dock the robot cannot reach:
   ``tasks_undeliverable``) are not expected of it.
 - **Tasks a cabin refused with a reason** (the task protocol, ``cabins.warehouse.tasks``:
   ``tasks_refused``, apart from ``tasks_undelivered``) do not fail a run: the verdict says
@@ -133,14 +135,17 @@ def judge(summary: Mapping[str, Any]) -> Verdict:
     cut = _cut_short(summary) if left else None
     reasons = _incidents(summary)
     ids = [t for t in left if t is not None]
+    why = _why_left(summary, ids)
     if left and cut is None:
         reasons.append(
             Reason(
                 "undelivered",
                 len(left),
-                _plural(len(left), "reachable task") + " undelivered" + _named(ids),
+                _plural(len(left), "reachable task")
+                + " undelivered"
+                + _named([f"{t}: {why[t]}" if t in why else t for t in ids]),
                 True,
-                _facts(tasks=ids, delivered=delivered, reachable=reachable),
+                _facts(tasks=ids, delivered=delivered, reachable=reachable, causes=why),
             )
         )
     reasons += _liveness(summary)
@@ -275,6 +280,21 @@ def _undelivered(summary: Mapping[str, Any], delivered: int, reachable: int) -> 
     if isinstance(named, Sequence) and not isinstance(named, str):
         return [str(t) for t in named]
     return [None] * max(0, reachable - delivered)
+
+
+def _why_left(summary: Mapping[str, Any], ids: Sequence[str]) -> dict[str, str]:
+    """Why each task of ``ids`` was left (``tasks_left``'s texts, ``sim.run.left``); none for
+    a task an older summary does not explain."""
+    left = summary.get("tasks_left")
+    if not isinstance(left, Mapping):
+        return {}
+    out = {}
+    for task in ids:
+        entry = left.get(task)
+        text = entry.get("text") if isinstance(entry, Mapping) else None
+        if isinstance(text, str) and text:
+            out[task] = text
+    return out
 
 
 def _cut_short(summary: Mapping[str, Any]) -> str | None:

@@ -21,6 +21,7 @@ from cabins.planner import Planner
 from cabins.planner.lanes import LaneGuard, narrow_stretches
 from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
+from cabins.planner.tracks import Tracks
 from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
@@ -284,6 +285,24 @@ def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
     else:
         assert lanes == [], lanes
         assert [d["reason"] for d in waits] == ["single_lane"], waits
+        # hard:0 seeds 1 and 2: waiting drains the battery too, and a tight one waited at a
+        # lane until it was flat. Once the wait has drained it below what the way on and a
+        # charger after it need, the robot charges first.
+        board["battery"] = 0.25
+        replans: list[Any] = []
+        for tick in range(1, 60):
+            view = make_view(SPEC, board=board, features=features, now=5.0 + tick * 0.05, tick=tick)
+            out = run_step(planner, view)
+            replans += [e.data for e in out.events if e.kind == "replan"]
+        assert [r["reason"] for r in replans] == ["lane_wait_drained"], replans
+        plan = planner.board_plan()
+        assert [s["action"] for s in plan["steps"] if s["status"] != "failed"][-4:] == [
+            "go_to",
+            "charge",
+            "go_to",
+            "drop",
+        ]
+        assert plan["current"] is not None and "charger" in plan["current"]
 
 
 def _person(x: float, y: float) -> Feature:
@@ -421,3 +440,35 @@ def test_movers_on_the_main_lane_do_not_make_it_part_of_the_bays_dead_end() -> N
     lane = guard.contested(router, _seen_with([behind, picker], (13.8, 14.0)), way, reach)
     assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
     assert mouth - 1.5 <= lane.start <= mouth + 0.5
+
+
+def test_a_robot_that_turned_in_a_bay_backs_out_of_it_past_its_mouth_to_wait() -> None:
+    # hard:55 seed 0: the robot, carrying the item for the dock at the closed end of a
+    # bay, met the bay's picker in there, backed off and went in again: its trail turned in
+    # the bay. Backing out to wait, it stopped at the end of the trail's narrow stretch,
+    # which a U-turn cuts short: 0.3 m inside the bay's mouth, on the picker's way out. The
+    # picker met it there, turned back into its bay, and the bay never cleared (0 of 5
+    # delivered, every stall waiting_for_mover). It waits outside the bay now.
+    router, reach, mouth_x = _bays_router(), 0.6, 15.325
+    tracks = Tracks()
+    y = DOCK[1]
+    # in from the main lane to x = 25, back to x = 19, and in again to x = 22
+    legs = [(14.0, 25.0), (25.0, 19.0), (19.0, 22.0)]
+    for a, b in legs:
+        n = int(abs(b - a) / 0.25)
+        for k in range(n + 1):
+            tracks.observe(_seen_with([], (a + (b - a) * k / n, y)))
+    pose = (22.0, y)
+    picker = _mover("person0", 25.5, y, 0.0, 0.3)
+    seen = _seen_with([picker], pose)
+    guard = LaneGuard(PlannerSettings(), tracks)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end
+    key = ("t0", "D0")
+    assert guard.wait(seen, key, way, lane, reach, router=router, blocked=[])
+    aside = guard.aside
+    assert aside is not None and len(aside) >= 2
+    end = aside[-1]
+    assert end[0] < mouth_x - reach, end  # out of the bay, off the picker's way out of it

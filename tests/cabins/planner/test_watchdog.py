@@ -141,7 +141,7 @@ def test_a_step_done_the_task_had_not_done_is_progress_and_one_done_again_is_not
     assert run(dog, [0.0] * 5, plan=picked, t0=4.0) == [None] * 5  # progress at t = 5
 
 
-def test_the_battery_rising_on_a_charge_is_progress() -> None:
+def test_the_clock_does_not_run_while_the_battery_rises_on_a_charge() -> None:
     dog = started()
     charge = Plan((step("charge", "charge", "c", "running"),))
     found = [
@@ -162,8 +162,9 @@ def test_the_battery_rising_on_a_charge_is_progress() -> None:
         )
         for t in range(12, 18)
     ]
-    assert [f is not None for f in flat] == [False] * 4 + [True, False]
-    assert flat[4] is not None and flat[4].cause == "charging"
+    # the first second of the charge counted (no rise seen yet), then four flat ones
+    assert [f is not None for f in flat] == [False] * 3 + [True, False, False]
+    assert flat[3] is not None and flat[3].cause == "charging"
 
 
 def test_the_clock_does_not_run_while_the_planner_holds() -> None:
@@ -278,3 +279,28 @@ def test_a_dock_blocked_for_longer_than_the_watchdog_raises_stalled_with_its_cau
     assert stalled["level"] == "alarm" and stalled["seconds"] == pytest.approx(watchdog_s)
     assert stalled["cause"] == "stand_off" and stalled["recovery"] == "reroute"
     assert stamp >= watchdog_s  # no sooner than watchdog_s after the task started
+
+
+def test_charging_again_and_again_is_no_progress_on_the_task() -> None:
+    # hard:85 seed 0: on a tight battery, the robot waited at a lane on its way to a bay,
+    # went back to the charger, charged, came back and waited again, for the whole run.
+    # Each charge counted as progress: no stalled alarm, two tasks left undelivered with
+    # no word. The clock does not run while the battery rises, but it is not set back.
+    dog = started()
+    charge = Plan((step("charge", "charge", "c", "running"),))
+    found = run(dog, [4.0, 4.0, 4.0])  # t = 1..3: 6 m from the dock, getting no nearer
+    for t in range(4, 30):  # a charge: 26 s, the battery rising
+        found.append(
+            dog.watch(
+                at(0.0, float(t), battery=0.3 + 0.02 * (t - 4)),
+                charge,
+                line=None,
+                route=(),
+                situation="charging",
+                failures=0,
+            )
+        )
+    found += run(dog, [4.0, 4.0, 4.0, 4.0], t0=29.0)  # back where it was, t = 30..33
+    stalls = [f for f in found if f is not None]
+    assert len(stalls) == 1 and stalls[0].task == "t1"
+    assert found.index(stalls[0]) < len(found) - 1  # within 5 s of counted time, not 33
