@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shapely.geometry import box
 
 from cabins.planner import Planner, PlannerSettings
 from cabins.planner.energy import DrainLearner
@@ -124,6 +125,48 @@ def test_the_planner_charges_first_when_the_task_and_a_charger_after_it_need_mor
     assert _first_steps(0.80, energy_factor=1.0, energy_reserve=0.2)[0] == "t1:go_charger"
     # charged already (at charge_until): a charge would not add to it, so it goes on
     assert _first_steps(0.90)[0] == "t1:go_pickup"
+
+
+def _leg_steps(battery: float) -> list[str]:
+    """The steps the planner plans for t1 from 6 m short of its pick-up, by a shelf closed
+    against the east wall: the drop dock lies 8.5 m from the pick-up across the shelf and
+    about 96 m round its west end; the charger stands by the pick-up."""
+    board = {
+        "goal:deliver:t1": {
+            "task": "t1",
+            "pickup": "far",
+            "drop": "under",
+            "pickup_xy": (56.0, 8.0),
+            "drop_xy": (50.0, 2.0),
+            "released": 0.0,
+        },
+        "pose": (50.0, 8.0, 0.0),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.1,
+        "cargo": None,
+        "world:bounds": (0.0, 0.0, 60.0, 10.0),
+        "robot:limits": {**LIMITS, **FIGURES.as_value()},
+        "docks": {"far": (56.0, 8.0), "under": (50.0, 2.0)},
+        "chargers": {"C0": (58.0, 9.0)},
+    }
+    closed = Feature("shelf:S", box(6.0, 4.0, 60.0, 6.0), "shelf", frozenset({"static"}))
+    planner = Planner(SPEC)
+    out = run_step(planner, make_view(SPEC, board=board, features=[closed], now=0.0, tick=0))
+    plan = next(w.value for w in out.writes if w.key == "plan")
+    return [step["id"] for step in plan["steps"]]
+
+
+def test_a_task_beyond_one_charge_by_its_routes_is_charged_for_leg_by_leg() -> None:
+    # by straight lines the task and a charger after it are 25 m (0.24 of a full battery
+    # with the factor and the reserve), within one charge; by their routes about 200 m,
+    # beyond it, so it is done leg by leg: 6 m to the pick-up and 2 m on to the charger
+    # need 0.11, and 0.20 covers that. Judged by the straight lines' whole task, the
+    # robot turned back to charge (hard:86: 7 m from its pick-up, 40 m back to the
+    # charger, after every re-plan, for the whole run)
+    assert _leg_steps(0.20)[0] == "t1:go_pickup"
+    # below what the next leg and a charger after it need, by any way: it charges first
+    assert _leg_steps(0.105)[:2] == ["t1:go_charger", "t1:charge"]
 
 
 def test_without_battery_figures_or_readings_only_the_low_level_counts() -> None:
