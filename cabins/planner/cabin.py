@@ -267,6 +267,8 @@ class Planner:
         if self._stuck_aside(seen, task, carried=carried, out=out):
             return self._set_aside()
         keeper = self._route
+        if keeper.take_rerouted():  # the other way round a lane, on purpose
+            self._watchdog.rebase()
         line = keeper.line if route == keeper.route else None
         if line is None and len(route) >= 2:
             line = LineString(route)

@@ -26,7 +26,10 @@ when it changes:
   longer and the battery covers it (``Energy.covers``), else waits at the lane's entry
   (``lanes``) while the battery covers the way on and a charger after it: then a robot
   going to charge goes on, and one going elsewhere charges first (a
-  ``lane_wait_drained`` re-plan);
+  ``lane_wait_drained`` re-plan); the other way is a re-route on purpose, and the
+  watchdog measures the way left afresh along it (``take_rerouted``: on hard:31 the
+  100 m other way round a 25 m lane was 80 s of driving no nearer than the lane's way,
+  and ended in a ``stalled`` alarm);
 - in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
   movers however long the way, until the next step is done.
 """
@@ -113,6 +116,7 @@ class RouteKeeper:
         self._waiting = False  # the route keeps to the way through moving obstacles
         self._lanes = LaneGuard(settings, tracks)
         self._energy_checked = -math.inf  # when the battery was last checked in a lane wait
+        self._rerouted = False  # took the other way round a lane, since take_rerouted
 
     @property
     def route(self) -> Route | None:
@@ -133,6 +137,13 @@ class RouteKeeper:
     def lane_waiting(self) -> bool:
         """Whether the robot waits for a single lane (at its entry or beside it)."""
         return self._lanes.waiting
+
+    def take_rerouted(self) -> bool:
+        """Whether the route took the other way round a single lane since the last call
+        (once): the way left to the target is measured afresh along it (the watchdog's
+        ``rebase``), as after a re-route the watchdog asked for."""
+        rerouted, self._rerouted = self._rerouted, False
+        return rerouted
 
     def take_lane_blocked(self) -> tuple[str, ...] | None:
         """The movers of a dead end waited for ``lane_wait_s`` already, once
@@ -415,6 +426,7 @@ class RouteKeeper:
             ):
                 self._lanes.avoid(key, lane)
                 self._waiting = False
+                self._rerouted = True
                 out.emit(
                     "single_lane",
                     {

@@ -5,8 +5,11 @@ Progress on a task means something real happened, never that a re-plan did:
 - a step was done that the task had not done yet (its action at its target): a go-to
   step re-planned after a failed pick is done again at once, and that is no progress;
 - the way left along the route to the current go-to step's target became
-  ``progress_step`` metres shorter than it ever was on this task: a robot that backs off
-  and comes back, or is re-routed there again, gets no nearer than before.
+  ``progress_step`` metres shorter than it ever was on this task since the last such
+  step: a robot that backs off and comes back, or is re-routed there again, gets no
+  nearer than before; one that picked up and drives back to the charger it charged at
+  before does (measured against its first visit, the whole way back was no progress,
+  and a legitimate second charge on a long floor ended in a ``stalled`` alarm, hard:86);
 
 A stretch of ``watchdog_s`` seconds with none of these is a stalled episode: ``watch``
 says so once, with its cause, and the clock starts again (the next stretch without
@@ -168,6 +171,8 @@ class Watchdog:
             if milestone not in self._milestones:
                 self._milestones.add(milestone)
                 new = True
+        if new:  # it sets off afresh: a target it was near before is measured anew
+            self._best = {}
         return new
 
     def _nearer(

@@ -11,11 +11,13 @@ battery: 0 of 2 delivered. Now it charges first and delivers both.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shapely.geometry import box
 
 from cabins.planner import Planner, PlannerSettings
 from cabins.planner.energy import DrainLearner
@@ -124,6 +126,91 @@ def test_the_planner_charges_first_when_the_task_and_a_charger_after_it_need_mor
     assert _first_steps(0.80, energy_factor=1.0, energy_reserve=0.2)[0] == "t1:go_charger"
     # charged already (at charge_until): a charge would not add to it, so it goes on
     assert _first_steps(0.90)[0] == "t1:go_pickup"
+
+
+def _leg_steps(battery: float) -> list[str]:
+    """The steps the planner plans for t1 from 6 m short of its pick-up, by a shelf closed
+    against the east wall: the drop dock lies 8.5 m from the pick-up across the shelf and
+    about 96 m round its west end; the charger stands by the pick-up."""
+    board = {
+        "goal:deliver:t1": {
+            "task": "t1",
+            "pickup": "far",
+            "drop": "under",
+            "pickup_xy": (56.0, 8.0),
+            "drop_xy": (50.0, 2.0),
+            "released": 0.0,
+        },
+        "pose": (50.0, 8.0, 0.0),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.1,
+        "cargo": None,
+        "world:bounds": (0.0, 0.0, 60.0, 10.0),
+        "robot:limits": {**LIMITS, **FIGURES.as_value()},
+        "docks": {"far": (56.0, 8.0), "under": (50.0, 2.0)},
+        "chargers": {"C0": (58.0, 9.0)},
+    }
+    closed = Feature("shelf:S", box(6.0, 4.0, 60.0, 6.0), "shelf", frozenset({"static"}))
+    planner = Planner(SPEC)
+    out = run_step(planner, make_view(SPEC, board=board, features=[closed], now=0.0, tick=0))
+    plan = next(w.value for w in out.writes if w.key == "plan")
+    return [step["id"] for step in plan["steps"]]
+
+
+def test_a_task_beyond_one_charge_by_its_routes_is_charged_for_leg_by_leg() -> None:
+    # by straight lines the task and a charger after it are 25 m (0.24 of a full battery
+    # with the factor and the reserve), within one charge; by their routes about 200 m,
+    # beyond it, so it is done leg by leg: 6 m to the pick-up and 2 m on to the charger
+    # need 0.11, and 0.20 covers that. Judged by the straight lines' whole task, the
+    # robot turned back to charge (hard:86: 7 m from its pick-up, 40 m back to the
+    # charger, after every re-plan, for the whole run)
+    assert _leg_steps(0.20)[0] == "t1:go_pickup"
+    # below what the next leg and a charger after it need, by any way: it charges first
+    assert _leg_steps(0.105)[:2] == ["t1:go_charger", "t1:charge"]
+
+
+def _charged_first_steps(battery: float) -> list[str]:
+    """The steps the planner plans for t1 from 10 m short of its pick-up on the north side
+    of a 100 m floor, one shelf down its middle open at both ends: the drop dock lies 70 m
+    on, round the east end, and the charger 10 m past the drop, 60 m back from the
+    pick-up the same way round."""
+    board = {
+        "goal:deliver:t1": {
+            "task": "t1",
+            "pickup": "P",
+            "drop": "D",
+            "pickup_xy": (80.0, 8.0),
+            "drop_xy": (40.0, 2.0),
+            "released": 0.0,
+        },
+        "pose": (90.0, 8.0, math.pi),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.1,
+        "cargo": None,
+        "world:bounds": (0.0, 0.0, 100.0, 10.0),
+        "robot:limits": {**LIMITS, **FIGURES.as_value()},
+        "docks": {"P": (80.0, 8.0), "D": (40.0, 2.0)},
+        "chargers": {"C0": (50.0, 2.0)},
+    }
+    shelf = Feature("shelf:S", box(6.0, 4.0, 94.0, 6.0), "shelf", frozenset({"static"}))
+    planner = Planner(SPEC)
+    out = run_step(planner, make_view(SPEC, board=board, features=[shelf], now=0.0, tick=0))
+    plan = next(w.value for w in out.writes if w.key == "plan")
+    return [step["id"] for step in plan["steps"]]
+
+
+def test_a_charge_that_would_not_bring_the_task_within_one_charge_is_not_turned_back_for() -> None:
+    # the rest of the task and the charger after it are 90 m by their routes (0.74 with
+    # the factor and the reserve), within one charge: 0.65 falls short of it. But charged
+    # first, the task from the charger is 140 m, beyond one charge, so it would be done
+    # leg by leg anyway: 10 m to the pick-up and 60 m on to the charger need 0.58, and
+    # 0.65 covers that. Turning back for a charge, the robot came back to the pick-up
+    # as short as before, and turned back again (hard:86, for the rest of the run).
+    assert _charged_first_steps(0.65)[0] == "t1:go_pickup"
+    # short of the next leg and a charger after it: it charges first
+    assert _charged_first_steps(0.50)[:2] == ["t1:go_charger", "t1:charge"]
 
 
 def test_without_battery_figures_or_readings_only_the_low_level_counts() -> None:

@@ -25,7 +25,7 @@ from cabins.planner.tracks import Tracks
 from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
-from runtime.spec import load_spec
+from runtime.spec import ContextSpec, load_spec, load_specs
 from runtime.testing import make_view, run_step
 from sim.run.harness import Simulation
 from sim.world.scenario import Scenario
@@ -88,6 +88,33 @@ def test_the_robot_takes_the_other_corridor_instead_of_following_the_forklift() 
     assert [d["choice"] for d in lanes] == ["other_way"]
     assert lanes[0]["step"] == "t2:go_drop" and lanes[0]["obstacles"] == ("obstacle:forklift0",)
     assert summary["delivery_times"]["t2"] < 90.0
+
+
+def test_the_other_corridor_is_progress_for_the_watchdog() -> None:
+    # one delivery from the west dock to the east end of the southern corridor, the
+    # forklift coming west along it: the robot, 13 m in, sees it, turns and takes the
+    # northern corridor, 56 m against the 24 m left by the lane. Its first 33 m got it no
+    # nearer the dock than the lane's way had, and a watchdog that measured them against
+    # it found no progress for 25 s (hard:31: 80 s of driving the other way round, and a
+    # stalled alarm); the way is measured afresh along the other corridor
+    world = {
+        **CORRIDORS,
+        "docks": [*CORRIDORS["docks"], {"id": "far", "x": 38.0, "y": 1.3}],
+        "moving_obstacles": [
+            {**CORRIDORS["moving_obstacles"][0], "waypoints": [[34.0, 1.3], [6.0, 1.3]]}
+        ],
+        "tasks": [{"id": "t1", "pickup": "west", "drop": "far", "release": 0.0}],
+    }
+    specs = load_specs(ROOT / "specs")
+    planner = {**specs["planner"].model_dump(), "params": {"watchdog_s": 25.0}}
+    specs["planner"] = ContextSpec.model_validate(planner)
+    simulation = Simulation(Scenario.model_validate(world), seed=0, specs=specs)
+    events: list[tuple[str, Any]] = []
+    simulation.log.add_listener(lambda e: events.append((e.kind, e.data)))
+    summary = simulation.run()
+    assert summary["deliveries_done"] == 1, summary
+    assert [d["choice"] for k, d in events if k == "single_lane"] == ["other_way"]
+    assert [d for k, d in events if k == "alarm" and d.get("kind") == "stalled"] == []
 
 
 # -- lanes and waiting at an entry, on hand-built views ---------------------------------

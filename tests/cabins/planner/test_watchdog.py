@@ -141,6 +141,23 @@ def test_a_step_done_the_task_had_not_done_is_progress_and_one_done_again_is_not
     assert run(dog, [0.0] * 5, plan=picked, t0=4.0) == [None] * 5  # progress at t = 5
 
 
+def test_after_a_new_step_done_the_way_to_a_target_it_was_near_before_is_measured_anew() -> None:
+    # the robot charged at the dock's charger (1 m from it, t = 1), drove 9 m away to
+    # pick up (done at t = 2), and drives back: each metre nearer is progress, though it
+    # was nearer before the pick-up (hard:86: the whole way back to charge a second time
+    # counted as none, and a legitimate charge ended in a stalled alarm)
+    dog = started()
+    assert run(dog, [9.0]) == [None]  # 1 m left: the best way left
+    picked = going(step("pick", "pick", "a", "done"))
+    found = run(dog, [0.0, *(0.3 * i for i in range(1, 20))], plan=picked, t0=1.0)
+    assert found == [None] * 20
+    # without a new step done, the way back is no nearer than the best: stalled at t = 5
+    dog = started()
+    run(dog, [9.0])
+    found = run(dog, [0.0, *(0.3 * i for i in range(1, 10))], t0=1.0)
+    assert [f is not None for f in found[:6]] == [False] * 3 + [True, False, False]
+
+
 def test_the_clock_does_not_run_while_the_battery_rises_on_a_charge() -> None:
     dog = started()
     charge = Plan((step("charge", "charge", "c", "running"),))
