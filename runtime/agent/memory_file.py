@@ -85,7 +85,8 @@ def _check_open(db: sqlite3.Connection, path: str) -> None:
     (version,) = db.execute("PRAGMA user_version").fetchone()
     stored = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     schema = 1 if stored is None else stored[0]
-    if not isinstance(schema, (int, str)) or not str(schema).isdigit():
+    text = str(schema)
+    if not isinstance(schema, (int, str)) or not (text.isascii() and text.isdigit()):
         raise MemoryFileError(f"{path}: its schema is {schema!r}, not a number {left}")
     if int(schema) > SCHEMA or version > SCHEMA:
         raise MemoryFileError(

@@ -76,6 +76,15 @@ def test_a_memory_of_a_newer_schema_is_refused_not_rewritten(tmp_path: Path) -> 
     _refused(newer, "schema 99")
 
 
+@pytest.mark.parametrize("schema", ["²", "٣", "-1", "1.5", "x"])
+def test_a_schema_that_is_not_a_plain_number_is_refused(tmp_path: Path, schema: str) -> None:
+    # '²' (superscript two) passes str.isdigit but not int(): the fuzzer found the traceback
+    path = _edited(
+        _memory(tmp_path / "m.sqlite"), f"UPDATE meta SET value = '{schema}' WHERE key = 'schema'"
+    )
+    _refused(path, "not a number")
+
+
 def test_a_new_memory_file_is_stamped_as_ours(tmp_path: Path) -> None:
     path = _memory(tmp_path / "m.sqlite")
     with sqlite3.connect(path) as db:
