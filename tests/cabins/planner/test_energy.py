@@ -128,34 +128,56 @@ def test_the_planner_charges_first_when_the_task_and_a_charger_after_it_need_mor
     assert _first_steps(0.90)[0] == "t1:go_pickup"
 
 
-def _leg_steps(battery: float) -> list[str]:
-    """The steps the planner plans for t1 from 6 m short of its pick-up, by a shelf closed
-    against the east wall: the drop dock lies 8.5 m from the pick-up across the shelf and
-    about 96 m round its west end; the charger stands by the pick-up."""
+def _steps_for_t1(
+    battery: float,
+    *,
+    pose: tuple[float, float, float],
+    docks: dict[str, tuple[float, float]],
+    width: float,
+    charger: tuple[float, float],
+    shelf: tuple[float, float, float, float],
+) -> list[str]:
+    """The steps the planner plans for t1 (from the first dock of ``docks`` to the second)
+    on a ``width`` x 10 m floor with one static shelf."""
+    (pickup, pickup_xy), (drop, drop_xy) = docks.items()
     board = {
         "goal:deliver:t1": {
             "task": "t1",
-            "pickup": "far",
-            "drop": "under",
-            "pickup_xy": (56.0, 8.0),
-            "drop_xy": (50.0, 2.0),
+            "pickup": pickup,
+            "drop": drop,
+            "pickup_xy": pickup_xy,
+            "drop_xy": drop_xy,
             "released": 0.0,
         },
-        "pose": (50.0, 8.0, 0.0),
+        "pose": pose,
         "velocity": (0.0, 0.0),
         "battery": battery,
         "battery:low": 0.1,
         "cargo": None,
-        "world:bounds": (0.0, 0.0, 60.0, 10.0),
+        "world:bounds": (0.0, 0.0, width, 10.0),
         "robot:limits": {**LIMITS, **FIGURES.as_value()},
-        "docks": {"far": (56.0, 8.0), "under": (50.0, 2.0)},
-        "chargers": {"C0": (58.0, 9.0)},
+        "docks": docks,
+        "chargers": {"C0": charger},
     }
-    closed = Feature("shelf:S", box(6.0, 4.0, 60.0, 6.0), "shelf", frozenset({"static"}))
+    closed = Feature("shelf:S", box(*shelf), "shelf", frozenset({"static"}))
     planner = Planner(SPEC)
     out = run_step(planner, make_view(SPEC, board=board, features=[closed], now=0.0, tick=0))
     plan = next(w.value for w in out.writes if w.key == "plan")
     return [step["id"] for step in plan["steps"]]
+
+
+def _leg_steps(battery: float) -> list[str]:
+    """From 6 m short of the pick-up, by a shelf closed against the east wall: the drop
+    dock lies 8.5 m from the pick-up across the shelf and about 96 m round its west end;
+    the charger stands by the pick-up."""
+    return _steps_for_t1(
+        battery,
+        pose=(50.0, 8.0, 0.0),
+        docks={"far": (56.0, 8.0), "under": (50.0, 2.0)},
+        width=60.0,
+        charger=(58.0, 9.0),
+        shelf=(6.0, 4.0, 60.0, 6.0),
+    )
 
 
 def test_a_task_beyond_one_charge_by_its_routes_is_charged_for_leg_by_leg() -> None:
@@ -171,34 +193,17 @@ def test_a_task_beyond_one_charge_by_its_routes_is_charged_for_leg_by_leg() -> N
 
 
 def _charged_first_steps(battery: float) -> list[str]:
-    """The steps the planner plans for t1 from 10 m short of its pick-up on the north side
-    of a 100 m floor, one shelf down its middle open at both ends: the drop dock lies 70 m
-    on, round the east end, and the charger 10 m past the drop, 60 m back from the
-    pick-up the same way round."""
-    board = {
-        "goal:deliver:t1": {
-            "task": "t1",
-            "pickup": "P",
-            "drop": "D",
-            "pickup_xy": (80.0, 8.0),
-            "drop_xy": (40.0, 2.0),
-            "released": 0.0,
-        },
-        "pose": (90.0, 8.0, math.pi),
-        "velocity": (0.0, 0.0),
-        "battery": battery,
-        "battery:low": 0.1,
-        "cargo": None,
-        "world:bounds": (0.0, 0.0, 100.0, 10.0),
-        "robot:limits": {**LIMITS, **FIGURES.as_value()},
-        "docks": {"P": (80.0, 8.0), "D": (40.0, 2.0)},
-        "chargers": {"C0": (50.0, 2.0)},
-    }
-    shelf = Feature("shelf:S", box(6.0, 4.0, 94.0, 6.0), "shelf", frozenset({"static"}))
-    planner = Planner(SPEC)
-    out = run_step(planner, make_view(SPEC, board=board, features=[shelf], now=0.0, tick=0))
-    plan = next(w.value for w in out.writes if w.key == "plan")
-    return [step["id"] for step in plan["steps"]]
+    """From 10 m short of the pick-up on the north side of a 100 m floor, one shelf down
+    its middle open at both ends: the drop dock lies 70 m on, round the east end, and the
+    charger 10 m past the drop, 60 m back from the pick-up the same way round."""
+    return _steps_for_t1(
+        battery,
+        pose=(90.0, 8.0, math.pi),
+        docks={"P": (80.0, 8.0), "D": (40.0, 2.0)},
+        width=100.0,
+        charger=(50.0, 2.0),
+        shelf=(6.0, 4.0, 94.0, 6.0),
+    )
 
 
 def test_a_charge_that_would_not_bring_the_task_within_one_charge_is_not_turned_back_for() -> None:
