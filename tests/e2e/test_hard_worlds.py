@@ -17,10 +17,10 @@ today, to the end of its duration (``benchmarks/results/hard_family_baseline.md`
   the first ``LIVE_WORLDS`` seeds of the family (every layout, each on two run seeds),
   one test per seed under ``slow`` (``pytest -n`` spreads them over the cores),
   ``TICKWORK_HARD_LIVE=N`` for more; the draws known to stall are strict ``xfail`` with
-  the reason (``KNOWN_STALLS``). The seeds are fixed, not drawn: a run of a bay with a
-  picker in it takes minutes of simulated time and a few seconds of CPU, and the suite
-  affords a dozen worlds; the campaign over ``hard:0-99`` at full size
-  (``benchmarks/results/hard_campaign.md``) is the wider measure.
+  the reason (``KNOWN_STALLS``). The seeds are fixed, not drawn (the first 50, so every
+  layout ten times): a run of a bay with a picker in it takes minutes of simulated time
+  and up to 20 s of CPU, the 100 runs about 220 s of CPU; the campaign over ``hard:0-99``
+  at full size (``benchmarks/results/hard_campaign.md``) is the wider measure.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ single lanes, at a cost the suite can pay for a hundred runs."""
 
 WORLDS = max(50, int(os.environ.get("TICKWORK_HARD_WORLDS", "50")))
 SAFE_CHUNKS = 5
-LIVE_WORLDS = max(12, int(os.environ.get("TICKWORK_HARD_LIVE", "12")))
+LIVE_WORLDS = max(50, int(os.environ.get("TICKWORK_HARD_LIVE", "50")))
 _DRAINED = (
     "waiting for a picker's bay and for the lane's traffic drains a tight battery, and the "
     "robot goes back to the charger before its way clears, again and again (issue 29)"
