@@ -541,7 +541,6 @@ def test_charges_at_the_charger_until_the_battery_is_full_enough() -> None:
     ]
 
 
-
 def test_a_charge_step_with_a_level_of_its_own_charges_to_it() -> None:
     # the planner charges full a task that came up short after a charge (hard:35): at
     # 0.95 a step to 1.0 is not done, and the robot goes on charging
@@ -553,6 +552,7 @@ def test_a_charge_step_with_a_level_of_its_own_charges_to_it() -> None:
     assert emitted(out, "action_done") == []
     done = tick(cabin, {**board, "battery": 1.0}, tick=1)
     assert [e["step"] for e in emitted(done, "action_done")] == ["charge-1"]
+
 
 # -- the retry policy and missing items ----------------------------------------------------
 
