@@ -260,4 +260,5 @@ class StepLedger:
         if step.action == "drop":
             return step.task is not None and step.task in self._dropped
         battery = read_battery(seen.battery)
-        return battery is not None and battery >= self._settings.charge_until
+        until = self._settings.charge_until if step.until is None else step.until
+        return battery is not None and battery >= until

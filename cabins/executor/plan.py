@@ -33,6 +33,7 @@ class Step:
     target_xy: Point2 | None
     task: str | None
     status: str
+    until: float | None = None  # the level a charge step charges to (None: the setting's)
 
     @property
     def key(self) -> StepKey:
@@ -56,6 +57,7 @@ class Step:
             target_xy=read_xy(value.get("target_xy")),
             task=task if isinstance(task, str) else None,
             status=status if isinstance(status, str) else "pending",
+            until=float(until) if isinstance(until := value.get("until"), int | float) else None,
         )
 
 

@@ -159,7 +159,7 @@ class Steps:
             if (
                 step.action == "charge"
                 and seen.battery is not None
-                and seen.battery < self._settings.charge_until
+                and seen.battery < self._until(step)
             ):
                 return  # charging goes on until the level is reached
             self._plan = plan.with_status(step_id, "done")
@@ -200,7 +200,7 @@ class Steps:
             current is not None
             and current.action == "charge"
             and seen.battery is not None
-            and seen.battery >= self._settings.charge_until
+            and seen.battery >= self._until(current)
         ):
             plan = plan.with_status(current.id, "done")
             self._progress += 1
@@ -269,7 +269,11 @@ class Steps:
 
     def _needed(self, goal: DeliverGoal, seen: Seen, kept: tuple[PlanStep, ...]) -> list[PlanStep]:
         """``needed_steps`` after ``kept``, charging first when ``_charge_first`` says so
-        (not while a kept step charges or goes to charge already)."""
+        (not while a kept step charges or goes to charge already). A task that charged
+        to ``charge_until`` once and is short again charges full: the level proved short
+        of the task (hard:35: charged to 0.9, the robot came back to a drop at the end of
+        a bay a picker walks as short as it turned back, three times over one delivery;
+        the last tenth of a charge takes a few seconds)."""
         until, burned = self._settings.charge_until, self._burned
         steps = needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=False)
         chargers = seen.charger_places()
@@ -277,7 +281,20 @@ class Steps:
             return steps  # on its way to charge, or charging
         if self._charge_first(seen, steps) is None:
             return steps
+        until = self._charge_to(kept)
         return needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=True)
+
+    def _charge_to(self, kept: tuple[PlanStep, ...]) -> float:
+        """The level a charge put in after ``kept`` charges to: full once the task charged
+        to ``charge_until`` already (see ``_needed``)."""
+        if any(s.action == "charge" and s.status == "done" for s in kept):
+            return 1.0
+        return self._settings.charge_until
+
+    def _until(self, step: PlanStep) -> float:
+        """The level the charge ``step`` charges to."""
+        until = step.data.get("until")
+        return float(until) if isinstance(until, int | float) else self._settings.charge_until
 
     def _timeout_for(self, step: PlanStep) -> float:
         if step.action == "charge":
@@ -331,12 +348,11 @@ class Steps:
     ) -> tuple[PlanStep, ...]:
         if trigger.reason == "obstacle_in_corridor":
             return plan.steps
-        charge_until = self._settings.charge_until
         kept = tuple(s for s in plan if s.status in ("done", "running"))
         if trigger.reason == "low_battery":
             taken = {s.id for s in plan} | self._burned
             tail = [
-                *charge_steps(goal.task, seen, taken, charge_until=charge_until),
+                *charge_steps(goal.task, seen, taken, charge_until=self._charge_to(kept)),
                 *(s for s in plan if s.status == "pending"),
             ]
         else:

@@ -10,6 +10,12 @@ Progress on a task means something real happened, never that a re-plan did:
   nearer than before; one that picked up and drives back to the charger it charged at
   before does (measured against its first visit, the whole way back was no progress,
   and a legitimate second charge on a long floor ended in a ``stalled`` alarm, hard:86);
+- a charge done at a charger the task charged at before, the first time since a new step
+  was done: the robot sets off afresh from the charger, and the way back to where it
+  turned is measured anew (hard:35: 20 m from a drop, the robot turned back 40 m to
+  charge; the way to the charger and back was no nearer than where it turned, and a
+  ``stalled`` alarm fired as it drove back on a full battery). A second charge with no new
+  step done between is a cycle, and no progress (hard:85);
 
 A stretch of ``watchdog_s`` seconds with none of these is a stalled episode: ``watch``
 says so once, with its cause, and the clock starts again (the next stretch without
@@ -82,6 +88,7 @@ class Watchdog:
         self._since = 0.0  # when the task last made progress, or the episode began
         self._done: set[str] = set()  # ids of the task's steps seen done
         self._milestones: set[tuple[str, str | None]] = set()  # (action, target) done
+        self._recharged = 0  # milestones done when a charge last counted as progress
         self._best: dict[tuple[float, float], float] = {}  # target -> least way left (m)
         self._battery: tuple[str, float, float] | None = None  # charge step, highest, when
         self._last = 0.0  # the time of the last tick watched
@@ -98,6 +105,7 @@ class Watchdog:
         self._task = task
         self._done = set()
         self._milestones = set()
+        self._recharged = 0
         self._best = {}
         self._battery = None
         self._episode(seen.time, failures)
@@ -171,6 +179,10 @@ class Watchdog:
             if milestone not in self._milestones:
                 self._milestones.add(milestone)
                 new = True
+            elif step.action == "charge" and self._recharged < len(self._milestones):
+                new = True  # the first charge again since a new step was done
+            if new and step.action == "charge":
+                self._recharged = len(self._milestones)
         if new:  # it sets off afresh: a target it was near before is measured anew
             self._best = {}
         return new

@@ -541,6 +541,19 @@ def test_charges_at_the_charger_until_the_battery_is_full_enough() -> None:
     ]
 
 
+def test_a_charge_step_with_a_level_of_its_own_charges_to_it() -> None:
+    # the planner charges full a task that came up short after a charge (hard:35): at
+    # 0.95 a step to 1.0 is not done, and the robot goes on charging
+    cabin = Executor(SPEC)
+    step = {**step_of("charge", target="charger1", step_id="charge-1"), "until": 1.0}
+    board = board_with(pose=(4.95, 0.0, 0.0), route=(), plan=plan_of(step), battery=0.95)
+    out = tick(cabin, board, tick=0)
+    assert actions(out) == [("charge", {"charger": "charger1"})]
+    assert emitted(out, "action_done") == []
+    done = tick(cabin, {**board, "battery": 1.0}, tick=1)
+    assert [e["step"] for e in emitted(done, "action_done")] == ["charge-1"]
+
+
 # -- the retry policy and missing items ----------------------------------------------------
 
 

@@ -432,6 +432,34 @@ def test_charges_first_when_the_battery_is_low(battery: float, low: float | None
     assert bench.step_of(bench.plan["current"])["target"] == "a"
 
 
+def test_a_task_short_again_after_a_charge_charges_full() -> None:
+    # hard:35: charged to 0.9, the robot came back to its drop as short as when it turned
+    # back, three times over one delivery; the second charge of a task goes to full
+    bench = Bench(board=world(battery=0.1))
+    bench.step()
+    go_charger, charge, go_pickup, pick = (s["id"] for s in bench.plan["steps"][:4])
+    bench.board["pose"] = (*CHARGERS["c1"], 0.0)
+    bench.finish(go_charger)
+    bench.board["battery"] = 0.92
+    bench.step()
+    assert bench.step_of(charge)["status"] == "done"
+    bench.finish(go_pickup)
+    bench.board["battery"] = 0.2
+    out = bench.finish(pick)
+    assert [r["reason"] for r in events_of(out, "replan")] == ["low_battery"]
+    again = next(s for s in bench.plan["steps"] if s["action"] == "charge" and s["id"] != charge)
+    assert again["until"] == 1.0
+    bench.board["pose"] = (*CHARGERS["c1"], 0.0)
+    bench.finish(bench.plan["current"])
+    assert bench.plan["current"] == again["id"]
+    bench.board["battery"] = 0.92
+    bench.step()
+    assert bench.step_of(again["id"])["status"] == "running"  # 0.9 is not full
+    bench.board["battery"] = 1.0
+    bench.step()
+    assert bench.step_of(again["id"])["status"] == "done"
+
+
 def test_low_battery_at_the_dock_picks_first_and_charges_before_setting_off() -> None:
     bench = Bench()
     bench.step()

@@ -321,3 +321,20 @@ def test_charging_again_and_again_is_no_progress_on_the_task() -> None:
     stalls = [f for f in found if f is not None]
     assert len(stalls) == 1 and stalls[0].task == "t1"
     assert found.index(stalls[0]) < len(found) - 1  # within 5 s of counted time, not 33
+
+
+def test_the_first_charge_again_since_a_new_step_is_a_fresh_start_and_a_second_is_not() -> None:
+    # hard:35: charged at the start, picked up, 20 m from the drop the robot turned back
+    # 40 m to charge at the same charger; the way to the charger and back was no nearer
+    # the drop than where it turned, and a stalled alarm fired as it drove back charged
+    charged = (step("go_charger", "go_to", "c", "done"), step("charge", "charge", "c", "done"))
+    picked = (*charged, step("pick", "pick", "a", "done"))
+    dog = started()
+    assert run(dog, [9.0], plan=going(*picked)) == [None]  # 1 m left: the best way left
+    again = (*picked, step("charge.1", "charge", "c", "done"))
+    found = run(dog, [0.0, *(0.3 * i for i in range(1, 20))], plan=going(*again), t0=1.0)
+    assert found == [None] * 20  # from the charger, each 0.3 m nearer is progress
+    # a second charge with no new step done between is a cycle: the way back is no nearer
+    twice = (*again, step("charge.2", "charge", "c", "done"))
+    found = run(dog, [0.0, *(0.3 * i for i in range(1, 10))], plan=going(*twice), t0=21.0)
+    assert any(f is not None for f in found)
