@@ -382,6 +382,9 @@ def _journal_case(tmp_path: Path, line: dict[str, Any], data: st.DataObject) -> 
         if journal.refused:
             assert got is None and [n for n, _ in journal.refused] == [2]
             return
+    if result["error"] is not None:  # the edit made it a run that ended in an error
+        assert got is None  # kept, but run again: never reused
+        return
     assert got is not None
     again = judged(
         JOURNAL_REQUEST,
