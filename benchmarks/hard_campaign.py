@@ -7,22 +7,71 @@ judged the same way (``sim.run.campaign.expectations`` and ``judged``: reactions
 run's capacity-pressure episodes by spec (``capacity_pressure`` of the summary), its wall
 and CPU seconds and its stalled episodes. ``--jsonl`` keeps one line per run as it ends (a
 run already in the file is not run again: the campaign takes hours on this machine, and
-can be stopped and started again); ``--table`` writes the figures as Markdown:
-collisions, safety violations, missed reactions, deliveries of the reachable tasks,
-stalled runs, capacity-pressure episodes and wall time, fault-free and under faults.
+can be stopped and started again). Each line names the code it ran (``code``: the
+commit, and a digest of the changes to it); a file holding runs of other code is refused
+before anything runs when runs would be added to it (a campaign resumed across commits
+had mixed two versions of the planner in one table without a word); ``--table`` writes
+the figures as Markdown: collisions, safety violations, missed reactions, deliveries of
+the reachable tasks, stalled runs, capacity-pressure episodes and wall time, fault-free
+and under faults.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
+import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from runtime.errors import TickworkError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class CampaignFileError(TickworkError):
+    """``--jsonl`` holds runs of other code than the runs the campaign would add."""
+
+
+def code_version(root: Path = ROOT) -> str:
+    """The code runs are made with: the checkout's commit, with ``+`` and a digest of
+    ``git diff HEAD`` when tracked files changed; ``unknown`` outside a git checkout."""
+    head = _git(root, "rev-parse", "HEAD")
+    if head is None:
+        return "unknown"
+    diff = _git(root, "diff", "HEAD")
+    if diff is None:
+        return "unknown"
+    if not diff:
+        return head.strip()
+    return f"{head.strip()}+{hashlib.sha256(diff.encode()).hexdigest()[:12]}"
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def check_same_code(done: dict[tuple[int, int, str], dict[str, Any]], code: str) -> None:
+    """Refuse (``CampaignFileError``) to add runs of ``code`` to runs of other code."""
+    other = sorted({str(row.get("code", "unknown")) for row in done.values()} - {code})
+    if other:
+        raise CampaignFileError(
+            f"--jsonl holds runs of other code ({', '.join(other)}) than this checkout's "
+            f"({code}): start a fresh file for this code, or run the code those runs were "
+            "made with"
+        )
 
 
 def run_one(world: int, seed: int, fault_text: str | None) -> dict[str, Any]:
@@ -158,23 +207,33 @@ def main(argv: Iterable[str] | None = None) -> int:
     if args.faults == "auto":
         faults += [f.label for f in auto_faults(load_specs(SPECS_DIR))]
     done = _done(args.jsonl)
-    for world in _range(args.worlds):
-        for seed in _range(args.seeds):
-            for fault in faults:
-                key = (world, seed, fault if fault is not None else "(none)")
-                if key in done:
-                    continue
-                row = run_one(world, seed, fault)
-                done[key] = row
-                if args.jsonl is not None:
-                    with args.jsonl.open("a", encoding="utf-8") as fh:
-                        fh.write(json.dumps(row, sort_keys=True) + "\n")
-                print(
-                    f"hard:{world} seed {seed} {row['fault']}: {row['status']} "
-                    f"{row['delivered']}/{row['reachable']} ({row['wall_seconds']:.0f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+    todo = [
+        (world, seed, fault)
+        for world in _range(args.worlds)
+        for seed in _range(args.seeds)
+        for fault in faults
+        if (world, seed, fault if fault is not None else "(none)") not in done
+    ]
+    code = code_version()
+    if todo:
+        try:
+            check_same_code(done, code)
+        except CampaignFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    for world, seed, fault in todo:
+        key = (world, seed, fault if fault is not None else "(none)")
+        row = {**run_one(world, seed, fault), "code": code}
+        done[key] = row
+        if args.jsonl is not None:
+            with args.jsonl.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row, sort_keys=True) + "\n")
+        print(
+            f"hard:{world} seed {seed} {row['fault']}: {row['status']} "
+            f"{row['delivered']}/{row['reachable']} ({row['wall_seconds']:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     text = table(list(done.values()))
     if args.table is not None:
         from runtime.files import atomic_output
