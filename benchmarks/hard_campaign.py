@@ -41,7 +41,8 @@ class CampaignFileError(TickworkError):
 
 def code_version(root: Path = ROOT) -> str:
     """The code runs are made with: the checkout's commit, with ``+`` and a digest of
-    ``git diff HEAD`` when tracked files changed; ``unknown`` outside a git checkout."""
+    ``git diff HEAD`` when tracked files changed; ``unknown`` outside a git checkout (two
+    unknown versions cannot be told apart, and are taken for one)."""
     head = _git(root, "rev-parse", "HEAD")
     if head is None:
         return "unknown"
