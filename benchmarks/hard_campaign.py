@@ -209,21 +209,24 @@ def main(argv: Iterable[str] | None = None) -> int:
         faults += [f.label for f in auto_faults(load_specs(SPECS_DIR))]
     done = _done(args.jsonl)
     todo = [
-        (world, seed, fault)
+        (world, seed, fault, fault if fault is not None else "(none)")
         for world in _range(args.worlds)
         for seed in _range(args.seeds)
         for fault in faults
-        if (world, seed, fault if fault is not None else "(none)") not in done
     ]
-    code = code_version()
+    todo = [t for t in todo if (t[0], t[1], t[3]) not in done]
+    versions = sorted({str(row.get("code", "unknown")) for row in done.values()})
+    if len(versions) > 1:  # a file of before: its table mixes code, and says so
+        print(f"note: --jsonl holds runs of {len(versions)} code versions", file=sys.stderr)
+    code = code_version() if todo else ""
     if todo:
         try:
             check_same_code(done, code)
         except CampaignFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    for world, seed, fault in todo:
-        key = (world, seed, fault if fault is not None else "(none)")
+    for world, seed, fault, label in todo:
+        key = (world, seed, label)
         row = {**run_one(world, seed, fault), "code": code}
         done[key] = row
         if args.jsonl is not None:

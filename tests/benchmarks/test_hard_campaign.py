@@ -101,6 +101,7 @@ def test_runs_are_not_added_to_a_file_of_runs_of_other_code(
     args = ["--worlds", "3", "--seeds", "0-1", "--jsonl", str(jsonl), "--table", str(table)]
     assert hard_campaign.main(args) == 0
     assert ran == [] and "| fault-free: 3 | 3 |" in table.read_text()
+    assert "holds runs of 2 code versions" in capsys.readouterr().err  # said, not silent
 
 
 def test_the_code_version_is_the_commit_and_a_digest_of_its_changes(tmp_path: Path) -> None:
