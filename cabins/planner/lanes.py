@@ -82,6 +82,7 @@ _BEYOND: Final = 1.5  # m past a route's end within which a lane it ends in must
 _OUT: Final = 1.5  # m out of a dead end's mouth where a mover coming out turns
 _ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may walk
 _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
+_LEADS_ON: Final = 4.0  # m beyond the turn out of a dead end a track shows the way it goes
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
 # robot waits for it several times, and for the lane's own traffic on the way there)
@@ -454,6 +455,7 @@ class LaneGuard:
             entry, into, ground, mouth = (float(at.x), float(at.y)), line, lane.ground, lane.start
         if lane.dead_end:
             swept.append(_ways_out(into, mouth))
+        way = math.dist(seen.pose, entry)
         route = wait_route(
             router,
             seen.pose,
@@ -462,12 +464,48 @@ class LaneGuard:
             swept=swept,
             blocked=blocked,
             reach=reach,
-            way=math.dist(seen.pose, entry),
+            way=way,
             through=inside,
         )
         if inside and route is None:  # no spot off the ways: back out to the entry
             route = router.plan(seen.pose, entry, blocked=blocked)
+        elif route is None and lane.dead_end:
+            ways = self._ways_of_its_movers(lane, into, mouth)
+            if ways is not None:
+                route = wait_route(
+                    router,
+                    seen.pose,
+                    entry,
+                    lane=ground,
+                    swept=ways,
+                    blocked=blocked,
+                    reach=reach,
+                    way=way,
+                )
         return route
+
+    def _ways_of_its_movers(
+        self, lane: Lane, into: LineString, mouth: float
+    ) -> list[BaseGeometry] | None:
+        """The ways a dead end's own movers walk out of it, when each was seen to: straight
+        out of its mouth, then along the ground its track covers beyond (which way a picker
+        turns on leaving its bay, and how far it walks). None when a mover of it was not
+        seen to walk out of it and on (``_leads_on``): which way it turns is not known.
+
+        A spot off every mover's way may not exist near a bay's mouth (hard:70: a main
+        lane along a wall, walked end to end by two forklifts): the robot waited at the
+        mouth itself, on the picker's way out; the picker met it, turned back into its
+        bay, and did so for the rest of the run. Off the picker's own way, within sight
+        of the mouth, the robot may stand where a forklift walks: the forklift yields and
+        turns back, and the bay's picker comes out and goes on."""
+        out = _out_of(into, mouth)
+        ways = [_ways_out(into, mouth, across=0.0)]
+        for mover in lane.movers:
+            track = self._tracks.swept(mover)
+            if track is None or not _leads_on(track, out, lane.whole or lane.ground):
+                return None
+            ways.append(track)
+        return ways
 
     def hold(
         self, seen: Seen, step: LaneKey, router: RoutePlanner | None, reach: float
@@ -528,25 +566,46 @@ def _lanes_of(
     return lanes
 
 
-def _ways_out(line: LineString, start: float) -> BaseGeometry:
+def _ways_out(line: LineString, start: float, across: float = _ACROSS) -> BaseGeometry:
     """The ground a mover coming out of a dead end that starts ``start`` metres along
-    ``line`` may take: straight out of its mouth, then either way across it (a picker
-    leaves its bay and turns along the lane, and a robot waiting on its way, which it had
-    never been seen to walk, stopped it and sent it back into the bay, for good)."""
+    ``line`` may take: straight out of its mouth, then ``across`` metres either way across
+    it (a picker leaves its bay and turns along the lane, and a robot waiting on its way,
+    which it had never been seen to walk, stopped it and sent it back into the bay, for
+    good)."""
+    mouth = line.interpolate(start)
+    out = _out_of(line, start)
+    straight = LineString([(mouth.x, mouth.y), out])
+    if across <= 0.0:
+        return straight.buffer(_WAY_OUT_RADIUS)
+    ux, uy = (mouth.x - out[0]) / _OUT, (mouth.y - out[1]) / _OUT
+    band = LineString(
+        [
+            (out[0] - uy * across, out[1] + ux * across),
+            (out[0] + uy * across, out[1] - ux * across),
+        ]
+    )
+    return shapely.union(straight, band).buffer(_WAY_OUT_RADIUS)
+
+
+def _out_of(line: LineString, start: float) -> Point2:
+    """Where a mover coming out of a dead end that starts ``start`` metres along ``line``
+    turns: ``_OUT`` metres straight out of its mouth."""
     mouth = line.interpolate(start)
     inner = line.interpolate(min(start + _STEP, float(line.length)))
     dx, dy = inner.x - mouth.x, inner.y - mouth.y
     norm = math.hypot(dx, dy) or 1.0
-    ux, uy = dx / norm, dy / norm
-    out = (mouth.x - ux * _OUT, mouth.y - uy * _OUT)
-    across = LineString(
-        [
-            (out[0] - uy * _ACROSS, out[1] + ux * _ACROSS),
-            (out[0] + uy * _ACROSS, out[1] - ux * _ACROSS),
-        ]
-    )
-    straight = LineString([(mouth.x, mouth.y), out])
-    return shapely.union(straight, across).buffer(_WAY_OUT_RADIUS)
+    return (mouth.x - dx / norm * _OUT, mouth.y - dy / norm * _OUT)
+
+
+def _leads_on(track: BaseGeometry, out: Point2, dead_end: BaseGeometry) -> bool:
+    """Whether a mover's swept ``track`` comes out of a dead end (its ground ``dead_end``)
+    to ``out``, where a mover coming out turns, and goes on ``_LEADS_ON`` metres or more
+    beyond it: the track shows which way the mover turns."""
+    turn = Point(out)
+    if track.distance(turn) > _OUT:
+        return False
+    beyond = track.difference(dead_end).difference(turn.buffer(_LEADS_ON))
+    return not beyond.is_empty
 
 
 def _outside_behind(

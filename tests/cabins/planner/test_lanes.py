@@ -12,6 +12,8 @@ event), and keeps to it until the step is done.
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 import pytest
@@ -499,3 +501,82 @@ def test_a_robot_that_turned_in_a_bay_backs_out_of_it_past_its_mouth_to_wait() -
     assert aside is not None and len(aside) >= 2
     end = aside[-1]
     assert end[0] < mouth_x - reach, end  # out of the bay, off the picker's way out of it
+
+
+def _walled_bays() -> RoutePlanner:
+    """hard:70's kind of floor: the main lane of ``RACKS`` between a wall (west) and bays
+    (east), walled north of the bay of ``DOCK`` too: no bay mouth near it to wait in."""
+    walls = (*RACKS, (0.0, 12.0, 12.264, 26.0), (15.325, 20.0, 27.6, 26.0))
+    return RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 4.0, 27.589, 26.0),
+            obstacles=tuple(box(*r) for r in walls),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+        )
+    )
+
+
+def _walk(tracks: Tracks, name: str, points: list[tuple[float, float]], radius: float) -> None:
+    """``tracks`` sees mover ``name`` walk through ``points``, a sighting every 0.25 m."""
+    for (ax, ay), (bx, by) in itertools.pairwise(points):
+        n = max(1, int(math.dist((ax, ay), (bx, by)) / 0.25))
+        for k in range(n + 1):
+            x, y = ax + (bx - ax) * k / n, ay + (by - ay) * k / n
+            tracks.observe(_seen_with([_mover(name, x, y, 0.0, radius)], (13.8, 25.0)))
+
+
+@pytest.mark.parametrize("packs_out", ["south", "north"])
+def test_with_no_spot_off_every_way_it_waits_off_the_bays_picker_s_own_way_out(
+    packs_out: str,
+) -> None:
+    # hard:70 seed 1: carrying the item for the dock at the closed end of a picker's bay,
+    # on a main lane two forklifts walk end to end, the robot found no spot near the bay's
+    # mouth off every mover's way and waited at the mouth itself, on the picker's way out:
+    # the picker met it there, turned back into its bay, and did so for the rest of the
+    # run (680 s at the mouth, then a stalled alarm every 90 s; 1 of 6 delivered). The
+    # picker was seen to walk out of its bay and along the lane one way (to where it packs
+    # out): the robot waits beside the mouth the other way, within sight of it, on the
+    # lane the forklift walks (a forklift it stands in the way of yields and turns back)
+    # or in the mouth of the bay next to it.
+    router, reach, mouth_x, y = _walled_bays(), 0.6, 15.325, DOCK[1]
+    tracks = Tracks()
+    _walk(tracks, "forklift0", [(13.8, 5.0), (13.8, 25.5)], 0.6)  # the whole main lane
+    turn = 9.0 if packs_out == "south" else 25.0
+    _walk(tracks, "person0", [(25.0, y), (13.8, y), (13.8, turn)], 0.3)
+    pose = (13.8, 23.0) if packs_out == "south" else (13.8, 6.0)
+    seen = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], pose)
+    guard = LaneGuard(PlannerSettings(), tracks)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
+    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    aside = guard.aside
+    assert aside is not None and len(aside) >= 2, "waits at the mouth, on the picker's way"
+    end = aside[-1]
+    assert not (end[0] > mouth_x and 17.017 < end[1] < 19.106), end  # not in the bay
+    assert math.dist(end, (mouth_x, y)) <= 6.0  # in sight of the mouth (6 m sensing)
+    picker_way = tracks.swept("obstacle:person0")
+    assert picker_way is not None and picker_way.distance(Point(end)) >= reach
+    assert (end[1] > y) if packs_out == "south" else (end[1] < y), end  # the other way
+
+
+def test_it_waits_at_the_mouth_when_it_did_not_see_which_way_the_picker_goes() -> None:
+    # the picker seen in its bay only: either way along the lane may be its way out, and
+    # no spot near the mouth is off both and the forklift's: it waits at the stopping
+    # point, as before (a spot on the picker's unknown way would stop it in its bay)
+    router, reach, y = _walled_bays(), 0.6, DOCK[1]
+    tracks = Tracks()
+    _walk(tracks, "forklift0", [(13.8, 5.0), (13.8, 25.5)], 0.6)
+    _walk(tracks, "person0", [(25.0, y), (18.0, y)], 0.3)
+    pose = (13.8, 23.0)
+    seen = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], pose)
+    guard = LaneGuard(PlannerSettings(), tracks)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end
+    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    assert guard.aside is None
