@@ -415,11 +415,12 @@ RACKS = (
 DOCK = (26.889, 18.061)
 
 
-def _bays_router() -> RoutePlanner:
+def _bays_router(walls: tuple[tuple[float, float, float, float], ...] = ()) -> RoutePlanner:
+    """The floor of ``RACKS``, with ``walls`` more."""
     return RoutePlanner(
         RoutingProblem(
             bounds=(0.0, 4.0, 27.589, 26.0),
-            obstacles=tuple(box(*rack) for rack in RACKS),
+            obstacles=tuple(box(*rack) for rack in (*RACKS, *walls)),
             forbidden=(),
             robot_radius=0.35,
             clearance=0.25,
@@ -506,16 +507,7 @@ def test_a_robot_that_turned_in_a_bay_backs_out_of_it_past_its_mouth_to_wait() -
 def _walled_bays() -> RoutePlanner:
     """hard:70's kind of floor: the main lane of ``RACKS`` between a wall (west) and bays
     (east), walled north of the bay of ``DOCK`` too: no bay mouth near it to wait in."""
-    walls = (*RACKS, (0.0, 12.0, 12.264, 26.0), (15.325, 20.0, 27.6, 26.0))
-    return RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, 4.0, 27.589, 26.0),
-            obstacles=tuple(box(*r) for r in walls),
-            forbidden=(),
-            robot_radius=0.35,
-            clearance=0.25,
-        )
-    )
+    return _bays_router(((0.0, 12.0, 12.264, 26.0), (15.325, 20.0, 27.6, 26.0)))
 
 
 def _walk(tracks: Tracks, name: str, points: list[tuple[float, float]], radius: float) -> None:
