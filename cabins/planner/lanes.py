@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 import numpy as np
@@ -457,33 +458,22 @@ class LaneGuard:
             entry, into, ground, mouth = (float(at.x), float(at.y)), line, lane.ground, lane.start
         if lane.dead_end:
             swept.append(_ways_out(into, mouth))
-        way = math.dist(seen.pose, entry)
-        route = wait_route(
+        near = partial(
+            wait_route,
             router,
             seen.pose,
             entry,
             lane=ground,
-            swept=swept,
             blocked=blocked,
             reach=reach,
-            way=way,
-            through=inside,
+            way=math.dist(seen.pose, entry),
         )
+        route = near(swept=swept, through=inside)
         if inside and route is None:  # no spot off the ways: back out to the entry
             route = router.plan(seen.pose, entry, blocked=blocked)
-        elif route is None and lane.dead_end:
+        elif route is None and lane.dead_end:  # off the dead end's own movers' ways, then
             ways = self._ways_of_its_movers(lane, into, mouth)
-            if ways is not None:
-                route = wait_route(
-                    router,
-                    seen.pose,
-                    entry,
-                    lane=ground,
-                    swept=ways,
-                    blocked=blocked,
-                    reach=reach,
-                    way=way,
-                )
+            route = None if ways is None else near(swept=ways)
         return route
 
     def _ways_of_its_movers(
