@@ -10,6 +10,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   robot's reach (radius plus clearance) plus the mover's diameter: a mover walking down
   its middle cannot be passed (``narrow_stretches``), for ``_MIN_LENGTH`` or more.
   Measured once per route planned, with numpy over the static grid: no per-tick work.
+  Its ground is the route there widened to the lane's walls, cut square to the lane's
+  run at its ends (``lane_ground``): not round a turn the route takes at its mouth.
 - **Contested**: a mover (in view; for a dead end, also one out of sight where it was
   last seen, ``tracks``: a picker is not seen 15 m up its bay) is in the lane ahead of
   the robot (whichever way it goes: one
