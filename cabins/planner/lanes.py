@@ -10,6 +10,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   robot's reach (radius plus clearance) plus the mover's diameter: a mover walking down
   its middle cannot be passed (``narrow_stretches``), for ``_MIN_LENGTH`` or more.
   Measured once per route planned, with numpy over the static grid: no per-tick work.
+  Its ground is the route there widened to the lane's walls, cut square to the lane's
+  run at its ends (``lane_ground``): not round a turn the route takes at its mouth.
 - **Contested**: a mover (in view; for a dead end, also one out of sight where it was
   last seen, ``tracks``: a picker is not seen 15 m up its bay) is in the lane ahead of
   the robot (whichever way it goes: one
@@ -60,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 import shapely
 import shapely.ops
-from shapely.geometry import LineString, Point
+from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner.seen import Seen
@@ -71,7 +73,7 @@ from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from runtime.cabin_map import Feature
 
-__all__ = ["Lane", "LaneGuard", "LaneKey", "narrow_stretches"]
+__all__ = ["Lane", "LaneGuard", "LaneKey", "lane_ground", "narrow_stretches"]
 
 _STEP: Final = 0.25  # m between the route's samples
 _SNAP: Final = 3  # half cells across a route within which a sample finds its free run
@@ -86,6 +88,7 @@ _OUT: Final = 1.5  # m out of a dead end's mouth where a mover coming out turns
 _ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may walk
 _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
 _LEADS_ON: Final = 4.0  # m beyond the turn out of a dead end a track shows the way it goes
+_RUN: Final = 1.0  # m of a lane's route from either end that gives the way the lane runs
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
 # robot waits for it several times, and for the lane's own traffic on the way there)
@@ -323,15 +326,12 @@ class LaneGuard:
                 continue
             # only the lane ahead: the robot may stand in it, and the other way leads back
             first = min(max(start, here + reach + _STOP_SHORT), end - _STEP)
-            stretch = shapely.ops.substring(line, first, end)
-            ground = stretch.buffer(widest / 2.0 + reach, cap_style="flat")
+            half = widest / 2.0 + reach
+            ground = lane_ground(line, first, end, half)
             suspects = [*movers, *ghosts] if dead_end else movers
             inside = [f.id for f in suspects if self._contests(f, ground, line, here, dead_end)]
             if inside:
-                whole = shapely.ops.substring(line, start, end).buffer(
-                    widest / 2.0 + reach, cap_style="flat"
-                )
-                half = widest / 2.0 + reach
+                whole = lane_ground(line, start, end, half)
                 lane = Lane(start, end, ground, tuple(sorted(inside)), dead_end, whole, gauge, half)
                 return lane
         return None
@@ -538,6 +538,33 @@ class LaneGuard:
         """No lane is avoided or waited at any more."""
         self._avoided = None
         self._wait = None
+
+
+def lane_ground(line: LineString, start: float, end: float, half: float) -> BaseGeometry:
+    """The ground of the stretch of ``line`` from ``start`` to ``end`` metres: the route
+    there widened by ``half`` either side, its ends cut square to the lane's own run.
+
+    Widened as it is, a route that turns into a bay a few centimetres inside its mouth
+    reached back out of the bay: the flat end of the short piece before the turn, and the
+    round join of the turn, stood up to 2 m out into the lane the bay opens on. Every
+    mover walking that lane past the mouth, and every one last seen there, was then taken
+    for one in the bay, and the robot, carrying the item for the bay's dock, waited for
+    the bay for the rest of the run (hard:45 seed 1: 13 stalls)."""
+    ground = shapely.ops.substring(line, start, end).buffer(half, cap_style="flat")
+    cut = half + _RUN
+    for at, towards in ((start, min(start + _RUN, end)), (end, max(end - _RUN, start))):
+        a, b = line.interpolate(at), line.interpolate(towards)
+        norm = math.hypot(b.x - a.x, b.y - a.y)
+        if norm == 0.0:
+            continue
+        ux, uy = (b.x - a.x) / norm, (b.y - a.y) / norm  # along the lane, into it
+        sx, sy = -uy * cut, ux * cut
+        bx, by = a.x - ux * cut, a.y - uy * cut
+        behind = Polygon(
+            [(a.x + sx, a.y + sy), (a.x - sx, a.y - sy), (bx - sx, by - sy), (bx + sx, by + sy)]
+        )
+        ground = ground.difference(behind)
+    return ground
 
 
 def _lanes_of(

@@ -572,3 +572,23 @@ def test_it_waits_at_the_mouth_when_it_did_not_see_which_way_the_picker_goes() -
     assert lane is not None and lane.dead_end
     assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
     assert guard.aside is None
+
+
+@pytest.mark.parametrize("turn_x", [15.4, 15.5, 15.6])
+def test_a_mover_walking_past_a_bays_mouth_is_not_taken_for_one_in_the_bay(turn_x: float) -> None:
+    # hard:45 seed 1: the way from the main lane turned into the bay a few centimetres
+    # inside its mouth, and the bay's ground, the way widened, reached back out into the
+    # main lane round the turn. Every forklift and person walking the main lane past the
+    # mouth, and every one last seen there, was taken for a mover in the bay: the robot,
+    # carrying the item for the bay's dock, waited 1,700 s (13 stalls, 4 of 5 delivered).
+    router, reach, pose = _bays_router(), 0.6, (13.8, 22.0)
+    way = [pose, (turn_x, DOCK[1]), DOCK]
+    guard = LaneGuard(PlannerSettings())
+    for y in (17.2, 17.6, 18.0):
+        forklift = _mover("forklift0", 13.8, y, -0.64, 0.6)  # walking south, past the mouth
+        assert guard.contested(router, _seen_with([forklift], pose), way, reach) is None, y
+    forklift = _mover("forklift0", 13.8, 17.6, -0.64, 0.6)
+    picker = _mover("person0", 20.0, DOCK[1], 0.0, 0.3)  # in the bay: it contests the bay
+    lane = guard.contested(router, _seen_with([forklift, picker], pose), way, reach)
+    assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
+    assert lane.whole is not None and lane.whole.bounds[0] >= 15.325 - 0.1  # the bay only
