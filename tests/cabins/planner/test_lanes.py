@@ -592,3 +592,19 @@ def test_a_mover_walking_past_a_bays_mouth_is_not_taken_for_one_in_the_bay(turn_
     lane = guard.contested(router, _seen_with([forklift, picker], pose), way, reach)
     assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
     assert lane.whole is not None and lane.whole.bounds[0] >= 15.325 - 0.1  # the bay only
+
+
+def test_a_track_is_broken_where_its_mover_was_out_of_sight() -> None:
+    # hard:45 seed 2: a picker seen walking its bay, then out of sight, then seen again on
+    # the main lane, had a track straight through the shelves and the bay beside its
+    # own; no spot in there was off its way, and the robot waited at the mouth of the bay
+    # of its dock, on that bay's picker's way out (the rest of the run: 13 stalls).
+    tracks = Tracks()
+    _walk(tracks, "person2", [(25.0, 18.061), (20.0, 18.061)], 0.3)  # up its bay
+    _walk(tracks, "person2", [(13.8, 9.0), (13.8, 6.0)], 0.3)  # next seen on the main lane
+    swept = tracks.swept("obstacle:person2")
+    assert swept is not None
+    assert swept.intersects(Point(22.0, 18.061)) and swept.intersects(Point(13.8, 7.0))
+    between = LineString([(20.0, 18.061), (13.8, 9.0)]).interpolate(0.5, normalized=True)
+    assert not swept.intersects(between.buffer(0.5))  # not where it was never seen
+    assert tracks.swept("obstacle:nobody") is None
