@@ -29,6 +29,7 @@ seen to come out (``lanes``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from typing import Final
@@ -132,7 +133,7 @@ class Tracks:
 def _runs(points: deque[Point2]) -> list[list[Point2]]:
     """``points`` split where a mover was out of sight between two of them (``_JUMP``)."""
     runs: list[list[Point2]] = [[points[0]]]
-    for a, b in zip(points, list(points)[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         if math.dist(a, b) > _JUMP:
             runs.append([])
         runs[-1].append(b)
