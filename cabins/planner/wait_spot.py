@@ -17,7 +17,8 @@ waits at the nearest spot within ``_RINGS`` of it that is:
   ``_MARGIN`` (a mover yields to a robot nearer its way than its radius, the robot's and
   a yield margin);
 - in sight of the stopping point (not in the next bay), and reached by a route that keeps
-  out of the lane and is not much longer than the way to the stopping point.
+  out of the lane (but for the robot's reach round where it stands and along its way to
+  the stopping point) and is not much longer than the way to the stopping point.
 
 None when there is no such spot: the robot waits at the stopping point as before.
 """
