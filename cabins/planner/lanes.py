@@ -37,8 +37,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   or, when that point is on ground a mover was seen to walk (``tracks``), at a spot
   beside the entry out of every mover's way (``wait_spot``; near a dead end with no such
   spot, out of the ways of the dead end's own movers, when each was seen to come out and
-  walk on: ``_ways_of_its_movers``); it looks again every
-  ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
+  walk on, or came out and stood waiting for the robot (the side it turns to); else off
+  the ways known of them, straight out at least: ``_ways_of_its_movers``); it looks again
+  every ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
   or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
   back from the mover), but never into a dead end: a mover in there turns back at its
   closed end, and a robot that followed it in is stuck; after ``lane_wait_s`` at a dead
