@@ -37,8 +37,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   or, when that point is on ground a mover was seen to walk (``tracks``), at a spot
   beside the entry out of every mover's way (``wait_spot``; near a dead end with no such
   spot, out of the ways of the dead end's own movers, when each was seen to come out and
-  walk on: ``_ways_of_its_movers``); it looks again every
-  ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
+  walk on, or came out and stood waiting for the robot (the side it turns to); else off
+  the ways known of them, straight out at least: ``_ways_of_its_movers``); it looks again
+  every ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
   or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
   back from the mover), but never into a dead end: a mover in there turns back at its
   closed end, and a robot that followed it in is stuck; after ``lane_wait_s`` at a dead
@@ -56,7 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import Final, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +66,7 @@ import shapely.ops
 from shapely.geometry import LineString, Point, Polygon
 from shapely.geometry.base import BaseGeometry
 
+from cabins.planner.give_way import travel_direction
 from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.tracks import Tracks, mover_radius
@@ -89,6 +91,7 @@ _ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may wal
 _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
 _LEADS_ON: Final = 4.0  # m beyond the turn out of a dead end a track shows the way it goes
 _RUN: Final = 1.0  # m of a lane's route from either end that gives the way the lane runs
+_FACING: Final = 0.6  # m between a standing mover's disc and the robot's: it waits for the robot
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
 # robot waits for it several times, and for the lane's own traffic on the way there)
@@ -258,6 +261,7 @@ class LaneGuard:
         self._wait: _Wait | None = None
         self._patience_spent: LaneKey | None = None  # the key that waited lane_wait_s already
         self._blocked: tuple[str, ...] | None = None  # a dead end's movers, waited out too long
+        self._faced: dict[str, Point2] = {}  # a dead end's mover -> where it waited for the robot
 
     @property
     def waiting(self) -> bool:
@@ -474,15 +478,27 @@ class LaneGuard:
         elif route is None and lane.dead_end:  # off the dead end's own movers' ways, then
             ways = self._ways_of_its_movers(lane, into, mouth)
             route = None if ways is None else near(swept=ways)
+            if route is None:  # off the ways known of them: straight out at least
+                route = near(swept=self._ways_of_its_movers(lane, into, mouth, known=True))
         return route
 
+    @overload
     def _ways_of_its_movers(
-        self, lane: Lane, into: LineString, mouth: float
+        self, lane: Lane, into: LineString, mouth: float, *, known: Literal[False] = False
+    ) -> list[BaseGeometry] | None: ...
+    @overload
+    def _ways_of_its_movers(
+        self, lane: Lane, into: LineString, mouth: float, *, known: Literal[True]
+    ) -> list[BaseGeometry]: ...
+    def _ways_of_its_movers(
+        self, lane: Lane, into: LineString, mouth: float, *, known: bool = False
     ) -> list[BaseGeometry] | None:
         """The ways a dead end's own movers walk out of it, when each was seen to: straight
         out of its mouth, then along the ground its track covers beyond (which way a picker
-        turns on leaving its bay, and how far it walks). None when a mover of it was not
-        seen to walk out of it and on (``_leads_on``): which way it turns is not known.
+        turns on leaving its bay, and how far it walks), or, for one that came out and
+        waited for the robot (``_faces``), across the mouth to the side the robot stood on.
+        None when that is not known of a mover of it: which way it turns is not known; with
+        ``known``, the ways known (straight out, at least).
 
         A spot off every mover's way may not exist near a bay's mouth (hard:70: a main
         lane along a wall, walked end to end by two forklifts): the robot waited at the
@@ -494,9 +510,13 @@ class LaneGuard:
         ways = [_ways_out(into, mouth, across=0.0)]
         for mover in lane.movers:
             track = self._tracks.swept(mover)
-            if track is None or not _leads_on(track, out, lane.whole or lane.ground):
+            faced = self._faced.get(mover)
+            if track is not None and _leads_on(track, out, lane.whole or lane.ground):
+                ways.append(track)
+            elif faced is not None:
+                ways.append(_ways_out(into, mouth, towards=faced))
+            elif not known:
                 return None
-            ways.append(track)
         return ways
 
     def hold(
@@ -511,6 +531,9 @@ class LaneGuard:
             return None if wait is not None else False
         settings = self._settings
         self._waited[step] = wait.base + seen.time - wait.since
+        if wait.lane.dead_end and self._faces(seen, wait.lane):
+            self._wait = None  # it waits on the mover's way out: wait elsewhere
+            return None
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
             if seen.time - wait.since >= settings.lane_wait_s:
@@ -533,6 +556,22 @@ class LaneGuard:
             here = float(wait.line.project(Point(seen.pose)))
             wait.holding = bool(wait.stop - here <= stopping)
         return () if wait.holding else False
+
+    def _faces(self, seen: Seen, lane: Lane) -> bool:
+        """Whether a mover of the dead end ``lane`` stands by the robot waiting for it:
+        the robot waits on that mover's way out, and the side it stands on is the side the
+        mover turns to on leaving (kept, ``_faced``). True when that was not known."""
+        assert seen.pose is not None
+        new = False
+        for feature in seen.obstacles:
+            if feature.id not in lane.movers or travel_direction(feature.props) is not None:
+                continue
+            gap = feature.geometry.distance(Point(seen.pose)) - seen.limits.radius
+            faced = self._faced.get(feature.id)
+            if gap <= _FACING and (faced is None or math.dist(faced, seen.pose) > _FACING):
+                self._faced[feature.id] = (float(seen.pose[0]), float(seen.pose[1]))
+                new = True
+        return new
 
     def forget(self) -> None:
         """No lane is avoided or waited at any more."""
@@ -585,25 +624,26 @@ def _lanes_of(
     return lanes
 
 
-def _ways_out(line: LineString, start: float, across: float = _ACROSS) -> BaseGeometry:
+def _ways_out(
+    line: LineString, start: float, across: float = _ACROSS, towards: Point2 | None = None
+) -> BaseGeometry:
     """The ground a mover coming out of a dead end that starts ``start`` metres along
     ``line`` may take: straight out of its mouth, then ``across`` metres either way across
     it (a picker leaves its bay and turns along the lane, and a robot waiting on its way,
     which it had never been seen to walk, stopped it and sent it back into the bay, for
-    good)."""
+    good); with ``towards``, only to the side of the mouth that point lies on."""
     mouth = line.interpolate(start)
     out = _out_of(line, start)
     straight = LineString([(mouth.x, mouth.y), out])
     if across <= 0.0:
         return straight.buffer(_WAY_OUT_RADIUS)
     ux, uy = (mouth.x - out[0]) / _OUT, (mouth.y - out[1]) / _OUT
-    band = LineString(
-        [
-            (out[0] - uy * across, out[1] + ux * across),
-            (out[0] + uy * across, out[1] - ux * across),
-        ]
-    )
-    return shapely.union(straight, band).buffer(_WAY_OUT_RADIUS)
+    left = (out[0] - uy * across, out[1] + ux * across)
+    right = (out[0] + uy * across, out[1] - ux * across)
+    if towards is not None:  # the side of the line straight out that ``towards`` is on
+        side = (towards[0] - out[0]) * -uy + (towards[1] - out[1]) * ux
+        left, right = (left, out) if side >= 0.0 else (out, right)
+    return shapely.union(straight, LineString([left, right])).buffer(_WAY_OUT_RADIUS)
 
 
 def _out_of(line: LineString, start: float) -> Point2:

@@ -133,9 +133,9 @@ class StandOff:
 
     def ends(self, seen: Seen, progress: int) -> bool:
         """Stop giving way once a step is done, after ``give_way_s``, or once the mover
-        has gone (out of sight, or well away from where it stood and no longer between
-        the robot and the step's target: farther from it than the robot); True when it
-        stopped now."""
+        has gone (out of sight, or well away from where it stood and past the robot:
+        farther from the step's target than the robot by the mover's size and
+        ``obstacle_moved``); True when it stopped now."""
         give = self._give_way
         if give is None or not self._over(give, seen, progress):
             return False
@@ -161,7 +161,11 @@ class StandOff:
         target, pose = give.target, seen.pose
         if target is None or pose is None:
             return True
-        return math.dist((x, y), target) > math.dist(pose, target)
+        # Past the robot, not abreast of it: a forklift beside the robot in a main lane,
+        # a few cm farther from a target round the corner, had not passed; the robot
+        # went back into the lane and the two faced each other for 90 s (hard:5 seed 1).
+        past = give.size + self._settings.obstacle_moved
+        return math.dist((x, y), target) > math.dist(pose, target) + past
 
     def aside(
         self,

@@ -12,8 +12,12 @@ there (it yields to the robot, then turns back into its bay), and the bay never 
 ``_SPACING`` metres it moved (at most ``_POINTS`` of them, the oldest dropped, and at most
 ``_MOVERS`` movers, the one seen longest ago dropped); ``swept`` is the ground a mover's
 track covers, its line buffered by the mover's radius. A mover seen once has a track of
-one point: its disc. What was learnt stays after the mover leaves the view (its loop
-brings it back) and is never written anywhere: losing it costs a few waits in the way.
+one point: its disc. Where it was out of sight between two points (``_JUMP`` apart or
+more) the track is broken, not joined by a straight line: a picker last seen deep in
+one bay and next seen on the main lane had a track straight through the shelves and the
+next bay, and no spot in there was taken to wait at (hard:45 seed 2). What was learnt
+stays after the mover leaves the view (its loop brings it back) and is never written
+anywhere: losing it costs a few waits in the way.
 
 **Out of sight is not gone.** The robot senses movers a few metres round it only (6 m in
 the simulator): a picker 15 m up its bay is out of sight from the bay's mouth, and a
@@ -25,10 +29,12 @@ seen to come out (``lanes``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from typing import Final
 
+import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 
@@ -41,6 +47,7 @@ __all__ = ["Tracks"]
 _SPACING: Final = 0.5  # m a mover moves between two points of its track
 _POINTS: Final = 400  # points kept per mover: 200 m of its way
 _MOVERS: Final = 64  # movers tracked at most
+_JUMP: Final = 1.5  # m between two points of a track beyond which it was out of sight between
 _GHOST_S: Final = 120.0  # s a mover out of sight is taken to be where it was last seen
 _TRAIL: Final = 240  # points of the robot's own way kept: 60 m at _TRAIL_SPACING
 _TRAIL_SPACING: Final = 0.25  # m the robot moves between two points of its trail
@@ -104,8 +111,8 @@ class Tracks:
         points = self._points.get(mover)
         if not points:
             return None
-        line = LineString(points) if len(points) >= 2 else Point(points[0])
-        shape = line.buffer(self._radius[mover])
+        radius = self._radius[mover]
+        shape = shapely.union_all([_walked(run).buffer(radius) for run in _runs(points)])
         self._swept[mover] = shape
         return shape
 
@@ -121,3 +128,18 @@ class Tracks:
     def _forget(self, mover: str) -> None:
         for store in (self._points, self._radius, self._seen_at, self._swept, self._last):
             store.pop(mover, None)
+
+
+def _runs(points: deque[Point2]) -> list[list[Point2]]:
+    """``points`` split where a mover was out of sight between two of them (``_JUMP``)."""
+    runs: list[list[Point2]] = [[points[0]]]
+    for a, b in itertools.pairwise(points):
+        if math.dist(a, b) > _JUMP:
+            runs.append([])
+        runs[-1].append(b)
+    return runs
+
+
+def _walked(run: list[Point2]) -> BaseGeometry:
+    """The line a mover was seen to walk through ``run``, or the point it was seen at."""
+    return LineString(run) if len(run) >= 2 else Point(run[0])

@@ -17,7 +17,8 @@ waits at the nearest spot within ``_RINGS`` of it that is:
   ``_MARGIN`` (a mover yields to a robot nearer its way than its radius, the robot's and
   a yield margin);
 - in sight of the stopping point (not in the next bay), and reached by a route that keeps
-  out of the lane and is not much longer than the way to the stopping point.
+  out of the lane (but for the robot's reach round where it stands and along its way to
+  the stopping point) and is not much longer than the way to the stopping point.
 
 None when there is no such spot: the robot waits at the stopping point as before.
 """
@@ -80,8 +81,12 @@ def wait_route(
             if standable(router, spot, reach, blocked):
                 spots.append(spot)
     # the lane is kept out of, but for what is within the robot's reach of where it stands
-    # (it stands at the lane's entry: a route could not start at all)
-    keep_out = lane.difference(Point(pose).buffer(reach + _MARGIN))
+    # and of its way to the stopping point (it stands at the lane's entry, or just inside
+    # it: a route could not start at all, or started boxed in by a sliver of the lane's
+    # ground beyond its reach; every spot was refused and it waited on the picker's way
+    # out of the bay for the rest of the run, hard:45 seed 1)
+    back = Point(pose) if math.dist(pose, stop) == 0.0 else LineString((pose, stop))
+    keep_out = lane.difference(back.buffer(reach + _MARGIN))
     for spot in spots[:_TRIED]:
         route = router.plan(pose, spot, blocked=list(blocked) if through else [*blocked, keep_out])
         if route is None:

@@ -555,11 +555,15 @@ def test_with_no_spot_off_every_way_it_waits_off_the_bays_picker_s_own_way_out(
     assert (end[1] > y) if packs_out == "south" else (end[1] < y), end  # the other way
 
 
-def test_it_waits_at_the_mouth_when_it_did_not_see_which_way_the_picker_goes() -> None:
-    # the picker seen in its bay only: either way along the lane may be its way out, and
-    # no spot near the mouth is off both and the forklift's: it waits at the stopping
-    # point, as before (a spot on the picker's unknown way would stop it in its bay)
-    router, reach, y = _walled_bays(), 0.6, DOCK[1]
+def test_not_knowing_which_way_the_picker_goes_it_waits_off_its_way_straight_out() -> None:
+    # hard:55 seed 2: the picker seen in its bay only, either way along the lane may be its
+    # way out, and no spot near the mouth is off both and the forklifts'. Waiting at the
+    # stopping point, 0.8 m beside the bay's axis, the robot stood on the picker's way out
+    # whichever way it turned: it came up, waited, turned back into its bay, for 800 s (4
+    # stalls). The robot waits off the way straight out; when the picker comes out and
+    # waits for it there, it has learnt which way the picker turns, and waits on the
+    # other side.
+    router, reach, y, mouth_x = _walled_bays(), 0.6, DOCK[1], 15.325
     tracks = Tracks()
     _walk(tracks, "forklift0", [(13.8, 5.0), (13.8, 25.5)], 0.6)
     _walk(tracks, "person0", [(25.0, y), (18.0, y)], 0.3)
@@ -570,8 +574,28 @@ def test_it_waits_at_the_mouth_when_it_did_not_see_which_way_the_picker_goes() -
     assert way is not None
     lane = guard.contested(router, seen, way, reach)
     assert lane is not None and lane.dead_end
-    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
-    assert guard.aside is None
+    key = ("t0", "D0")
+    assert guard.wait(seen, key, way, lane, reach, router=router, blocked=[])
+    first = guard.aside
+    assert first is not None and len(first) >= 2
+    spot = first[-1]
+    assert abs(spot[1] - y) >= 0.3 + reach, spot  # off the way straight out of the mouth
+    assert spot[0] < mouth_x and math.dist(spot, (mouth_x, y)) <= 6.0, spot
+    # the picker comes out, turns towards the robot and waits for it
+    towards = (spot[1] - y) / abs(spot[1] - y)
+    picker = _mover("person0", 13.8, spot[1] - towards * 0.95, 0.0, 0.3)
+    there = _seen_with([picker], spot)
+    assert guard.hold(there, key, router, reach) is None  # the wait is over: wait elsewhere
+    # it turns back into its bay, and the robot waits again
+    back = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], spot)
+    way = router.plan(spot, DOCK)
+    assert way is not None
+    lane = guard.contested(router, back, way, reach)
+    assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
+    assert guard.wait(back, key, way, lane, reach, router=router, blocked=[])
+    second = guard.aside
+    assert second is not None and len(second) >= 2
+    assert (second[-1][1] - y) * towards < 0, second[-1]  # on the other side of the mouth
 
 
 @pytest.mark.parametrize("turn_x", [15.4, 15.5, 15.6])
@@ -592,3 +616,19 @@ def test_a_mover_walking_past_a_bays_mouth_is_not_taken_for_one_in_the_bay(turn_
     lane = guard.contested(router, _seen_with([forklift, picker], pose), way, reach)
     assert lane is not None and lane.dead_end and lane.movers == ("obstacle:person0",)
     assert lane.whole is not None and lane.whole.bounds[0] >= 15.325 - 0.1  # the bay only
+
+
+def test_a_track_is_broken_where_its_mover_was_out_of_sight() -> None:
+    # hard:45 seed 2: a picker seen walking its bay, then out of sight, then seen again on
+    # the main lane, had a track straight through the shelves and the bay beside its
+    # own; no spot in there was off its way, and the robot waited at the mouth of the bay
+    # of its dock, on that bay's picker's way out (the rest of the run: 13 stalls).
+    tracks = Tracks()
+    _walk(tracks, "person2", [(25.0, 18.061), (20.0, 18.061)], 0.3)  # up its bay
+    _walk(tracks, "person2", [(13.8, 9.0), (13.8, 6.0)], 0.3)  # next seen on the main lane
+    swept = tracks.swept("obstacle:person2")
+    assert swept is not None
+    assert swept.intersects(Point(22.0, 18.061)) and swept.intersects(Point(13.8, 7.0))
+    between = LineString([(20.0, 18.061), (13.8, 9.0)]).interpolate(0.5, normalized=True)
+    assert not swept.intersects(between.buffer(0.5))  # not where it was never seen
+    assert tracks.swept("obstacle:nobody") is None

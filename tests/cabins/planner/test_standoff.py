@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from shapely.geometry import Point
 
 from cabins.planner.seen import Seen, ViewReader
@@ -75,6 +77,22 @@ def test_giving_way_ends_once_the_mover_has_gone_a_step_is_done_or_time_is_up() 
     assert moved.ends(seen(mover(7.2, 5.0)), 0)  # more than 2 * 0.3 + 0.5 m away
     assert moved.giving_way is None
     assert not moved.ends(seen(mover(7.2, 5.0)), 0)  # ended once
+
+
+def test_a_mover_abreast_of_the_robot_has_not_passed_it() -> None:
+    # A main lane along y; the robot beside it at x 5.7, the step's target down it and
+    # round a corner. A mover coming up the lane, level with the robot, is a little
+    # farther from that target than the robot only because it walks the lane's middle.
+    pose, target = (5.7, 6.0), (15.0, -10.0)
+    standoff = stand_off()
+    standoff.begin(
+        seen(mover(5.0, 4.8), pose=pose), progress=0, waiting=True, reach=REACH, target=target
+    )
+    assert standoff.giving_way == "obstacle:p1"
+    abreast = mover(5.0, 6.2)
+    assert math.dist((5.0, 6.2), target) > math.dist(pose, target)
+    assert not standoff.ends(seen(abreast, pose=pose, now=12.0), 0)
+    assert standoff.ends(seen(mover(5.0, 7.5), pose=pose, now=14.0), 0)  # past it
 
 
 def test_the_way_aside_leads_away_from_the_mover_and_none_ends_the_giving_way() -> None:

@@ -56,3 +56,31 @@ def test_no_wait_spot_is_taken_within_reach_of_the_wall() -> None:
     # y <= 1.3: no spot on the rings is both (one 0.45 m from the wall was taken), so the
     # robot waits at the stopping point
     assert route is None, route
+
+
+def test_a_robot_just_inside_the_lane_is_not_boxed_in_by_its_ground() -> None:
+    router = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 0.0, 10.0, 10.0),
+            obstacles=(),
+            forbidden=(),
+            robot_radius=RADIUS,
+            clearance=CLEARANCE,
+            resolution=0.1,
+        )
+    )
+    lane = box(0.0, 4.0, 5.0, 6.0)  # a lane's ground, its entry at x = 5
+    keep = REACH + 0.15
+    pose, stop = (5.0 - keep - 0.1, 5.0), (4.9, 5.0)  # a sliver of ground beyond its reach
+    route = wait_route(
+        router,
+        pose,
+        stop,
+        lane=lane,
+        swept=[LineString([(4.9, 0.0), (4.9, 10.0)]).buffer(0.3)],  # a way across the entry
+        blocked=[],
+        reach=REACH,
+        way=0.0,
+    )
+    assert route is not None
+    assert route[-1][0] >= 4.9 + 0.3 + keep  # off the way, out of the lane
