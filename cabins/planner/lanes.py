@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Final, Literal, overload
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -476,29 +476,17 @@ class LaneGuard:
         if inside and route is None:  # no spot off the ways: back out to the entry
             route = router.plan(seen.pose, entry, blocked=blocked)
         elif route is None and lane.dead_end:  # off the dead end's own movers' ways, then
-            ways = self._ways_of_its_movers(lane, into, mouth)
-            route = None if ways is None else near(swept=ways)
-            if route is None:  # off the ways known of them: straight out at least
-                route = near(swept=self._ways_of_its_movers(lane, into, mouth, known=True))
+            route = near(swept=self._ways_of_its_movers(lane, into, mouth))
         return route
 
-    @overload
-    def _ways_of_its_movers(
-        self, lane: Lane, into: LineString, mouth: float, *, known: Literal[False] = False
-    ) -> list[BaseGeometry] | None: ...
-    @overload
-    def _ways_of_its_movers(
-        self, lane: Lane, into: LineString, mouth: float, *, known: Literal[True]
-    ) -> list[BaseGeometry]: ...
-    def _ways_of_its_movers(
-        self, lane: Lane, into: LineString, mouth: float, *, known: bool = False
-    ) -> list[BaseGeometry] | None:
-        """The ways a dead end's own movers walk out of it, when each was seen to: straight
-        out of its mouth, then along the ground its track covers beyond (which way a picker
-        turns on leaving its bay, and how far it walks), or, for one that came out and
-        waited for the robot (``_faces``), across the mouth to the side the robot stood on.
-        None when that is not known of a mover of it: which way it turns is not known; with
-        ``known``, the ways known (straight out, at least).
+    def _ways_of_its_movers(self, lane: Lane, into: LineString, mouth: float) -> list[BaseGeometry]:
+        """The ways known that a dead end's own movers walk out of it: straight out of its
+        mouth, then, for each mover seen to walk out and on, along the ground its track
+        covers beyond (which way a picker turns on leaving its bay, and how far it walks),
+        or, for one that came out and waited for the robot (``_faces``), across the mouth
+        to the side the robot stood on. Of a mover with neither, which way it turns is not
+        known: only the way straight out is kept off (waiting at the stopping point beside
+        the bay's axis, the robot stood on its way out whichever way it turned, hard:55).
 
         A spot off every mover's way may not exist near a bay's mouth (hard:70: a main
         lane along a wall, walked end to end by two forklifts): the robot waited at the
@@ -515,8 +503,6 @@ class LaneGuard:
                 ways.append(track)
             elif faced is not None:
                 ways.append(_ways_out(into, mouth, towards=faced))
-            elif not known:
-                return None
         return ways
 
     def hold(
