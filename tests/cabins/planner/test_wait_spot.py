@@ -18,10 +18,10 @@ REACH = RADIUS + CLEARANCE
 FLOOR = (0.0, 0.0, 12.0, 1.8)  # a strip: a mover walks its lower half
 
 
-def _router() -> RoutePlanner:
+def _router(bounds: tuple[float, float, float, float] = FLOOR) -> RoutePlanner:
     return RoutePlanner(
         RoutingProblem(
-            bounds=FLOOR,
+            bounds=bounds,
             obstacles=(),
             forbidden=(),
             robot_radius=RADIUS,
@@ -59,16 +59,7 @@ def test_no_wait_spot_is_taken_within_reach_of_the_wall() -> None:
 
 
 def test_a_robot_just_inside_the_lane_is_not_boxed_in_by_its_ground() -> None:
-    router = RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, 0.0, 10.0, 10.0),
-            obstacles=(),
-            forbidden=(),
-            robot_radius=RADIUS,
-            clearance=CLEARANCE,
-            resolution=0.1,
-        )
-    )
+    router = _router((0.0, 0.0, 10.0, 10.0))
     lane = box(0.0, 4.0, 5.0, 6.0)  # a lane's ground, its entry at x = 5
     keep = REACH + 0.15
     pose, stop = (5.0 - keep - 0.1, 5.0), (4.9, 5.0)  # a sliver of ground beyond its reach
