@@ -189,9 +189,9 @@ class Planner:
             self._choose_task(seen, out)
         replan = self._replan
         if steps.plan is not None and hold is None:
-            # waiting for a single lane is no stall: the route to the wait is not watched
-            waits = keeper.lane_waiting
-            route, line = (None, None) if waits else (keeper.route, keeper.line)
+            # waiting at a single lane is no stall; the way up to its entry is watched
+            held = keeper.lane_held(seen)
+            route, line = (None, None) if held else (keeper.route, keeper.line)
             steps.advance(seen, out, route=route, line=line, replan=replan)
 
         task = goals.task
@@ -249,6 +249,7 @@ class Planner:
                 reach=self._layout.reach,
                 target=None if current is None else read_xy(current.data.get("target_xy")),
             )
+            self._route.held_up(seen)
         if self._steps.replan(trigger, goal, seen, out):
             self._route.forget()
             self._spots.remember(trigger, seen, goal.task, self._layout.reach, out)

@@ -92,6 +92,7 @@ _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those way
 _LEADS_ON: Final = 4.0  # m beyond the turn out of a dead end a track shows the way it goes
 _RUN: Final = 1.0  # m of a lane's route from either end that gives the way the lane runs
 _FACING: Final = 0.6  # m between a standing mover's disc and the robot's: it waits for the robot
+_AT_SPOT: Final = 0.5  # m from the spot beside a lane's entry within which the robot is at it
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
 # robot waits for it several times, and for the lane's own traffic on the way there)
@@ -267,6 +268,28 @@ class LaneGuard:
     def waiting(self) -> bool:
         """Whether the robot waits at a lane's entry."""
         return self._wait is not None
+
+    def approaching(self, seen: Seen) -> bool:
+        """Whether the robot waits for a lane but is still on its way to where it waits
+        (up to the stopping point, not held yet, or to the spot beside the entry, farther
+        than ``_AT_SPOT`` from it): that way is watched for stalls as any route is, and a
+        mover met on it is a stand-off (hard:10 s0: on its way to a spot beside a bay, the
+        robot met a forklift at its loop's end, which turned back into the robot's way and
+        yielded to it, again and again; excused as waiting for the bay, the robot neither
+        re-planned nor gave way, for 250 s)."""
+        wait = self._wait
+        if wait is None or seen.pose is None:
+            return False
+        if wait.aside is not None:
+            return bool(wait.aside) and math.dist(wait.aside[-1], seen.pose) > _AT_SPOT
+        return not wait.holding
+
+    def held_up(self, seen: Seen) -> None:
+        """The robot got no further on its way to where it waits: it waits there no more
+        (it gives way, or routes afresh; while the lane is contested it waits again, from
+        where it stands, and the time waited so far still counts)."""
+        if self.approaching(seen):
+            self._wait = None
 
     @property
     def excused(self) -> bool:

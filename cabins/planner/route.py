@@ -133,10 +133,14 @@ class RouteKeeper:
         """Whether the route keeps to the way through moving obstacles, to wait for them."""
         return self._waiting
 
-    @property
-    def lane_waiting(self) -> bool:
-        """Whether the robot waits for a single lane (at its entry or beside it)."""
-        return self._lanes.waiting
+    def lane_held(self, seen: Seen) -> bool:
+        """Whether the robot waits for a single lane at its entry or beside it (not on its
+        way there: ``LaneGuard.approaching``)."""
+        return self._lanes.waiting and not self._lanes.approaching(seen)
+
+    def held_up(self, seen: Seen) -> None:
+        """The robot got no further on its way to a lane's wait (``LaneGuard.held_up``)."""
+        self._lanes.held_up(seen)
 
     def take_rerouted(self) -> bool:
         """Whether the route took the other way round a single lane since the last call

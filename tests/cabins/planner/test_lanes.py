@@ -632,3 +632,53 @@ def test_a_track_is_broken_where_its_mover_was_out_of_sight() -> None:
     between = LineString([(20.0, 18.061), (13.8, 9.0)]).interpolate(0.5, normalized=True)
     assert not swept.intersects(between.buffer(0.5))  # not where it was never seen
     assert tracks.swept("obstacle:nobody") is None
+
+
+def test_a_robot_held_up_on_its_way_to_a_lanes_entry_is_stalled_not_waiting() -> None:
+    # hard:10 s0: on its way up to a bay it waited for, the robot met a forklift at its
+    # loop's end, which turned back into the robot's way and yielded to it, again and
+    # again; the robot, excused as waiting for the lane beyond, never re-planned or gave
+    # way, for 250 s. The way up to the entry is watched like any route.
+    floor = _Floor()
+    floor.planner = Planner(SPEC, floor.planner.settings.model_copy(update={"stall_ticks": 40}))
+    floor.step()
+    floor.movers = [_forklift(10.0, 5.0, 0.0)]  # standing in the corridor: a lane wait
+    floor.now += 1.0
+    events = floor.step()
+    assert [d["reason"] for k, d in events if k == "wait_for_obstacles"] == ["single_lane"]
+    assert floor.board["route"]  # it drives on up to the entry, but gets no further
+    # a person stands in its way there, and the robot gets no further (it keeps still)
+    floor.movers.append(_person(3.9, 5.0))
+    seen: list[tuple[str, Any]] = []
+    for _ in range(60):
+        seen += floor.step()
+    kinds = [k if k != "replan" else d["reason"] for k, d in seen]
+    assert "no_progress" in kinds and "give_way" in kinds[kinds.index("no_progress") :]
+    [give_way] = [d for k, d in seen if k == "give_way"][:1]
+    assert give_way["obstacle"] == "obstacle:person0"
+
+
+def test_held_up_on_its_way_to_a_spot_beside_a_bay_it_waits_there_no_more() -> None:
+    # hard:10 s0: on its way to the spot beside a bay it waited for, the robot met a
+    # forklift that kept turning back into its way; it stood there, excused as waiting,
+    # for 250 s. Until it is at the spot it is approaching (its way is watched for
+    # stalls); held up on it, it drops the wait (and gives way, or routes afresh)
+    router, reach, y = _bays_router(), 0.6, DOCK[1]
+    tracks = Tracks()
+    _walk(tracks, "person0", [(25.0, y), (13.8, y), (13.8, 9.0)], 0.3)
+    pose = (13.8, 6.0)
+    seen = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], pose)
+    guard = LaneGuard(PlannerSettings(), tracks)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end
+    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    aside = guard.aside
+    assert aside is not None and len(aside) >= 2
+    at_spot = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], aside[-1])
+    assert guard.approaching(seen) and not guard.approaching(at_spot)
+    guard.held_up(at_spot)  # at the spot: it waits on
+    assert guard.waiting
+    guard.held_up(seen)
+    assert not guard.waiting and guard.aside is None
