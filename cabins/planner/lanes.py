@@ -47,6 +47,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   watchdog does not count a wait, up to ``_EXCUSED_S`` in all for a task's target; past
   that it does, and a bay that never clears ends in a ``stalled`` alarm and the task set
   aside.
+  The way to where it waits is watched for stalls as any route is (``approaching``):
+  held up on it, it stops waiting there (``held_up``), gives way or routes afresh, and
+  waits again from where it stands while the lane is contested.
   A robot already in a lane when the mover is seen has no entry to wait at: it takes the
   other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
   a dead end backs out of it to wait.
