@@ -249,7 +249,6 @@ class Planner:
                 reach=self._layout.reach,
                 target=None if current is None else read_xy(current.data.get("target_xy")),
             )
-            self._route.held_up(seen)
         if self._steps.replan(trigger, goal, seen, out):
             self._route.forget()
             self._spots.remember(trigger, seen, goal.task, self._layout.reach, out)

@@ -48,8 +48,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   that it does, and a bay that never clears ends in a ``stalled`` alarm and the task set
   aside.
   The way to where it waits is watched for stalls as any route is (``approaching``):
-  held up on it, it stops waiting there (``held_up``), gives way or routes afresh, and
-  waits again from where it stands while the lane is contested.
+  held up on it, the robot gives way to the mover beside it (``route``), and then goes
+  on to where it waits; the wait is kept (dropped, it let a robot that had given way
+  drift into a bay behind its picker and be shut in at the closed end, hard:30).
   A robot already in a lane when the mover is seen has no entry to wait at: it takes the
   other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
   a dead end backs out of it to wait.
@@ -279,20 +280,14 @@ class LaneGuard:
         mover met on it is a stand-off (hard:10 s0: on its way to a spot beside a bay, the
         robot met a forklift at its loop's end, which turned back into the robot's way and
         yielded to it, again and again; excused as waiting for the bay, the robot neither
-        re-planned nor gave way, for 250 s)."""
+        re-planned nor gave way, for 250 s). Held up on it, it gives way first
+        (``RouteKeeper.desired``)."""
         wait = self._wait
         if wait is None or seen.pose is None:
             return False
         if wait.aside is not None:
             return bool(wait.aside) and math.dist(wait.aside[-1], seen.pose) > _AT_SPOT
         return not wait.holding
-
-    def held_up(self, seen: Seen) -> None:
-        """The robot got no further on its way to where it waits: it waits there no more
-        (it gives way, or routes afresh; while the lane is contested it waits again, from
-        where it stands, and the time waited so far still counts)."""
-        if self.approaching(seen):
-            self._wait = None
 
     @property
     def excused(self) -> bool:

@@ -138,10 +138,6 @@ class RouteKeeper:
         way there: ``LaneGuard.approaching``)."""
         return self._lanes.waiting and not self._lanes.approaching(seen)
 
-    def held_up(self, seen: Seen) -> None:
-        """The robot got no further on its way to a lane's wait (``LaneGuard.held_up``)."""
-        self._lanes.held_up(seen)
-
     def take_rerouted(self) -> bool:
         """Whether the route took the other way round a single lane since the last call
         (once): the way left to the target is measured afresh along it (the watchdog's
@@ -194,8 +190,11 @@ class RouteKeeper:
                     seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
                 )
             held = None if ended else held
-        if isinstance(held, tuple):
+        if isinstance(held, tuple) and not (
+            self._standoff.giving_way is not None and self._lanes.approaching(seen)
+        ):
             return held  # waiting at a single lane's entry, or beside it
+        # (held up on its way to the spot beside the entry: it gives way first, below)
         if held is None:
             self._key = None  # the wait is over: route again
         blocking = "constraint:*" in seen.missing

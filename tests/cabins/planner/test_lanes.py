@@ -658,11 +658,10 @@ def test_a_robot_held_up_on_its_way_to_a_lanes_entry_is_stalled_not_waiting() ->
     assert give_way["obstacle"] == "obstacle:person0"
 
 
-def test_held_up_on_its_way_to_a_spot_beside_a_bay_it_waits_there_no_more() -> None:
+def test_on_its_way_to_a_spot_beside_a_bay_the_robot_is_approaching_until_it_is_there() -> None:
     # hard:10 s0: on its way to the spot beside a bay it waited for, the robot met a
     # forklift that kept turning back into its way; it stood there, excused as waiting,
-    # for 250 s. Until it is at the spot it is approaching (its way is watched for
-    # stalls); held up on it, it drops the wait (and gives way, or routes afresh)
+    # for 250 s. Until it is at the spot it is approaching: its way is watched for stalls
     router, reach, y = _bays_router(), 0.6, DOCK[1]
     tracks = Tracks()
     _walk(tracks, "person0", [(25.0, y), (13.8, y), (13.8, 9.0)], 0.3)
@@ -678,7 +677,33 @@ def test_held_up_on_its_way_to_a_spot_beside_a_bay_it_waits_there_no_more() -> N
     assert aside is not None and len(aside) >= 2
     at_spot = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], aside[-1])
     assert guard.approaching(seen) and not guard.approaching(at_spot)
-    guard.held_up(at_spot)  # at the spot: it waits on
-    assert guard.waiting
-    guard.held_up(seen)
-    assert not guard.waiting and guard.aside is None
+
+
+def test_held_up_on_its_way_to_a_spot_beside_an_entry_it_gives_way_and_keeps_the_wait() -> None:
+    # hard:10 s0 (the forklift at its loop's end), and hard:30 s0: a robot that dropped
+    # the wait when held up drifted, after giving way, into a bay behind its picker and
+    # was shut in at the closed end until its battery ran flat. It gives way and then
+    # goes on to the spot it waits at
+    floor = _Floor()
+    floor.planner = Planner(SPEC, floor.planner.settings.model_copy(update={"stall_ticks": 40}))
+    floor.step()
+    for k in range(33):  # a person walks across the corridor's entry, south to north
+        floor.movers = [_person(4.3, 1.0 + 0.25 * k)]
+        floor.step()
+    floor.movers = [_forklift(10.0, 5.0, 0.0)]  # standing in the corridor: a lane wait
+    floor.now += 1.0
+    events = floor.step()
+    assert [d["reason"] for k, d in events if k == "wait_for_obstacles"] == ["single_lane"]
+    spot = floor.board["route"][-1]
+    assert spot != (18.0, 5.0)  # beside the entry, off the person's way
+    floor.movers.append(_person(2.6, 5.6))  # beside the robot, and it gets no further
+    seen: list[tuple[str, Any]] = []
+    for _ in range(60):
+        seen += floor.step()
+    kinds = [k if k != "replan" else d["reason"] for k, d in seen]
+    assert "no_progress" in kinds and "give_way" in kinds[kinds.index("no_progress") :]
+    assert floor.board["route"][-1] != spot  # giving way
+    floor.movers = floor.movers[:1]  # the person has gone: on to the spot, still waiting
+    for _ in range(5):
+        floor.step()
+    assert floor.board["route"][-1] == spot
