@@ -519,6 +519,21 @@ def _walk(tracks: Tracks, name: str, points: list[tuple[float, float]], radius: 
             tracks.observe(_seen_with([_mover(name, x, y, 0.0, radius)], (13.8, 25.0)))
 
 
+def _waiting_at_the_bay(
+    router: RoutePlanner, tracks: Tracks, pose: tuple[float, float]
+) -> tuple[LaneGuard, Seen]:
+    """A guard waiting, at ``pose``, for the dead end of ``DOCK``'s bay (its picker 20 m in),
+    and what the robot saw there."""
+    seen = _seen_with([_mover("person0", 20.0, DOCK[1], 0.0, 0.3)], pose)
+    guard = LaneGuard(PlannerSettings(), tracks)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = guard.contested(router, seen, way, 0.6)
+    assert lane is not None and lane.dead_end
+    assert guard.wait(seen, ("t0", "D0"), way, lane, 0.6, router=router, blocked=[])
+    return guard, seen
+
+
 @pytest.mark.parametrize("packs_out", ["south", "north"])
 def test_with_no_spot_off_every_way_it_waits_off_the_bays_picker_s_own_way_out(
     packs_out: str,
@@ -567,15 +582,8 @@ def test_not_knowing_which_way_the_picker_goes_it_waits_off_its_way_straight_out
     tracks = Tracks()
     _walk(tracks, "forklift0", [(13.8, 5.0), (13.8, 25.5)], 0.6)
     _walk(tracks, "person0", [(25.0, y), (18.0, y)], 0.3)
-    pose = (13.8, 23.0)
-    seen = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], pose)
-    guard = LaneGuard(PlannerSettings(), tracks)
-    way = router.plan(pose, DOCK)
-    assert way is not None
-    lane = guard.contested(router, seen, way, reach)
-    assert lane is not None and lane.dead_end
     key = ("t0", "D0")
-    assert guard.wait(seen, key, way, lane, reach, router=router, blocked=[])
+    guard, _ = _waiting_at_the_bay(router, tracks, (13.8, 23.0))
     first = guard.aside
     assert first is not None and len(first) >= 2
     spot = first[-1]
@@ -662,17 +670,10 @@ def test_on_its_way_to_a_spot_beside_a_bay_the_robot_is_approaching_until_it_is_
     # hard:10 s0: on its way to the spot beside a bay it waited for, the robot met a
     # forklift that kept turning back into its way; it stood there, excused as waiting,
     # for 250 s. Until it is at the spot it is approaching: its way is watched for stalls
-    router, reach, y = _bays_router(), 0.6, DOCK[1]
+    router, y = _bays_router(), DOCK[1]
     tracks = Tracks()
     _walk(tracks, "person0", [(25.0, y), (13.8, y), (13.8, 9.0)], 0.3)
-    pose = (13.8, 6.0)
-    seen = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], pose)
-    guard = LaneGuard(PlannerSettings(), tracks)
-    way = router.plan(pose, DOCK)
-    assert way is not None
-    lane = guard.contested(router, seen, way, reach)
-    assert lane is not None and lane.dead_end
-    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    guard, seen = _waiting_at_the_bay(router, tracks, (13.8, 6.0))
     aside = guard.aside
     assert aside is not None and len(aside) >= 2
     at_spot = _seen_with([_mover("person0", 20.0, y, 0.0, 0.3)], aside[-1])
