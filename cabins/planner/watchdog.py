@@ -15,7 +15,13 @@ Progress on a task means something real happened, never that a re-plan did:
   turned is measured anew (hard:35: 20 m from a drop, the robot turned back 40 m to
   charge; the way to the charger and back was no nearer than where it turned, and a
   ``stalled`` alarm fired as it drove back on a full battery). A second charge with no new
-  step done between is a cycle, and no progress (hard:85);
+  step done between is a cycle, and no progress (hard:85); but the way back after it is
+  not counted either: while the robot gets ``progress_step`` nearer a target at
+  ``_BACK_SPEED`` or faster, measured afresh from the charger, the clock does not run, up
+  to where the way left is shorter than ever (then it is progress again). Time stuck on
+  the way back counts. (hard:10 s1: 3.1 m from its drop, a picker sent the robot out of
+  its bay; waiting drained the battery, it went back to charge, and a ``stalled`` alarm
+  fired as it drove back, its way no shorter than 3.1 m yet.)
 
 A stretch of ``watchdog_s`` seconds with none of these is a stalled episode: ``watch``
 says so once, with its cause, and the clock starts again (the next stretch without
@@ -66,6 +72,7 @@ CAUSES: Final = (
 _AT_TARGET: Final = 0.05  # m: a route ending this near the step's target leads there
 _CHARGED: Final = 0.01  # a rise of the battery (share of full) that is progress
 _FAILURES: Final = 2  # failed actions in an episode that make it repeated failure
+_BACK_SPEED: Final = 0.1  # m/s: the way back after a charge cycle made this fast is not counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +97,8 @@ class Watchdog:
         self._milestones: set[tuple[str, str | None]] = set()  # (action, target) done
         self._recharged = 0  # milestones done when a charge last counted as progress
         self._best: dict[tuple[float, float], float] = {}  # target -> least way left (m)
+        self._back: dict[tuple[float, float], float] | None = None  # the same, since a cycle
+        self._back_at = 0.0  # when the way back last got progress_step nearer
         self._battery: tuple[str, float, float] | None = None  # charge step, highest, when
         self._last = 0.0  # the time of the last tick watched
         self._situations: Counter[str] = Counter()
@@ -107,6 +116,7 @@ class Watchdog:
         self._milestones = set()
         self._recharged = 0
         self._best = {}
+        self._back = None
         self._battery = None
         self._episode(seen.time, failures)
 
@@ -142,6 +152,8 @@ class Watchdog:
             return None
         progressed = self._steps_done(plan)
         progressed |= self._nearer(seen, plan, line, route)
+        if progressed:
+            self._back = None
         rose_since = self._charged(seen, plan)
         if rose_since is not None:  # charging: the clock does not run, but it is no progress
             self._since = min(now, self._since + max(0.0, now - max(rose_since, self._since)))
@@ -181,6 +193,8 @@ class Watchdog:
                 new = True
             elif step.action == "charge" and self._recharged < len(self._milestones):
                 new = True  # the first charge again since a new step was done
+            elif step.action == "charge":
+                self._back = {}  # a cycle: the way back is measured afresh, not counted
             if new and step.action == "charge":
                 self._recharged = len(self._milestones)
         if new:  # it sets off afresh: a target it was near before is measured anew
@@ -209,7 +223,23 @@ class Watchdog:
         if left <= best - self._settings.progress_step:
             self._best[target] = left
             return True
+        if self._back is not None:
+            self._way_back(seen.time, target, left)
         return False
+
+    def _way_back(self, now: float, target: tuple[float, float], left: float) -> None:
+        """After a charge cycle: when the way left to ``target`` got ``progress_step``
+        shorter than on the way back so far, soon enough for ``_BACK_SPEED``, the time it
+        took is not counted (the clock is set forward by it)."""
+        assert self._back is not None
+        step = self._settings.progress_step
+        back = self._back.get(target)
+        if back is not None and left > back - step:
+            return
+        self._back[target] = left
+        if back is not None and now - self._back_at <= step / _BACK_SPEED:
+            self._since = min(now, self._since + (now - self._back_at))
+        self._back_at = now
 
     def _charged(self, seen: Seen, plan: Plan) -> float | None:
         """Since when the battery rose on the current charge step, when it rose by

@@ -334,7 +334,19 @@ def test_the_first_charge_again_since_a_new_step_is_a_fresh_start_and_a_second_i
     again = (*picked, step("charge.1", "charge", "c", "done"))
     found = run(dog, [0.0, *(0.3 * i for i in range(1, 20))], plan=going(*again), t0=1.0)
     assert found == [None] * 20  # from the charger, each 0.3 m nearer is progress
-    # a second charge with no new step done between is a cycle: the way back is no nearer
+    # a second charge with no new step done between is a cycle: the way back is no
+    # progress, but it is not counted either while the robot drives on (hard:10 s1: 3.1 m
+    # from its drop, sent out of the bay by the picker, the robot charged a second time
+    # and a stalled alarm fired as it drove back); stuck on the way, the clock runs
     twice = (*again, step("charge.2", "charge", "c", "done"))
-    found = run(dog, [0.0, *(0.3 * i for i in range(1, 10))], plan=going(*twice), t0=21.0)
+    back = [0.0, *(0.3 * i for i in range(1, 25))]  # 7.2 m in 24 s, no nearer than 9 m
+    found = run(dog, back, plan=going(*twice), t0=21.0)
+    assert found == [None] * 25
+    found = run(dog, [7.2] * 6, plan=going(*twice), t0=46.0)  # stuck: 5 s counted
+    assert found[:4] == [None] * 4 and any(f is not None for f in found)
+    # the same way back crawled at a few cm a second is counted
+    dog = started()
+    run(dog, [9.0], plan=going(*picked))
+    run(dog, [0.0, 3.0, 6.0, 9.0], plan=going(*again), t0=1.0)  # the charge.1 way: progress
+    found = run(dog, [0.0, *(0.02 * i for i in range(1, 12))], plan=going(*twice), t0=5.0)
     assert any(f is not None for f in found)
