@@ -149,6 +149,7 @@ class Watchdog:
         last, self._last = self._last, now
         if situation is None:  # holding: the clock does not run
             self._since = min(now, self._since + max(0.0, now - last))
+            self._back_at = now  # (a hold is not counted twice on the way back)
             return None
         progressed = self._steps_done(plan)
         progressed |= self._nearer(seen, plan, line, route)
