@@ -29,7 +29,12 @@ share left on arrival at a charger.
 lane a mover contests, ``route``), ``Energy.covers`` checks that the battery covers it and
 the way from its end to a charger; it waits for the lane instead when it does not. (On
 hard:6 the robot, at half charge on a tight battery, turned from a 35 m way to a 94 m one
-and ran flat 8 m short of the charger.)
+and ran flat 8 m short of the charger.) So too before it gives way to a mover
+(``Energy.covers_detour``: the way aside, back to the step's target, and a charger after
+it); it charges first instead when that is not covered, since a give-way can be a retreat
+of up to 25 m out of a bay and back. (hard:30 seeds 0 and 2: 2.6 m from its drop at a
+bay's closed end, the robot retreated 10 m before the picker, came back, delivered, and ran
+flat on its way to the charger.)
 
 **The decision.** None (go on) when the battery covers that need, or when it is charged
 already (at ``charge_until``: a charge would not add to it). When even a full charge
@@ -209,6 +214,15 @@ class Energy:
             return True
         home = min(self._lengths(end, c) for c in chargers.values())
         return battery >= self._need(drain, metres + home, seen)
+
+    def covers_detour(self, seen: Seen, route: Sequence[Point2], end: Point2) -> bool:
+        """Whether the battery covers driving ``route`` (a way off the task's, such as a
+        give-way), from its end on to ``end`` by route, and from there to the nearest
+        charger (``covers``)."""
+        if len(route) < 2:
+            return True  # no way off: the robot stays where it is
+        metres = float(sum(math.dist(a, b) for a, b in itertools.pairwise(route)))
+        return self.covers(seen, metres + self._lengths(route[-1], end), end)
 
     def _metres_and_need(
         self,

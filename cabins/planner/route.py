@@ -31,7 +31,10 @@ when it changes:
   100 m other way round a 25 m lane was 80 s of driving no nearer than the lane's way,
   and ended in a ``stalled`` alarm);
 - in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
-  movers however long the way, until the next step is done.
+  movers however long the way, until the next step is done; when the battery does not
+  cover the way aside, back to the step's target and a charger after it
+  (``Energy.covers_detour``), it charges first instead (a ``give_way_drained`` re-plan),
+  but on its way to a charger it gives way.
 """
 
 from __future__ import annotations
@@ -117,6 +120,7 @@ class RouteKeeper:
         self._lanes = LaneGuard(settings, tracks)
         self._energy_checked = -math.inf  # when the battery was last checked in a lane wait
         self._rerouted = False  # took the other way round a lane, since take_rerouted
+        self._give_way_short: str | None = None  # why the battery does not afford a give-way
 
     @property
     def route(self) -> Route | None:
@@ -216,7 +220,17 @@ class RouteKeeper:
             return _EMPTY_ROUTE
         fixed = list(self._layout.constraints.values()) if blocking else []
         fixed += self._lanes.avoided(lanes)
-        return self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
+        route = self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
+        short, self._give_way_short = self._give_way_short, None
+        if short is None:
+            return route
+        replanned = replan(ReplanTrigger("give_way_drained", current.id, short), seen, out)
+        if replanned is None:
+            return route
+        self._key = None  # charging first: route to the charger
+        return self.desired(
+            seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
+        )
 
     def _plan(self, leg: _Leg, key: tuple[Any, ...], out: Outbox) -> Route:
         """Plan the route of ``leg`` (for ``key``): aside in a stand-off, else past the
@@ -318,6 +332,13 @@ class RouteKeeper:
         )
         if route is None:
             return None
+        if self._give_way_unaffordable(leg, route):
+            self._give_way_short = (
+                f"battery {leg.seen.battery:.2f} short of giving way to {mover} "
+                f"({LineString(route).length:.0f} m aside), the way back and a charger after it"
+            )
+            self._standoff.reset()
+            return None
         self._planned_obstacles = {f.id: f.geometry.centroid for f in leg.seen.obstacles}
         self._waiting = False
         assert leg.seen.pose is not None
@@ -333,6 +354,14 @@ class RouteKeeper:
             tags=("plan",),
         )
         return route
+
+    def _give_way_unaffordable(self, leg: _Leg, route: Route) -> bool:
+        """Whether the battery does not cover the way aside (``route``), back to the
+        step's target and on to a charger (``Energy.covers_detour``); never on the way to
+        a charger, where there is nothing to charge first for."""
+        if self._energy is None or leg.step.target in leg.seen.charger_places():
+            return False
+        return not self._energy.covers_detour(leg.seen, route, leg.target)
 
     def _route_from(
         self, leg: _Leg, start: Point2, prefix: Route, blocked: list[BaseGeometry]

@@ -54,6 +54,10 @@ __all__ = ["Replan", "Steps", "board_plan"]
 
 _log = structlog.get_logger(__name__)
 
+_CHARGE_FIRST = frozenset({"give_way_drained"})
+"""The re-plans that charge first whatever the rest of the task needs: the battery does
+not cover what the robot has to do before it (a give-way, ``route``)."""
+
 Replan = Callable[[ReplanTrigger, Seen, Outbox], Plan | None]
 """How a part of the planner asks for a re-plan: the planner adjusts the plan and tells
 the parts that care; it returns the plan after it."""
@@ -115,7 +119,7 @@ class Steps:
         self._burned = self._burned_by.setdefault(goal.task, set())
         self._done_since = None
         self._repeat.reset()
-        steps = self._needed(goal, seen, ())
+        steps = self._needed(goal, seen, (), charge_first=False)
         plan = Plan(chain((), steps))
         self._plan = plan
         out.emit(
@@ -267,19 +271,21 @@ class Steps:
         ]
         return self._energy(seen, targets) if targets else None
 
-    def _needed(self, goal: DeliverGoal, seen: Seen, kept: tuple[PlanStep, ...]) -> list[PlanStep]:
-        """``needed_steps`` after ``kept``, charging first when ``_charge_first`` says so
-        (not while a kept step charges or goes to charge already). A task that charged
-        to ``charge_until`` once and is short again charges full: the level proved short
-        of the task (hard:35: charged to 0.9, the robot came back to a drop at the end of
-        a bay a picker walks as short as it turned back, three times over one delivery;
-        the last tenth of a charge takes a few seconds)."""
+    def _needed(
+        self, goal: DeliverGoal, seen: Seen, kept: tuple[PlanStep, ...], *, charge_first: bool
+    ) -> list[PlanStep]:
+        """``needed_steps`` after ``kept``, charging first when ``charge_first`` or
+        ``_charge_first`` says so (not while a kept step charges or goes to charge
+        already). A task that charged to ``charge_until`` once and is short again charges
+        full: the level proved short of the task (hard:35: charged to 0.9, the robot came
+        back to a drop at the end of a bay a picker walks as short as it turned back, three
+        times over one delivery; the last tenth of a charge takes a few seconds)."""
         until, burned = self._settings.charge_until, self._burned
         steps = needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=False)
         chargers = seen.charger_places()
         if any(s.status == "running" and s.target in chargers for s in kept):
             return steps  # on its way to charge, or charging
-        if self._charge_first(seen, steps) is None:
+        if not charge_first and self._charge_first(seen, steps) is None:
             return steps
         until = self._charge_to(kept)
         return needed_steps(goal, seen, kept, burned=burned, charge_until=until, charge=True)
@@ -356,7 +362,8 @@ class Steps:
                 *(s for s in plan if s.status == "pending"),
             ]
         else:
-            tail = self._needed(goal, seen, kept)
+            charge_first = trigger.reason in _CHARGE_FIRST or _went_to_charge(plan, trigger, seen)
+            tail = self._needed(goal, seen, kept, charge_first=charge_first)
         return chain(kept, tail)
 
     # -- writing -------------------------------------------------------------------------
@@ -368,6 +375,18 @@ class Steps:
             out.write(PLAN, board_plan(plan, task))
         self._written = plan
         self._written_once = True
+
+
+def _went_to_charge(plan: Plan, trigger: ReplanTrigger, seen: Seen) -> bool:
+    """Whether the step ``trigger`` re-plans went to a charger: held up on its way, the
+    robot still charges first. (hard:30 seed 0: sent to charge since the battery did not
+    cover a give-way, held up on the way, the robot dropped the charge at the no-progress
+    re-plan, turned back to its drop, was sent to charge again, three times in 30 s.)"""
+    step = trigger.step
+    if step is None or step not in plan:
+        return False
+    went = plan.step(step)
+    return went.action == "go_to" and went.target in seen.charger_places()
 
 
 def board_plan(plan: Plan | None, task: str | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from shapely.geometry import LineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import Planner, PlannerSettings
+from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
@@ -286,6 +287,64 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
     out = floor.step()
     assert not any(e.kind == "give_way" for e in out.events)
     assert floor.route[-1] == dock
+
+
+@pytest.mark.parametrize(("battery", "charges_first"), [(0.9, False), (0.43, True)])
+def test_in_a_stand_off_it_charges_first_when_the_battery_does_not_cover_giving_way(
+    battery: float, charges_first: bool
+) -> None:
+    # hard:30 seeds 0 and 2: 2.6 m from its drop at a bay's closed end, a picker between,
+    # the robot retreated 10 m out of the picker's way, came back, delivered, and ran flat
+    # on its way to the charger; the way on alone was covered, the way aside and back was
+    # not. The stand-off above, the robot carrying the item for the forklift's dock, on a
+    # battery that drains fast: at 0.43 the drop and a charger after it are covered (no
+    # charge at the stand-off's re-plan), the way aside, back and a charger are not.
+    shelf = box(4.0, 2.4, 15.0, 4.0)
+    floor = _Floor(pose=(2.9, 1.1, math.pi), shelf=shelf)
+    dock = (1.6, 1.1)
+    floor.board.update(
+        {
+            "docks": {"D2": dock, "D0": DOCKS["D0"]},
+            "goal:deliver:t0": {**floor.board["goal:deliver:t0"], "drop": "D2", "drop_xy": dock},
+            "cargo": "t0",
+            "battery:low": 0.2,
+            "robot:limits": {
+                "radius": 0.35,
+                "max_speed": 1.0,
+                "max_turn_rate": 2.0,
+                "max_accel": 0.8,
+                **BatteryFigures(
+                    battery_wh=30.0, drain_wh_per_m=0.5, drain_wh_per_s=0.01, charge_wh_per_s=1.0
+                ).as_value(),
+            },
+        }
+    )
+    floor.movers = [_mover("forklift0", 1.75, 0.6, "forklift", y=1.1)]
+    floor.step()  # set off on a full battery
+    floor.board["battery"] = battery
+    events: list[tuple[str, Any]] = []
+    for _ in range(floor.planner.settings.stall_ticks + 5):
+        out = floor.step()
+        events += [(e.kind, e.data) for e in out.events if e.kind in ("replan", "give_way")]
+    kinds = [k if k == "give_way" else f"replan:{d['reason']}" for k, d in events]
+    actions = [s["action"] for s in floor.board["plan"]["steps"] if s["status"] != "failed"]
+    if charges_first:
+        assert kinds == ["replan:no_progress", "replan:give_way_drained"], events
+        assert "short of giving way to obstacle:forklift0" in events[-1][1]["detail"]
+        assert actions == ["go_to", "charge", "go_to", "drop"]
+        assert floor.route[-1] == (13.3, 6.8)  # to the charger
+        # held up on its way there, it still charges first (it used to turn back to the
+        # drop at the no-progress re-plan, and be sent to charge again, over and over)
+        for _ in range(2 * floor.planner.settings.stall_ticks):
+            out = floor.step()
+            events += [(e.kind, e.data) for e in out.events if e.kind == "replan"]
+        assert events[-1][1]["reason"] == "no_progress", events
+        actions = [s["action"] for s in floor.board["plan"]["steps"] if s["status"] != "failed"]
+        assert actions == ["go_to", "charge", "go_to", "drop"]
+        assert "go_charger" in floor.board["plan"]["current"]
+    else:
+        assert kinds == ["replan:no_progress", "give_way"], events
+        assert actions == ["go_to", "drop"]
 
 
 @pytest.mark.parametrize(
