@@ -74,6 +74,7 @@ _NO_SHRINK: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 def test_a_few_generated_warehouses_are_safe_and_delivered() -> None:
     _safe_and_delivered(2)
 
@@ -83,6 +84,7 @@ def test_fifty_generated_warehouses_are_safe_and_delivered() -> None:
     _safe_and_delivered(WORLDS)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_every_generated_world_loads_round_trips_and_repeats(seed: int) -> None:

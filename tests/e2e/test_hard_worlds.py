@@ -113,6 +113,7 @@ def _chunk(chunk: int, chunks: int) -> tuple[int, int, int]:
     return -(-WORLDS // chunks), chunk * width, (chunk + 1) * width
 
 
+@pytest.mark.slow
 def test_a_hard_world_is_safe() -> None:
     _drawn(check_safe, 1, 0, SEEDS)
 
