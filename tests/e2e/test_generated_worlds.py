@@ -3,7 +3,8 @@ generator's settings and seed) the robot never collides, never enters a forbidde
 and delivers every reachable task within the scenario's duration, for two seeds each.
 
 The default run (CI) checks 50 worlds x 2 seeds (``slow``; ``TICKWORK_WORLDS=N`` checks N
-worlds instead, for a longer soak); the edit loop checks 2.
+worlds instead, for a longer soak); a quick look checks 2 (``slow`` too: about 20 s here,
+over the edit loop's budget).
 Worlds are kept small (12-22 x 10-16 m, one or two tasks) so that a run takes about a
 second: the property is about layouts, aisle widths, people and zones, not floor size.
 """

@@ -316,7 +316,6 @@ def _field_case(
     _analyse(capsys, path, data.draw(st.sampled_from(ANALYSES)))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("examples", CASES)
 def test_a_nested_field_of_the_wrong_type_ends_in_a_documented_outcome(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], recording: Path, examples: int

@@ -441,7 +441,6 @@ def test_a_changed_byte_mid_file_loses_only_its_chunk(
     assert not again.damaged and again.ticks() == ticks
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("examples", few_and_many(6, 40))
 def test_a_changed_byte_anywhere_is_caught_and_nothing_else_is_lost(
     run: Run,
