@@ -34,6 +34,7 @@ def _world(size: WorldSize, seed: int, capacity: int = 64) -> tuple[RuntimeWorld
     return runtime, Driver(data, runtime, np.random.default_rng(seed + 1), peer=work), work
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capacity", [64, 24])
 def test_the_peer_holds_the_runtimes_items_tick_for_tick_through_goal_changes(
     capacity: int,

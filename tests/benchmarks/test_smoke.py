@@ -91,6 +91,7 @@ def _parity(memory: WorkingMemory, ticks: int, *, capacity: int = 24) -> tuple[i
     return mismatches, first
 
 
+@pytest.mark.slow
 def test_the_runtime_meets_the_reference_model_field_for_field_through_goal_changes() -> None:
     """Eviction every tick, two goal changes (the driver replaces a goal every 400 ticks)."""
     mismatches, first = _parity(WorkingMemory(capacity=24), 820)
@@ -259,6 +260,7 @@ def test_world_sizes_refuse_too_small_a_board() -> None:
         WorldSize(MIN_BOARD - 1, 10, 10)
 
 
+@pytest.mark.slow
 def test_the_long_term_benchmark_runs_on_small_scopes_and_reports() -> None:
     from benchmarks import long_term
 

@@ -64,6 +64,7 @@ def _person_into_route(
     return sim, replans, speed_then
 
 
+@pytest.mark.slow
 def test_a_person_stepping_into_the_route_at_speed_no_longer_ends_on_a_shelf_corner() -> None:
     # Before dynamics-aware driving this exact run hit shelf B2: re-routed from the pose
     # at 1.42 m/s sharply away from the heading, the robot braked straight for 1.1 m and

@@ -165,6 +165,7 @@ def test_a_retry_after_is_honoured_on_the_loops_clock_and_not_before(
     assert failed["retry_in"] == pytest.approx(wait) and failed["permanent"] is False
 
 
+@pytest.mark.slow
 def test_other_failures_back_off_exponentially_with_seeded_jitter(serve: Any) -> None:
     def times(seed: int) -> list[float]:
         server = serve(FakeReply(status=500))

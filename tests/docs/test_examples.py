@@ -90,6 +90,7 @@ def load_module(path: Path) -> ModuleType:
 CABIN_TESTS = sorted(EXAMPLES.glob("*/test_*.py"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CABIN_TESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_an_example_cabin_passes_its_own_tests(path: Path) -> None:
     """What ``python -m pytest test_*.py`` beside the cabin would run: each ``test_*``

@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.support.paths import ROOT
 
 PACKAGES = ("runtime", "cabins", "sim")
@@ -423,6 +425,7 @@ def _direct_opens(path: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_opens_an_input_file_but_through_runtime_files() -> None:
     """Every input is read by ``runtime.files`` (regular files only, bounded): no other
     module opens or reads a file by name, but those ``DIRECT_OPENS`` names, for its reason."""

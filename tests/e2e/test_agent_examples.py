@@ -146,6 +146,7 @@ def scripted_server_reply(request: Mapping[str, Any]) -> FakeReply:
     return FakeReply(content=reply.content, tool_calls=tuple(calls))
 
 
+@pytest.mark.slow
 def test_the_warehouse_agent_asks_an_openai_compatible_endpoint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

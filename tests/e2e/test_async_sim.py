@@ -63,6 +63,7 @@ def returned(sim: Simulation, ticks: int) -> list[tuple[int, int, str]]:
     return got
 
 
+@pytest.mark.slow
 def test_asynchronous_runs_are_exact_across_seeds_and_leave_the_world_alone() -> None:
     runs = {seed: (slow_sim(seed), slow_sim(seed)) for seed in (0, 1)}
     back = {seed: [returned(s, 300) for s in pair] for seed, pair in runs.items()}
@@ -78,6 +79,7 @@ def test_asynchronous_runs_are_exact_across_seeds_and_leave_the_world_alone() ->
     assert plain.summary()["world_digest"] == runs[0][0].summary()["world_digest"]
 
 
+@pytest.mark.slow
 def test_an_asynchronous_run_replays_with_zero_drift_and_records_both_ticks(
     tmp_path: Path,
 ) -> None:
@@ -133,6 +135,7 @@ def slow_monitor_sim(**kwargs: Any) -> Simulation:
     return Simulation(seed=0, specs=specs, extra=extra, **kwargs)
 
 
+@pytest.mark.slow
 def test_decisions_in_flight_survive_a_checkpoint_exactly(tmp_path: Path) -> None:
     whole = slow_monitor_sim(faults=[parse_fault("crash:monitor@150")])
     whole.run(300, until_done=False)
@@ -147,6 +150,7 @@ def test_decisions_in_flight_survive_a_checkpoint_exactly(tmp_path: Path) -> Non
     assert whole.summary()["cabin_failures"] == 1  # the crash due mid-decision hit the next
 
 
+@pytest.mark.slow
 def test_zero_latency_asynchronous_builtin_cabins_run_exactly_as_synchronous_ones() -> None:
     specs = load_specs(SPECS_DIR)
     for name in ("planner", "monitor"):
@@ -192,6 +196,7 @@ DISPATCH_FAULTS = (
 )
 
 
+@pytest.mark.slow
 def test_the_llm_dispatcher_runs_in_a_simulation_with_a_fault_plan() -> None:
     spec = dispatcher_spec()
     faults = [parse_fault(f) for f in DISPATCH_FAULTS]
@@ -217,6 +222,7 @@ def test_with_the_llm_dispatcher_under_faults_every_delivery_is_made_safely() ->
     assert summary["reactions"] == {"dispatcher:idle:no_goal": 1}
 
 
+@pytest.mark.slow
 def test_a_campaign_runs_an_llm_cabin() -> None:
     extra = (ExtraCabin(dispatcher_spec(), ScriptedDispatcher),)
     # a slow cabin reacts once the decision it was making when the fault began is back:
@@ -240,6 +246,7 @@ def test_a_campaign_runs_an_llm_cabin() -> None:
     assert all(r["passed"] for r in results)
 
 
+@pytest.mark.slow
 def test_an_llm_cabin_that_is_late_is_seen_by_the_monitor() -> None:
     late = ContextSpec.model_validate(
         {
@@ -262,6 +269,7 @@ def run_cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+@pytest.mark.slow
 def test_run_takes_an_llm_cabin_on_an_openai_compatible_endpoint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

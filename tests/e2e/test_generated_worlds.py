@@ -3,7 +3,8 @@ generator's settings and seed) the robot never collides, never enters a forbidde
 and delivers every reachable task within the scenario's duration, for two seeds each.
 
 The default run (CI) checks 50 worlds x 2 seeds (``slow``; ``TICKWORK_WORLDS=N`` checks N
-worlds instead, for a longer soak); the edit loop checks 2.
+worlds instead, for a longer soak); a quick look checks 2 (``slow`` too: about 20 s here,
+over the edit loop's budget).
 Worlds are kept small (12-22 x 10-16 m, one or two tasks) so that a run takes about a
 second: the property is about layouts, aisle widths, people and zones, not floor size.
 """
@@ -74,6 +75,7 @@ _NO_SHRINK: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 def test_a_few_generated_warehouses_are_safe_and_delivered() -> None:
     _safe_and_delivered(2)
 
@@ -83,6 +85,7 @@ def test_fifty_generated_warehouses_are_safe_and_delivered() -> None:
     _safe_and_delivered(WORLDS)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_every_generated_world_loads_round_trips_and_repeats(seed: int) -> None:

@@ -12,7 +12,8 @@ today, to the end of its duration (``benchmarks/results/hard_family_baseline.md`
 - Safety: 0 collisions and 0 safety violations over each run's first ``SAFETY_TICKS``
   ticks (or until its delivery is done): 50 worlds x 2 run seeds under ``slow`` (so in
   CI), in five chunks that ``pytest -n`` spreads over the cores, ``TICKWORK_HARD_WORLDS=N``
-  for more; 1 world in the edit loop.
+  for more; a quick look at 1 world (``slow`` too: about 20 s here, over the edit loop's
+  budget).
 - Liveness: every reachable delivery done within the duration and no ``stalled`` alarm, on
   the first ``LIVE_WORLDS`` seeds of the family (every layout, each on two run seeds),
   one test per seed under ``slow`` (``pytest -n`` spreads them over the cores),
@@ -106,6 +107,7 @@ def _chunk(chunk: int, chunks: int) -> tuple[int, int, int]:
     return -(-WORLDS // chunks), chunk * width, (chunk + 1) * width
 
 
+@pytest.mark.slow
 def test_a_hard_world_is_safe() -> None:
     _drawn(check_safe, 1, 0, SEEDS)
 

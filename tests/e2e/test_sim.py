@@ -35,6 +35,7 @@ def test_same_seed_same_run_tick_for_tick() -> None:
     assert first["board_digest"] == second["board_digest"]
 
 
+@pytest.mark.slow
 def test_another_seed_gives_another_run() -> None:
     a = Simulation("warehouse", seed=1).run(400, until_done=False)
     b = Simulation("warehouse", seed=2).run(400, until_done=False)

@@ -94,6 +94,7 @@ _POINTS = st.lists(
 ).map(lambda pts: [(0.5, 0.5), (0.0, 0.0), (1.0, 1.0), *pts])
 
 
+@pytest.mark.slow
 @settings(max_examples=6, **_SETTINGS)
 @given(seed=st.integers(0, 10**6), points=_POINTS)
 def test_nothing_a_shipped_cabin_selects_is_lost_on_a_hard_floor(
@@ -136,6 +137,7 @@ def test_the_starvation_floor_of_issue_29_loses_nothing() -> None:
     assert _lost_anywhere(scenario, grid) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=5, **_SETTINGS)
 @given(seed=st.integers(0, 10**6), family=st.sampled_from(["gen", "hard"]))
 def test_the_shipped_specs_worst_case_demand_fits_the_default_capacity(

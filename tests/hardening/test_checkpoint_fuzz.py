@@ -228,6 +228,7 @@ def test_the_fuzzed_checkpoint_resumes_when_nothing_is_changed(
     assert cli.main(["run", "--resume", "run.ckpt", "--ticks", "26", "--json"]) == 0
 
 
+@pytest.mark.slow
 @FEW
 @given(data=st.data())
 def test_a_checkpoint_whose_data_was_changed_is_refused_or_resumed(

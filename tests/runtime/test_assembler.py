@@ -403,6 +403,7 @@ def _seen(ws: Any) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(steps=st.lists(_step, max_size=60))
 @example(
@@ -453,6 +454,7 @@ _WINDOW_SPECS = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     steps=st.lists(

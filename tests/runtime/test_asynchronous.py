@@ -392,6 +392,7 @@ NUMBERS = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     field_name=st.sampled_from(["deadline", "max_age", "latency", "latency_max"]),

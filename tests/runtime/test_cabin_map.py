@@ -446,6 +446,7 @@ def _run(
     assert len(m) == len(model)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     ops=_ops(st.tuples(st.just("query"), _center, _distance, _kinds_filter, _tags_filter)),
@@ -461,6 +462,7 @@ def test_window_matches_brute_force_after_any_changes(ops: list[_Op], limit: int
     _run(ops, limit, check)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(
     ops=_ops(
@@ -485,6 +487,7 @@ def test_a_wide_query_filtered_by_distance_is_every_smaller_window(
     _run(ops, limit, check)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     ops=_ops(st.tuples(st.just("query"), _route, _distance, _kinds_filter, _tags_filter)),

@@ -361,6 +361,7 @@ def _reference(
     return tuple(found if limit is None else found[-limit:])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     entries=_entries,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -189,7 +190,5 @@ def test_value_eviction_keeps_fresh_constraint() -> None:
 
 
 def test_importance_outside_unit_interval_refused() -> None:
-    import pytest
-
     with pytest.raises(ValueError, match="importance of 'x'"):
         WorkItem("x", 1, importance=1.5)

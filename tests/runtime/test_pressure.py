@@ -132,6 +132,7 @@ def build(
 # -- the invariant ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(
     found=sources(),

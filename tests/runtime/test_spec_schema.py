@@ -108,6 +108,7 @@ def mutants(draw: st.DrawFn) -> dict[str, Any]:
     return base
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutants())
 @example({"event_limit": 16.0})

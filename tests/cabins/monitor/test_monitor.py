@@ -399,6 +399,7 @@ def drive_at_zone(
     return trace
 
 
+@pytest.mark.slow
 def test_a_driver_pushing_at_the_zone_is_held_short_of_it() -> None:
     trace = drive_at_zone(
         Monitor(SPEC, MonitorSettings(hold_release=1.0)),

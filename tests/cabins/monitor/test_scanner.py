@@ -188,6 +188,7 @@ def test_the_scanner_sees_the_people_the_map_lost() -> None:
     assert seen > 0  # person0 crosses the robot's aisle in these ticks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("world", "ticks"),
     [

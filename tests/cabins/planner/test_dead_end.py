@@ -260,6 +260,7 @@ def _summary(sim: Simulation) -> dict[str, Any]:
     return summary
 
 
+@pytest.mark.slow
 def test_a_picker_that_leaves_the_bay_now_and_then_lets_every_task_be_delivered() -> None:
     # The picker walks out into the lane and back: giving way out of the bay until it
     # has passed the robot lets the robot in behind it. (Main delivered these 6 too:

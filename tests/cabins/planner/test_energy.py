@@ -57,6 +57,7 @@ FLAT: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 def test_a_far_pick_the_battery_cannot_come_back_from_is_charged_for_first() -> None:
     simulation = Simulation(Scenario.model_validate(FLAT), seed=0)
     lowest = [1.0]

@@ -73,6 +73,7 @@ CORRIDORS: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 def test_the_robot_takes_the_other_corridor_instead_of_following_the_forklift() -> None:
     # The robot sees the whole floor here (the simulator's default is 6 m): the test is
     # about the choice it makes on seeing the forklift ahead, not about when it sees it.
@@ -92,6 +93,7 @@ def test_the_robot_takes_the_other_corridor_instead_of_following_the_forklift() 
     assert summary["delivery_times"]["t2"] < 90.0
 
 
+@pytest.mark.slow
 def test_the_other_corridor_is_progress_for_the_watchdog() -> None:
     # one delivery from the west dock to the east end of the southern corridor, the
     # forklift coming west along it: the robot, 13 m in, sees it, turns and takes the

@@ -81,6 +81,7 @@ MINIATURE: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 def test_movers_walking_through_the_docks_do_not_keep_the_robot_from_delivering() -> None:
     summary = Simulation(Scenario.model_validate(MINIATURE), seed=0).run()
     assert summary["collisions"] == 0, summary["collision_details"]

@@ -275,6 +275,7 @@ BLOCKED_DOCK: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 def test_a_dock_blocked_for_longer_than_the_watchdog_raises_stalled_with_its_cause() -> None:
     # Before: the robot gave way and came back, again and again, and said nothing.
     from sim.run.harness import Simulation

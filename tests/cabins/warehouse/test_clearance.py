@@ -24,6 +24,7 @@ def shapes(draw: st.DrawFn) -> shapely.Geometry:
     return Polygon([(x, y), (x + w, y + lean), (x + w / 2, y + h)])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(shapes(), min_size=1, max_size=8),
@@ -51,6 +52,7 @@ probes = st.one_of(
 
 # GEOS's distance to a segment some 1e-300 long (drawn coordinates can be that close) raises
 # floating-point flags that numpy reports; the values are still the array call's, exactly.
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:divide by zero encountered in distance:RuntimeWarning")
 @pytest.mark.filterwarnings("ignore:invalid value encountered in distance:RuntimeWarning")
 @settings(max_examples=300, deadline=None)
@@ -82,6 +84,7 @@ def test_solids_are_given_back_while_the_same_geometries_are_in_view() -> None:
     assert Solids.of((), [("other", shelf)], last=first) is not first
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(shapes(), min_size=1, max_size=8),

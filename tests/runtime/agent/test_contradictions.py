@@ -97,6 +97,7 @@ def updates(draw: Any) -> tuple[str, str]:
 EMBEDDERS = [Blind(), HashingEmbedder()]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(pair=updates(), blind=st.booleans(), recalled=st.booleans())
 def test_a_contradicting_update_is_never_refused(

@@ -51,6 +51,7 @@ ops = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(ops)
 def test_a_subject_has_one_current_fact_the_newest_and_retired_ones_are_never_recalled(
@@ -163,6 +164,7 @@ def test_the_planner_keeps_every_fact_of_a_grid_of_its_own_blocked_spots() -> No
     assert memory.current(scope=scope, subject=blocked_subject("forklift", (13.0, 7.0))) is not None
 
 
+@pytest.mark.slow
 def test_the_grid_facts_as_text_are_kept_by_the_number_guard_and_lost_without_it() -> None:
     texts = [f"a forklift blocked the way near ({x}, {y})" for x in range(40) for y in range(20)]
     blind = NearDuplicate(numbers=False, negation=False, words=False)
@@ -381,6 +383,7 @@ def test_a_threshold_query_of_one_claim_finds_every_vector_of_it_that_reaches(
         assert found <= mine
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     n=st.integers(1, 300),
@@ -427,6 +430,7 @@ def test_the_sketch_bound_holds_and_a_threshold_query_through_it_misses_nothing(
         assert reaching <= {int(i) for i in index.reaching(query, threshold)}
 
 
+@pytest.mark.slow
 def test_the_sketch_skips_most_of_a_scope_of_alike_texts() -> None:
     """What makes the duplicate check fast: on texts that share words (the benchmark's
     kind), the sketch leaves the int8 check a small fraction of the scope."""

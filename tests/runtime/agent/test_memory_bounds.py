@@ -120,6 +120,7 @@ def test_the_eviction_table_keeps_the_latest_records_within_its_bound(
     assert kept == seen[-bound:] if seen else kept == []
 
 
+@pytest.mark.slow
 def test_the_issues_capacity_run_keeps_a_bounded_eviction_table() -> None:
     """20,000 writes at capacity 100 left 19,900 eviction rows (scaled down 10 times)."""
     memory = LongTermMemory(retention=Retention(capacity=100, evictions=500))

@@ -164,6 +164,7 @@ def plans_under_way(draw: st.DrawFn) -> Plan:
     return current
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(plans_under_way(), st.data())
 def test_an_accepted_revision_never_loses_or_changes_a_done_step(
@@ -283,6 +284,7 @@ def check_turn(result: TurnResult) -> None:
                 done.add(run.step)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(3, 6), st.data())
 def test_a_turn_never_runs_a_step_before_its_dependencies_and_keeps_done_steps(

@@ -283,6 +283,7 @@ def _everything(ws: Any, memory: WorkingMemory) -> tuple[Any, ...]:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(steps=_d_steps, capacity=st.integers(2, 16), specs=_d_specs)
 def test_the_delta_path_freezes_what_the_from_scratch_path_does(
@@ -375,6 +376,7 @@ def _program(rng: np.random.Generator, length: int) -> list[tuple[Any, ...]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), capacity=st.integers(3, 20))
 def test_the_delta_path_holds_over_long_random_runs(seed: int, capacity: int) -> None:
@@ -484,6 +486,7 @@ def test_a_restored_assembler_keeps_when_its_map_items_were_first_offered() -> N
         copy.clock.advance(0.05)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(steps=_d_steps, capacity=st.integers(2, 16))
 def test_the_first_offered_times_stay_bounded_by_the_map(

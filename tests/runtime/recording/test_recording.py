@@ -101,6 +101,7 @@ def _sim(*args: str) -> subprocess.CompletedProcess[str]:
 # -- channels --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_channel_is_present_with_the_expected_message_counts(
     run: Run, recording: Recording
 ) -> None:
@@ -347,6 +348,7 @@ def _records(recording: Recording) -> dict[str, list[tuple[int, dict[str, Any]]]
     return {topic: list(recording.records(fmt.ALL_CHANNELS[topic])) for topic in recording.topics}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["mid-file", "a few bytes before the end", "after 3/4"])
 def test_a_cut_recording_is_read_up_to_the_break_and_repaired(
     run: Run, recording: Recording, tmp_path: Path, where: str

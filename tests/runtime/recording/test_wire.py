@@ -76,6 +76,7 @@ def records(tp: Any) -> st.SearchStrategy[Any]:
     return st.fixed_dictionaries(required, optional=optional)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topic", list(ALL_CHANNELS))
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())

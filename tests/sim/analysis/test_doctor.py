@@ -70,6 +70,7 @@ def apply(spec: ContextSpec, change: str) -> ContextSpec:
     return ContextSpec.model_validate(data)
 
 
+@pytest.mark.slow
 def test_hidden_failure_records_are_named_as_injected(hidden: Path) -> None:
     report = diagnose(hidden)
     failures = [f for f in report.findings if f.outcome.kind == "action_failed"]
@@ -88,6 +89,7 @@ def test_hidden_failure_records_are_named_as_injected(hidden: Path) -> None:
     assert not any("action_failed" in s.change for s in report.suggestions)
 
 
+@pytest.mark.slow
 def test_replans_are_bad_outcomes_of_the_planner(hidden: Path) -> None:
     report = diagnose(hidden)
     replans = [f.outcome for f in report.findings if f.outcome.kind == "replan"]
@@ -96,6 +98,7 @@ def test_replans_are_bad_outcomes_of_the_planner(hidden: Path) -> None:
     assert ticks == sorted(ticks)
 
 
+@pytest.mark.slow
 def test_a_starved_memory_gets_raised_weights(starved: Path) -> None:
     report = diagnose(starved)
     assert report.findings, "a capacity of 12 leaves the monitor without its battery readings"
@@ -115,6 +118,7 @@ def test_a_starved_memory_gets_raised_weights(starved: Path) -> None:
     assert counts == sorted(counts, reverse=True)
 
 
+@pytest.mark.slow
 def test_an_evicted_item_is_listed_with_the_pattern_that_weights_it(starved: Path) -> None:
     report = diagnose(starved)
     evicted = [lack for f in report.findings for lack in f.lacks if lack.what == "evicted"]
@@ -125,6 +129,7 @@ def test_an_evicted_item_is_listed_with_the_pattern_that_weights_it(starved: Pat
     assert all(lack.pattern is not None for lack in evicted)
 
 
+@pytest.mark.slow
 def test_a_short_event_window_is_widened(tmp_path: Path) -> None:
     specs = load_specs(SPECS_DIR)
     short = specs["executor"].model_dump(mode="json") | {"event_window": 0.5}
@@ -149,6 +154,7 @@ def test_a_quiet_run_has_nothing_to_suggest(tmp_path: Path) -> None:
     assert report.notes == ()
 
 
+@pytest.mark.slow
 def test_a_negative_window_is_refused(starved: Path) -> None:
     with pytest.raises(ValueError, match="window must be"):
         diagnose(starved, window=-1)
@@ -465,6 +471,7 @@ def sim_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_doctor_json_ranks_suggestions(starved: Path) -> None:
     done = sim_cli("doctor", str(starved), "--json")
     assert done.returncode == 1, done.stderr  # spec changes suggested
@@ -488,6 +495,7 @@ def test_cli_doctor_names_the_injected_records(hidden: Path) -> None:
     assert report["injected"][0]["note"] == "injected (not a spec problem)"
 
 
+@pytest.mark.slow
 def test_cli_doctor_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     done = sim_cli("doctor", str(tmp_path / "nope.mcap"))
     assert done.returncode == 2 and "no such file" in done.stderr

@@ -80,6 +80,7 @@ def tallied(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
+@pytest.mark.slow
 def test_an_unchanged_run_replays_without_drift(clean: Path) -> None:
     report = replay(clean)
     assert report.ticks == TICKS and (report.first_tick, report.last_tick) == (0, TICKS - 1)
@@ -87,6 +88,7 @@ def test_an_unchanged_run_replays_without_drift(clean: Path) -> None:
     assert not report.drifted and report.drifts == () and report.skipped == ()
 
 
+@pytest.mark.slow
 def test_a_faulted_run_replays_without_drift(faulted: Path) -> None:
     rec = Recording.open(faulted)
     failed = {
@@ -101,6 +103,7 @@ def test_a_faulted_run_replays_without_drift(faulted: Path) -> None:
     assert not report.drifted, [d.describe() for d in report.drifts[:3]]
 
 
+@pytest.mark.slow
 def test_ignoring_the_faults_shows_as_drift_at_the_crashes(
     faulted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,6 +116,7 @@ def test_ignoring_the_faults_shows_as_drift_at_the_crashes(
     assert all("failed" in d.fields for d in report.drifts if (d.tick, d.cabin) in crashes)
 
 
+@pytest.mark.slow
 def test_a_nondeterministic_cabin_is_caught_where_it_differs(tallied: Path) -> None:
     report = replay(tallied, cabins=[Tally(TALLY_SPEC)])
     assert report.cabins == ("planner", "executor", "monitor", "tally")
@@ -124,11 +128,13 @@ def test_a_nondeterministic_cabin_is_caught_where_it_differs(tallied: Path) -> N
     assert first.recorded["data"] != first.replayed["data"]
 
 
+@pytest.mark.slow
 def test_a_recorded_cabin_not_given_is_skipped_not_drift(tallied: Path) -> None:
     report = replay(tallied)
     assert report.skipped == ("tally",) and not report.drifted
 
 
+@pytest.mark.slow
 def test_a_changed_cabin_drifts(clean: Path) -> None:
     from cabins.executor import Executor, ExecutorSettings
     from sim.analysis.replay import recorded_specs
@@ -139,11 +145,13 @@ def test_a_changed_cabin_drifts(clean: Path) -> None:
     assert "commands" in report.drifts[0].fields
 
 
+@pytest.mark.slow
 def test_an_unknown_cabin_is_refused(clean: Path) -> None:
     with pytest.raises(ReplayError, match="'tally' did not run"):
         replay(clean, cabins=[Tally(TALLY_SPEC)])
 
 
+@pytest.mark.slow
 def test_rebuilt_views_are_what_the_cabins_saw(faulted: Path) -> None:
     rec = Recording.open(faulted)
     message = rec.one(WORKING_SET, 200)
@@ -159,6 +167,7 @@ def test_rebuilt_views_are_what_the_cabins_saw(faulted: Path) -> None:
         assert executor.provenance[key].via == recorded["items"][key]
 
 
+@pytest.mark.slow
 def test_a_view_of_an_item_the_working_set_lacks_is_refused(clean: Path) -> None:
     message = Recording.open(clean).one(WORKING_SET, 10)
     assert message is not None

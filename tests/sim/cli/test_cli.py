@@ -34,6 +34,7 @@ def test_help_lists_the_commands() -> None:
         assert command in done.stdout
 
 
+@pytest.mark.slow
 def test_run_prints_a_readable_summary() -> None:
     done = sim("run", "--ticks", "300")
     assert done.returncode == 0, done.stderr
@@ -52,6 +53,7 @@ def test_run_prints_a_readable_summary() -> None:
         assert label in done.stdout, label
 
 
+@pytest.mark.slow
 def test_run_json_is_one_object() -> None:
     done = sim("run", "--seed", "3", "--duration", "10", "--json")
     assert done.returncode == 0, done.stderr
@@ -82,6 +84,7 @@ def test_scenarios_lists_the_shipped_ones() -> None:
     assert "warehouse" in names and "narrow_aisles" in names
 
 
+@pytest.mark.slow
 def test_bad_scenario_file_is_a_clear_error(tmp_path: Path) -> None:
     text = (ROOT / "sim" / "world" / "scenarios" / "warehouse.toml").read_text()
     bad = tmp_path / "bad.toml"
@@ -92,6 +95,7 @@ def test_bad_scenario_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_unknown_scenario_name_is_a_clear_error() -> None:
     done = sim("run", "--scenario", "atlantis")
     assert done.returncode == 2
@@ -103,6 +107,7 @@ def test_bad_arguments_exit_2() -> None:
     assert sim("run", "--ticks", "5", "--duration", "3").returncode == 2
 
 
+@pytest.mark.slow
 def test_check_spec_shows_what_each_cabin_receives() -> None:
     done = sim("check-spec", "specs", "--json")
     assert done.returncode == 0, done.stderr
@@ -123,6 +128,7 @@ def test_check_spec_bad_spec_exit_2(tmp_path: Path) -> None:
     assert 'weights."goal:*"' in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_check_spec_warns_about_undeclared_reactions(tmp_path: Path) -> None:
     spec = tmp_path / "cabin.toml"
     spec.write_text('name = "cabin"\nboard_keys = ["pose"]\nrequired = ["pose"]\n')

@@ -19,6 +19,7 @@ from sim.world.scenario import load_scenario
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 def test_generate_writes_what_hard_n_names_the_same_every_time(tmp_path: Path) -> None:
     first, second = tmp_path / "a.toml", tmp_path / "b.toml"
     assert main(["generate", "--family", "hard", "--seed", "3", "-o", str(first)]) == 0
@@ -27,6 +28,7 @@ def test_generate_writes_what_hard_n_names_the_same_every_time(tmp_path: Path) -
     assert load_scenario(first) == generate_hard(3)
 
 
+@pytest.mark.slow
 def test_generate_takes_the_hard_familys_settings(tmp_path: Path) -> None:
     out = tmp_path / "bays.toml"
     argv = ["generate", "--family", "hard", "--seed", "2", "--layout", "bays"]
@@ -78,6 +80,7 @@ def test_the_gen_family_is_still_the_default(tmp_path: Path) -> None:
     assert load_scenario(out) == generate(5)
 
 
+@pytest.mark.slow
 def test_run_and_campaign_take_hard_n(capsys: Any) -> None:
     assert main(["run", "--scenario", "hard:1", "--ticks", "20", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)

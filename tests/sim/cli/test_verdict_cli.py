@@ -60,6 +60,7 @@ def test_a_run_cut_short_exits_0_and_says_so(
     assert [r["kind"] for r in verdict["reasons"]] == ["cut_short"]
 
 
+@pytest.mark.slow
 def test_a_flat_battery_fails_the_run_and_says_when(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -225,6 +225,7 @@ def evil_page(tmp_path_factory: pytest.TempPathFactory) -> str:
 # -- self-contained --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_page_is_self_contained(page: str, doc: _Elements) -> None:
     for e in doc.elements:
         for name, value in e.attrs.items():
@@ -250,6 +251,7 @@ def test_the_page_is_self_contained(page: str, doc: _Elements) -> None:
 # -- the map ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_map_has_one_trajectory_and_every_shelf(doc: _Elements) -> None:
     scenario = load_scenario("warehouse")
     assert len(select(doc, "g", "trajectory", inside="svg#map")) == 1
@@ -274,6 +276,7 @@ def _floor_mapping(doc: _Elements) -> Any:
     return lambda x, y: (x0 + (x - floor.min_x) * sx, y0 + (floor.max_y - y) * sy)
 
 
+@pytest.mark.slow
 def test_markers_sit_where_the_robot_was_when_a_fault_started(
     recorded: tuple[Path, dict[str, Any]], doc: _Elements
 ) -> None:
@@ -298,6 +301,7 @@ def test_markers_sit_where_the_robot_was_when_a_fault_started(
     assert any(120 <= t <= 125 for t in alarms)
 
 
+@pytest.mark.slow
 def test_routes_are_distinct(doc: _Elements) -> None:
     routes = [e.attrs["points"] for e in select(doc, "polyline", "route")]
     assert routes and len(routes) == len(set(routes))
@@ -306,6 +310,7 @@ def test_routes_are_distinct(doc: _Elements) -> None:
 # -- timelines and bounds --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_timelines_are_there_and_bounded(
     recorded: tuple[Path, dict[str, Any]], doc: _Elements
 ) -> None:
@@ -335,6 +340,7 @@ def test_timelines_are_there_and_bounded(
     assert done and len(select(doc, "line", "k-delivery")) == len(done)
 
 
+@pytest.mark.slow
 def test_the_tick_selector_data_is_bounded(
     recorded: tuple[Path, dict[str, Any]], doc: _Elements, page: str
 ) -> None:
@@ -356,6 +362,7 @@ def test_the_tick_selector_data_is_bounded(
             assert path_points(e.attrs["d"]) <= 40
 
 
+@pytest.mark.slow
 def test_a_snapshot_shows_what_inspect_shows(
     recorded: tuple[Path, dict[str, Any]], doc: _Elements
 ) -> None:
@@ -383,6 +390,7 @@ def test_a_snapshot_shows_what_inspect_shows(
 # -- escaping --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_nothing_inserted_can_inject_markup(evil_page: str) -> None:
     doc = parse(evil_page)
     assert len(select(doc, "script")) == 2  # the JSON data and the page's own script
@@ -456,6 +464,7 @@ def test_chosen_ticks_are_recorded_bounded_and_serious_first(data: st.DataObject
 # -- writing, the command, errors ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_write_run_report_writes_what_it_says(
     recorded: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -467,6 +476,7 @@ def test_write_run_report_writes_what_it_says(
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
 
 
+@pytest.mark.slow
 def test_a_damaged_recording_is_reported_up_to_its_break(
     recorded: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -479,6 +489,7 @@ def test_a_damaged_recording_is_reported_up_to_its_break(
     assert "damaged at byte" in (tmp_path / "cut.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_bad_targets_and_inputs_are_refused(
     recorded: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -496,6 +507,7 @@ def _main(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
     return cli.main(argv)
 
 
+@pytest.mark.slow
 def test_the_report_command(
     recorded: tuple[Path, dict[str, Any]],
     tmp_path: Path,
@@ -694,6 +706,7 @@ def test_a_campaign_run_shows_its_verdict(campaign_report: dict[str, Any]) -> No
     assert other is not None and "<th>verdict</th><td>-</td>" in other.group(0)
 
 
+@pytest.mark.slow
 def test_a_report_replaces_its_own_page_but_no_other_file(
     recorded: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

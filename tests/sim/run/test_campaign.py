@@ -21,6 +21,7 @@ from tests.support.paths import ROOT
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 def test_executor_turns_conservative_when_its_failure_records_are_missing() -> None:
     fault = parse_fault("missing:executor:event:action_failed*@100-300")
     sim = Simulation("warehouse", seed=0, faults=[fault])

@@ -127,6 +127,7 @@ def test_campaign_cabin_end_to_end_with_auto_faults(tmp_path: Path) -> None:
     assert all(r["cabins"] == ["watch_cabin:PeopleWatch"] for r in report["runs"])
 
 
+@pytest.mark.slow
 def test_a_cabin_that_cannot_be_imported_is_refused_before_any_run(tmp_path: Path) -> None:
     folder = _cabin_folder(tmp_path)
     done = subprocess.run(

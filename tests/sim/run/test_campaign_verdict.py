@@ -70,6 +70,7 @@ def test_results_carry_the_verdict_and_a_journal_line_without_it_is_run_again(
     assert verdict_status(old) == "unknown"
 
 
+@pytest.mark.slow
 def test_the_campaign_exits_1_and_names_the_failed_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

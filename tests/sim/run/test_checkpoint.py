@@ -92,6 +92,7 @@ def straight_with_faults() -> dict[str, Any]:
     return _summary(sim, 120)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -136,6 +137,7 @@ RESUMES = {
 }
 
 
+@pytest.mark.slow
 @settings(
     max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -361,6 +363,7 @@ def test_a_run_killed_with_sigkill_and_resumed_equals_the_uninterrupted_run(tmp_
     }
 
 
+@pytest.mark.slow
 def test_recording_continues_across_two_crashes(tmp_path: Path) -> None:
     record = tmp_path / "run.mcap"
     plan = RunPlan(

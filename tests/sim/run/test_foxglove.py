@@ -92,6 +92,7 @@ def test_a_recording_of_format_1_is_refused_naming_the_versions(tmp_path: Path) 
         Recording.open(old)
 
 
+@pytest.mark.slow
 def test_the_scene_is_thinned_to_changes_and_the_log_has_every_event(tmp_path: Path) -> None:
     path = tmp_path / "run.mcap"
     sim = Simulation("warehouse", seed=3, record=path)

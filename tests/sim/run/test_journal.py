@@ -183,6 +183,7 @@ def _run_time_nodes(tree: ast.AST) -> Iterator[ast.AST]:
         yield from _run_time_nodes(node)
 
 
+@pytest.mark.slow
 def test_the_code_digest_covers_all_a_run_can_import() -> None:
     """The code left out of the digest is never imported by the code in it, so editing
     the command line keeps a journal's runs and editing anything a run executes does not."""
@@ -250,6 +251,7 @@ def _keyed(d: dict[str, Any]) -> str:
     return run_key(request, code=d["code"])
 
 
+@pytest.mark.slow
 @given(KEYED, KEYED)
 @settings(max_examples=60, deadline=None)
 def test_two_runs_share_a_key_exactly_when_everything_their_result_depends_on_agrees(
@@ -305,6 +307,7 @@ def test_a_header_that_is_not_this_format_says_what_it_is(
     assert path.read_bytes() == header
 
 
+@pytest.mark.slow
 @given(n=st.integers(0, 4), cut=st.integers(0, 10_000))
 @example(n=0, cut=len(HEADER) - 1)  # the whole header but its newline
 @settings(

@@ -63,6 +63,7 @@ def _subscribe(ws: Any, channels: dict[str, dict[str, Any]], topics: list[str]) 
     return by_id
 
 
+@pytest.mark.slow
 def test_a_client_subscribes_receives_scene_and_pose_and_leaves() -> None:
     live = LiveView(port=0)
     sim = Simulation("warehouse", seed=2, sinks=[live])

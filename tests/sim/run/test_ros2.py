@@ -325,6 +325,7 @@ def _check_grid(path: Path, scenario: Scenario) -> None:
     assert FREE in set(grid.data)
 
 
+@pytest.mark.slow
 def test_the_warehouse_run_in_ros2(warehouse: tuple[Path, Sensed]) -> None:
     path, sensed = warehouse
     scenario = load_world("narrow_aisles")
@@ -358,6 +359,7 @@ discs = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     x=coordinate,
@@ -399,6 +401,7 @@ def test_each_beam_stops_at_the_nearest_disc_it_meets(
 # -- the command line ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_sim_run_writes_both_recordings_and_refuses_clashes(tmp_path: Path) -> None:
     from runtime.recording.reader import Recording

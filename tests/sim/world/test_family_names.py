@@ -131,6 +131,7 @@ def test_parse_generated_reads_gen_names_through_the_same_grammar() -> None:
         parse_generated("gen:x")
 
 
+@pytest.mark.slow
 def test_a_family_name_draws_its_worlds_in_seed_order() -> None:
     worlds = family_worlds("hard:1-2")
     assert worlds is not None

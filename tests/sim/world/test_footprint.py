@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shapely.geometry import Point
@@ -21,6 +22,7 @@ def _warehouse() -> Scenario:
 centre = st.floats(-500, 500, allow_nan=False) | st.integers(-500, 500).map(float)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(centre, centre, st.floats(0.01, 5, allow_nan=False))
 def test_a_moved_footprint_is_the_buffered_point(x: float, y: float, radius: float) -> None:

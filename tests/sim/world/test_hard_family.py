@@ -34,6 +34,7 @@ def _traits(seed: int) -> frozenset[str]:
     return traits(_draw(seed))
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_every_draw_loads_round_trips_repeats_and_is_reachable(seed: int) -> None:
@@ -49,6 +50,7 @@ def test_every_draw_loads_round_trips_repeats_and_is_reachable(seed: int) -> Non
     assert len(scenario.moving_obstacles) >= 5
 
 
+@pytest.mark.slow
 def test_the_family_is_not_gen() -> None:
     assert to_toml(generate_hard(7)) != to_toml(generate(7))
     assert generate_hard(7) != generate_hard(8)
@@ -64,6 +66,7 @@ SIGNATURE = {
 """The traits each layout always draws."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_each_layout_draws_its_own_traits(seed: int) -> None:
     layout = LAYOUTS[seed]
@@ -103,6 +106,7 @@ def test_large_floors_reach_the_issues_sizes() -> None:
     assert biggest >= 80 * 50
 
 
+@pytest.mark.slow
 def test_the_settings_are_obeyed() -> None:
     scenario = generate_hard(3, HardSettings(layout="bays", tasks=2, movers=6, tight_battery=True))
     assert "bays" in scenario.description
@@ -240,6 +244,7 @@ def _turn_points(scenario: Scenario) -> list[tuple[tuple[float, float], float]]:
     return turns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 5, 6, 10, 11, 15, 16])
 def test_docks_the_charger_and_the_start_keep_clear_of_where_movers_turn_back(seed: int) -> None:
     # A mover met head on turns back; met where its way turns back anyway, it stands there:
@@ -263,6 +268,7 @@ def test_docks_the_charger_and_the_start_keep_clear_of_where_movers_turn_back(se
         assert all(math.dist(p, at) >= keep for p in places), (at, places)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 6, 11, 16, 21])
 def test_nobody_turns_back_inside_a_corridor(seed: int) -> None:
     # A mover cannot be passed in a corridor: one that turned back half-way along shut
@@ -297,6 +303,7 @@ def test_a_picker_leaves_its_bay_for_a_while_each_round(seed: int) -> None:
     assert pickers >= 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [6, 16, 21, 26, 31, 94, 119])
 def test_every_seed_draws_a_world_at_the_size_the_suite_runs(seed: int) -> None:
     # These seeds found no good draw in 30 at 50 x 36 m with one task (the corridors' docks

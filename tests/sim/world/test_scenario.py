@@ -271,6 +271,7 @@ def test_any_unknown_robot_key_is_named_with_its_path(key: str) -> None:
     assert problem.startswith(f"robot.{key}: unknown key")
 
 
+@pytest.mark.slow
 @given(st.floats(min_value=-5, max_value=35), st.floats(min_value=-5, max_value=25))
 def test_a_dock_loads_exactly_where_the_robot_fits(x: float, y: float) -> None:
     base = load_scenario("warehouse")

@@ -378,6 +378,7 @@ def test_an_obstacle_yields_to_a_stopped_robot_in_its_path() -> None:
     assert rig.world.summary()["collisions"] == 0
 
 
+@pytest.mark.slow
 @given(
     st.floats(12.5, 19.0),
     st.floats(0.5, 3.5),
