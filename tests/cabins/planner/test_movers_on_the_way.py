@@ -134,8 +134,13 @@ def _mover(
 class _Floor:
     """One planner ticked on views of the miniature floor, its writes applied."""
 
-    def __init__(self, pose: tuple[float, float, float], shelf: BaseGeometry = SHELF) -> None:
-        self.planner = Planner(SPEC)
+    def __init__(
+        self,
+        pose: tuple[float, float, float],
+        shelf: BaseGeometry = SHELF,
+        settings: PlannerSettings | None = None,
+    ) -> None:
+        self.planner = Planner(SPEC, settings)
         self.shelf = shelf
         self.board = _board(pose)
         self.movers: list[Feature] = []
@@ -301,7 +306,7 @@ def test_in_a_stand_off_it_charges_first_when_the_battery_does_not_cover_giving_
     # battery that drains fast: at 0.43 the drop and a charger after it are covered (no
     # charge at the stand-off's re-plan), the way aside, back and a charger are not.
     shelf = box(4.0, 2.4, 15.0, 4.0)
-    floor = _Floor(pose=(2.9, 1.1, math.pi), shelf=shelf)
+    floor = _Floor(pose=(2.9, 1.1, math.pi), shelf=shelf, settings=PlannerSettings(stall_ticks=40))
     dock = (1.6, 1.1)
     floor.board.update(
         {
