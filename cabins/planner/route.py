@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import shapely
@@ -183,16 +184,14 @@ class RouteKeeper:
         current = plan.current
         if current is None or current.action in _AT_TARGET:
             return self._route or _EMPTY_ROUTE
+        again = partial(self.desired, seen, hold, task=task, progress=progress, replan=replan)
         router = self._layout.router()
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
         if held is not None and self._lanes.waiting:
             ended, replanned = self._drained_wait(seen, current, lanes, replan, out)
             if replanned is not None:  # charging first
-                self._key = None
-                return self.desired(
-                    seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
-                )
+                return again(plan=replanned, out=out)
             held = None if ended else held
         if isinstance(held, tuple) and not (
             self._standoff.giving_way is not None and self._lanes.approaching(seen)
@@ -221,16 +220,8 @@ class RouteKeeper:
         fixed = list(self._layout.constraints.values()) if blocking else []
         fixed += self._lanes.avoided(lanes)
         route = self._plan(_Leg(router, seen, task, current, target, fixed, progress), key, out)
-        short, self._give_way_short = self._give_way_short, None
-        if short is None:
-            return route
-        replanned = replan(ReplanTrigger("give_way_drained", current.id, short), seen, out)
-        if replanned is None:
-            return route
-        self._key = None  # charging first: route to the charger
-        return self.desired(
-            seen, hold, plan=replanned, task=task, progress=progress, replan=replan, out=out
-        )
+        replanned = self._drained_give_way(seen, current, replan, out)
+        return route if replanned is None else again(plan=replanned, out=out)
 
     def _plan(self, leg: _Leg, key: tuple[Any, ...], out: Outbox) -> Route:
         """Plan the route of ``leg`` (for ``key``): aside in a stand-off, else past the
@@ -295,7 +286,19 @@ class RouteKeeper:
         self._lanes.stop_waiting(lanes)
         if current.target in seen.charger_places():
             return True, None
+        self._key = None  # charging first: route to the charger
         return True, replan(ReplanTrigger("lane_wait_drained", current.id, short), seen, out)
+
+    def _drained_give_way(
+        self, seen: Seen, current: PlanStep, replan: Replan, out: Outbox
+    ) -> Plan | None:
+        """The plan re-planned to charge first when the battery did not cover the give-way
+        the route wanted this tick (``_aside``), once; else None."""
+        short, self._give_way_short = self._give_way_short, None
+        if short is None:
+            return None
+        self._key = None  # charging first: route to the charger
+        return replan(ReplanTrigger("give_way_drained", current.id, short), seen, out)
 
     def _short_in_wait(self, seen: Seen, current: PlanStep) -> str | None:
         """Why the battery no longer affords waiting at a lane (checked every
