@@ -181,8 +181,7 @@ class Energy:
         drain = self.drain(seen)
         if battery is None or here is None or drain is None or not chargers or not targets:
             return None
-        full = self._settings.charge_until - _FULL_SLACK
-        if battery >= full:
+        if self.charged(seen):
             return None  # a charge would not add to it: go on, leg by leg
         places = [here, *targets]
         # straight lines first: no route is shorter, and few are three times as long, so
@@ -204,6 +203,12 @@ class Energy:
             f"battery {battery:.2f} < {need:.2f} needed for {metres:.0f} m and a charger "
             f"({drain.source} drain)"
         )
+
+    def charged(self, seen: Seen) -> bool:
+        """Whether the battery is charged already: a charge (to ``charge_until``) would not
+        add to it."""
+        battery = seen.battery
+        return battery is not None and battery >= self._settings.charge_until - _FULL_SLACK
 
     def covers(self, seen: Seen, metres: float, end: Point2) -> bool:
         """Whether the battery covers ``metres`` of driving that end at ``end`` and then

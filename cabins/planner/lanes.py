@@ -47,7 +47,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   watchdog does not count a wait, up to ``_EXCUSED_S`` in all for a task's target; past
   that it does, and a bay that never clears ends in a ``stalled`` alarm and the task set
   aside.
-  The way to where it waits is watched for stalls as any route is (``approaching``):
+  The way to where it waits is watched by the stall watch as any route is
+  (``approaching``; the watchdog counts it as part of the wait, within ``_EXCUSED_S``):
   held up on it, the robot gives way to the mover beside it (``route``), and then goes
   on to where it waits; the wait is kept (dropped, it let a robot that had given way
   drift into a bay behind its picker and be shut in at the closed end, hard:30).
@@ -276,7 +277,7 @@ class LaneGuard:
     def approaching(self, seen: Seen) -> bool:
         """Whether the robot waits for a lane but is still on its way to where it waits
         (up to the stopping point, not held yet, or to the spot beside the entry, farther
-        than ``_AT_SPOT`` from it): that way is watched for stalls as any route is, and a
+        than ``_AT_SPOT`` from it): the stall watch watches that way as any route, and a
         mover met on it is a stand-off (hard:10 s0: on its way to a spot beside a bay, the
         robot met a forklift at its loop's end, which turned back into the robot's way and
         yielded to it, again and again; excused as waiting for the bay, the robot neither

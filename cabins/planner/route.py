@@ -234,6 +234,8 @@ class RouteKeeper:
                 self._key = key
                 self._failed_at = None
                 return aside
+            if self._give_way_short is not None:
+                return _EMPTY_ROUTE  # charging first instead (``desired`` re-plans)
         reach = self._layout.reach
         movers = [shrunk(f.geometry, (seen.pose, leg.target), reach) for f in seen.obstacles]
         around = [*leg.fixed, *(g for g in movers if g is not None)]
@@ -361,10 +363,14 @@ class RouteKeeper:
     def _give_way_unaffordable(self, leg: _Leg, route: Route) -> bool:
         """Whether the battery does not cover the way aside (``route``), back to the
         step's target and on to a charger (``Energy.covers_detour``); never on the way to
-        a charger, where there is nothing to charge first for."""
-        if self._energy is None or leg.step.target in leg.seen.charger_places():
+        a charger, where there is nothing to charge first for, nor when the battery is
+        charged already (a charge would end at once, and the robot come back as short)."""
+        energy = self._energy
+        if energy is None or leg.step.target in leg.seen.charger_places():
             return False
-        return not self._energy.covers_detour(leg.seen, route, leg.target)
+        return not energy.charged(leg.seen) and not energy.covers_detour(
+            leg.seen, route, leg.target
+        )
 
     def _route_from(
         self, leg: _Leg, start: Point2, prefix: Route, blocked: list[BaseGeometry]

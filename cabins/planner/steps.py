@@ -378,12 +378,14 @@ class Steps:
 
 
 def _went_to_charge(plan: Plan, trigger: ReplanTrigger, seen: Seen) -> bool:
-    """Whether the step ``trigger`` re-plans went to a charger: held up on its way, the
-    robot still charges first. (hard:30 seed 0: sent to charge since the battery did not
-    cover a give-way, held up on the way, the robot dropped the charge at the no-progress
-    re-plan, turned back to its drop, was sent to charge again, three times in 30 s.)"""
+    """Whether the step ``trigger`` re-plans for no progress went to a charger: held up
+    on its way, the robot still charges first. (hard:30 seed 0: sent to charge since the
+    battery did not cover a give-way, held up on the way, the robot dropped the charge at
+    the no-progress re-plan, turned back to its drop, was sent to charge again, three
+    times in 30 s.) Other failures of that step (no route, overdue, a stall's re-route)
+    charge first only when the battery is short (``Steps._charge_first``)."""
     step = trigger.step
-    if step is None or step not in plan:
+    if trigger.reason != "no_progress" or step is None or step not in plan:
         return False
     went = plan.step(step)
     return went.action == "go_to" and went.target in seen.charger_places()

@@ -16,10 +16,11 @@ Progress on a task means something real happened, never that a re-plan did:
   charge; the way to the charger and back was no nearer than where it turned, and a
   ``stalled`` alarm fired as it drove back on a full battery). A second charge with no new
   step done between is a cycle, and no progress (hard:85); but the way back after it is
-  not counted either: while the robot gets ``progress_step`` nearer a target at
-  ``_BACK_SPEED`` or faster, measured afresh from the charger, the clock does not run, up
-  to where the way left is shorter than ever (then it is progress again). Time stuck on
-  the way back counts. (hard:10 s1: 3.1 m from its drop, a picker sent the robot out of
+  not counted either: while the robot gets ``progress_step`` nearer a target other than a
+  charger at ``_BACK_SPEED`` or faster, measured afresh from the charger, the clock does
+  not run, up to where the way left is shorter than ever (then it is progress again).
+  Time stuck on the way back counts, and so does the way to a charger again: that is the
+  cycle itself. (hard:10 s1: 3.1 m from its drop, a picker sent the robot out of
   its bay; waiting drained the battery, it went back to charge, and a ``stalled`` alarm
   fired as it drove back, its way no shorter than 3.1 m yet.)
 
@@ -224,8 +225,8 @@ class Watchdog:
         if left <= best - self._settings.progress_step:
             self._best[target] = left
             return True
-        if self._back is not None:
-            self._way_back(seen.time, target, left)
+        if self._back is not None and current.target not in seen.charger_places():
+            self._way_back(seen.time, target, left)  # (the way to a charger is the cycle)
         return False
 
     def _way_back(self, now: float, target: tuple[float, float], left: float) -> None:

@@ -23,8 +23,11 @@ from shapely.geometry import LineString, Point, Polygon, box
 from shapely.geometry.base import BaseGeometry
 
 from cabins.planner import Planner, PlannerSettings
+from cabins.planner.seen import ViewReader
+from cabins.planner.steps import _went_to_charge
 from cabins.warehouse.energy import BatteryFigures
 from cabins.warehouse.routing import RoutePlanner, RoutingProblem
+from runtime.agent.plan import Plan, PlanStep, ReplanTrigger
 from runtime.cabin import Outbox
 from runtime.cabin_map import Feature
 from runtime.errors import SettingError
@@ -295,9 +298,16 @@ def test_in_a_stand_off_it_gives_way_then_goes_to_the_dock_once_the_mover_has_go
     assert floor.route[-1] == dock
 
 
-@pytest.mark.parametrize(("battery", "charges_first"), [(0.9, False), (0.43, True)])
+@pytest.mark.parametrize(
+    ("battery", "drain", "charges_first"),
+    [
+        (0.9, 0.5, False),
+        (0.43, 0.5, True),
+        (0.9, 1.5, False),  # not covered, but charged already: a charge would end at once
+    ],
+)
 def test_in_a_stand_off_it_charges_first_when_the_battery_does_not_cover_giving_way(
-    battery: float, charges_first: bool
+    battery: float, drain: float, charges_first: bool
 ) -> None:
     # hard:30 seeds 0 and 2: 2.6 m from its drop at a bay's closed end, a picker between,
     # the robot retreated 10 m out of the picker's way, came back, delivered, and ran flat
@@ -320,7 +330,7 @@ def test_in_a_stand_off_it_charges_first_when_the_battery_does_not_cover_giving_
                 "max_turn_rate": 2.0,
                 "max_accel": 0.8,
                 **BatteryFigures(
-                    battery_wh=30.0, drain_wh_per_m=0.5, drain_wh_per_s=0.01, charge_wh_per_s=1.0
+                    battery_wh=30.0, drain_wh_per_m=drain, drain_wh_per_s=0.01, charge_wh_per_s=1.0
                 ).as_value(),
             },
         }
@@ -351,6 +361,22 @@ def test_in_a_stand_off_it_charges_first_when_the_battery_does_not_cover_giving_
     else:
         assert kinds == ["replan:no_progress", "give_way"], events
         assert actions == ["go_to", "drop"]
+
+
+def test_only_a_no_progress_re_plan_on_the_way_to_a_charger_keeps_the_charge() -> None:
+    # found in review: a charger that cannot be reached (no route), or a step overdue,
+    # forced the same charge again and again; only held up on the way does it stick
+
+    view = make_view(SPEC, board={"chargers": {"C0": (13.3, 6.8)}}, now=1.0)
+    seen = ViewReader(PlannerSettings()).read(view)
+    to_charger = PlanStep("t0:go_c", "go_c", "go_to", "C0", status="failed")
+    to_dock = PlanStep("t0:go_d", "go_d", "go_to", "D0", status="failed")
+    plan = Plan((to_charger, to_dock))
+    assert _went_to_charge(plan, ReplanTrigger("no_progress", "t0:go_c"), seen)
+    assert not _went_to_charge(plan, ReplanTrigger("no_route", "t0:go_c"), seen)
+    assert not _went_to_charge(plan, ReplanTrigger("stalled", "t0:go_c"), seen)
+    assert not _went_to_charge(plan, ReplanTrigger("no_progress", "t0:go_d"), seen)
+    assert not _went_to_charge(plan, ReplanTrigger("no_progress", None), seen)
 
 
 @pytest.mark.parametrize(

@@ -324,6 +324,51 @@ def test_charging_again_and_again_is_no_progress_on_the_task() -> None:
     assert found.index(stalls[0]) < len(found) - 1  # within 5 s of counted time, not 33
 
 
+CHARGER = (0.0, 0.0)
+
+
+def test_after_a_charge_cycle_the_way_to_the_charger_again_is_counted() -> None:
+    # found in review: the way back after a cycle was not counted, and neither was the way
+    # to the charger after it (measured the same way, the charger no nearer than on the
+    # trip before): a cycle that never stood still was never a stalled episode
+    def to_charger(*done: PlanStep) -> Plan:
+        data = {"target_xy": CHARGER}
+        go = PlanStep("t1:go_c", "go_c", "go_to", "c", status="running", data=data)
+        return Plan((*done, go))
+
+    clock = [0.0]
+
+    def drive(dog: Watchdog, xs: list[float], plan: Plan) -> list[Stalled | None]:
+        current = plan.current
+        route = ((10.0, 0.0), CHARGER) if current and current.target == "c" else ROUTE
+        found = []
+        for x in xs:  # 4 m/s, a sample every quarter second
+            clock[0] += 0.25
+            board = {"chargers": {"c": CHARGER}, "pose": (x, 0.0, 0.0)}
+            seen = ViewReader(SETTINGS).read(make_view(SPEC, board=board, now=clock[0]))
+            line = LineString(route)
+            found.append(
+                dog.watch(seen, plan, line=line, route=route, situation="moving", failures=0)
+            )
+        return found
+
+    out, back = [6.0 - 1.0 * i for i in range(7)], [1.0 * i for i in range(7)]
+    picked = (step("pick", "pick", "a", "done"),)
+    again = (*picked, step("charge.1", "charge", "c", "done"))
+    dog = started()
+    drive(dog, [9.0], going(*picked))  # 1 m from the dock: the best way left
+    drive(dog, out, to_charger(*picked))
+    drive(dog, back, going(*again))  # charged once since the pick: a fresh start
+    drive(dog, out, to_charger(*again))
+    found: list[Stalled | None] = []
+    charges = again
+    for n in range(2, 6):  # charge after charge, never standing still
+        charges = (*charges, step(f"charge.{n}", "charge", "c", "done"))
+        found += drive(dog, back, going(*charges))  # the way back: not counted
+        found += drive(dog, out, to_charger(*charges))  # to the charger again: counted
+    assert any(f is not None for f in found), "a cycle that never stood still went unseen"
+
+
 def test_the_first_charge_again_since_a_new_step_is_a_fresh_start_and_a_second_is_not() -> None:
     # hard:35: charged at the start, picked up, 20 m from the drop the robot turned back
     # 40 m to charge at the same charger; the way to the charger and back was no nearer
