@@ -78,7 +78,8 @@ class StandOff:
         return self._give_way is not None or self._stood_off == progress
 
     def reset(self) -> None:
-        """The task was set aside: no stand-off, no giving way, no going round."""
+        """The task was set aside, or the robot charges first instead of giving way
+        (``RouteKeeper``): no stand-off, no giving way, no going round."""
         self._give_way = None
         self._waited_out = None
         self._stood_off = None
