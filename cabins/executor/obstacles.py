@@ -67,10 +67,11 @@ def obstacle_cap(
     for feature in obstacles:
         centre = feature.geometry.centroid
         gaps = shapely.distance(grid, swept(feature))
-        closing = gaps <= gaps[0] + 1e-9
+        here = min(gaps[0], gaps[1])  # the sensed pose or its place on the route: the nearer
+        closing = gaps <= here + 1e-9
         if cos_t * (centre.x - x) + sin_t * (centre.y - y) < 0:
             closing[0] = False
-            closing &= gaps < gaps[0]
+            closing &= gaps < here
         hits = np.flatnonzero(closing & (gaps < hard))
         if hits.size:
             free = arcs[int(hits[0])] - s - _OBSTACLE_GAP
