@@ -51,7 +51,9 @@ def obstacle_cap(
     it. One that only passes within ``margin`` (the ``obstacle_margin`` setting) of it
     is passed at ``_PASS_SPEED``. Only stretches where the route closes in on the
     obstacle count, unless the obstacle is ahead of the robot: driving away from
-    something behind cannot hit it.
+    something behind cannot hit it. Closing in is measured from the nearer of the
+    sensed pose and the robot's place on the route, so that the pose's noise (a few
+    centimetres) does not make a route that keeps its gap look like one closing in.
     """
     if not obstacles:
         return math.inf
