@@ -10,9 +10,17 @@ cannot drift from the code.
 
 from __future__ import annotations
 
+from typing import Final
+
 from runtime.registry import BoardEntry, EventEntry, Registry
 
-__all__ = ["BOARD", "EVENTS", "MAP_KINDS", "WAREHOUSE"]
+__all__ = ["BOARD", "CHARGE_REPLANS", "EVENTS", "MAP_KINDS", "WAREHOUSE"]
+
+CHARGE_REPLANS: Final = frozenset({"low_battery", "lane_wait_drained", "give_way_drained"})
+"""The ``replan`` reasons with which the planner sends the robot to charge first: the
+battery is low or does not cover the rest of the task (``low_battery``), a wait for a
+single lane (``lane_wait_drained``) or a give-way and the way back (``give_way_drained``).
+The run summary and the doctor count them."""
 
 _W, _P, _E, _M, _D = "world", "planner", "executor", "monitor", "dispatcher cabin"
 _T = "any cabin (task protocol)"

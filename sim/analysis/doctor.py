@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cabins.warehouse.registry import CHARGE_REPLANS
 from runtime.errors import SettingError
 from runtime.patterns import is_glob, matches, overlaps, specificity
 from runtime.pressure import advice, crowding
@@ -292,6 +293,8 @@ class Liveness:
     waits: int = 0
     give_ways: int = 0
     no_progress_replans: int = 0
+    charge_replans: int = 0
+    """Re-plans that sent the robot to charge first (``CHARGE_REPLANS``)."""
     stalled: int = 0
     deferred: int = 0
     abandoned: tuple[tuple[str, str], ...] = ()
@@ -312,7 +315,8 @@ class Liveness:
         """``3 waits for movers, 0 give-ways, ...``."""
         text = (
             f"{self.waits} waits for movers, {self.give_ways} give-ways, "
-            f"{self.no_progress_replans} no-progress re-plans, {self.stalled} stalled "
+            f"{self.no_progress_replans} no-progress re-plans, {self.charge_replans} re-plans "
+            f"to charge first, {self.stalled} stalled "
             f"episodes, {self.deferred} deferrals, {len(self.abandoned)} abandoned tasks"
         )
         if self.abandoned:
@@ -330,6 +334,7 @@ class Liveness:
             "waits": self.waits,
             "give_ways": self.give_ways,
             "no_progress_replans": self.no_progress_replans,
+            "charge_replans": self.charge_replans,
             "stalled_episodes": self.stalled,
             "deferrals": self.deferred,
             "tasks_abandoned": dict(self.abandoned),
@@ -586,7 +591,7 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
 def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) -> Liveness:
     """The run's ``Liveness``: its events counted, and its verdict judged from ``summary``
     (the one the run wrote; None when it wrote none)."""
-    waits = give_ways = no_progress = stalled = deferred = 0
+    waits = give_ways = no_progress = charges = stalled = deferred = 0
     abandoned: dict[str, str] = {}
     for event in events:
         data = event.data if isinstance(event.data, Mapping) else {}
@@ -596,6 +601,8 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
             give_ways += 1
         elif event.kind == "replan" and data.get("reason") == "no_progress":
             no_progress += 1
+        elif event.kind == "replan" and data.get("reason") in CHARGE_REPLANS:
+            charges += 1
         elif event.kind == "alarm" and data.get("kind") == "stalled":
             stalled += 1
         elif event.kind == "task_deferred":
@@ -603,12 +610,13 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
         elif event.kind == "task_abandoned":
             abandoned[str(data.get("task", "?"))] = str(data.get("reason", "?"))
     counts = Liveness(
-        waits,
-        give_ways,
-        no_progress,
-        stalled,
-        deferred,
-        tuple(sorted(abandoned.items())),
+        waits=waits,
+        give_ways=give_ways,
+        no_progress_replans=no_progress,
+        charge_replans=charges,
+        stalled=stalled,
+        deferred=deferred,
+        abandoned=tuple(sorted(abandoned.items())),
         stuck=bool(stalled or abandoned),
     )
     if summary is None:

@@ -710,6 +710,11 @@ def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
     table.add_row("waits for movers", str(s["waits"]))
     table.add_row("give-ways", str(s["give_ways"]))
     table.add_row("no-progress re-plans", str(s["no_progress_replans"]))
+    charges = s.get("charge_replans", {})
+    charged = str(sum(charges.values()))
+    if charges:
+        charged += f" ({counts_text(charges)})"
+    table.add_row("re-plans to charge first", charged)
     causes: dict[str, int] = {}
     for stall in s["stalls"]:
         causes[str(stall.get("cause"))] = causes.get(str(stall.get("cause")), 0) + 1

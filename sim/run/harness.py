@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from cabins.shipped import shipped_specs_dir
+from cabins.warehouse.registry import CHARGE_REPLANS
 from cabins.warehouse.tasks import refused_key
 from cabins.warehouse.values import PLAN, ROUTE
 from runtime import (
@@ -331,6 +332,11 @@ class _EventTally:
             "waits": self.kinds["wait_for_obstacles"],
             "give_ways": self.kinds["give_way"],
             "no_progress_replans": self.replan_reasons["no_progress"],
+            "charge_replans": {
+                reason: self.replan_reasons[reason]
+                for reason in sorted(CHARGE_REPLANS)
+                if self.replan_reasons[reason]
+            },
             "stalled_episodes": len(self.stalls),
             "stalls": [dict(s) for s in self.stalls],
             "tasks_deferred": {

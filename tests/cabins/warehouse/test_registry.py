@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cabins.warehouse.registry import WAREHOUSE
+from cabins.warehouse.registry import CHARGE_REPLANS, WAREHOUSE
 from runtime import configure_logging, load_spec
 from runtime.patterns import matches
 from runtime.spec import ContextSpec, load_specs
@@ -196,3 +196,10 @@ def test_the_example_dispatcher_changes_only_what_its_spec_declares() -> None:
         sim.close()
     row = summary["cabins"]["dispatcher"]
     assert row["writes"] > 0 and row["writes_refused"] == 0 and summary["writes_refused"] == 0
+
+
+def test_each_re_plan_to_charge_first_is_a_reason_the_planner_gives() -> None:
+    """The summary counts these reasons: a misspelt or renamed one would count nothing."""
+    planner = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "cabins/planner").glob("*.py"))
+    for reason in CHARGE_REPLANS:
+        assert f'ReplanTrigger("{reason}"' in planner, reason

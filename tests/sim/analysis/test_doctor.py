@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from runtime import ContextSpec, configure_logging, load_specs
 from runtime.recording.format import CHANNELS, PROFILE
 from sim import cli
-from sim.analysis.doctor import DoctorReport, diagnose, weight_pattern
+from sim.analysis.doctor import DoctorReport, Outcome, diagnose, liveness_of, weight_pattern
 from sim.faults.model import parse_fault
 from sim.run.harness import SPECS_DIR, Simulation
 from tests.support.paths import ROOT
@@ -401,12 +401,25 @@ def test_the_doctor_prints_the_liveness_of_a_stand_off(
     assert cli.main(["doctor", str(standoff(tmp_path))]) == 0  # nothing to suggest
     out = capsys.readouterr().out
     assert (
-        "liveness: 6 waits for movers, 0 give-ways, 3 no-progress re-plans, 0 stalled "
+        "liveness: 6 waits for movers, 0 give-ways, 3 no-progress re-plans, 0 re-plans to "
+        "charge first, 0 stalled "
         "episodes, 0 deferrals, 0 abandoned tasks"
     ) in out
     assert "verdict: FAILED: 2 reachable tasks undelivered (t1, t2)" in out
     assert "no spec change covers it" in out
     assert "no spec change to suggest" in out
+
+
+def test_the_re_plans_that_sent_the_robot_to_charge_first_are_counted() -> None:
+    reasons = ("no_progress", "give_way_drained", "low_battery", "lane_wait_drained", "stalled")
+    events = [
+        Outcome(tick, tick, "replan", "planner", float(tick), {"reason": reason, "task": "t1"})
+        for tick, reason in enumerate(reasons)
+    ]
+    live = liveness_of(events, None)
+    assert (live.no_progress_replans, live.charge_replans) == (1, 3)
+    assert "3 re-plans to charge first" in live.counts_text()
+    assert live.as_json()["charge_replans"] == 3
 
 
 def test_a_killed_runs_verdict_is_unknown(tmp_path: Path) -> None:

@@ -206,6 +206,9 @@ def test_the_tally_counts_the_liveness_events_of_a_log_filled_by_hand() -> None:
         (4.0, "no_progress"),
         (5.0, "obstacle_in_corridor"),
         (6.0, "no_progress"),
+        (7.0, "give_way_drained"),
+        (8.0, "low_battery"),
+        (9.0, "give_way_drained"),
     ):
         log.append("replan", {"reason": reason, "task": "t1"}, stamp=stamp, tags=plan)
     stalled = {"kind": "stalled", "level": "alarm", "task": "t1", "step": "go_pick"}
@@ -222,6 +225,7 @@ def test_the_tally_counts_the_liveness_events_of_a_log_filled_by_hand() -> None:
         "waits": 2,
         "give_ways": 1,
         "no_progress_replans": 2,
+        "charge_replans": {"give_way_drained": 2, "low_battery": 1},
         "stalled_episodes": 1,
         "stalls": [
             {
@@ -236,7 +240,7 @@ def test_the_tally_counts_the_liveness_events_of_a_log_filled_by_hand() -> None:
         "tasks_abandoned": {"t1": "no_way_to_dock"},
         "capacity_pressure": {"executor": 1, "planner": 2},
     }
-    assert tally.kinds["replan"] == 3 and tally.alarms == {"stalled": 1, "battery": 1}
+    assert tally.kinds["replan"] == 6 and tally.alarms == {"stalled": 1, "battery": 1}
 
 
 def test_a_run_without_such_events_counts_zero_and_carries_its_verdict() -> None:
@@ -252,6 +256,7 @@ def test_a_run_without_such_events_counts_zero_and_carries_its_verdict() -> None
         0,
     )
     assert s["tasks_deferred"] == s["tasks_abandoned"] == s["capacity_pressure"] == {}
+    assert s["charge_replans"] == {}
     assert s["scenario_ticks"] == 6000 and s["tasks_undelivered"] == ["t1", "t2", "t3", "t4", "t5"]
     assert 0.99 < s["battery_min"] < 1.0 and s["battery_empty_at"] is None
     assert s["verdict"] == judge(s).as_json()
