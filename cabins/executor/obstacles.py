@@ -30,6 +30,7 @@ _SAMPLE_SPACING: Final = 0.1  # m between route samples checked against obstacle
 _OBSTACLE_GAP: Final = 0.3  # m of route left free before the point where it would touch
 _CONTACT_MARGIN: Final = 0.03  # m: a route passing closer than this to an obstacle is blocked
 _PASS_SPEED: Final = 0.3  # m/s when the route passes within obstacle_margin of an obstacle
+_POSE_SLACK: Final = 0.05  # m the route's place may be nearer a mover than the sensed pose
 
 
 def obstacle_cap(
@@ -52,8 +53,10 @@ def obstacle_cap(
     is passed at ``_PASS_SPEED``. Only stretches where the route closes in on the
     obstacle count, unless the obstacle is ahead of the robot: driving away from
     something behind cannot hit it. Closing in is measured from the nearer of the
-    sensed pose and the robot's place on the route, so that the pose's noise (a few
-    centimetres) does not make a route that keeps its gap look like one closing in.
+    sensed pose and the robot's place on the route, but never more than
+    ``_POSE_SLACK`` nearer than the pose: the pose's noise (2 cm a coordinate) must not
+    make a route that keeps its gap look like one closing in, and a robot truly off its
+    route must not be let back onto it where that brings it into the margin.
     """
     if not obstacles:
         return math.inf
@@ -69,7 +72,7 @@ def obstacle_cap(
     for feature in obstacles:
         centre = feature.geometry.centroid
         gaps = shapely.distance(grid, swept(feature))
-        here = min(gaps[0], gaps[1])  # the sensed pose or its place on the route: the nearer
+        here = max(min(gaps[0], gaps[1]), gaps[0] - _POSE_SLACK)
         closing = gaps <= here + 1e-9
         if cos_t * (centre.x - x) + sin_t * (centre.y - y) < 0:
             closing[0] = False
