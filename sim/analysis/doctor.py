@@ -293,8 +293,9 @@ class Liveness:
     waits: int = 0
     give_ways: int = 0
     no_progress_replans: int = 0
-    charge_replans: int = 0
-    """Re-plans that sent the robot to charge first (``CHARGE_REPLANS``)."""
+    charge_replans: tuple[tuple[str, int], ...] = ()
+    """(reason, count) of the re-plans that sent the robot to charge first
+    (``CHARGE_REPLANS``), as the summary's ``charge_replans``."""
     stalled: int = 0
     deferred: int = 0
     abandoned: tuple[tuple[str, str], ...] = ()
@@ -315,12 +316,19 @@ class Liveness:
         """``3 waits for movers, 0 give-ways, ...``."""
         text = (
             f"{self.waits} waits for movers, {self.give_ways} give-ways, "
-            f"{self.no_progress_replans} no-progress re-plans, {self.charge_replans} re-plans "
-            f"to charge first, {self.stalled} stalled "
+            f"{self.no_progress_replans} no-progress re-plans, {self._charges_text()}, "
+            f"{self.stalled} stalled "
             f"episodes, {self.deferred} deferrals, {len(self.abandoned)} abandoned tasks"
         )
         if self.abandoned:
             text += " (" + ", ".join(f"{t}: {r}" for t, r in self.abandoned) + ")"
+        return text
+
+    def _charges_text(self) -> str:
+        """``3 re-plans to charge first (give_way_drained 1, low_battery 2)``."""
+        text = f"{sum(n for _, n in self.charge_replans)} re-plans to charge first"
+        if self.charge_replans:
+            text += " (" + ", ".join(f"{r} {n}" for r, n in self.charge_replans) + ")"
         return text
 
     def outcome_text(self) -> str:
@@ -334,7 +342,7 @@ class Liveness:
             "waits": self.waits,
             "give_ways": self.give_ways,
             "no_progress_replans": self.no_progress_replans,
-            "charge_replans": self.charge_replans,
+            "charge_replans": dict(self.charge_replans),
             "stalled_episodes": self.stalled,
             "deferrals": self.deferred,
             "tasks_abandoned": dict(self.abandoned),
@@ -591,7 +599,8 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
 def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) -> Liveness:
     """The run's ``Liveness``: its events counted, and its verdict judged from ``summary``
     (the one the run wrote; None when it wrote none)."""
-    waits = give_ways = no_progress = charges = stalled = deferred = 0
+    waits = give_ways = no_progress = stalled = deferred = 0
+    charges: Counter[str] = Counter()
     abandoned: dict[str, str] = {}
     for event in events:
         data = event.data if isinstance(event.data, Mapping) else {}
@@ -602,7 +611,7 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
         elif event.kind == "replan" and data.get("reason") == "no_progress":
             no_progress += 1
         elif event.kind == "replan" and data.get("reason") in CHARGE_REPLANS:
-            charges += 1
+            charges[str(data.get("reason"))] += 1
         elif event.kind == "alarm" and data.get("kind") == "stalled":
             stalled += 1
         elif event.kind == "task_deferred":
@@ -613,7 +622,7 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
         waits=waits,
         give_ways=give_ways,
         no_progress_replans=no_progress,
-        charge_replans=charges,
+        charge_replans=tuple(sorted(charges.items())),
         stalled=stalled,
         deferred=deferred,
         abandoned=tuple(sorted(abandoned.items())),

@@ -30,8 +30,9 @@ untagged incident belongs to every cabin). Suggestions are TOML lines for the
 cabin's spec, ranked by how many bad outcomes each would have covered
 (weights."P" = W is the dotted form: under a spec's [weights] table write "P" = W).
 The last lines give the run's liveness (waits for movers, give-ways, no-progress
-re-plans, stalled episodes, deferred and abandoned tasks) and its verdict with the
-reachable tasks left undelivered (from the summary a finished run recorded).
+re-plans, re-plans to charge first, stalled episodes, deferred and abandoned tasks)
+and its verdict with the reachable tasks left undelivered (from the summary a finished
+run recorded).
 exit status: 0 nothing to suggest, 1 spec changes suggested, 2 bad input
 """
 
@@ -259,8 +260,9 @@ def _print_doctor(report: Any) -> None:
 
 
 def _print_liveness(console: Any, liveness: Any) -> None:
-    """The run's liveness: its waits, give-ways, no-progress re-plans, stalls, deferrals and
-    abandoned tasks, and its verdict with the reachable tasks it left undelivered."""
+    """The run's liveness: its waits, give-ways, no-progress re-plans, re-plans to charge
+    first, stalls, deferrals and abandoned tasks, and its verdict with the reachable tasks
+    it left undelivered."""
     style = "red" if liveness.stuck else ""
     console.print(_t(f"liveness: {liveness.counts_text()}"), style=style)
     outcome = liveness.outcome_text()

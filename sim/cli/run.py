@@ -703,8 +703,9 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
-    """Whether the run kept making progress: waits, give-ways, no-progress re-plans, stalled
-    episodes, deferred, abandoned and refused tasks, and the battery's lowest."""
+    """Whether the run kept making progress: waits, give-ways, no-progress re-plans,
+    re-plans to charge first, stalled episodes, deferred, abandoned and refused tasks, and
+    the battery's lowest."""
     from rich.text import Text
 
     table.add_row("waits for movers", str(s["waits"]))

@@ -265,8 +265,9 @@ def log_digest(log: EventLog) -> str:
 class _EventTally:
     """Counts the events of a run that its summary reports: re-plans (the last one kept for a
     collision's detail), alarms, stops and reactions by kind, and what shows whether the run
-    kept making progress (waits, give-ways, no-progress re-plans, stalled episodes, deferred
-    and abandoned tasks, capacity-pressure episodes by spec); and the tasks a cabin refused
+    kept making progress (waits, give-ways, no-progress re-plans, re-plans to charge first
+    by reason, stalled episodes, deferred and abandoned tasks, capacity-pressure episodes
+    by spec); and the tasks a cabin refused
     (``task_refused``, until a ``task_resumed``)."""
 
     _state_types: ClassVar[dict[str, Any]] = {

@@ -8,7 +8,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from shapely.geometry import Point
 
-from cabins.executor.obstacles import obstacle_cap
+from cabins.executor.obstacles import _CONTACT_MARGIN, _POSE_SLACK, obstacle_cap
 from cabins.executor.track import Track
 from cabins.warehouse.values import Pose
 from runtime.cabin_map import Feature
@@ -45,6 +45,34 @@ def test_the_pose_noise_alone_does_not_stop_a_robot_driving_away_from_a_mover_be
     # here) or 3 cm east of it: the route ahead only opens its gap, nothing closes in
     assert _cap(BESIDE_BEHIND, NORTHWARD, Pose(-0.03, 0.0, NORTH)) == math.inf
     assert _cap(BESIDE_BEHIND, NORTHWARD, Pose(0.03, 0.0, NORTH)) == math.inf
+
+
+def test_a_robot_truly_off_its_route_is_not_let_back_onto_it_beside_a_mover() -> None:
+    # 10 cm west of a route that runs within the contact margin of the forklift: more
+    # than the pose's noise, so driving on would bring it into the margin
+    assert _cap(BESIDE_BEHIND, NORTHWARD, Pose(-0.10, 0.0, NORTH)) == 0.0
+
+
+@given(
+    beside=st.floats(0.6, 1.3),
+    behind=st.floats(0.05, 0.8),
+    r=st.floats(0.2, 0.6),
+    off=st.floats(-0.3, 0.3),
+)
+def test_beside_a_mover_behind_the_pose_noise_is_forgiven_and_no_more(
+    beside: float, behind: float, r: float, off: float
+) -> None:
+    """Driving on away from a stopped mover behind: within ``_POSE_SLACK`` of its place on
+    the route the robot goes on; farther from the mover than that, with the route's place
+    inside the contact margin, it stops."""
+    mover = _mover(beside, -behind, r)
+    pose, here = Point(off, 0.0), Point(0.0, 0.0)
+    pose_gap, route_gap = pose.distance(mover.geometry), here.distance(mover.geometry)
+    cap = _cap(mover, NORTHWARD, Pose(off, 0.0, NORTH))
+    if abs(pose_gap - route_gap) <= _POSE_SLACK - 1e-9:
+        assert cap == math.inf
+    elif pose_gap - route_gap > _POSE_SLACK and route_gap < RADIUS + _CONTACT_MARGIN:
+        assert cap == 0.0
 
 
 def test_a_route_bending_into_a_mover_beside_the_robot_still_stops_it() -> None:
