@@ -17,7 +17,7 @@ from typing import Any
 from sim.cli.args import at_least, duration, positive_int, rate
 from sim.cli.exits import EXIT_FAILED, EXIT_OK, InputError
 from sim.cli.tables import counts_text
-from sim.run.missing_text import cabin_text
+from sim.run.missing_text import counts_of, missing_text
 
 OVERRUN_POLICIES = {"skip": "SkipMissed", "catch-up": "CatchUp"}
 """``--overrun`` choices and the ``runtime`` policy class each names."""
@@ -645,7 +645,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         f"{s['scenario']} · seed {s['seed']} · {s['ticks']} ticks · {s['sim_time']:.1f} s simulated"
     )
     table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold")
+    table.add_column(style="bold", no_wrap=True)
     table.add_column()
     mean = s["mean_delivery_time"]
     table.add_row(
@@ -689,7 +689,8 @@ def _print_summary(s: dict[str, Any]) -> None:
         )
     for cabin, row in s["cabins"].items():
         trouble = row.get("writes_refused") or row.get("failures")
-        table.add_row(f"cabin · {cabin}", Text(cabin_text(row), style="yellow" if trouble else ""))
+        table.add_row(f"cabin · {cabin}", Text(counts_of(row), style="yellow" if trouble else ""))
+        table.add_row(f"missing items · {cabin}", missing_text(row.get("missing") or {}))
     table.add_row(
         "tick compute",
         f"p50 {s['tick_compute_p50_ms']:.2f} ms · p99 {s['tick_compute_p99_ms']:.2f} ms",

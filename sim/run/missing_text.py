@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ABSENT_NOTE", "CABIN_COUNTS", "cabin_text", "missing_text"]
+__all__ = ["ABSENT_NOTE", "CABIN_COUNTS", "cabin_text", "counts_of", "missing_text"]
 
 ABSENT_NOTE = "absent: nothing of that kind existed, e.g. no failures"
 
@@ -38,8 +38,12 @@ CABIN_COUNTS = (
 """A cabin row's counts (``Simulation.summary()['cabins']``) and their labels, in order."""
 
 
+def counts_of(row: Mapping[str, Any]) -> str:
+    """One cabin's summary counts as text (``commands 3 · events 1 · ... · failures 0``)."""
+    return " · ".join(f"{label} {row.get(key, 0)}" for key, label in CABIN_COUNTS)
+
+
 def cabin_text(row: Mapping[str, Any]) -> str:
     """One cabin's summary row as text: its counts, then its missing items
     (``commands 3 · events 1 · ... · missing items: none``)."""
-    counts = " · ".join(f"{label} {row.get(key, 0)}" for key, label in CABIN_COUNTS)
-    return f"{counts} · missing items: {missing_text(row.get('missing') or {})}"
+    return f"{counts_of(row)} · missing items: {missing_text(row.get('missing') or {})}"

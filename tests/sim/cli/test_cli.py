@@ -46,11 +46,12 @@ def test_run_prints_a_readable_summary() -> None:
         "alarms",
         "evictions",
         "capacity alarms",
-        "missing items",
+        "cabin · planner",
+        "missing items · executor",
         "tick compute",
         "real-time factor",
     ):
-        assert label in done.stdout, label
+        assert label in done.stdout, label  # whole, on one line: a person greps for it
 
 
 @pytest.mark.slow
