@@ -97,6 +97,7 @@ _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those way
 _LEADS_ON: Final = 4.0  # m beyond the turn out of a dead end a track shows the way it goes
 _RUN: Final = 1.0  # m of a lane's route from either end that gives the way the lane runs
 _FACING: Final = 0.6  # m between a standing mover's disc and the robot's: it waits for the robot
+_YIELD_GAP: Final = 0.3  # m a walking person keeps from the robot's disc: nearer, it stops
 _AT_SPOT: Final = 0.5  # m from the spot beside a lane's entry within which the robot is at it
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
@@ -434,14 +435,21 @@ class LaneGuard:
         inside = here > lane.start or lane.start < _STEP  # (the lane starts where it is)
         if inside and not lane.dead_end:
             return False  # in the lane already: no entry to wait at
+        # no room to stop short of a dead end's entry, and standing where it is narrow
+        # across its run: in it already, though the route sets off sideways to its axis
+        in_it = (
+            not inside and lane.dead_end and stop <= here and _stands_in(router, seen, line, lane)
+        )
         known = self._wait
         base = self._waited.get(step, 0.0)
         if known is not None and known.step == step:
             since, aside, base = known.since, known.aside, known.base
         else:
             since = seen.time
-            at = -1.0 if inside else max(stop, here)  # (from inside: the entry is behind)
+            at = -1.0 if inside or in_it else max(stop, here)  # (from inside: the entry is behind)
             aside = self._aside(router, seen, line, lane, at, reach, blocked)
+            if in_it and aside is None:  # no way out found: where it stands, as before
+                aside = self._aside(router, seen, line, lane, max(stop, here), reach, blocked)
             if inside and aside is None:
                 return False
         self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside, base=base)
@@ -470,7 +478,7 @@ class LaneGuard:
             # straight back out of it, else back along the robot's trail (a dead end that
             # bends): a robot that turned in the lane cut its trail's narrow stretch short
             # at the turn, inside the lane (``_outside_ahead_of``)
-            behind = _outside_ahead_of(router, line, seen.pose, lane.gauge, reach)
+            behind = _outside_ahead_of(router, line, seen.pose, lane, reach)
             if behind is None:
                 behind = _outside_behind(router, self._tracks.trail(), lane.gauge, reach)
             if behind is None:
@@ -552,7 +560,9 @@ class LaneGuard:
                 if not wait.blocked_told:  # never in behind: the planner may set it aside
                     wait.blocked_told = True
                     self._blocked = wait.lane.movers
-            if self.contested(router, seen, wait.way, reach) is None:
+            if self.contested(router, seen, wait.way, reach) is None and not _on_approach(
+                seen, wait, reach
+            ):
                 self._wait = None
                 return None
         if wait.aside is not None:
@@ -675,6 +685,58 @@ def _leads_on(track: BaseGeometry, out: Point2, dead_end: BaseGeometry) -> bool:
     return not beyond.is_empty
 
 
+def _on_approach(seen: Seen, wait: _Wait, reach: float) -> bool:
+    """Whether a mover of the dead end waited for, come out of it, is in view on the
+    robot's way to its mouth (within ``reach`` and ``_YIELD_GAP`` of the straight way
+    there) and coming nearer the robot. A picker out of its bay walked the main lane
+    past the mouth towards the robot; the robot set off for the bay at once and met it
+    there, the picker stopped before it and turned back into its bay, and the robot
+    waited for the bay again, five times, until its battery sent it to charge (hard:35
+    seed 0). One walking away, or turning back into its bay at the end of its loop, is
+    let be: behind it is the robot's chance to go in."""
+    if not wait.lane.dead_end or seen.pose is None:
+        return False
+    mouth = wait.line.interpolate(wait.lane.start)
+    way = LineString([seen.pose, (mouth.x, mouth.y)])
+    near = reach + _YIELD_GAP
+    robot = seen.pose
+    for f in seen.obstacles:
+        if f.id not in wait.lane.movers or float(f.geometry.distance(way)) >= near:
+            continue
+        (vx, vy), centre = _velocity(f), f.geometry.centroid
+        if vx * (robot[0] - centre.x) + vy * (robot[1] - centre.y) > 0.0:
+            return True  # coming nearer: it would meet the robot on its way
+    return False
+
+
+def _stands_in(router: RoutePlanner, seen: Seen, line: LineString, lane: Lane) -> bool:
+    """Whether the robot stands where ``lane`` (of the route ``line``) is narrow: the free
+    width across the lane's run at its start, measured at the robot, is under its gauge.
+    A route from a robot standing off a bay's axis sets off sideways onto it, and the
+    lane, measured along that first leg, began half a metre ahead of the robot: taken for
+    one at the bay's entry, the robot waited where it stood, 12 m deep in the bay, and its
+    picker, walking back out, met it and turned back in, for 200 s (hard:95 seed 1)."""
+    assert seen.pose is not None
+    out = _out_of_lane(line, lane)
+    if out is None:
+        return False
+    normal = np.array([[-out[1], out[0]]])
+    found, width = _free_widths(router, np.array([seen.pose], dtype=float), normal, lane.gauge)
+    return bool(found[0] and width[0] < lane.gauge)
+
+
+def _out_of_lane(way: LineString, lane: Lane) -> Point2 | None:
+    """The unit vector straight out of ``lane`` of ``way``: from its end to its start (its
+    run, not the way's first leg, which may set off sideways onto it); None when it has
+    no length."""
+    length = float(way.length)
+    start = min(max(lane.start, 0.0), length)
+    ahead, back = way.interpolate(min(max(lane.end, start + 1.0), length)), way.interpolate(start)
+    dx, dy = back.x - ahead.x, back.y - ahead.y
+    norm = math.hypot(dx, dy)
+    return None if norm == 0.0 else (dx / norm, dy / norm)
+
+
 def _outside_behind(
     router: RoutePlanner, trail: LineString | None, gauge: float, reach: float
 ) -> Point2 | None:
@@ -690,27 +752,33 @@ def _outside_behind(
 
 
 def _outside_ahead_of(
-    router: RoutePlanner, way: LineString, pose: Point2, gauge: float, reach: float
+    router: RoutePlanner, way: LineString, pose: Point2, lane: Lane, reach: float
 ) -> Point2 | None:
-    """Where to stop just outside the dead end the robot stands in when its trail does not
-    lead out (it turned in the bay, and the trail's narrow stretch ends at the turn): straight back
-    from its ``way`` into the dead end, past the mouth (where the free width across reaches
-    ``gauge``), ``reach`` and ``_STOP_SHORT`` beyond it; None when that leads into a wall.
-    (hard:55: the trail's end was 0.3 m inside a bay's mouth, on its picker's way out; the
-    picker met the robot waiting there, turned back into the bay, and the bay never
-    cleared, for the whole run.)"""
-    length = float(way.length)
-    if length <= 0.0:
+    """Where to stop just outside the dead end ``lane`` the robot stands in when its trail
+    does not lead out (it turned in the bay, and the trail's narrow stretch ends at the
+    turn): from the lane's start on its ``way`` straight back against the lane's run (from
+    the lane's end to its start: a way from a robot standing off the bay's axis sets off
+    sideways onto it, hard:95), past the mouth (where the free width across reaches
+    the lane's gauge), ``reach`` and ``_STOP_SHORT`` beyond it; None when that leads into
+    a wall. (hard:55: the trail's end was 0.3 m inside a bay's mouth, on its picker's way
+    out; the picker met the robot waiting there, turned back into the bay, and the bay
+    never cleared, for the whole run.)"""
+    out = _out_of_lane(way, lane)
+    if out is None:
         return None
-    ahead = way.interpolate(min(1.0, length))
-    dx, dy = pose[0] - ahead.x, pose[1] - ahead.y
-    norm = math.hypot(dx, dy)
-    if norm == 0.0:
+    # from the way's first free ground from the lane's start on, not from the robot: a
+    # robot off the lane's axis, in a shelf's margin, has no free cell near a ray from it
+    start = min(max(lane.start, 0.0), float(way.length))
+    back = way.interpolate(start)
+    firsts = [(float(back.x), float(back.y)), *((float(x), float(y)) for x, y in way.coords)]
+    origin = next((p for p in firsts if router.is_free(p)), None)
+    if origin is None:
         return None
     minx, miny, maxx, maxy = router.problem.bounds
     reach_out = math.hypot(maxx - minx, maxy - miny)
-    ray = LineString([pose, (pose[0] + dx / norm * reach_out, pose[1] + dy / norm * reach_out)])
-    stretches = narrow_stretches(router, ray, gauge)
+    x, y = origin
+    ray = LineString([(x, y), (x + out[0] * reach_out, y + out[1] * reach_out)])
+    stretches = narrow_stretches(router, ray, lane.gauge)
     if not stretches or stretches[0][0] != 0.0:
         return None
     at = ray.interpolate(stretches[0][1] + reach + _STOP_SHORT)

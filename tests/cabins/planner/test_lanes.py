@@ -710,3 +710,60 @@ def test_held_up_on_its_way_to_a_spot_beside_an_entry_it_gives_way_and_keeps_the
     for _ in range(5):
         floor.step()
     assert floor.board["route"][-1] == spot
+
+
+def test_a_robot_off_the_bays_axis_deep_in_it_backs_out_past_its_mouth_to_wait() -> None:
+    # hard:95 seed 1: 12 m deep in a bay, carrying the item for its closed end, the robot
+    # met the bay's picker and stood off the bay's axis. A way from there sets off
+    # sideways onto the axis, and the lane, measured along that first leg, began half a
+    # metre ahead of the robot: taken for a robot at the bay's entry, it waited where it
+    # stood, and the picker, walking back out, met it and turned back in, for 200 s,
+    # until the battery sent the robot to charge. It backs out past the mouth now.
+    router, reach, mouth_x = _bays_router(), 0.6, 15.325
+    pose = (21.0, DOCK[1] + 0.5)  # in the shelf's margin, off the bay's axis
+    picker = _mover("person0", 23.5, DOCK[1], 0.0, 0.3)
+    seen = _seen_with([picker], pose)
+    guard = LaneGuard(PlannerSettings(), Tracks())
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end
+    assert lane.start >= 0.25  # the lane starts ahead of the robot along the way
+    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    aside = guard.aside
+    assert aside is not None and len(aside) >= 2, aside  # not held where it stands
+    assert aside[-1][0] < mouth_x, aside[-1]  # out of the bay
+
+
+def test_the_bay_is_waited_for_until_its_picker_out_of_it_is_off_the_way_to_its_mouth() -> None:
+    # hard:35 seed 0: the bay's picker came out and walked the main lane past the mouth;
+    # the bay clear, the robot set off for it at once, met the picker in the main lane,
+    # and the picker stopped before it and turned back into its bay. Five times, until
+    # the battery sent the robot to charge, and a stall on its way there. The robot waits
+    # until the picker is off its way to the mouth.
+    router, reach, y = _bays_router(), 0.6, DOCK[1]
+    tracks = Tracks()
+    pose = (13.8, 13.0)  # on the main lane, south of the bay
+    guard, _ = _waiting_at_the_bay(router, tracks, pose)
+    spot = guard.aside[-1] if guard.aside else pose
+    key, interval = ("t0", "D0"), PlannerSettings().obstacle_replan_interval
+
+    def seen_at(now: float, picker: Feature) -> Seen:
+        board = {"pose": (*spot, 1.57), "velocity": (0.0, 0.0), "robot:radius": 0.35}
+        view = make_view(SPEC, board=board, features=[picker], now=now)
+        return ViewReader(PlannerSettings()).read(view)
+
+    # out of its bay, on the main lane between the mouth and the robot, walking towards
+    # it (away from the bay): still waiting
+    mouth = (15.325, y)
+    towards = (spot[0] - mouth[0], spot[1] - mouth[1])
+    norm = math.hypot(*towards)
+    ux, uy = towards[0] / norm, towards[1] / norm
+    x, y_out = mouth[0] + ux * norm / 3.0, mouth[1] + uy * norm / 3.0
+    out = _mover("person0", x - 0.3, y_out, 0.6 * uy, 0.3)
+    assert guard.hold(seen_at(50.0 + interval, out), key, router, reach) is not None
+    assert guard.waiting
+    # past the robot, 3 m beyond it along the main lane: the wait is over
+    past = _mover("person0", 13.8, spot[1] + 3.0 * (1 if uy > 0 else -1), 0.6 * uy, 0.3)
+    assert guard.hold(seen_at(50.0 + 2 * interval, past), key, router, reach) is None
+    assert not guard.waiting
