@@ -39,14 +39,15 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   spot, out of the ways of the dead end's own movers, when each was seen to come out and
   walk on, or came out and stood waiting for the robot (the side it turns to); else off
   the ways known of them, straight out at least: ``_ways_of_its_movers``); it looks again
-  every ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested,
-  or after ``lane_wait_s`` (then as before: it follows the way and the executor keeps
-  back from the mover), but never into a dead end: a mover in there turns back at its
-  closed end, and a robot that followed it in is stuck; after ``lane_wait_s`` at a dead
-  end the planner sets the task aside when it can serve another (``take_blocked``). The
-  watchdog does not count a wait, up to ``_EXCUSED_S`` in all for a task's target; past
-  that it does, and a bay that never clears ends in a ``stalled`` alarm and the task set
-  aside.
+  every ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested
+  (and, for a dead end, none of its movers come out of it is on the robot's way to the
+  mouth coming nearer: ``_on_approach``), or after ``lane_wait_s`` (then as before: it
+  follows the way and the executor keeps back from the mover), but never into a dead
+  end: a mover in there turns back at its closed end, and a robot that followed it in
+  is stuck; after ``lane_wait_s`` at a dead end the planner sets the task aside when it
+  can serve another (``take_blocked``). The watchdog does not count a wait, up to
+  ``_EXCUSED_S`` in all for a task's target; past that it does, and a bay that never
+  clears ends in a ``stalled`` alarm and the task set aside.
   The way to where it waits is watched by the stall watch as any route is
   (``approaching``; the watchdog counts it as part of the wait, within ``_EXCUSED_S``):
   held up on it, the robot gives way to the mover beside it (``route``), and then goes
@@ -54,7 +55,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   drift into a bay behind its picker and be shut in at the closed end, hard:30).
   A robot already in a lane when the mover is seen has no entry to wait at: it takes the
   other way, or keeps to the way as before; but a robot that finds a mover ahead of it in
-  a dead end backs out of it to wait.
+  a dead end backs out of it to wait (in it also when it stands where the dead end is
+  narrow across its run, though its way sets off sideways first: ``_stands_in``).
 """
 
 from __future__ import annotations
