@@ -97,6 +97,7 @@ _OUT: Final = 1.5  # m out of a dead end's mouth where a mover coming out turns
 _ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may walk
 _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
 _LEADS_ON: Final = 4.0  # m beyond the turn out of a dead end a track shows the way it goes
+_RUN_OUT: Final = 1.0  # m of a way from a lane's start that give the way out of it
 _RUN: Final = 1.0  # m of a lane's route from either end that gives the way the lane runs
 _FACING: Final = 0.6  # m between a standing mover's disc and the robot's: it waits for the robot
 _YIELD_GAP: Final = 0.3  # m a walking person keeps from the robot's disc: nearer, it stops
@@ -256,6 +257,7 @@ class _Wait:
     base: float = 0.0  # s waited for this key before this wait
     blocked_told: bool = False  # the dead end's wait outlasted lane_wait_s, and was told
     aside: Route | None = None  # the route to a spot beside the entry, out of the movers' ways
+    mouth: Point2 | None = None  # backed out of a dead end: the point past its mouth it made for
 
 
 class LaneGuard:
@@ -445,16 +447,20 @@ class LaneGuard:
         known = self._wait
         base = self._waited.get(step, 0.0)
         if known is not None and known.step == step:
-            since, aside, base = known.since, known.aside, known.base
+            since, aside, base, mouth = known.since, known.aside, known.base, known.mouth
         else:
             since = seen.time
             at = -1.0 if inside or in_it else max(stop, here)  # (from inside: the entry is behind)
-            aside = self._aside(router, seen, line, lane, at, reach, blocked)
+            aside, mouth = self._aside(router, seen, line, lane, at, reach, blocked)
             if in_it and aside is None:  # no way out found: where it stands, as before
-                aside = self._aside(router, seen, line, lane, max(stop, here), reach, blocked)
+                aside, mouth = self._aside(
+                    router, seen, line, lane, max(stop, here), reach, blocked
+                )
             if inside and aside is None:
                 return False
-        self._wait = _Wait(step, way, line, stop, lane, since, seen.time, aside=aside, base=base)
+        self._wait = _Wait(
+            step, way, line, stop, lane, since, seen.time, aside=aside, base=base, mouth=mouth
+        )
         return True
 
     def _aside(
@@ -466,13 +472,13 @@ class LaneGuard:
         stop: float,
         reach: float,
         blocked: list[BaseGeometry],
-    ) -> Route | None:
+    ) -> tuple[Route | None, Point2 | None]:
         """The route to where the robot waits for ``lane`` (None: the stopping point
         ``stop`` metres along ``line``): a spot beside the entry off every mover's way
         (``wait_spot``; for a dead end, also off the ways out of it, ``_ways_out``). From
         inside a dead end (``stop`` negative), the robot backs out of it: a mover ahead of
         it in there cannot come out past it (a picker in its bay), and the entry is behind
-        it, off ``line``."""
+        it, off ``line``; then also the point past the mouth it backs out to (else None)."""
         assert seen.pose is not None
         swept = [g for m in self._tracks.movers() if (g := self._tracks.swept(m)) is not None]
         inside = stop < 0.0
@@ -484,7 +490,7 @@ class LaneGuard:
             if behind is None:
                 behind = _outside_behind(router, self._tracks.trail(), lane.gauge, reach)
             if behind is None:
-                return None
+                return None, None
             entry = behind
             into = LineString([entry, seen.pose])
             ground = shapely.union(lane.whole or lane.ground, into.buffer(lane.half_width))
@@ -509,7 +515,7 @@ class LaneGuard:
             route = router.plan(seen.pose, entry, blocked=blocked)
         elif route is None and lane.dead_end:  # off the dead end's own movers' ways, then
             route = near(swept=self._ways_of_its_movers(lane, into, mouth))
-        return route
+        return route, entry if inside else None
 
     def _ways_of_its_movers(self, lane: Lane, into: LineString, mouth: float) -> list[BaseGeometry]:
         """The ways known that a dead end's own movers walk out of it: straight out of its
@@ -698,15 +704,21 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float) -> bool:
     let be: behind it is the robot's chance to go in."""
     if not wait.lane.dead_end or seen.pose is None:
         return False
-    mouth = wait.line.interpolate(wait.lane.start)
-    way = LineString([seen.pose, (mouth.x, mouth.y)])
+    if wait.mouth is not None:  # backed out: its way is off the line, past the mouth
+        mouth = wait.mouth
+    else:
+        at = wait.line.interpolate(wait.lane.start)
+        mouth = (float(at.x), float(at.y))
+    way = LineString([seen.pose, mouth])
     near = reach + _YIELD_GAP
     robot = seen.pose
     for f in seen.obstacles:
         if f.id not in wait.lane.movers or float(f.geometry.distance(way)) >= near:
             continue
-        (vx, vy), centre = _velocity(f), f.geometry.centroid
-        if vx * (robot[0] - centre.x) + vy * (robot[1] - centre.y) > 0.0:
+        heading, centre = travel_direction(f.props), f.geometry.centroid
+        if heading is None:
+            continue  # standing: waiting for the robot, or turning
+        if heading[0] * (robot[0] - centre.x) + heading[1] * (robot[1] - centre.y) > 0.0:
             return True  # coming nearer: it would meet the robot on its way
     return False
 
@@ -719,24 +731,33 @@ def _stands_in(router: RoutePlanner, seen: Seen, line: LineString, lane: Lane) -
     one at the bay's entry, the robot waited where it stood, 12 m deep in the bay, and its
     picker, walking back out, met it and turned back in, for 200 s (hard:95 seed 1)."""
     assert seen.pose is not None
-    out = _out_of_lane(line, lane)
-    if out is None:
+    run = _out_of_lane(router, line, lane)
+    if run is None:
         return False
+    out = run[1]
     normal = np.array([[-out[1], out[0]]])
     found, width = _free_widths(router, np.array([seen.pose], dtype=float), normal, lane.gauge)
     return bool(found[0] and width[0] < lane.gauge)
 
 
-def _out_of_lane(way: LineString, lane: Lane) -> Point2 | None:
-    """The unit vector straight out of ``lane`` of ``way``: from its end to its start (its
-    run, not the way's first leg, which may set off sideways onto it); None when it has
-    no length."""
+def _out_of_lane(router: RoutePlanner, way: LineString, lane: Lane) -> tuple[Point2, Point2] | None:
+    """Where ``lane`` of ``way`` runs on free ground first, from its start on, and the unit
+    vector straight out of it there: back along the way's next ``_RUN_OUT`` metres (its
+    run, not the way's first leg, which may set off sideways onto it from a robot in a
+    shelf's margin; not the whole lane, which may bend). None when there is no such
+    ground or run."""
     length = float(way.length)
     start = min(max(lane.start, 0.0), length)
-    ahead, back = way.interpolate(min(max(lane.end, start + 1.0), length)), way.interpolate(start)
-    dx, dy = back.x - ahead.x, back.y - ahead.y
-    norm = math.hypot(dx, dy)
-    return None if norm == 0.0 else (dx / norm, dy / norm)
+    for along in np.arange(start, min(start + _RUN_OUT, length) + 1e-9, _STEP):
+        here = way.interpolate(float(along))
+        origin = (float(here.x), float(here.y))
+        if not router.is_free(origin):
+            continue
+        ahead = way.interpolate(min(float(along) + _RUN_OUT, length))
+        dx, dy = origin[0] - ahead.x, origin[1] - ahead.y
+        norm = math.hypot(dx, dy)
+        return None if norm == 0.0 else (origin, (dx / norm, dy / norm))
+    return None
 
 
 def _outside_behind(
@@ -758,24 +779,19 @@ def _outside_ahead_of(
 ) -> Point2 | None:
     """Where to stop just outside the dead end ``lane`` the robot stands in when its trail
     does not lead out (it turned in the bay, and the trail's narrow stretch ends at the
-    turn): from the lane's start on its ``way`` straight back against the lane's run (from
-    the lane's end to its start: a way from a robot standing off the bay's axis sets off
-    sideways onto it, hard:95), past the mouth (where the free width across reaches
+    turn): from the lane's first free ground on its ``way`` straight back against the
+    lane's run there (``_out_of_lane``: a way from a robot standing off the bay's axis sets
+    off sideways onto it, hard:95), past the mouth (where the free width across reaches
     the lane's gauge), ``reach`` and ``_STOP_SHORT`` beyond it; None when that leads into
     a wall. (hard:55: the trail's end was 0.3 m inside a bay's mouth, on its picker's way
     out; the picker met the robot waiting there, turned back into the bay, and the bay
     never cleared, for the whole run.)"""
-    out = _out_of_lane(way, lane)
-    if out is None:
+    # from the lane's first free ground, not from the robot: a robot off the lane's axis,
+    # in a shelf's margin, has no free cell near a ray from it
+    run = _out_of_lane(router, way, lane)
+    if run is None:
         return None
-    # from the way's first free ground from the lane's start on, not from the robot: a
-    # robot off the lane's axis, in a shelf's margin, has no free cell near a ray from it
-    start = min(max(lane.start, 0.0), float(way.length))
-    back = way.interpolate(start)
-    firsts = [(float(back.x), float(back.y)), *((float(x), float(y)) for x, y in way.coords)]
-    origin = next((p for p in firsts if router.is_free(p)), None)
-    if origin is None:
-        return None
+    origin, out = run
     minx, miny, maxx, maxy = router.problem.bounds
     reach_out = math.hypot(maxx - minx, maxy - miny)
     x, y = origin

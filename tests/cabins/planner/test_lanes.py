@@ -712,6 +712,24 @@ def test_held_up_on_its_way_to_a_spot_beside_an_entry_it_gives_way_and_keeps_the
     assert floor.board["route"][-1] == spot
 
 
+def _moving(name: str, at: tuple[float, float], velocity: tuple[float, float]) -> Feature:
+    """A person at ``at`` walking at ``velocity`` (m/s)."""
+    return Feature(
+        f"obstacle:{name}",
+        Point(*at).buffer(0.3),
+        "obstacle",
+        frozenset({"moving", "person"}),
+        {"id": name, "kind": "person", "radius": 0.3, "vx": velocity[0], "vy": velocity[1]},
+    )
+
+
+def _seen_at(now: float, movers: list[Feature], pose: tuple[float, float]) -> Seen:
+    board = {"pose": (*pose, 1.57), "velocity": (0.0, 0.0), "robot:radius": 0.35}
+    return ViewReader(PlannerSettings()).read(
+        make_view(SPEC, board=board, features=movers, now=now)
+    )
+
+
 def test_a_robot_off_the_bays_axis_deep_in_it_backs_out_past_its_mouth_to_wait() -> None:
     # hard:95 seed 1: 12 m deep in a bay, carrying the item for its closed end, the robot
     # met the bay's picker and stood off the bay's axis. A way from there sets off
@@ -729,10 +747,24 @@ def test_a_robot_off_the_bays_axis_deep_in_it_backs_out_past_its_mouth_to_wait()
     lane = guard.contested(router, seen, way, reach)
     assert lane is not None and lane.dead_end
     assert lane.start >= 0.25  # the lane starts ahead of the robot along the way
-    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    key = ("t0", "D0")
+    assert guard.wait(seen, key, way, lane, reach, router=router, blocked=[])
     aside = guard.aside
     assert aside is not None and len(aside) >= 2, aside  # not held where it stands
-    assert aside[-1][0] < mouth_x, aside[-1]  # out of the bay
+    spot = aside[-1]
+    assert spot[0] < mouth_x, spot  # out of the bay
+    # there, the picker comes out of the bay's mouth towards the robot: it waits on (its
+    # way to the bay is from the spot to the mouth, not along the way it backed out from)
+    interval = PlannerSettings().obstacle_replan_interval
+    towards = (spot[0] - mouth_x, spot[1] - DOCK[1])
+    norm = math.hypot(*towards)
+    coming = _moving("person0", (mouth_x - 0.3, DOCK[1]), (towards[0] / norm, towards[1] / norm))
+    assert guard.hold(_seen_at(50.0 + interval, [coming], spot), key, router, reach) is not None
+    assert guard.waiting
+    # standing there (waiting for the robot), it holds the robot no more
+    standing = _moving("person0", (mouth_x - 0.3, DOCK[1]), (0.0, 0.0))
+    guard.hold(_seen_at(50.0 + 2 * interval, [standing], spot), key, router, reach)
+    assert not guard.waiting
 
 
 def test_the_bay_is_waited_for_until_its_picker_out_of_it_is_off_the_way_to_its_mouth() -> None:
@@ -747,23 +779,50 @@ def test_the_bay_is_waited_for_until_its_picker_out_of_it_is_off_the_way_to_its_
     guard, _ = _waiting_at_the_bay(router, tracks, pose)
     spot = guard.aside[-1] if guard.aside else pose
     key, interval = ("t0", "D0"), PlannerSettings().obstacle_replan_interval
-
-    def seen_at(now: float, picker: Feature) -> Seen:
-        board = {"pose": (*spot, 1.57), "velocity": (0.0, 0.0), "robot:radius": 0.35}
-        view = make_view(SPEC, board=board, features=[picker], now=now)
-        return ViewReader(PlannerSettings()).read(view)
-
     # out of its bay, on the main lane between the mouth and the robot, walking towards
     # it (away from the bay): still waiting
     mouth = (15.325, y)
     towards = (spot[0] - mouth[0], spot[1] - mouth[1])
     norm = math.hypot(*towards)
     ux, uy = towards[0] / norm, towards[1] / norm
-    x, y_out = mouth[0] + ux * norm / 3.0, mouth[1] + uy * norm / 3.0
-    out = _mover("person0", x - 0.3, y_out, 0.6 * uy, 0.3)
-    assert guard.hold(seen_at(50.0 + interval, out), key, router, reach) is not None
+    at = (mouth[0] + ux * norm / 3.0 - 0.3, mouth[1] + uy * norm / 3.0)
+    out = _moving("person0", at, (0.6 * ux, 0.6 * uy))
+    assert guard.hold(_seen_at(50.0 + interval, [out], spot), key, router, reach) is not None
     assert guard.waiting
     # past the robot, 3 m beyond it along the main lane: the wait is over
-    past = _mover("person0", 13.8, spot[1] + 3.0 * (1 if uy > 0 else -1), 0.6 * uy, 0.3)
-    assert guard.hold(seen_at(50.0 + 2 * interval, past), key, router, reach) is None
+    past = _moving("person0", (13.8, spot[1] + 3.0 * (1 if uy > 0 else -1)), (0.0, 0.6 * uy))
+    assert guard.hold(_seen_at(50.0 + 2 * interval, [past], spot), key, router, reach) is None
     assert not guard.waiting
+
+
+@pytest.mark.parametrize("x", [16.5, 17.5, 18.5])
+def test_from_a_bay_that_bends_the_robot_backs_out_along_the_leg_it_stands_in(x: float) -> None:
+    # a 2.1 m bay 6 m east from the main lane, then bent 45 degrees, its picker round the
+    # bend: backing out straight against the whole bay's run (from its end to its start)
+    # aimed into the bay's wall and found no way out, and the robot followed the picker in
+    # (review). It backs out against the run of the leg it stands in.
+    bay = LineString([(14.0, 18.05), (20.0, 18.05), (25.5, 23.55)]).buffer(
+        1.05, cap_style="flat", join_style="mitre"
+    )
+    walls = box(15.0, 4.0, 30.0, 30.0).difference(bay)
+    router = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 4.0, 30.0, 30.0),
+            obstacles=tuple(getattr(walls, "geoms", [walls])),
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+        )
+    )
+    unit = 1.0 / math.sqrt(2.0)
+    dock = (25.5 - 0.7 * unit, 23.55 - 0.7 * unit)
+    pose, reach = (x, 18.05), 0.6
+    seen = _seen_with([_mover("person0", 20.0 + 3.5 * unit, 18.05 + 3.5 * unit, 0.0, 0.3)], pose)
+    guard = LaneGuard(PlannerSettings(), Tracks())
+    way = router.plan(pose, dock)
+    assert way is not None
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end
+    assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
+    aside = guard.aside
+    assert aside is not None and aside[-1][0] < 15.0, aside  # out of the bay
