@@ -826,3 +826,26 @@ def test_from_a_bay_that_bends_the_robot_backs_out_along_the_leg_it_stands_in(x:
     assert guard.wait(seen, ("t0", "D0"), way, lane, reach, router=router, blocked=[])
     aside = guard.aside
     assert aside is not None and aside[-1][0] < 15.0, aside  # out of the bay
+
+
+@pytest.mark.parametrize("pose", [(14.6, 18.06), (14.3, 18.06), (14.6, 18.9), (14.4, 17.4)])
+def test_a_robot_on_the_main_lane_by_a_bays_mouth_is_not_taken_for_one_in_the_bay(
+    pose: tuple[float, float],
+) -> None:
+    # the guard of the back-out from where a bay is narrow (review): a robot on the main
+    # lane within its reach of the bay's mouth has room across the bay's run (the main
+    # lane's length), so it is not in the bay, and waits at the entry as before
+    from cabins.planner.lanes import _stands_in
+
+    router, reach = _bays_router(), 0.6
+    seen = _seen_with([_mover("person0", 22.0, DOCK[1], 0.0, 0.3)], pose)
+    way = router.plan(pose, DOCK)
+    assert way is not None
+    lane = LaneGuard(PlannerSettings(), Tracks()).contested(router, seen, way, reach)
+    assert lane is not None and lane.dead_end
+    assert not _stands_in(router, seen, LineString(way), lane)
+    inside = _seen_with([_mover("person0", 24.0, DOCK[1], 0.0, 0.3)], (20.0, DOCK[1] + 0.5))
+    deep = router.plan((20.0, DOCK[1] + 0.5), DOCK)
+    assert deep is not None
+    lane = LaneGuard(PlannerSettings(), Tracks()).contested(router, inside, deep, reach)
+    assert lane is not None and _stands_in(router, inside, LineString(deep), lane)
