@@ -114,7 +114,7 @@ class Planner:
         self._missing = MissingItems()
         self._layout = Layout(settings)
         self._goals = Goals()
-        self._energy = Energy(settings, self._layout)
+        self._energy = Energy(settings, self._layout, progress=self._progress)
         self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
         self._tracks = Tracks()
         self._standoff = StandOff(settings, self._tracks)
@@ -167,6 +167,10 @@ class Planner:
         """The ``plan`` board value (see the contract): task, revision, current, steps."""
         return board_plan(self._steps.plan, self._goals.task)
 
+    def _progress(self) -> int:
+        """How many steps were done, across plans and tasks (``Steps.progress``)."""
+        return self._steps.progress
+
     # -- the tick -----------------------------------------------------------------------
 
     def step(self, view: CabinView, out: Outbox) -> None:
@@ -176,7 +180,8 @@ class Planner:
         self._tracks.observe(seen)
         self._missing.react(seen, len(layout.constraints), out)
         layout.learn(seen)
-        self._energy.observe(seen)
+        current = None if steps.plan is None else steps.plan.current
+        self._energy.observe(seen, charging=current is not None and current.action == "charge")
         goals_visible = "goal:*" not in seen.missing
         if goals_visible:
             goals.update(seen)

@@ -42,7 +42,15 @@ would not cover the whole task, it is done leg by leg: the robot goes on while t
 battery covers the next leg and the way from its end to a charger, and charges first
 when it does not. So too when a charge now would not bring the task within one charge
 (from the charger, through the targets, to a charger is beyond ``charge_until``): the
-robot that turned back for it came back as short as before (hard:86).
+robot that turned back for it came back as short as before (hard:86). And so too when the
+robot set off from a charge charged full and has done no step since: a charge now would
+bring it back to where it stands no better off, so it goes on while the battery covers the
+rest at the bare drain (without ``energy_factor``, the reserve kept), and charges first
+only below that. (hard:75: charged full, the robot crept 12 m behind traffic to a bay
+whose picker loops, found itself 0.01 short of the bay, the way back and the factor, and
+turned back to charge, seven times over one delivery; when at last it went on, it
+delivered with 0.59 left.) A give-way is still judged with the factor
+(``covers_detour``).
 """
 
 from __future__ import annotations
@@ -157,15 +165,38 @@ def _cell(p: Point2) -> Point2:
 class Energy:
     """Whether the battery covers the rest of a task (see the module docstring)."""
 
-    def __init__(self, settings: PlannerSettings, layout: Layout) -> None:
+    def __init__(
+        self,
+        settings: PlannerSettings,
+        layout: Layout,
+        *,
+        progress: Callable[[], int] | None = None,
+    ) -> None:
         self._settings = settings
         self._learner = DrainLearner()
         self._lengths = RouteLengths(layout)
+        self._progress = progress  # how many steps were done (None: not known)
+        self._charging = False  # a charge step ran since the robot last set off
+        self._departed: tuple[int, float] | None = None  # steps done and battery, set off
 
-    def observe(self, seen: Seen) -> None:
-        """Learn from this tick's battery reading (each tick: a few sums)."""
+    def observe(self, seen: Seen, *, charging: bool = False) -> None:
+        """Learn from this tick's battery reading (each tick: a few sums), and note when
+        the robot sets off after a charge (``charging``: a charge step is running)."""
         if seen.battery_figures is None:
             self._learner.observe(seen.time, seen.battery, seen.speed)
+        if charging:
+            self._charging = True
+        elif self._charging and self._progress is not None and seen.battery is not None:
+            self._charging = False
+            self._departed = (self._progress(), seen.battery)
+
+    def fresh_from_full_charge(self) -> bool:
+        """Whether the robot set off from a charge charged full and has done no step
+        since: a charge now would bring it back to where it stands no better off."""
+        departed = self._departed
+        if departed is None or self._progress is None or departed[0] != self._progress():
+            return False
+        return departed[1] >= 1.0 - _FULL_SLACK
 
     def drain(self, seen: Seen) -> Drain | None:
         """The drain model: the published figures, else the learnt ones, else None."""
@@ -198,6 +229,10 @@ class Energy:
             metres, need = self._metres_and_need(self._lengths, places, chargers, drain, seen)
             if battery >= need or self._leg_covered(battery, places, chargers, drain, seen):
                 return None
+        if self.fresh_from_full_charge():
+            metres = self._metres_and_need(self._lengths, places, chargers, drain, seen)[0]
+            if battery >= self._need(drain, metres, seen, factor=1.0):
+                return None  # a charge would bring it back here no better off: go on
         _log.debug("planner.energy_short", battery=battery, need=need, metres=metres)
         return (
             f"battery {battery:.2f} < {need:.2f} needed for {metres:.0f} m and a charger "
@@ -284,10 +319,13 @@ class Energy:
         inequality, so by straight lines a lower bound of what the decision needs."""
         return length(places[0], places[1]) + min(length(places[1], c) for c in chargers.values())
 
-    def _need(self, drain: Drain, metres: float, seen: Seen) -> float:
-        """The share of a full battery ``metres`` of driving take, with the factor and the
-        reserve."""
+    def _need(
+        self, drain: Drain, metres: float, seen: Seen, *, factor: float | None = None
+    ) -> float:
+        """The share of a full battery ``metres`` of driving take, times ``factor``
+        (``energy_factor`` by default), with the reserve."""
         settings = self._settings
         seconds = metres / (settings.energy_speed * seen.limits.max_speed)
         energy = drain.per_m * metres + drain.per_s * seconds
-        return settings.energy_factor * energy + settings.energy_reserve
+        factor = settings.energy_factor if factor is None else factor
+        return factor * energy + settings.energy_reserve

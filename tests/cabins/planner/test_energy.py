@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from shapely.geometry import box
 
 from cabins.planner import Planner, PlannerSettings
-from cabins.planner.energy import DrainLearner
+from cabins.planner.energy import DrainLearner, Energy
+from cabins.planner.layout import Layout
+from cabins.planner.seen import Seen, ViewReader
 from cabins.warehouse.energy import BatteryFigures
 from runtime.cabin_map import Feature
 from runtime.spec import load_spec
@@ -278,3 +280,62 @@ def test_battery_figures_are_read_only_when_all_four_are_within_bounds() -> None
     assert BatteryFigures.read("nonsense") is None
     assert FIGURES.share_per_m == pytest.approx(0.005)
     assert FIGURES.share_per_s == pytest.approx(0.0005)
+
+
+# -- a charge that would bring the robot back no better off ------------------------------
+
+
+def _energy_seen(battery: float) -> Seen:
+    """The robot at (3, 5) of the flat-battery floor, 53 m from the far dock (by straight
+    lines: no shelf is known), the charger 54 m back from it."""
+    board = {
+        "pose": (3.0, 5.0, 0.0),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.25,
+        "cargo": None,
+        "world:bounds": (0.0, 0.0, 60.0, 10.0),
+        "robot:limits": {**LIMITS, **FIGURES.as_value()},
+        "chargers": {"C0": (2.0, 8.0)},
+    }
+    return ViewReader(PlannerSettings()).read(make_view(SPEC, board=board, now=0.0, tick=0))
+
+
+def _set_off(energy: Energy, battery: float) -> None:
+    """A charge step ran, and the robot set off from it with ``battery``."""
+    energy.observe(_energy_seen(battery - 0.01), charging=True)
+    energy.observe(_energy_seen(battery), charging=False)
+
+
+def test_a_robot_fresh_from_a_full_charge_is_not_sent_back_to_charge() -> None:
+    # 107 m to the far dock and back to the charger: 0.86 with the factor and the reserve,
+    # 0.67 at the bare drain with the reserve. Charged full, the robot crept behind traffic
+    # and stands at 0.80: a charge now would bring it back here no better off, so it goes
+    # on while the bare drain is covered (hard:75: charged full, it turned back seven
+    # times over one delivery, 0.01 short each time it came back)
+    far = [(56.0, 8.0)]
+    done = [3]
+    energy = Energy(PlannerSettings(), Layout(PlannerSettings()), progress=lambda: done[0])
+    assert energy.short(_energy_seen(0.80), far) is not None  # no charge seen yet
+    _set_off(energy, 1.0)
+    assert energy.fresh_from_full_charge()
+    assert energy.short(_energy_seen(0.80), far) is None
+    # below the bare drain, a charge is the only way on
+    assert energy.short(_energy_seen(0.60), far) is not None
+    # a step done since the charge: the way from the charger may be another now
+    done[0] += 1
+    assert not energy.fresh_from_full_charge()
+    assert energy.short(_energy_seen(0.80), far) is not None
+
+
+def test_a_robot_charged_short_of_full_is_sent_back_to_charge_full() -> None:
+    # set off at charge_until (0.9): a full charge adds a tenth, so it charges first
+    far = [(56.0, 8.0)]
+    energy = Energy(PlannerSettings(), Layout(PlannerSettings()), progress=lambda: 3)
+    _set_off(energy, 0.9)
+    assert not energy.fresh_from_full_charge()
+    assert energy.short(_energy_seen(0.80), far) is not None
+    # without a count of the steps done, no departure is trusted
+    blind = Energy(PlannerSettings(), Layout(PlannerSettings()))
+    _set_off(blind, 1.0)
+    assert not blind.fresh_from_full_charge()
