@@ -114,7 +114,7 @@ class Planner:
         self._missing = MissingItems()
         self._layout = Layout(settings)
         self._goals = Goals()
-        self._energy = Energy(settings, self._layout, progress=self._progress)
+        self._energy = Energy(settings, self._layout, stage=self._stage)
         self._steps = Steps(settings, event_window=spec.event_window, energy=self._energy.short)
         self._tracks = Tracks()
         self._standoff = StandOff(settings, self._tracks)
@@ -167,9 +167,9 @@ class Planner:
         """The ``plan`` board value (see the contract): task, revision, current, steps."""
         return board_plan(self._steps.plan, self._goals.task)
 
-    def _progress(self) -> int:
-        """How many steps were done, across plans and tasks (``Steps.progress``)."""
-        return self._steps.progress
+    def _stage(self) -> tuple[str | None, int]:
+        """The active task and how many steps were done, across plans and tasks."""
+        return self._goals.task, self._steps.progress
 
     # -- the tick -----------------------------------------------------------------------
 

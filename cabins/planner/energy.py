@@ -42,22 +42,25 @@ would not cover the whole task, it is done leg by leg: the robot goes on while t
 battery covers the next leg and the way from its end to a charger, and charges first
 when it does not. So too when a charge now would not bring the task within one charge
 (from the charger, through the targets, to a charger is beyond ``charge_until``): the
-robot that turned back for it came back as short as before (hard:86). And so too when the
-robot set off from a charge charged full and has done no step since: a charge now would
-bring it back to where it stands no better off, so it goes on while the battery covers the
-rest at the bare drain (without ``energy_factor``, the reserve kept), and charges first
-only below that. (hard:75: charged full, the robot crept 12 m behind traffic to a bay
-whose picker loops, found itself 0.01 short of the bay, the way back and the factor, and
-turned back to charge, seven times over one delivery; when at last it went on, it
-delivered with 0.59 left.) A give-way is still judged with the factor
-(``covers_detour``).
+robot that turned back for it came back as short as before (hard:86).
+
+**Fresh from a full charge.** A robot that set off from a charge charged full (0.98 or
+more) and is on the same task with no step done since is not asked for the reserve: a
+charge now would bring it back to where it stands no better off, so it goes on while the
+battery covers the rest at the factor, and charges first only below that. The factor,
+which budgets waits and detours, is kept; the low-battery level still sends it to charge.
+(hard:75: charged full, the robot crept 12 m behind traffic to a bay whose picker loops,
+found itself 0.01 short of the bay, the way back and the reserve, and turned back to
+charge, seven times over one delivery; when at last it went on, it delivered with 0.59
+left.)
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import Final, NamedTuple
 
 import structlog
@@ -170,14 +173,15 @@ class Energy:
         settings: PlannerSettings,
         layout: Layout,
         *,
-        progress: Callable[[], int] | None = None,
+        stage: Callable[[], Hashable] | None = None,
     ) -> None:
         self._settings = settings
         self._learner = DrainLearner()
         self._lengths = RouteLengths(layout)
-        self._progress = progress  # how many steps were done (None: not known)
+        self._stage = stage  # the active task and the steps done (None: not known)
         self._charging = False  # a charge step ran since the robot last set off
-        self._departed: tuple[int, float] | None = None  # steps done and battery, set off
+        self._charged_to: float | None = None  # the last reading while it ran
+        self._departed: tuple[Hashable, float] | None = None  # stage and level, set off
 
     def observe(self, seen: Seen, *, charging: bool = False) -> None:
         """Learn from this tick's battery reading (each tick: a few sums), and note when
@@ -186,15 +190,20 @@ class Energy:
             self._learner.observe(seen.time, seen.battery, seen.speed)
         if charging:
             self._charging = True
-        elif self._charging and self._progress is not None and seen.battery is not None:
+            if seen.battery is not None:
+                self._charged_to = seen.battery
+        elif self._charging:
             self._charging = False
-            self._departed = (self._progress(), seen.battery)
+            level, self._charged_to = self._charged_to, None
+            if self._stage is not None and level is not None:
+                self._departed = (self._stage(), level)
 
     def fresh_from_full_charge(self) -> bool:
-        """Whether the robot set off from a charge charged full and has done no step
-        since: a charge now would bring it back to where it stands no better off."""
+        """Whether the robot set off from a charge charged full (to ``_FULL_SLACK`` below
+        1) and its stage is as it was then (the same task, no step done since): a charge
+        now would bring it back to where it stands no better off."""
         departed = self._departed
-        if departed is None or self._progress is None or departed[0] != self._progress():
+        if departed is None or self._stage is None or departed[0] != self._stage():
             return False
         return departed[1] >= 1.0 - _FULL_SLACK
 
@@ -214,6 +223,9 @@ class Energy:
             return None
         if self.charged(seen):
             return None  # a charge would not add to it: go on, leg by leg
+        fresh = self.fresh_from_full_charge()
+        reserve = 0.0 if fresh else self._settings.energy_reserve  # see the module docstring
+        need_of = partial(self._need, drain, seen=seen, reserve=reserve)
         places = [here, *targets]
         # straight lines first: no route is shorter, and few are three times as long, so
         # the route planner is asked only when those two bounds disagree. The sure lower
@@ -221,22 +233,18 @@ class Energy:
         # task: a task within one charge by straight lines may be beyond it by its routes,
         # and is then done leg by leg, which needs less (hard:86: 7 m from its pick-up,
         # the robot turned back 40 m to charge after every re-plan, for the whole run)
-        metres, need = self._metres_and_need(math.dist, places, chargers, drain, seen)
-        floor = self._need(drain, self._leg_metres(math.dist, places, chargers), seen)
+        metres, need = self._metres_and_need(math.dist, places, chargers, need_of)
+        floor = need_of(self._leg_metres(math.dist, places, chargers))
         if battery >= floor:
-            if battery >= self._need(drain, _SURE_DETOUR * metres, seen):
+            if battery >= need_of(_SURE_DETOUR * metres):
                 return None
-            metres, need = self._metres_and_need(self._lengths, places, chargers, drain, seen)
-            if battery >= need or self._leg_covered(battery, places, chargers, drain, seen):
+            metres, need = self._metres_and_need(self._lengths, places, chargers, need_of)
+            if battery >= need or self._leg_covered(battery, places, chargers, need_of):
                 return None
-        if self.fresh_from_full_charge():
-            metres = self._metres_and_need(self._lengths, places, chargers, drain, seen)[0]
-            if battery >= self._need(drain, metres, seen, factor=1.0):
-                return None  # a charge would bring it back here no better off: go on
         _log.debug("planner.energy_short", battery=battery, need=need, metres=metres)
         return (
             f"battery {battery:.2f} < {need:.2f} needed for {metres:.0f} m and a charger "
-            f"({drain.source} drain)"
+            f"({drain.source} drain{', no reserve: fresh from a full charge' if fresh else ''})"
         )
 
     def charged(self, seen: Seen) -> bool:
@@ -253,7 +261,7 @@ class Energy:
         if battery is None or drain is None or not chargers:
             return True
         home = min(self._lengths(end, c) for c in chargers.values())
-        return battery >= self._need(drain, metres + home, seen)
+        return battery >= self._need(drain, metres + home, seen=seen)
 
     def covers_detour(self, seen: Seen, route: Sequence[Point2], end: Point2) -> bool:
         """Whether the battery covers driving ``route`` (a way off the task's, such as a
@@ -269,19 +277,18 @@ class Energy:
         length: Callable[[Point2, Point2], float],
         places: list[Point2],
         chargers: dict[str, Point2],
-        drain: Drain,
-        seen: Seen,
+        need_of: Callable[[float], float],
     ) -> tuple[float, float]:
         """The metres from the robot through ``places`` to the nearest charger (by
         ``length``) and what they need; when no single charge covers that, the next leg
-        and a charger after it."""
+        and a charger after it (``need_of``: what metres need)."""
         full = self._settings.charge_until - _FULL_SLACK
         metres = sum(length(a, b) for a, b in itertools.pairwise(places))
         metres += min(length(places[-1], c) for c in chargers.values())
-        need = self._need(drain, metres, seen)
+        need = need_of(metres)
         if need > full:  # not on one charge: the next leg and a charger after it
             metres = self._leg_metres(length, places, chargers)
-            need = self._need(drain, metres, seen)
+            need = need_of(metres)
         return metres, need
 
     def _leg_covered(
@@ -289,8 +296,7 @@ class Energy:
         battery: float,
         places: list[Point2],
         chargers: dict[str, Point2],
-        drain: Drain,
-        seen: Seen,
+        need_of: Callable[[float], float],
     ) -> bool:
         """Whether a charge now would not bring the whole task within one charge (from the
         charger the robot would go to, through the targets to a charger, is beyond
@@ -304,9 +310,9 @@ class Energy:
         lengths = self._lengths
         whole = sum(lengths(a, b) for a, b in itertools.pairwise([charger, *places[1:]]))
         whole += min(lengths(places[-1], c) for c in chargers.values())
-        if self._need(drain, whole, seen) <= full:
+        if need_of(whole) <= full:
             return False  # charged first, the task is within one charge: charge
-        return battery >= self._need(drain, self._leg_metres(lengths, places, chargers), seen)
+        return battery >= need_of(self._leg_metres(lengths, places, chargers))
 
     @staticmethod
     def _leg_metres(
@@ -320,12 +326,12 @@ class Energy:
         return length(places[0], places[1]) + min(length(places[1], c) for c in chargers.values())
 
     def _need(
-        self, drain: Drain, metres: float, seen: Seen, *, factor: float | None = None
+        self, drain: Drain, metres: float, *, seen: Seen, reserve: float | None = None
     ) -> float:
-        """The share of a full battery ``metres`` of driving take, times ``factor``
-        (``energy_factor`` by default), with the reserve."""
+        """The share of a full battery ``metres`` of driving take, with the factor, and
+        ``reserve`` (``energy_reserve`` by default)."""
         settings = self._settings
         seconds = metres / (settings.energy_speed * seen.limits.max_speed)
         energy = drain.per_m * metres + drain.per_s * seconds
-        factor = settings.energy_factor if factor is None else factor
-        return factor * energy + settings.energy_reserve
+        reserve = settings.energy_reserve if reserve is None else reserve
+        return settings.energy_factor * energy + reserve
