@@ -92,6 +92,21 @@ FIGURES = BatteryFigures(
 LIMITS = {"radius": 0.35, "max_speed": 1.2, "max_turn_rate": 2.0, "max_accel": 0.8}
 
 
+def _robot_at_start(battery: float, *, figures: bool = True) -> dict[str, Any]:
+    """The board of the flat-battery floor's robot at its start, empty-handed, by the
+    charger, with the battery's figures published (``figures``) or not."""
+    return {
+        "pose": (3.0, 5.0, 0.0),
+        "velocity": (0.0, 0.0),
+        "battery": battery,
+        "battery:low": 0.25,
+        "cargo": None,
+        "world:bounds": (0.0, 0.0, 60.0, 10.0),
+        "robot:limits": {**LIMITS, **(FIGURES.as_value() if figures else {})},
+        "chargers": {"C0": (2.0, 8.0)},
+    }
+
+
 def _first_steps(battery: float, *, figures: bool = True, **settings: Any) -> list[str]:
     """The steps the planner plans for t1 (far pick, near drop) from the start."""
     board = {
@@ -103,15 +118,8 @@ def _first_steps(battery: float, *, figures: bool = True, **settings: Any) -> li
             "drop_xy": (4.0, 2.0),
             "released": 0.0,
         },
-        "pose": (3.0, 5.0, 0.0),
-        "velocity": (0.0, 0.0),
-        "battery": battery,
-        "battery:low": 0.25,
-        "cargo": None,
-        "world:bounds": (0.0, 0.0, 60.0, 10.0),
-        "robot:limits": {**LIMITS, **(FIGURES.as_value() if figures else {})},
+        **_robot_at_start(battery, figures=figures),
         "docks": {"near": (4.0, 2.0), "far": (56.0, 8.0)},
-        "chargers": {"C0": (2.0, 8.0)},
     }
     planner = Planner(SPEC, PlannerSettings(**settings))
     out = run_step(planner, make_view(SPEC, board=board, features=[SHELF], now=0.0, tick=0))
@@ -289,16 +297,7 @@ def test_battery_figures_are_read_only_when_all_four_are_within_bounds() -> None
 def _energy_seen(battery: float) -> Seen:
     """The robot at (3, 5) of the flat-battery floor, 53 m from the far dock (by straight
     lines: no shelf is known), the charger 54 m back from it."""
-    board = {
-        "pose": (3.0, 5.0, 0.0),
-        "velocity": (0.0, 0.0),
-        "battery": battery,
-        "battery:low": 0.25,
-        "cargo": None,
-        "world:bounds": (0.0, 0.0, 60.0, 10.0),
-        "robot:limits": {**LIMITS, **FIGURES.as_value()},
-        "chargers": {"C0": (2.0, 8.0)},
-    }
+    board = _robot_at_start(battery)
     return ViewReader(PlannerSettings()).read(make_view(SPEC, board=board, now=0.0, tick=0))
 
 
