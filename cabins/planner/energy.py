@@ -253,15 +253,17 @@ class Energy:
         battery = seen.battery
         return battery is not None and battery >= self._settings.charge_until - _FULL_SLACK
 
-    def covers(self, seen: Seen, metres: float, end: Point2) -> bool:
+    def covers(self, seen: Seen, metres: float, end: Point2, *, keep_reserve: bool = True) -> bool:
         """Whether the battery covers ``metres`` of driving that end at ``end`` and then
         the way from there to the nearest charger (True without an estimate: no drain
-        model, battery reading or charger)."""
+        model, battery reading or charger), with ``energy_reserve`` left on arrival
+        unless not ``keep_reserve``."""
         battery, chargers, drain = seen.battery, seen.charger_places(), self.drain(seen)
         if battery is None or drain is None or not chargers:
             return True
         home = min(self._lengths(end, c) for c in chargers.values())
-        return battery >= self._need(drain, metres + home, seen=seen)
+        reserve = None if keep_reserve else 0.0
+        return battery >= self._need(drain, metres + home, seen=seen, reserve=reserve)
 
     def covers_detour(self, seen: Seen, route: Sequence[Point2], end: Point2) -> bool:
         """Whether the battery covers driving ``route`` (a way off the task's, such as a
