@@ -29,7 +29,10 @@ share left on arrival at a charger.
 lane a mover contests, ``route``), ``Energy.covers`` checks that the battery covers it and
 the way from its end to a charger; it waits for the lane instead when it does not. (On
 hard:6 the robot, at half charge on a tight battery, turned from a 35 m way to a 94 m one
-and ran flat 8 m short of the charger.) So too before it gives way to a mover
+and ran flat 8 m short of the charger.) On its way to a charger, the way round after a
+stand-off is judged without the reserve (``keep_reserve``): it is what the robot would
+arrive with, and the stand-off showed that waiting gets it no nearer (gen 116). So too
+before it gives way to a mover
 (``Energy.covers_detour``: the way aside, back to the step's target, and a charger after
 it); it charges first instead when that is not covered, since a give-way can be a retreat
 of up to 25 m out of a bay and back. (hard:30 seeds 0 and 2: 2.6 m from its drop at a

@@ -120,7 +120,13 @@ EVENTS: tuple[EventEntry, ...] = (
         "it holds for a mover",
     ),
     EventEntry("give_way", ("obstacle", "to", *_PLAN), _P, "it backs off to a give-way spot"),
-    EventEntry("single_lane", ("lane", "way", *_PLAN), _P, "it meets a single-lane corridor"),
+    EventEntry(
+        "single_lane",
+        ("obstacles", "choice", "way", "other", "from", *_PLAN),
+        _P,
+        "it takes the other way round a single lane a mover contests (from: far_end, into "
+        "the lane's far end)",
+    ),
     EventEntry(
         "task_deferred",
         ("task", "reason", "until", "cabin"),

@@ -179,6 +179,14 @@ STUCK_WORLDS = {
     # on run seed 1, 28 re-plans, a battery alarm and a charge in between); it now gives
     # way off the line the forklift was seen moving along
     "173": _world(173, (15.759609135075497, 10.0), 3.405772553687126, "x", 4, people=0, tasks=1),
+    # drawn by the property test outside CI (its draws are random there, fixed in CI):
+    # the only charger lies at the south end of the west aisle, which a forklift walks
+    # end to end; the robot, at 0.2 after its pick, went up the aisle from the north, was
+    # sent back out by the forklift again and again, and ran flat 1 m from the charger:
+    # 0 of 2 on run seed 0, a `battery_flat` verdict. The 21 m way round after the
+    # stand-off, in at the aisle's south end, needed 0.11 and was refused for want of the
+    # reserve (0.16); on the way to a charger the reserve is now left out
+    "116": _world(116, (12.0, 10.0), 1.8535533905932737, "y", 4, people=1),
 }
 """Generated worlds on which a run was safe but left deliveries undone (issue 12's
 liveness gap); each must now deliver everything on both run seeds."""
@@ -211,15 +219,7 @@ def test_a_near_miss_world_delivers_within_half_its_duration(name: str) -> None:
     assert max(used) <= 0.5, used
 
 
-KNOWN_STUCK = {
-    # drawn by the property test outside CI (its draws are random there, fixed in CI):
-    # the only charger lies in the west aisle, 1.1 m from the end of a forklift's loop up
-    # and down that aisle, the drop dock on the loop too; the robot, at 0.23 after its
-    # pick, gave way to the forklift again and again on its way to the charger (spots
-    # 6 m off, across the floor), and its battery ran flat 1 m from the charger: 0 of 2
-    # delivered on run seed 0 (2 of 2 on run seed 1), a `battery_flat` verdict
-    "116": _world(116, (12.0, 10.0), 1.8535533905932737, "y", 4, people=1),
-}
+KNOWN_STUCK: dict[str, tuple[int, GeneratorSettings]] = {}
 """Generated worlds known to leave deliveries undone, and why: strict, so that a fix
 shows (and the world then moves to ``STUCK_WORLDS``)."""
 

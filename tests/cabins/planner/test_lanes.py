@@ -346,18 +346,12 @@ def _person(x: float, y: float) -> Feature:
     )
 
 
-@pytest.mark.parametrize(("battery", "round_north"), [(0.9, True), (0.4, False)])
-def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_it(
-    battery: float, round_north: bool
-) -> None:
-    # hard:26 seed 0: two 54 m corridors, a tight battery at 0.71; waiting behind people
-    # in one corridor, the robot made no progress, and the stand-off sent it round by the
-    # other corridor however long the way (110 m): the battery ran flat 60 s later, 0 of 5
-    # delivered. The floor of the test above with 3 m corridors (a person can be passed
-    # in them: no single lane) and a person standing in the southern one: at 0.4 the way
-    # round (about 0.49 of the battery with the charger after it) is not taken.
-    block = box(4.0, 3.0, 56.0, 30.0)
-    board: dict[str, Any] = {
+def _stand_off_route(battery: float, **board: Any) -> tuple[list[str], Any]:
+    """The re-plan reasons and the route after 60 ticks on the floor of the corridors
+    test above with 3 m corridors (a person can be passed in them: no single lane), a
+    person standing in the southern one, the robot at the west end not moving (no
+    progress along the route: a stand-off), with ``battery``; ``board`` overrides."""
+    board = {
         "goal:deliver:t0": {
             "task": "t0",
             "pickup": "W",
@@ -383,8 +377,10 @@ def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_i
         },
         "docks": {"W": (2.0, 7.0), "E": (58.0, 1.5)},
         "chargers": {"C": (58.0, 7.0)},
+        **board,
     }
     planner = Planner(SPEC, PlannerSettings(stall_ticks=20))
+    block = box(4.0, 3.0, 56.0, 30.0)
     features = [Feature("shelf:B", block, "shelf", frozenset({"static"})), _person(30.0, 1.5)]
     reasons: list[str] = []
     for tick in range(60):  # the robot stands where it is: no progress along the route
@@ -393,9 +389,44 @@ def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_i
         for write in out.writes:
             board[write.key] = write.value
         reasons += [e.data["reason"] for e in out.events if e.kind == "replan"]
+    return reasons, board["route"]
+
+
+@pytest.mark.parametrize(("battery", "round_north"), [(0.9, True), (0.4, False)])
+def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_it(
+    battery: float, round_north: bool
+) -> None:
+    # hard:26 seed 0: two 54 m corridors, a tight battery at 0.71; waiting behind people
+    # in one corridor, the robot made no progress, and the stand-off sent it round by the
+    # other corridor however long the way (110 m): the battery ran flat 60 s later, 0 of 5
+    # delivered. At 0.4 the way round (about 0.49 of the battery with the charger after
+    # it) is not taken.
+    reasons, route = _stand_off_route(battery)
     assert "no_progress" in reasons, reasons
-    route = board["route"]
     assert route and route[-1] == (58.0, 1.5)
+    assert (max(y for _, y in route) > 30.0) is round_north, route
+
+
+@pytest.mark.parametrize(("battery", "round_north"), [(0.43, True), (0.38, False)])
+def test_after_a_stand_off_the_way_round_to_a_charger_leaves_out_the_reserve(
+    battery: float, round_north: bool
+) -> None:
+    # gen 116 seed 0: at 0.125, 4.5 m up an aisle from the only charger, the robot was
+    # sent back out of the aisle by its forklift again and again; the 21 m way round, in
+    # at the aisle's far end, needed 0.11 with the factor and 0.16 with the reserve, was
+    # not taken, and the battery ran flat 1 m from the charger. Below its low level here,
+    # the robot goes to charge first, at the east end of the southern corridor: the way
+    # round needs about 0.41 with the factor, and 0.46 with the reserve
+    reasons, route = _stand_off_route(
+        battery,
+        **{
+            "battery:low": 0.6,
+            "docks": {"W": (2.0, 7.0), "E": (58.0, 7.0)},
+            "chargers": {"C": (58.0, 1.5)},
+        },
+    )
+    assert "no_progress" in reasons, reasons
+    assert route and route[-1] == (58.0, 1.5)  # the charger
     assert (max(y for _, y in route) > 30.0) is round_north, route
 
 
@@ -616,7 +647,7 @@ def test_a_mover_walking_past_a_bays_mouth_is_not_taken_for_one_in_the_bay(turn_
     # mouth, and every one last seen there, was taken for a mover in the bay: the robot,
     # carrying the item for the bay's dock, waited 1,700 s (13 stalls, 4 of 5 delivered).
     router, reach, pose = _bays_router(), 0.6, (13.8, 22.0)
-    way = [pose, (turn_x, DOCK[1]), DOCK]
+    way = (pose, (turn_x, DOCK[1]), DOCK)
     guard = LaneGuard(PlannerSettings())
     for y in (17.2, 17.6, 18.0):
         forklift = _mover("forklift0", 13.8, y, -0.64, 0.6)  # walking south, past the mouth
