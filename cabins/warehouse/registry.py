@@ -122,6 +122,12 @@ EVENTS: tuple[EventEntry, ...] = (
     EventEntry("give_way", ("obstacle", "to", *_PLAN), _P, "it backs off to a give-way spot"),
     EventEntry("single_lane", ("lane", "way", *_PLAN), _P, "it meets a single-lane corridor"),
     EventEntry(
+        "reserve_waived",
+        ("task", "battery", "need", "need_without_reserve", "metres"),
+        _P,
+        "fresh from a full charge, it goes on without the energy reserve it would charge for",
+    ),
+    EventEntry(
         "task_deferred",
         ("task", "reason", "until", "cabin"),
         _P,
