@@ -12,11 +12,13 @@ Each tick the planner reads its view once (``seen``) and, through its outbox onl
   drop dock, drop), with go-to-charger and charge first when the battery is low or, by
   its drain model, does not cover the rest of the task and the way to a charger after it
   (``delivery``, ``energy``: checked when a task starts, before each go-to step and on
-  re-plans); follows the executor's ``action_done``/``action_failed`` reports to
-  mark steps done or failed, and re-plans (keeping done steps, with a ``replan`` event)
-  when a step failed, when an obstacle enters the route corridor ahead, when the same
-  action failed twice in a row without progress, when the robot made no progress along
-  its route for ``stall_ticks`` (``stall``), or when a step runs too long (``steps``);
+  re-plans; a ``reserve_waived`` event says when, fresh from a full charge, it went on
+  only because the reserve was not asked for); follows the executor's
+  ``action_done``/``action_failed`` reports to mark steps done or failed, and re-plans
+  (keeping done steps, with a ``replan`` event) when a step failed, when an obstacle
+  enters the route corridor ahead, when the same action failed twice in a row without
+  progress, when the robot made no progress along its route for ``stall_ticks``
+  (``stall``), or when a step runs too long (``steps``);
 - routes the robot to the current go-to step's target, keeping the robot radius clear
   of shelves and never crossing a forbidden zone, passing moving obstacles or waiting
   for them (``route``), and giving way in a stand-off (``standoff``, ``give_way``);
@@ -214,6 +216,26 @@ class Planner:
         keeper.publish(route, out)
         steps.publish(task, out)
         self._spots.clear(seen, layout.reach, out)
+        self._report_waiver(out)
+
+    def _report_waiver(self, out: Outbox) -> None:
+        """A ``reserve_waived`` event when the energy check let the robot go on this tick
+        only because, fresh from a full charge, the reserve was not asked for (once per
+        departure: ``Energy.take_waived``); a robot that runs flat after it shows why."""
+        waived = self._energy.take_waived()
+        if waived is None:
+            return
+        out.emit(
+            "reserve_waived",
+            {
+                "task": waived.task,
+                "battery": round(waived.battery, 3),
+                "need": round(waived.need, 3),
+                "need_without_reserve": round(waived.need_without, 3),
+                "metres": round(waived.metres, 3),
+            },
+            tags=("plan",),
+        )
 
     def _honour_requests(self, seen: Seen) -> None:
         """Set the active task aside when another cabin refused or deferred it (the task

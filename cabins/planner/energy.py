@@ -55,14 +55,20 @@ which budgets waits and detours, is kept; the low-battery level still sends it t
 (hard:75: charged full, the robot crept 12 m behind traffic to a bay whose picker loops,
 found itself 0.01 short of the bay, the way back and the reserve, and turned back to
 charge, seven times over one delivery; when at last it went on, it delivered with 0.59
-left.)
+left.) The waiver is never silent: the first time after a departure that it changes the
+decision (the battery covers the rest without the reserve but not with it), ``short``
+keeps a ``ReserveWaived`` (the task, the battery, what the way that decision was made on
+needs with the reserve and without it, its metres), which the planner takes
+(``take_waived``) and reports in a ``reserve_waived`` event, once per departure; a
+re-plan to charge says ``no reserve: fresh from a full charge`` in its detail. A robot
+that runs flat after it shows that it went on without the reserve.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Final, NamedTuple
 
@@ -74,7 +80,7 @@ from cabins.planner.seen import Seen
 from cabins.planner.settings import PlannerSettings
 from cabins.warehouse.routing import Point2
 
-__all__ = ["Drain", "DrainLearner", "Energy", "RouteLengths"]
+__all__ = ["Drain", "DrainLearner", "Energy", "ReserveWaived", "RouteLengths", "Stage"]
 
 _log = structlog.get_logger(__name__)
 
@@ -94,6 +100,26 @@ class Drain(NamedTuple):
     per_m: float
     per_s: float
     source: str
+
+
+Stage = tuple[str | None, int]
+"""The planner's stage: the active task (None when idle) and how many steps were done,
+across plans and tasks."""
+
+
+class ReserveWaived(NamedTuple):
+    """A decision the reserve's waiver changed (see the module docstring): fresh from a
+    full charge, the robot at ``battery`` goes on with ``task``, where with the reserve it
+    would have charged first. The way the decision with the reserve was made on (the rest
+    of the task, or its next leg when it is done leg by leg, and a charger after it) is
+    ``metres`` long and needs ``need`` with ``energy_reserve``, ``need_without`` without
+    it."""
+
+    task: str | None
+    battery: float
+    need: float
+    need_without: float
+    metres: float
 
 
 class DrainLearner:
@@ -176,7 +202,7 @@ class Energy:
         settings: PlannerSettings,
         layout: Layout,
         *,
-        stage: Callable[[], Hashable] | None = None,
+        stage: Callable[[], Stage] | None = None,
     ) -> None:
         self._settings = settings
         self._learner = DrainLearner()
@@ -184,7 +210,9 @@ class Energy:
         self._stage = stage  # the active task and the steps done (None: not known)
         self._charging = False  # a charge step ran since the robot last set off
         self._charged_to: float | None = None  # the last reading while it ran
-        self._departed: tuple[Hashable, float] | None = None  # stage and level, set off
+        self._departed: tuple[Stage, float] | None = None  # stage and level, set off
+        self._waiver_kept = False  # a ReserveWaived was kept since the robot set off
+        self._waived: ReserveWaived | None = None  # kept, not yet taken by the planner
 
     def observe(self, seen: Seen, *, charging: bool = False) -> None:
         """Learn from this tick's battery reading (each tick: a few sums), and note when
@@ -200,6 +228,7 @@ class Energy:
             level, self._charged_to = self._charged_to, None
             if self._stage is not None and level is not None:
                 self._departed = (self._stage(), level)
+                self._waiver_kept = False
 
     def fresh_from_full_charge(self) -> bool:
         """Whether the robot set off from a charge charged full (to ``_FULL_SLACK`` below
@@ -210,6 +239,12 @@ class Energy:
             return False
         return departed[1] >= 1.0 - _FULL_SLACK
 
+    def take_waived(self) -> ReserveWaived | None:
+        """The decision the reserve's waiver changed since the last call, if any (at most
+        one per departure; see the module docstring), for the planner to report."""
+        waived, self._waived = self._waived, None
+        return waived
+
     def drain(self, seen: Seen) -> Drain | None:
         """The drain model: the published figures, else the learnt ones, else None."""
         figures = seen.battery_figures
@@ -219,7 +254,8 @@ class Energy:
 
     def short(self, seen: Seen, targets: Sequence[Point2]) -> str | None:
         """Why the robot should charge before it goes on to ``targets`` (the go-to targets
-        of the rest of its task, in order), or None when it need not."""
+        of the rest of its task, in order), or None when it need not. When it need not
+        only because the reserve was waived, that is kept for ``take_waived``."""
         battery, here, chargers = seen.battery, seen.pose, seen.charger_places()
         drain = self.drain(seen)
         if battery is None or here is None or drain is None or not chargers or not targets:
@@ -227,9 +263,32 @@ class Energy:
         if self.charged(seen):
             return None  # a charge would not add to it: go on, leg by leg
         fresh = self.fresh_from_full_charge()
-        reserve = 0.0 if fresh else self._settings.energy_reserve  # see the module docstring
-        need_of = partial(self._need, drain, seen=seen, reserve=reserve)
         places = [here, *targets]
+        reserve = 0.0 if fresh else self._settings.energy_reserve  # see the module docstring
+        short, metres, need = self._short_of(battery, drain, seen, places, chargers, reserve)
+        if not short:
+            if fresh and not self._waiver_kept:
+                self._keep_waiver(battery, drain, seen, places, chargers)
+            return None
+        _log.debug("planner.energy_short", battery=battery, need=need, metres=metres)
+        return (
+            f"battery {battery:.2f} < {need:.2f} needed for {metres:.0f} m and a charger "
+            f"({drain.source} drain{', no reserve: fresh from a full charge' if fresh else ''})"
+        )
+
+    def _short_of(
+        self,
+        battery: float,
+        drain: Drain,
+        seen: Seen,
+        places: list[Point2],
+        chargers: dict[str, Point2],
+        reserve: float,
+    ) -> tuple[bool, float, float]:
+        """Whether ``battery`` is short of going from the robot through ``places`` (the
+        robot's position first) and to a charger after them, keeping ``reserve``; and the
+        metres and the need the decision was made on."""
+        need_of = partial(self._need, drain, seen=seen, reserve=reserve)
         # straight lines first: no route is shorter, and few are three times as long, so
         # the route planner is asked only when those two bounds disagree. The sure lower
         # bound is the next leg and a charger after it by straight lines, not the whole
@@ -240,15 +299,38 @@ class Energy:
         floor = need_of(self._leg_metres(math.dist, places, chargers))
         if battery >= floor:
             if battery >= need_of(_SURE_DETOUR * metres):
-                return None
+                return False, metres, need
             metres, need = self._metres_and_need(self._lengths, places, chargers, need_of)
             if battery >= need or self._leg_covered(battery, places, chargers, need_of):
-                return None
-        _log.debug("planner.energy_short", battery=battery, need=need, metres=metres)
-        return (
-            f"battery {battery:.2f} < {need:.2f} needed for {metres:.0f} m and a charger "
-            f"({drain.source} drain{', no reserve: fresh from a full charge' if fresh else ''})"
+                return False, metres, need
+        return True, metres, need
+
+    def _keep_waiver(
+        self,
+        battery: float,
+        drain: Drain,
+        seen: Seen,
+        places: list[Point2],
+        chargers: dict[str, Point2],
+    ) -> None:
+        """Keep a ``ReserveWaived`` (once per departure) when the battery, which covers the
+        way without the reserve, is short of it with the reserve: the waiver changed the
+        decision (see the module docstring)."""
+        reserve = self._settings.energy_reserve
+        short, metres, need = self._short_of(battery, drain, seen, places, chargers, reserve)
+        if not short:
+            return
+        departed = self._departed
+        assert departed is not None  # fresh from a full charge
+        self._waiver_kept = True
+        self._waived = ReserveWaived(
+            task=departed[0][0],
+            battery=battery,
+            need=need,
+            need_without=self._need(drain, metres, seen=seen, reserve=0.0),
+            metres=metres,
         )
+        _log.debug("planner.reserve_waived", battery=battery, need=need, metres=metres)
 
     def charged(self, seen: Seen) -> bool:
         """Whether the battery is charged already: a charge (to ``charge_until``) would not

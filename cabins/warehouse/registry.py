@@ -128,6 +128,12 @@ EVENTS: tuple[EventEntry, ...] = (
         "the lane's far end)",
     ),
     EventEntry(
+        "reserve_waived",
+        ("task", "battery", "need", "need_without_reserve", "metres"),
+        _P,
+        "fresh from a full charge, it goes on without the energy reserve it would charge for",
+    ),
+    EventEntry(
         "task_deferred",
         ("task", "reason", "until", "cabin"),
         _P,

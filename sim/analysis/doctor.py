@@ -296,6 +296,9 @@ class Liveness:
     charge_replans: tuple[tuple[str, int], ...] = ()
     """(reason, count) of the re-plans that sent the robot to charge first
     (``CHARGE_REPLANS``), as the summary's ``charge_replans``."""
+    reserves_waived: int = 0
+    """How many times, fresh from a full charge, the robot went on without the energy
+    reserve it would have charged first for (``reserve_waived`` events)."""
     stalled: int = 0
     deferred: int = 0
     abandoned: tuple[tuple[str, str], ...] = ()
@@ -317,7 +320,7 @@ class Liveness:
         text = (
             f"{self.waits} waits for movers, {self.give_ways} give-ways, "
             f"{self.no_progress_replans} no-progress re-plans, {self._charges_text()}, "
-            f"{self.stalled} stalled "
+            f"{self.reserves_waived} reserves waived, {self.stalled} stalled "
             f"episodes, {self.deferred} deferrals, {len(self.abandoned)} abandoned tasks"
         )
         if self.abandoned:
@@ -343,6 +346,7 @@ class Liveness:
             "give_ways": self.give_ways,
             "no_progress_replans": self.no_progress_replans,
             "charge_replans": dict(self.charge_replans),
+            "reserves_waived": self.reserves_waived,
             "stalled_episodes": self.stalled,
             "deferrals": self.deferred,
             "tasks_abandoned": dict(self.abandoned),
@@ -599,7 +603,7 @@ def diagnose(recording: Recording | str | Path, *, window: int = DEFAULT_WINDOW)
 def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) -> Liveness:
     """The run's ``Liveness``: its events counted, and its verdict judged from ``summary``
     (the one the run wrote; None when it wrote none)."""
-    waits = give_ways = no_progress = stalled = deferred = 0
+    waits = give_ways = no_progress = waived = stalled = deferred = 0
     charges: Counter[str] = Counter()
     abandoned: dict[str, str] = {}
     for event in events:
@@ -612,6 +616,8 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
             no_progress += 1
         elif event.kind == "replan" and data.get("reason") in CHARGE_REPLANS:
             charges[str(data.get("reason"))] += 1
+        elif event.kind == "reserve_waived":
+            waived += 1
         elif event.kind == "alarm" and data.get("kind") == "stalled":
             stalled += 1
         elif event.kind == "task_deferred":
@@ -623,6 +629,7 @@ def liveness_of(events: Iterable[Outcome], summary: Mapping[str, Any] | None) ->
         give_ways=give_ways,
         no_progress_replans=no_progress,
         charge_replans=tuple(sorted(charges.items())),
+        reserves_waived=waived,
         stalled=stalled,
         deferred=deferred,
         abandoned=tuple(sorted(abandoned.items())),

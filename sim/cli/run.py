@@ -705,8 +705,8 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
     """Whether the run kept making progress: waits, give-ways, no-progress re-plans,
-    re-plans to charge first, stalled episodes, deferred, abandoned and refused tasks, and
-    the battery's lowest."""
+    re-plans to charge first, reserves waived, stalled episodes, deferred, abandoned and
+    refused tasks, and the battery's lowest."""
     from rich.text import Text
 
     table.add_row("waits for movers", str(s["waits"]))
@@ -717,6 +717,8 @@ def _liveness_rows(table: Any, s: dict[str, Any]) -> None:
     if charges:
         charged += f" ({counts_text(charges)})"
     table.add_row("re-plans to charge first", charged)
+    # fresh from a full charge, the robot went on without the reserve (an older summary: 0)
+    table.add_row("reserves waived", str(s.get("reserves_waived", 0)))
     causes: dict[str, int] = {}
     for stall in s["stalls"]:
         causes[str(stall.get("cause"))] = causes.get(str(stall.get("cause")), 0) + 1

@@ -266,8 +266,8 @@ class _EventTally:
     """Counts the events of a run that its summary reports: re-plans (the last one kept for a
     collision's detail), alarms, stops and reactions by kind, and what shows whether the run
     kept making progress (waits, give-ways, no-progress re-plans, re-plans to charge first
-    by reason, stalled episodes, deferred and abandoned tasks, capacity-pressure episodes
-    by spec); and the tasks a cabin refused
+    by reason, reserves waived, stalled episodes, deferred and abandoned tasks,
+    capacity-pressure episodes by spec); and the tasks a cabin refused
     (``task_refused``, until a ``task_resumed``)."""
 
     _state_types: ClassVar[dict[str, Any]] = {
@@ -338,6 +338,7 @@ class _EventTally:
                 for reason in sorted(CHARGE_REPLANS)
                 if self.replan_reasons[reason]
             },
+            "reserves_waived": self.kinds["reserve_waived"],
             "stalled_episodes": len(self.stalls),
             "stalls": [dict(s) for s in self.stalls],
             "tasks_deferred": {

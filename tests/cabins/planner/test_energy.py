@@ -359,3 +359,134 @@ def test_the_level_set_off_with_is_the_last_read_while_charging() -> None:
     blind = _energy_seen(0.5)
     energy.observe(dataclasses.replace(blind, battery=None), charging=False)
     assert energy.fresh_from_full_charge()
+
+
+# -- the reserve waived is said, once per departure --------------------------------------
+
+
+def test_the_energy_keeps_the_waiver_once_per_departure_when_it_changed_the_decision() -> None:
+    # 107 m to the far dock and back to the charger need 0.86 with the reserve, 0.81
+    # without: at 0.83 the robot fresh from a full charge goes on only for the waiver
+    energy = _energy_at(["t1", 3])
+    _set_off(energy, 1.0)
+    assert energy.short(_energy_seen(0.87), FAR) is None  # covered with the reserve too
+    assert energy.take_waived() is None
+    assert energy.short(_energy_seen(0.83), FAR) is None
+    waived = energy.take_waived()
+    assert waived is not None and waived.task == "t1" and waived.battery == 0.83
+    assert round(waived.need, 2) == 0.86 and round(waived.need_without, 2) == 0.81
+    assert waived.need - waived.need_without == pytest.approx(SETTINGS.energy_reserve)
+    assert round(waived.metres) == 107
+    assert energy.take_waived() is None  # taken
+    # a second decision it changes in the same departure is not kept again
+    assert energy.short(_energy_seen(0.82), FAR) is None
+    assert energy.take_waived() is None
+    # a new departure from a full charge: the next one is kept again
+    _set_off(energy, 1.0)
+    assert energy.short(_energy_seen(0.83), FAR) is None
+    assert energy.take_waived() is not None
+    # charged short of full, the reserve is asked for: a charge first, nothing waived
+    short_of_full = _energy_at(["t1", 3])
+    _set_off(short_of_full, 0.9)
+    assert short_of_full.short(_energy_seen(0.83), FAR) is not None
+    assert short_of_full.take_waived() is None
+
+
+class _Charged:
+    """The planner on the flat-battery floor's board, tick after tick: it charges first
+    for t1 (far pick, near drop), is charged to ``level`` and sets off for the far dock."""
+
+    def __init__(self, level: float) -> None:
+        self.planner = Planner(SPEC)
+        self.board: dict[str, Any] = {
+            "goal:deliver:t1": {
+                "task": "t1",
+                "pickup": "far",
+                "drop": "near",
+                "pickup_xy": (56.0, 8.0),
+                "drop_xy": (4.0, 2.0),
+                "released": 0.0,
+            },
+            **_robot_at_start(0.40),
+            "docks": {"near": (4.0, 2.0), "far": (56.0, 8.0)},
+        }
+        self.events: list[tuple[str, Any, float]] = []  # all kept: their seqs stay put
+        self.tick = 0
+        self.step()
+        assert self.current == "t1:go_charger"
+        self.report("action_done")
+        self.step()
+        assert self.current == "t1:charge"
+        self.step(level)  # charged: the go-to the far dock starts
+        self.step(level)  # and the robot sets off
+        assert self.current == "t1:go_pickup"
+
+    @property
+    def current(self) -> str:
+        return str(self.board["plan"]["current"])
+
+    def step(self, battery: float | None = None) -> list[tuple[str, Any]]:
+        """One tick (at ``battery``): the events the planner emitted."""
+        if battery is not None:
+            self.board["battery"] = battery
+        now = self.tick * 0.05
+        view = make_view(SPEC, board=self.board, events=self.events, now=now, tick=self.tick)
+        out = run_step(self.planner, view)
+        for write in out.writes:
+            self.board[write.key] = write.value
+        self.tick += 1
+        return [(e.kind, e.data) for e in out.events]
+
+    def report(self, kind: str, **data: Any) -> None:
+        """An executor report about the running step."""
+        step = next(s for s in self.board["plan"]["steps"] if s["id"] == self.current)
+        report = {"step": step["id"], "task": "t1", "attempt": 1, "action": step["action"]}
+        self.events.append((kind, {**report, **data}, self.tick * 0.05))
+
+    def fail_at(self, battery: float) -> list[tuple[str, Any]]:
+        """The go-to fails for good (a re-plan, which checks the battery) at ``battery``."""
+        self.report("action_failed", reason="blocked", final=True)
+        return self.step(battery)
+
+
+def _waivers(events: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(data) for kind, data in events if kind == "reserve_waived"]
+
+
+def test_the_planner_says_once_per_departure_that_the_reserve_was_waived() -> None:
+    # the rest of t1 (the far dock, the near drop) and a charger after it are 112 m: 0.85
+    # covers them without the reserve (0.85 needed), but with it the task is beyond one
+    # charge and done leg by leg, and the next leg and a charger after it, 107 m, need
+    # 0.86. Fresh from a full charge, the robot goes on: it is said, with the figures
+    run = _Charged(1.0)
+    events = run.fail_at(0.85)
+    assert [kind for kind, _ in events] == ["replan", "reserve_waived"]
+    assert _waivers(events) == [
+        {
+            "task": "t1",
+            "battery": 0.85,
+            "need": 0.862,
+            "need_without_reserve": 0.812,
+            "metres": 107.085,
+        }
+    ]
+    assert run.current == "t1:go_pickup.1"  # gone on: no charge first
+    # the re-plan's start of the next go-to asked again, in the same tick: said once; and
+    # another re-plan of the same departure is not said again
+    events = run.fail_at(0.85)
+    assert [kind for kind, _ in events] == ["replan"] and run.current == "t1:go_pickup.2"
+
+
+def test_the_planner_says_nothing_when_the_reserve_is_covered_or_not_waived() -> None:
+    # 0.87 covers the next leg and a charger after it with the reserve (0.86): the waiver
+    # changed nothing
+    covered = _Charged(1.0)
+    assert _waivers(covered.fail_at(0.87)) == []
+    assert covered.current == "t1:go_pickup.1"
+    # charged to charge_until (0.9), not full: the reserve is asked for, and at 0.85 the
+    # robot charges first (the re-plan says why), with no waiver to say
+    short_of_full = _Charged(0.9)
+    events = short_of_full.fail_at(0.85)
+    assert _waivers(events) == []
+    [replan] = [data for kind, data in events if kind == "replan"]
+    assert short_of_full.current == "t1:go_charger.1", replan

@@ -402,7 +402,7 @@ def test_the_doctor_prints_the_liveness_of_a_stand_off(
     out = capsys.readouterr().out
     assert (
         "liveness: 6 waits for movers, 0 give-ways, 3 no-progress re-plans, 0 re-plans to "
-        "charge first, 0 stalled "
+        "charge first, 0 reserves waived, 0 stalled "
         "episodes, 0 deferrals, 0 abandoned tasks"
     ) in out
     assert "verdict: FAILED: 2 reachable tasks undelivered (t1, t2)" in out
@@ -424,6 +424,17 @@ def test_the_re_plans_that_sent_the_robot_to_charge_first_are_counted() -> None:
         "3 re-plans to charge first (give_way_drained 1, lane_wait_drained 1, low_battery 1)"
         in live.counts_text()
     )
+
+
+def test_the_reserves_waived_fresh_from_a_full_charge_are_counted() -> None:
+    waived = {"task": "t1", "battery": 0.85, "need": 0.862, "need_without_reserve": 0.812}
+    events = [
+        Outcome(tick, tick, "reserve_waived", "planner", float(tick), {**waived, "metres": 107})
+        for tick in range(2)
+    ]
+    live = liveness_of(events, None)
+    assert live.reserves_waived == 2 == live.as_json()["reserves_waived"]
+    assert "0 re-plans to charge first, 2 reserves waived, 0 stalled" in live.counts_text()
 
 
 def test_a_killed_runs_verdict_is_unknown(tmp_path: Path) -> None:

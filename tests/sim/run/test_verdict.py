@@ -211,6 +211,8 @@ def test_the_tally_counts_the_liveness_events_of_a_log_filled_by_hand() -> None:
         (9.0, "give_way_drained"),
     ):
         log.append("replan", {"reason": reason, "task": "t1"}, stamp=stamp, tags=plan)
+    waived = {"task": "t1", "battery": 0.85, "need": 0.862, "need_without_reserve": 0.812}
+    log.append("reserve_waived", {**waived, "metres": 107.085}, stamp=9.5, tags=plan)
     stalled = {"kind": "stalled", "level": "alarm", "task": "t1", "step": "go_pick"}
     log.append("alarm", {**stalled, "cause": "blocked_by_mover", "seconds": 60.0}, stamp=66.0)
     log.append("alarm", {"kind": "battery", "level": "warning"}, stamp=67.0)
@@ -226,6 +228,7 @@ def test_the_tally_counts_the_liveness_events_of_a_log_filled_by_hand() -> None:
         "give_ways": 1,
         "no_progress_replans": 2,
         "charge_replans": {"give_way_drained": 2, "low_battery": 1},
+        "reserves_waived": 1,
         "stalled_episodes": 1,
         "stalls": [
             {
@@ -256,7 +259,7 @@ def test_a_run_without_such_events_counts_zero_and_carries_its_verdict() -> None
         0,
     )
     assert s["tasks_deferred"] == s["tasks_abandoned"] == s["capacity_pressure"] == {}
-    assert s["charge_replans"] == {}
+    assert s["charge_replans"] == {} and s["reserves_waived"] == 0
     assert s["scenario_ticks"] == 6000 and s["tasks_undelivered"] == ["t1", "t2", "t3", "t4", "t5"]
     assert 0.99 < s["battery_min"] < 1.0 and s["battery_empty_at"] is None
     assert s["verdict"] == judge(s).as_json()
