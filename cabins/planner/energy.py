@@ -31,7 +31,11 @@ the way from its end to a charger; it waits for the lane instead when it does no
 hard:6 the robot, at half charge on a tight battery, turned from a 35 m way to a 94 m one
 and ran flat 8 m short of the charger.) On its way to a charger, the way round after a
 stand-off is judged without the reserve (``keep_reserve``): it is what the robot would
-arrive with, and the stand-off showed that waiting gets it no nearer (gen 116). So too
+arrive with, and the stand-off showed that waiting gets it no nearer. (gen 116: at
+0.125, 4.5 m from the only charger, up an aisle a forklift walked end to end, the robot
+was sent back out of the aisle by the forklift again and again; the 21 m way round, in
+at the aisle's far end, needed 0.11 with the factor and 0.16 with the reserve, and the
+battery ran flat 1 m from the charger.) So too
 before it gives way to a mover
 (``Energy.covers_detour``: the way aside, back to the step's target, and a charger after
 it); it charges first instead when that is not covered, since a give-way can be a retreat

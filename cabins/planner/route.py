@@ -403,16 +403,10 @@ class RouteKeeper:
         route and waits, as it does for one that steps in. After a stand-off the way round
         is taken however long, but only when the battery covers it and the way from its
         end to a charger: on a tight battery, a 110 m way round by the other of two 54 m
-        corridors ran it flat 60 s later (hard:26). On its way to a charger the way round
-        need not leave the reserve as well: it is what the robot would arrive with, and
-        the stand-off showed that waiting gets it no nearer. (gen 116: at 0.125, 4.5 m from
-        the only charger, up an aisle a forklift walked end to end, the robot was sent
-        back out of the aisle by the forklift again and again; the 21 m way round, in at
-        the aisle's far end, needed 0.11 with the factor and 0.16 with the reserve, and
-        the battery ran flat 1 m from the charger.)
+        corridors ran it flat 60 s later (hard:26). On its way to a charger, without the
+        reserve (``energy``: gen 116 ran flat 1 m from the charger for want of it).
         """
         route, recalled = around
-        # on its way to a charger, the reserve is what it would arrive with (``covers``)
         keep_reserve = leg.step.target not in leg.seen.charger_places()
         if (
             route is not None
