@@ -61,7 +61,7 @@ from typing import Any
 from shapely.geometry import LineString
 
 from cabins.planner.blocked_spots import BlockedSpot, BlockedSpots
-from cabins.planner.energy import Energy
+from cabins.planner.energy import Energy, Stage
 from cabins.planner.goals import Goals
 from cabins.planner.hold import hold_reason
 from cabins.planner.layout import Layout
@@ -169,7 +169,7 @@ class Planner:
         """The ``plan`` board value (see the contract): task, revision, current, steps."""
         return board_plan(self._steps.plan, self._goals.task)
 
-    def _stage(self) -> tuple[str | None, int]:
+    def _stage(self) -> Stage:
         """The active task and how many steps were done, across plans and tasks."""
         return self._goals.task, self._steps.progress
 

@@ -29,8 +29,9 @@ share left on arrival at a charger.
 lane a mover contests, ``route``), ``Energy.covers`` checks that the battery covers it and
 the way from its end to a charger; it waits for the lane instead when it does not. (On
 hard:6 the robot, at half charge on a tight battery, turned from a 35 m way to a 94 m one
-and ran flat 8 m short of the charger.) On its way to a charger, the way round after a
-stand-off is judged without the reserve (``keep_reserve``): it is what the robot would
+and ran flat 8 m short of the charger.) On its way to a charger, the way round the
+movers after a stand-off is judged without the reserve (``keep_reserve``; the other way
+round a lane, taken before any stand-off instead of waiting, keeps it): it is what the robot would
 arrive with, and the stand-off showed that waiting gets it no nearer. (gen 116: at
 0.125, 4.5 m from the only charger, up an aisle a forklift walked end to end, the robot
 was sent back out of the aisle by the forklift again and again; the 21 m way round, in
@@ -59,13 +60,16 @@ which budgets waits and detours, is kept; the low-battery level still sends it t
 (hard:75: charged full, the robot crept 12 m behind traffic to a bay whose picker loops,
 found itself 0.01 short of the bay, the way back and the reserve, and turned back to
 charge, seven times over one delivery; when at last it went on, it delivered with 0.59
-left.) The waiver is never silent: the first time after a departure that it changes the
-decision (the battery covers the rest without the reserve but not with it), ``short``
-keeps a ``ReserveWaived`` (the task, the battery, what the way that decision was made on
-needs with the reserve and without it, its metres), which the planner takes
-(``take_waived``) and reports in a ``reserve_waived`` event, once per departure; a
-re-plan to charge says ``no reserve: fresh from a full charge`` in its detail. A robot
-that runs flat after it shows that it went on without the reserve.
+left.) The reserve is asked for first, and left out only when that falls short: left
+out, the whole task can fit one charge and be judged whole where with it the task is
+judged leg by leg, which needs less, and the waiver must never ask for more. It is never
+silent: the first time after the robot set off from a full charge that it changes the
+decision (the battery covers the way on without the reserve but not with it), ``short``
+keeps a ``ReserveWaived`` (the task, the battery, what the way on needs with the
+reserve, and what the way it goes on by needs without it, and its metres), which the
+planner takes (``take_waived``) and reports in a ``reserve_waived`` event, once each
+time it set off; a re-plan to charge says ``no reserve: fresh from a full charge`` in
+its detail. A robot that runs flat after it shows that it went on without the reserve.
 """
 
 from __future__ import annotations
@@ -114,10 +118,9 @@ across plans and tasks."""
 class ReserveWaived(NamedTuple):
     """A decision the reserve's waiver changed (see the module docstring): fresh from a
     full charge, the robot at ``battery`` goes on with ``task``, where with the reserve it
-    would have charged first. The way the decision with the reserve was made on (the rest
-    of the task, or its next leg when it is done leg by leg, and a charger after it) is
-    ``metres`` long and needs ``need`` with ``energy_reserve``, ``need_without`` without
-    it."""
+    would have charged first: short of ``need`` with ``energy_reserve``, it covers
+    ``need_without``, what the way it goes on by needs without it (the rest of the task,
+    or its next leg when it is done leg by leg, and a charger after it: ``metres`` long)."""
 
     task: str | None
     battery: float
@@ -266,13 +269,17 @@ class Energy:
             return None
         if self.charged(seen):
             return None  # a charge would not add to it: go on, leg by leg
-        fresh = self.fresh_from_full_charge()
         places = [here, *targets]
-        reserve = 0.0 if fresh else self._settings.energy_reserve  # see the module docstring
+        reserve = self._settings.energy_reserve
         short, metres, need = self._short_of(battery, drain, seen, places, chargers, reserve)
+        fresh = short and self.fresh_from_full_charge()
+        if fresh:  # see the module docstring: asked for the factor only
+            kept = (metres, need)
+            short, metres, need = self._short_of(battery, drain, seen, places, chargers, 0.0)
+            if not short:
+                self._keep_waiver(battery, kept, metres, need)
+                return None
         if not short:
-            if fresh and not self._waiver_kept:
-                self._keep_waiver(battery, drain, seen, places, chargers)
             return None
         _log.debug("planner.energy_short", battery=battery, need=need, metres=metres)
         return (
@@ -310,31 +317,23 @@ class Energy:
         return True, metres, need
 
     def _keep_waiver(
-        self,
-        battery: float,
-        drain: Drain,
-        seen: Seen,
-        places: list[Point2],
-        chargers: dict[str, Point2],
+        self, battery: float, kept: tuple[float, float], metres: float, need: float
     ) -> None:
-        """Keep a ``ReserveWaived`` (once per departure) when the battery, which covers the
-        way without the reserve, is short of it with the reserve: the waiver changed the
-        decision (see the module docstring)."""
-        reserve = self._settings.energy_reserve
-        short, metres, need = self._short_of(battery, drain, seen, places, chargers, reserve)
-        if not short:
-            return
+        """Keep a ``ReserveWaived`` (once after each time the robot set off from a full
+        charge): the battery, short of the way with the reserve (``kept``: its metres and
+        need), covers ``metres`` at ``need`` without it."""
         departed = self._departed
-        assert departed is not None  # fresh from a full charge
+        if self._waiver_kept or departed is None:
+            return
         self._waiver_kept = True
         self._waived = ReserveWaived(
             task=departed[0][0],
             battery=battery,
-            need=need,
-            need_without=self._need(drain, metres, seen=seen, reserve=0.0),
+            need=kept[1],
+            need_without=need,
             metres=metres,
         )
-        _log.debug("planner.reserve_waived", battery=battery, need=need, metres=metres)
+        _log.debug("planner.reserve_waived", battery=battery, need=kept[1], metres=metres)
 
     def charged(self, seen: Seen) -> bool:
         """Whether the battery is charged already: a charge (to ``charge_until``) would not

@@ -31,7 +31,9 @@ when it changes:
   100 m other way round a 25 m lane was 80 s of driving no nearer than the lane's way,
   and ended in a ``stalled`` alarm);
 - in a stand-off it gives way (``StandOff``; a ``give_way`` event), then goes round the
-  movers however long the way, until the next step is done; when the battery does not
+  movers however long the way, until the next step is done, when the battery covers it
+  and a charger after it (on its way to a charger, without the reserve:
+  ``Energy.covers``); when the battery does not
   cover the way aside, back to the step's target and a charger after it
   (``Energy.covers_detour``), it charges first instead (a ``give_way_drained`` re-plan),
   but on its way to a charger it gives way.
@@ -407,17 +409,10 @@ class RouteKeeper:
         reserve (``energy``: gen 116 ran flat 1 m from the charger for want of it).
         """
         route, recalled = around
-        keep_reserve = leg.step.target not in leg.seen.charger_places()
         if (
             route is not None
             and self._standoff.gone_round(leg.progress)
-            and (
-                self._energy is None
-                or len(route) < 2
-                or self._energy.covers(
-                    leg.seen, float(LineString(route).length), leg.target, keep_reserve=keep_reserve
-                )
-            )
+            and self._affords_way_round(leg, route)
         ):  # waited for them without getting further: go round, when the battery covers it
             return route, recalled
         way, way_recalled = self._route_from(leg, start, prefix, leg.fixed)
@@ -503,6 +498,16 @@ class RouteKeeper:
         self._waiting = True
         aside = self._lanes.aside
         return found if aside is None else (aside, None)
+
+    def _affords_way_round(self, leg: _Leg, route: Route) -> bool:
+        """Whether the battery covers the way round the movers after a stand-off
+        (``route``) and a charger after it; on the way to a charger, without the reserve
+        (``Energy.covers``: it is what the robot would arrive with)."""
+        if self._energy is None or len(route) < 2:
+            return True
+        length = float(LineString(route).length)
+        to_charger = leg.step.target in leg.seen.charger_places()
+        return self._energy.covers(leg.seen, length, leg.target, keep_reserve=not to_charger)
 
     def _movers(self, leg: _Leg) -> list[BaseGeometry]:
         """The movers in view, shrunk so that none covers the robot (``shrunk``)."""

@@ -122,10 +122,9 @@ EVENTS: tuple[EventEntry, ...] = (
     EventEntry("give_way", ("obstacle", "to", *_PLAN), _P, "it backs off to a give-way spot"),
     EventEntry(
         "single_lane",
-        ("obstacles", "choice", "way", "other", "from", *_PLAN),
+        ("obstacles", "choice", "way", "other", *_PLAN),
         _P,
-        "it takes the other way round a single lane a mover contests (from: far_end, into "
-        "the lane's far end)",
+        "it takes the other way round a single lane a mover contests",
     ),
     EventEntry(
         "reserve_waived",

@@ -181,11 +181,11 @@ STUCK_WORLDS = {
     "173": _world(173, (15.759609135075497, 10.0), 3.405772553687126, "x", 4, people=0, tasks=1),
     # drawn by the property test outside CI (its draws are random there, fixed in CI):
     # the only charger lies at the south end of the west aisle, which a forklift walks
-    # end to end; the robot, at 0.2 after its pick, went up the aisle from the north, was
-    # sent back out by the forklift again and again, and ran flat 1 m from the charger:
-    # 0 of 2 on run seed 0, a `battery_flat` verdict. The 21 m way round after the
-    # stand-off, in at the aisle's south end, needed 0.11 and was refused for want of the
-    # reserve (0.16); on the way to a charger the reserve is now left out
+    # end to end; the robot, at 0.23 after its pick, came into the aisle at its north
+    # end, was sent back out by the forklift again and again, and ran flat 1 m from the
+    # charger: 0 of 2 on run seed 0, a `battery_flat` verdict. The 21 m way round after
+    # the stand-off, in at the aisle's south end, needed 0.11 and was refused for want of
+    # the reserve (0.16); on the way to a charger the reserve is now left out
     "116": _world(116, (12.0, 10.0), 1.8535533905932737, "y", 4, people=1),
 }
 """Generated worlds on which a run was safe but left deliveries undone (issue 12's

@@ -392,15 +392,16 @@ def _stand_off_route(battery: float, **board: Any) -> tuple[list[str], Any]:
     return reasons, board["route"]
 
 
-@pytest.mark.parametrize(("battery", "round_north"), [(0.9, True), (0.4, False)])
+@pytest.mark.parametrize(("battery", "round_north"), [(0.9, True), (0.46, False), (0.4, False)])
 def test_after_a_stand_off_the_way_round_is_taken_only_when_the_battery_covers_it(
     battery: float, round_north: bool
 ) -> None:
     # hard:26 seed 0: two 54 m corridors, a tight battery at 0.71; waiting behind people
     # in one corridor, the robot made no progress, and the stand-off sent it round by the
     # other corridor however long the way (110 m): the battery ran flat 60 s later, 0 of 5
-    # delivered. At 0.4 the way round (about 0.49 of the battery with the charger after
-    # it) is not taken.
+    # delivered. At 0.4 and at 0.46 the way round (about 0.49 of the battery with the
+    # charger after it, 0.44 without the reserve: to a dock the reserve is kept) is not
+    # taken.
     reasons, route = _stand_off_route(battery)
     assert "no_progress" in reasons, reasons
     assert route and route[-1] == (58.0, 1.5)
