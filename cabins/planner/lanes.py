@@ -642,7 +642,11 @@ def _lanes_of(
     lanes: list[tuple[float, float, float, bool]] = []
     length = float(line.length)
     for start, end, widest in narrow_stretches(router, line, gauge):
-        dead_end = length - end <= reach + _STOP_SHORT and _closed_beyond(router, line)
+        dead_end = (
+            length - end <= reach + _STOP_SHORT
+            and _closed_beyond(router, line)
+            and not _open_across_end(router, line, gauge)
+        )
         mouth = dead_end_mouth(router, line, start, end, gauge) if dead_end else start
         if mouth - start >= _MIN_LENGTH:
             lanes.append((start, mouth, widest, False))
@@ -824,6 +828,22 @@ def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:
         if not router.is_free(ahead):
             return True
     return False
+
+
+def _open_across_end(router: RoutePlanner, line: LineString, width: float) -> bool:
+    """Whether the ground across the end of ``line`` (square to its last heading) is
+    ``width`` or wider: the route ends where a lane opens into a cross aisle, closed
+    straight on by a wall but open to the side, not at the closed end of a bay."""
+    end = line.coords[-1]
+    back = line.interpolate(max(float(line.length) - _STEP, 0.0))
+    dx, dy = end[0] - back.x, end[1] - back.y
+    norm = math.hypot(dx, dy)
+    if norm == 0.0:
+        return False
+    xy = np.array([[end[0], end[1]]])
+    normal = np.array([[-dy / norm, dx / norm]])
+    found, free_width = _free_widths(router, xy, normal, width)
+    return bool(found[0] and free_width[0] >= width)
 
 
 def _at(line: LineString, along: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
