@@ -17,7 +17,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   the robot (whichever way it goes: one
   walking away may turn back at the end of its loop, inside the lane), or heads into it
   against the robot (where it will be in ``lane_lookahead_s`` is in the lane), or heads
-  into a lane the route ends in (a dead end: a bay with the dock at its closed end),
+  into a lane the route ends in (a dead end: a bay with the dock at its closed end; not
+  a corner where an aisle opens into a cross aisle, the floor's edge straight on),
   whichever way: a robot that followed a picker into its bay met it at the closed end,
   where the picker turned back. The dead end starts at the bay's mouth
   (``dead_end_mouth``): a narrow main lane up to it goes on past the bay and is a lane
@@ -637,8 +638,9 @@ def _lanes_of(
 ) -> list[tuple[float, float, float, bool]]:
     """``(start, end, widest, dead_end)`` for each lane of ``line`` (``narrow_stretches``
     under ``gauge``): a dead end where the route ends in it and the ground closes past
-    its end; the narrow way up to a dead end's mouth (``dead_end_mouth``) is a lane of its
-    own that goes on, when it is ``_MIN_LENGTH`` or longer, else no lane."""
+    its end, narrow across it there too (``_open_across_end``); the narrow way up to a
+    dead end's mouth (``dead_end_mouth``) is a lane of its own that goes on, when it is
+    ``_MIN_LENGTH`` or longer, else no lane."""
     lanes: list[tuple[float, float, float, bool]] = []
     length = float(line.length)
     for start, end, widest in narrow_stretches(router, line, gauge):

@@ -881,3 +881,32 @@ def test_a_robot_on_the_main_lane_by_a_bays_mouth_is_not_taken_for_one_in_the_ba
     assert deep is not None
     lane = LaneGuard(PlannerSettings(), Tracks()).contested(router, inside, deep, reach)
     assert lane is not None and _stands_in(router, inside, LineString(deep), lane)
+
+
+@pytest.mark.parametrize(("closed_south", "dead_end"), [(False, False), (True, True)])
+def test_a_charger_where_an_aisle_opens_into_a_cross_aisle_is_no_dead_end(
+    closed_south: bool, dead_end: bool
+) -> None:
+    # a generated 14 x 14 m world (seed 1, drawn by the property test): the only charger
+    # stood in the south-west corner, where the west aisle, walked end to end by a
+    # forklift, opens into the south cross aisle; straight on past it lay the floor's
+    # edge, and it was taken for the closed end of a bay. The robot waited at the aisle's
+    # north entry for the forklift to come out, for the rest of the run (360 s, 1 of 2
+    # delivered). Closed straight on but open across, it is a lane that goes on; with
+    # the cross aisle walled off, the aisle is a bay and the charger at its closed end
+    block = box(3.1, 3.1, 10.0, 10.9)
+    walls = (block, box(3.1, 0.0, 14.0, 3.1)) if closed_south else (block,)
+    router = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 0.0, 14.0, 14.0),
+            obstacles=walls,
+            forbidden=(),
+            robot_radius=0.35,
+            clearance=0.25,
+        )
+    )
+    way = ((1.55, 12.5), (1.556, 1.75))
+    forklift = _mover("forklift0", 1.556, 7.0, -0.9, 0.6)
+    lane = LaneGuard(PlannerSettings()).contested(router, _seen_with([forklift], way[0]), way, 0.6)
+    assert lane is not None and lane.movers == ("obstacle:forklift0",)
+    assert lane.dead_end is dead_end
