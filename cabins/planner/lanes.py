@@ -94,6 +94,7 @@ _STOP_SHORT: Final = 0.5  # m kept between the robot's disc and a lane's entry w
 _BEHIND: Final = 0.5  # m: a mover this far behind the robot along the route is not ahead
 _NEAR: Final = 3.0  # m from a dead end's ground within which a mover that walks into it may
 _BEYOND: Final = 1.5  # m past a route's end within which a lane it ends in must close
+_OPEN: Final = 6.0  # m across a route's end, open, that make it a cross aisle, not a bay
 _OUT: Final = 1.5  # m out of a dead end's mouth where a mover coming out turns
 _ACROSS: Final = 8.0  # m either way across the mouth a mover coming out may walk
 _WAY_OUT_RADIUS: Final = 0.3  # m: a person's radius, the ground about those ways
@@ -834,8 +835,11 @@ def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:
 
 def _open_across_end(router: RoutePlanner, line: LineString, width: float) -> bool:
     """Whether the ground across the end of ``line`` (square to its last heading) is
-    ``width`` or wider: the route ends where a lane opens into a cross aisle, closed
-    straight on by a wall but open to the side, not at the closed end of a bay."""
+    ``_OPEN`` metres or more wide, and ``width`` at least: the route ends where a lane
+    opens into a cross aisle, closed straight on by a wall but open to the side, not at
+    the closed end of a bay (a bay wider at its closed end, an alcove or a pocket there,
+    is open across for a few metres only)."""
+    width = max(width, _OPEN)
     end = line.coords[-1]
     back = line.interpolate(max(float(line.length) - _STEP, 0.0))
     dx, dy = end[0] - back.x, end[1] - back.y
