@@ -18,7 +18,8 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   walking away may turn back at the end of its loop, inside the lane), or heads into it
   against the robot (where it will be in ``lane_lookahead_s`` is in the lane), or heads
   into a lane the route ends in (a dead end: a bay with the dock at its closed end; not
-  a corner where an aisle opens into a cross aisle, the floor's edge straight on),
+  a corner where an aisle opens into a cross aisle, the floor's edge straight on: open
+  across for ``_OPEN`` metres),
   whichever way: a robot that followed a picker into its bay met it at the closed end,
   where the picker turned back. The dead end starts at the bay's mouth
   (``dead_end_mouth``): a narrow main lane up to it goes on past the bay and is a lane
