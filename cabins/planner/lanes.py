@@ -817,18 +817,28 @@ def _outside_ahead_of(
     return spot
 
 
-def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:
-    """Whether the ground the robot may take ends within ``_BEYOND`` metres past the end of
-    ``line``, straight on: a dock at the closed end of a bay, not one half-way along a
-    corridor that goes on."""
+def _end_heading(line: LineString) -> tuple[Point2, Point2] | None:
+    """The end of ``line`` and the unit heading of its last ``_STEP`` metres (None when
+    they have no length)."""
     end = line.coords[-1]
     back = line.interpolate(max(float(line.length) - _STEP, 0.0))
     dx, dy = end[0] - back.x, end[1] - back.y
     norm = math.hypot(dx, dy)
     if norm == 0.0:
+        return None
+    return (float(end[0]), float(end[1])), (dx / norm, dy / norm)
+
+
+def _closed_beyond(router: RoutePlanner, line: LineString) -> bool:
+    """Whether the ground the robot may take ends within ``_BEYOND`` metres past the end of
+    ``line``, straight on: a dock at the closed end of a bay, not one half-way along a
+    corridor that goes on."""
+    heading = _end_heading(line)
+    if heading is None:
         return False
+    end, (ux, uy) = heading
     for k in range(1, int(_BEYOND / _STEP) + 1):
-        ahead = (end[0] + dx / norm * k * _STEP, end[1] + dy / norm * k * _STEP)
+        ahead = (end[0] + ux * k * _STEP, end[1] + uy * k * _STEP)
         if not router.is_free(ahead):
             return True
     return False
@@ -841,14 +851,12 @@ def _open_across_end(router: RoutePlanner, line: LineString, width: float) -> bo
     the closed end of a bay (a bay wider at its closed end, an alcove or a pocket there,
     is open across for a few metres only)."""
     width = max(width, _OPEN)
-    end = line.coords[-1]
-    back = line.interpolate(max(float(line.length) - _STEP, 0.0))
-    dx, dy = end[0] - back.x, end[1] - back.y
-    norm = math.hypot(dx, dy)
-    if norm == 0.0:
+    heading = _end_heading(line)
+    if heading is None:
         return False
+    end, (ux, uy) = heading
     xy = np.array([[end[0], end[1]]])
-    normal = np.array([[-dy / norm, dx / norm]])
+    normal = np.array([[-uy, ux]])
     found, free_width = _free_widths(router, xy, normal, width)
     return bool(found[0] and free_width[0] >= width)
 
