@@ -204,7 +204,7 @@ def _spots(
     walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
     spots: list[tuple[float, Point2]] = []
     for ring in rings:
-        bearings = _BEARINGS if in_sight else math.ceil(2.0 * math.pi * ring / _SPACING)
+        bearings = max(_BEARINGS, math.ceil(2.0 * math.pi * ring / _SPACING))
         for k in range(bearings):
             angle = 2.0 * math.pi * k / bearings
             spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
