@@ -553,3 +553,38 @@ def test_a_stand_off_is_found_though_a_mover_stepping_to_and_fro_re_plans_the_ro
         reasons += [e.data["reason"] for e in floor.step().events if e.kind == "replan"]
     assert reasons.count("obstacle_in_corridor") >= 5  # the route changed again and again
     assert "no_progress" in reasons  # and the robot, standing still, made no progress
+
+
+@pytest.mark.parametrize("mover_y", [16.6, 16.7])
+def test_a_bay_mouth_between_two_bearings_is_found_to_give_way_in(mover_y: float) -> None:
+    # hard:15 under executor faults: a forklift at the end of its loop in a 2.9 m main lane
+    # turned back into the robot; the 1.8 m bay mouth beside them lay between two of the
+    # 24 bearings looked at (15 degrees is 0.8 m of arc at 3 m), no spot was found within
+    # 6 m (or only the next bay's, 3.5 m off), and the robot retreated 16 m up the lane
+    # ahead of the forklift: a stalled alarm. Every ring is looked at every 0.3 m of arc.
+    from cabins.planner import give_way_route
+
+    shelves = (box(0.0, 13.46, 12.1, 16.09), box(0.0, 17.91, 12.1, 19.67))
+    router = RoutePlanner(
+        RoutingProblem(
+            bounds=(0.0, 12.0, 15.0, 26.0),
+            obstacles=shelves,
+            forbidden=(),
+            robot_radius=0.334,
+            clearance=0.25,
+            resolution=0.25,
+        )
+    )
+    pose = (13.3, 17.7)
+    forklift = Point(13.54, mover_y).buffer(0.6)
+    route = give_way_route(
+        router, pose, forklift, blocked=[], radius=0.334, clearance=0.25, heading=(0.0, 1.0)
+    )
+    assert route is not None and len(route) >= 2
+    spot = route[-1]
+    assert spot[0] < 12.1 and 16.09 < spot[1] < 17.91  # in the bay's mouth, beside them
+    assert 13.54 - spot[0] >= 0.6 + 0.334 + 0.25  # off the forklift's lane
+    line = LineString(route)
+    keep = min(Point(pose).distance(forklift), 0.334 + 0.25) - 0.01
+    assert line.distance(forklift) >= keep  # never closing in within the robot's reach
+    assert line.length <= 1.5 * math.dist(pose, spot) + 1.0  # beside it, not round a shelf
