@@ -49,7 +49,10 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   is stuck; after ``lane_wait_s`` at a dead end the planner sets the task aside when it
   can serve another (``take_blocked``). The watchdog does not count a wait, up to
   ``_EXCUSED_S`` in all for a task's target; past that it does, and a bay that never
-  clears ends in a ``stalled`` alarm and the task set aside.
+  clears ends in a ``stalled`` alarm and the task set aside. A wait the watchdog does not
+  count is said all the same once it has lasted ``watchdog_s`` in all for the target: a
+  ``long_lane_wait`` warning (``take_long``; a charger taken for a bay's closed end kept
+  the robot waiting 360 s of a 409 s run, one of two tasks undelivered, and no alarm).
   The way to where it waits is watched by the stall watch as any route is
   (``approaching``; the watchdog counts it as part of the wait, within ``_EXCUSED_S``):
   held up on it, the robot gives way to the mover beside it (``route``), and then goes
@@ -84,7 +87,7 @@ from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from runtime.cabin_map import Feature
 
-__all__ = ["Lane", "LaneGuard", "LaneKey", "lane_ground", "narrow_stretches"]
+__all__ = ["Lane", "LaneGuard", "LaneKey", "LongWait", "lane_ground", "narrow_stretches"]
 
 _STEP: Final = 0.25  # m between the route's samples
 _SNAP: Final = 3  # half cells across a route within which a sample finds its free run
@@ -243,6 +246,16 @@ class Lane:
     half_width: float = 0.0  # m: how far the lane's ground reaches either side of the route
 
 
+@dataclass(frozen=True, slots=True)
+class LongWait:
+    """A lane waited for as long as the watchdog allows anything else: its ``movers``,
+    the ``seconds`` waited in all for the key, and whether it is a ``dead_end``."""
+
+    movers: tuple[str, ...]
+    seconds: float
+    dead_end: bool
+
+
 @dataclass(slots=True)
 class _Wait:
     """Waiting at a lane's entry: for ``step`` (the task and its target), on the route
@@ -276,6 +289,7 @@ class LaneGuard:
         self._patience_spent: LaneKey | None = None  # the key that waited lane_wait_s already
         self._blocked: tuple[str, ...] | None = None  # a dead end's movers, waited out too long
         self._faced: dict[str, Point2] = {}  # a dead end's mover -> where it waited for the robot
+        self._told_long: set[LaneKey] = set()  # keys whose long wait was said (``take_long``)
 
     @property
     def waiting(self) -> bool:
@@ -322,6 +336,19 @@ class LaneGuard:
         """End the wait on ``step``, and wait no more on it (the battery cannot afford it)."""
         self._wait = None
         self._patience_spent = step
+
+    def take_long(self, limit: float) -> LongWait | None:
+        """The wait, once per key, when the robot has waited ``limit`` seconds in all for
+        its key's lanes (the watchdog's own limit: the watchdog does not count such a
+        wait, up to ``_EXCUSED_S``, so it is said here instead); None otherwise."""
+        wait = self._wait
+        if wait is None or wait.step in self._told_long:
+            return None
+        waited = self._waited.get(wait.step, 0.0)
+        if waited < limit:
+            return None
+        self._told_long.add(wait.step)
+        return LongWait(wait.lane.movers, waited, wait.lane.dead_end)
 
     def take_blocked(self) -> tuple[str, ...] | None:
         """The movers of a dead end the robot has waited for ``lane_wait_s`` already (once

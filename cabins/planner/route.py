@@ -190,6 +190,7 @@ class RouteKeeper:
         router = self._layout.router()
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
+        self._say_long_wait(task, current, out)
         if held is not None and self._lanes.waiting:
             ended, replanned = self._drained_wait(seen, current, lanes, replan, out)
             if replanned is not None:  # charging first
@@ -277,6 +278,27 @@ class RouteKeeper:
             return _EMPTY_ROUTE
         self._failed_at = None
         return route
+
+    def _say_long_wait(self, task: str | None, current: PlanStep, out: Outbox) -> None:
+        """A ``long_lane_wait`` warning, once per target, when the robot has waited for
+        its lanes as long as the watchdog allows anything else (``LaneGuard.take_long``)."""
+        long = self._lanes.take_long(self._settings.watchdog_s)
+        if long is None:
+            return
+        out.emit(
+            "alarm",
+            {
+                "kind": "long_lane_wait",
+                "level": "warn",
+                "task": task,
+                "step": current.id,
+                "target": current.target,
+                "movers": long.movers,
+                "seconds": round(long.seconds, 3),
+                "dead_end": long.dead_end,
+            },
+            tags=("alarm",),
+        )
 
     def _drained_wait(
         self, seen: Seen, current: PlanStep, lanes: LaneKey, replan: Replan, out: Outbox

@@ -85,7 +85,8 @@ EVENTS: tuple[EventEntry, ...] = (
         "alarm",
         _ALARM_FIELDS,
         "monitor, planner, LLM and agent cabins",
-        "an alarm; kind names it (deviation, bad_reading, stalled, low_battery, ...; an LLM "
+        "an alarm; kind names it (deviation, bad_reading, stalled, long_lane_wait, "
+        "low_battery, ...; an LLM "
         "cabin's llm_refusal, llm_permanent_error with its cause, llm_step_budget; an agent "
         "cabin's agent_turn_failed, its reason the turn's outcome)",
     ),

@@ -262,6 +262,29 @@ def test_the_robot_goes_in_after_waiting_lane_wait_s() -> None:
     assert route and route[-1] == (18.0, 5.0)  # the way: the executor keeps back from it
 
 
+def test_a_lane_waited_for_as_long_as_the_watchdog_allows_is_said_once() -> None:
+    # a generated 14 x 14 m world: the robot waited 360 s of a 409 s run at a lane the
+    # watchdog excuses, one task undelivered and no alarm. The wait is said once it has
+    # lasted watchdog_s for the target (fails before: no alarm at all).
+    floor = _Floor()
+    settings = {"lane_wait_s": 60.0, "watchdog_s": 4.0}
+    floor.planner = Planner(SPEC, floor.planner.settings.model_copy(update=settings))
+    floor.step()
+    floor.movers = [_forklift(10.0, 5.0, 0.0)]  # standing in the corridor
+    floor.now += 1.0
+    floor.step()
+    floor.approach()
+    assert floor.board["route"] == ()  # waiting at the entry
+    alarms: list[dict[str, Any]] = []
+    for _ in range(200):  # 10 s
+        alarms += [d for k, d in floor.step() if k == "alarm" and d["kind"] == "long_lane_wait"]
+    assert floor.board["route"] == ()  # still waiting (within lane_wait_s)
+    [alarm] = alarms  # once, not every tick
+    assert alarm["level"] == "warn" and alarm["task"] == "t0" and alarm["target"] == "E"
+    assert alarm["movers"] == ("obstacle:forklift0",) and not alarm["dead_end"]
+    assert 4.0 <= alarm["seconds"] < 4.5
+
+
 @pytest.mark.parametrize(("battery", "choice"), [(0.9, "other_way"), (0.4, "wait")])
 def test_the_other_corridor_is_taken_only_when_the_battery_covers_it(
     battery: float, choice: str
