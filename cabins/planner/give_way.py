@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
@@ -57,8 +58,8 @@ __all__ = ["give_way_route", "travel_direction"]
 
 _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)  # m from the robot: where to look
 _RETREAT_RINGS: Final = (7.0, 8.5, 10.0, 12.0, 14.0, 16.5, 19.0, 22.0, 25.0)  # on a retreat
-_BEARINGS: Final = 24  # directions looked in on each ring
-_SPACING: Final = 0.3  # m at most between two spots looked at on a retreat's ring
+_BEARINGS: Final = 24  # directions looked in first on each near ring
+_SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
 _HIDDEN: Final = 1000.0  # m added to the ring of a spot out of sight (tried after the rest)
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat (spots in the next bay or corridor are refused)
@@ -107,7 +108,10 @@ def give_way_route(
     away = _Away(mover, radius + clearance, heading, swept)
     if away.aside(pose):
         return ()
-    route = _nearest_spot(router, pose, away, blocked, radius, clearance, _RINGS, tries=_TRIED)
+    near = partial(_nearest_spot, router, pose, away, blocked, radius, clearance, _RINGS)
+    route = near(tries=_TRIED)
+    if route is None:  # between those bearings, every _SPACING of arc or less
+        route = near(tries=_TRIED, between=True)
     if route is None and retreat:
         route = _nearest_spot(
             router, pose, away, blocked, radius, clearance, _RETREAT_RINGS, tries=_RETREAT_TRIED
@@ -162,11 +166,13 @@ def _nearest_spot(
     rings: Sequence[float],
     *,
     tries: int,
+    between: bool = False,
 ) -> Route | None:
     """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
-    to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat."""
+    to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat.
+    With ``between``, the spots between the near rings' bearings (``_spots``)."""
     mover = away.mover
-    spots = _spots(router, pose, away, blocked, rings)
+    spots = _spots(router, pose, away, blocked, rings, between=between)
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
@@ -189,9 +195,13 @@ def _spots(
     away: _Away,
     blocked: Sequence[BaseGeometry],
     rings: Sequence[float],
+    *,
+    between: bool = False,
 ) -> list[Point2]:
     """The free spots on ``rings`` out of the mover's way on the robot's side of it,
-    nearest first (on a retreat, those in sight before the others)."""
+    nearest first (on a retreat, those in sight before the others). The near rings are
+    looked at on ``_BEARINGS`` bearings, or with ``between`` on the bearings between those,
+    every ``_SPACING`` of arc or less; a retreat's rings every ``_SPACING``."""
     in_sight = rings is _RINGS
     mover, reach, size = away.mover, away.reach, away.size
     mx, my = away.centre
@@ -204,8 +214,12 @@ def _spots(
     walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
     spots: list[tuple[float, Point2]] = []
     for ring in rings:
-        bearings = max(_BEARINGS, math.ceil(2.0 * math.pi * ring / _SPACING))
+        arc = 2.0 * math.pi * ring
+        split = math.ceil(arc / (_SPACING * _BEARINGS)) if between else 1
+        bearings = _BEARINGS * split if in_sight else math.ceil(arc / _SPACING)
         for k in range(bearings):
+            if between and k % split == 0:
+                continue  # on one of the bearings looked at first
             angle = 2.0 * math.pi * k / bearings
             spot = (pose[0] + ring * math.cos(angle), pose[1] + ring * math.sin(angle))
             along = (spot[0] - mx) * ux + (spot[1] - my) * uy

@@ -345,7 +345,7 @@ class LaneGuard:
         if wait is None or wait.step in self._told_long:
             return None
         waited = self._waited.get(wait.step, 0.0)
-        if waited < limit:
+        if waited < min(limit, _EXCUSED_S):  # (past the excuse, the watchdog counts it)
             return None
         self._told_long.add(wait.step)
         return LongWait(wait.lane.movers, waited, wait.lane.dead_end)

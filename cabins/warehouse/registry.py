@@ -68,6 +68,7 @@ BOARD: tuple[BoardEntry, ...] = (
 _PLAN = ("task", "step")
 _ALARM_FIELDS: tuple[str, ...] = ("kind", "level", "cabin", "key", "reason", "battery")
 _ALARM_FIELDS += ("threshold", *_PLAN, "error_type", "seq", "tick", "cause")
+_ALARM_FIELDS += ("target", "movers", "seconds", "dead_end")  # long_lane_wait
 _LLM_OUTCOME_FIELDS = (
     *("cabin", "stopped", "answer", "refusal", "rounds", "tool_calls", "tool_errors"),
     *("finish_reason", "notes_written", "task", "truncated", "repeated_actions", "error"),
