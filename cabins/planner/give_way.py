@@ -18,8 +18,12 @@ and not behind a shelf: the straight line to it crosses no shelf or zone, and th
 there is at most ``_DETOUR`` times that line plus ``_DETOUR_SLACK``. (Docks at the
 closed end of 1.9 m bays, a picker walking up to one: the spot chosen lay in the next
 bay, three metres away through a shelf and ten by route; the robot backed off towards it,
-the picker stepped on, the robot came back, for a whole run.) The nearest such spot
-within 6 m the robot may stand on (``standable``: its reach inside the floor's edge too),
+the picker stepped on, the robot came back, for a whole run.) Spots are looked at on 24
+bearings per ring, then, when none of those will do, between them every ``_SPACING`` of
+arc (hard:15: a bay mouth 1.8 m wide beside a forklift fell between two bearings, and the
+robot retreated 16 m ahead of it; looked at all at once, the routes tried were spent on
+neighbours of one ring, and spots farther out that had been found were lost). The nearest
+such spot within 6 m the robot may stand on (``standable``: its reach inside the floor's edge too),
 with a route there that keeps clear of the movers and never closes in on the mover it
 gives way to, is where it gives way; with none, the robot is cornered
 (``StandOff.take_cornered``). (A robot standing within the safety margin of a person may
