@@ -31,6 +31,7 @@ from runtime.spec import ContextSpec, load_spec, load_specs
 from runtime.testing import make_view, run_step
 from sim.run.harness import Simulation
 from sim.world.scenario import Scenario
+from tests.support.floors import floor_router
 from tests.support.paths import ROOT
 
 CORRIDORS: dict[str, Any] = {
@@ -921,15 +922,7 @@ def test_a_charger_where_an_aisle_opens_into_a_cross_aisle_is_no_dead_end(
     block = box(3.1, 3.1, 10.0, 10.9)
     south = () if south_wall_from is None else (box(south_wall_from, 0.0, 14.0, 3.1),)
     walls = (block, *south)
-    router = RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, 0.0, 14.0, 14.0),
-            obstacles=walls,
-            forbidden=(),
-            robot_radius=0.35,
-            clearance=0.25,
-        )
-    )
+    router = floor_router((0.0, 0.0, 14.0, 14.0), walls, radius=0.35, clearance=0.25)
     way = ((1.55, 12.5), (1.556, 1.75))
     forklift = _mover("forklift0", 1.556, 7.0, -0.9, 0.6)
     lane = LaneGuard(PlannerSettings()).contested(router, _seen_with([forklift], way[0]), way, 0.6)

@@ -35,6 +35,7 @@ from runtime.spec import load_spec
 from runtime.testing import make_view, run_step
 from sim.run.harness import Simulation
 from sim.world.scenario import Scenario
+from tests.support.floors import floor_router
 from tests.support.paths import ROOT
 
 AISLE_Y = 1.8  # the movers' line, and the docks on it
@@ -571,16 +572,7 @@ def test_a_bay_mouth_between_two_bearings_is_found_to_give_way_in(
         box(0.0, 17.91, 12.1, 19.67),
         box(0.0, 21.78, 12.1, 24.38),
     )
-    router = RoutePlanner(
-        RoutingProblem(
-            bounds=(0.0, 12.0, 15.0, 26.0),
-            obstacles=shelves,
-            forbidden=(),
-            robot_radius=0.334,
-            clearance=0.25,
-            resolution=0.25,
-        )
-    )
+    router = floor_router((0.0, 12.0, 15.0, 26.0), shelves, radius=0.334, clearance=0.25)
     forklift = Point(13.54, mover_y).buffer(0.6)
     route = give_way_route(
         router, pose, forklift, blocked=[], radius=0.334, clearance=0.25, heading=(0.0, 1.0)
