@@ -51,6 +51,7 @@ from functools import partial
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
@@ -64,7 +65,6 @@ _RINGS: Final = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)  # m from the robo
 _RETREAT_RINGS: Final = (7.0, 8.5, 10.0, 12.0, 14.0, 16.5, 19.0, 22.0, 25.0)  # on a retreat
 _BEARINGS: Final = 24  # directions looked in first on each near ring
 _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
-_HIDDEN: Final = 1000.0  # m added to the ring of a spot out of sight (tried after the rest)
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat (spots in the next bay or corridor are refused)
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
@@ -215,7 +215,7 @@ def _spots(
         return []
     ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
     beside = size + reach
-    walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
+    walls = _Walls(router)
     spots: list[tuple[float, Point2]] = []
     for ring in rings:
         arc = 2.0 * math.pi * ring
@@ -236,17 +236,64 @@ def _spots(
                 continue  # on the line it moves along, ahead or behind, or its ground
             if Point(spot).distance(mover) < reach or not standable(router, spot, reach, blocked):
                 continue
-            hidden = _crosses(walls, pose, spot)
-            if in_sight and hidden:
+            crossed = walls.crossed(pose, spot)
+            if in_sight and crossed:
                 continue  # behind a shelf or a zone: in the next bay, say
-            spots.append((ring + (_HIDDEN if hidden else 0.0), spot))
+            way = walls.way_round(crossed, pose, spot, ring)
+            if way > _DETOUR * ring + _DETOUR_SLACK:
+                continue  # no route round the shelf between is short enough
+            spots.append((way, spot))
     spots.sort(key=lambda s: s[0])
     return [spot for _, spot in spots]
 
 
-def _crosses(walls: Any, pose: Point2, spot: Point2) -> bool:
-    """Whether the straight way from ``pose`` to ``spot`` crosses one of ``walls``."""
-    return bool(walls.size and shapely.intersects(walls, LineString((pose, spot))).any())
+class _Walls:
+    """The shelves and zones of a floor, and how far the way round them is at least."""
+
+    def __init__(self, router: RoutePlanner) -> None:
+        problem = router.problem
+        self._walls = np.array([*problem.obstacles, *problem.forbidden], dtype=object)
+        self._corners: dict[int, npt.NDArray[np.float64]] = {}
+        self._bounds = problem.bounds
+        # the robot passes a corner only with its reach from the wall and its radius from
+        # the floor's edge: a shelf standing against the edge is gone round at its far end
+        self._gap = problem.robot_radius * 2.0 + problem.clearance
+
+    def crossed(self, pose: Point2, spot: Point2) -> list[int]:
+        """The walls the straight way from ``pose`` to ``spot`` crosses, by index."""
+        walls = self._walls
+        if not walls.size:
+            return []
+        found: list[int] = np.flatnonzero(
+            shapely.intersects(walls, LineString((pose, spot)))
+        ).tolist()
+        return found
+
+    def way_round(self, crossed: list[int], pose: Point2, spot: Point2, straight: float) -> float:
+        """A lower bound of a route's length from ``pose`` to ``spot``, ``straight`` apart,
+        past the ``crossed`` walls: for each, the shortest way through one of its corners
+        the robot can pass (a route round a wall bends at one of those), the longest of
+        those; ``math.inf`` when one has none."""
+        way = straight
+        for index in crossed:
+            corners = self._corners.get(index)
+            if corners is None:
+                corners = self._corners[index] = self._passed(self._walls[index])
+            if not len(corners):
+                return math.inf  # a wall from edge to edge: no way round it
+            via = np.hypot(*(corners - pose).T) + np.hypot(*(corners - spot).T)
+            way = max(way, float(via.min()))
+        return way
+
+    def _passed(self, wall: BaseGeometry) -> npt.NDArray[np.float64]:
+        """The corners of ``wall`` the robot can pass (not hard by the floor's edge)."""
+        corners = shapely.get_coordinates(wall)
+        minx, miny, maxx, maxy = self._bounds
+        x, y = corners[:, 0], corners[:, 1]
+        gap = self._gap
+        free = (x - minx >= gap) & (maxx - x >= gap) & (y - miny >= gap) & (maxy - y >= gap)
+        kept: npt.NDArray[np.float64] = corners[free]
+        return kept
 
 
 def _across(spot: Point2, centre: Point2, direction: Point2) -> float:
