@@ -30,6 +30,7 @@ from runtime.spec import load_spec
 from runtime.testing import make_view, run_step
 from sim.run.harness import Simulation
 from sim.world.scenario import Scenario
+from tests.support.floors import floor_router
 from tests.support.paths import ROOT
 
 SPEC = load_spec(ROOT / "specs" / "planner.toml")
@@ -180,6 +181,39 @@ def test_when_it_cannot_set_the_task_aside_it_retreats_out_of_a_deep_bay() -> No
     line = LineString(route)
     assert line.distance(picker) >= Point(pose).distance(picker) - 0.01  # never nearer
     assert line.length <= 1.5 * math.dist(pose, spot) + 1.0  # not round into the next bay
+
+
+def test_a_retreat_takes_the_next_bay_round_a_shelf_before_the_lanes_far_end() -> None:
+    # hard:15 with the movers' map lost: a forklift at its loop's end in the main lane,
+    # the bay mouth beside the robot taken by a picker coming out of it. The retreat took
+    # the lane's far end in sight, 19 m up (out of sight came after all in sight), past
+    # the forklift's loop's far end: it followed the forklift back, a stalled alarm. The
+    # next bay, 7 m up round the corner of a shelf, lets the forklift pass.
+    rows = (13.46, 16.09, 17.91, 19.67, 21.78, 24.38, 26.96, 29.55, 31.4, 33.19, 35.03, 37.7)
+    shelves = tuple(
+        box(0.0, low, 12.1, high) for low, high in zip(rows[::2], rows[1::2], strict=True)
+    )
+    router = floor_router((0.0, 12.0, 15.0, 45.0), shelves, radius=0.334, clearance=0.25)
+    pose = (12.85, 19.64)
+    forklift = Point(13.54, 17.31).buffer(0.6)
+    picker = Point(11.3, 20.73).buffer(0.3)
+    route = give_way_route(
+        router,
+        pose,
+        forklift,
+        blocked=[picker],
+        radius=0.334,
+        clearance=0.25,
+        heading=(0.0, 1.0),
+        retreat=True,
+        swept=LineString([(13.54, 16.07), (13.54, 32.76)]).buffer(0.6),
+    )
+    assert route is not None and len(route) >= 2
+    spot = route[-1]
+    assert spot[0] < 12.1 and 24.38 < spot[1] < 26.96  # in the next bay up
+    line = LineString(route)
+    assert line.length <= 1.5 * math.dist(pose, spot) + 1.0
+    assert line.distance(forklift) >= Point(pose).distance(forklift) - 0.01  # never nearer
 
 
 # -- cornered: no spot to give way, another task waiting (the planner on views) -------
