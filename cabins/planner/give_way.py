@@ -40,7 +40,14 @@ not be in sight in a straight line (the way out of a bay turns into the lane) bu
 there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not
 into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
 bay up to just short of its dock, the robot 14 m in with the item for that dock: it
-waited below the picker for the rest of the run.)
+waited below the picker for the rest of the run.) Retreat spots are tried nearest by the
+shortest way there round the shelves (``_Walls.way_round``: through a corner of each
+shelf the straight way crosses that the robot can pass, a bound no route beats), and none
+whose way round is longer than the detour allows. (hard:15 with the movers' map lost: the
+bay mouth beside the robot taken by a picker, a forklift at its loop's end; with every
+spot in sight tried first, it retreated 19 m up the lane, past the forklift's loop's far
+end, and followed the forklift back: a stalled alarm. The next bay, 7 m up round a
+shelf's corner, lets the forklift by.)
 """
 
 from __future__ import annotations
@@ -203,7 +210,8 @@ def _spots(
     between: bool = False,
 ) -> list[Point2]:
     """The free spots on ``rings`` out of the mover's way on the robot's side of it,
-    nearest first (on a retreat, those in sight before the others). The near rings are
+    nearest first by the way round the shelves (on the near rings, only those in sight;
+    on a retreat, none whose way round is longer than the detour allows). The near rings are
     looked at on ``_BEARINGS`` bearings, or with ``between`` on the bearings between those,
     every ``_SPACING`` of arc or less; a retreat's rings every ``_SPACING``."""
     in_sight = rings is _RINGS

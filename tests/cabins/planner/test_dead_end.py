@@ -20,6 +20,8 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, box
 
 from cabins.planner import Planner, PlannerSettings, give_way_route
@@ -336,3 +338,34 @@ def test_a_dock_blocked_for_good_is_abandoned_with_a_reason_and_the_rest_deliver
     assert deferred[0]["reason"].startswith("single_lane")  # the wait at the bay, first
     assert len(resumed) == max_deferrals
     assert len(stalled) == max_deferrals + 1  # re-routed, deferred, abandoned
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    walls=st.lists(
+        st.tuples(
+            st.floats(0.0, 18.0), st.floats(0.0, 13.0), st.floats(0.3, 8.0), st.floats(0.3, 8.0)
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    ends=st.tuples(*(st.floats(0.5, 19.5), st.floats(0.5, 14.5)) * 2),
+)
+def test_no_route_is_shorter_than_the_way_round_the_shelves(
+    walls: list[tuple[float, float, float, float]],
+    ends: tuple[float, float, float, float],
+) -> None:
+    # The retreat ranks and refuses spots by this bound: a route shorter than it would be
+    # a spot refused that the route check would have taken, or one tried too late.
+    from cabins.planner.give_way import _Walls
+
+    shelves = [box(x, y, min(x + w, 20.0), min(y + h, 15.0)) for x, y, w, h in walls]
+    router = floor_router((0.0, 0.0, 20.0, 15.0), shelves, radius=0.334, clearance=0.25)
+    pose, spot = (ends[0], ends[1]), (ends[2], ends[3])
+    route = router.plan(pose, spot)
+    assume(route is not None)
+    assert route is not None
+    length = float(LineString(route).length) if len(route) >= 2 else 0.0
+    known = _Walls(router)
+    straight = math.dist(pose, spot)
+    assert length >= known.way_round(known.crossed(pose, spot), pose, spot, straight) - 1e-9
