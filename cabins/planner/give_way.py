@@ -52,6 +52,7 @@ shelf's corner, lets the forklift by.)
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -73,7 +74,8 @@ _RETREAT_RINGS: Final = (7.0, 8.5, 10.0, 12.0, 14.0, 16.5, 19.0, 22.0, 25.0)  # 
 _BEARINGS: Final = 24  # directions looked in first on each near ring
 _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
 _TRIED: Final = 12  # routes planned at most, nearest spots first
-_RETREAT_TRIED: Final = 24  # on a retreat (spots in the next bay or corridor are refused)
+_RETREAT_TRIED: Final = 24  # on a retreat
+_HIDDEN_TRIED: Final = 12  # of those, out of sight at most: the rest go to spots in sight
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
@@ -184,10 +186,15 @@ def _nearest_spot(
     With ``between``, the spots between the near rings' bearings (``_spots``)."""
     mover = away.mover
     spots = _spots(router, pose, away, blocked, rings, between=between)
+    if rings is not _RINGS:  # a retreat: one search drops the spots no route reaches
+        found = router.reachable(pose, [spot for spot, _ in spots], blocked=blocked)
+        reached = [s for s, ok in zip(spots, found, strict=True) if ok]
+        hidden = itertools.accumulate(out_of_sight for _, out_of_sight in reached)
+        spots = [s for s, count in zip(reached, hidden, strict=True) if count <= _HIDDEN_TRIED]
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
-    for spot in spots[:tries]:
+    for spot, _ in spots[:tries]:
         route = router.plan(pose, spot, blocked=blocked)
         if route is None:
             continue
@@ -208,7 +215,7 @@ def _spots(
     rings: Sequence[float],
     *,
     between: bool = False,
-) -> list[Point2]:
+) -> list[tuple[Point2, bool]]:
     """The free spots on ``rings`` out of the mover's way on the robot's side of it,
     nearest first by the way round the shelves (on the near rings, only those in sight;
     on a retreat, none whose way round is longer than the detour allows). The near rings are
@@ -224,7 +231,7 @@ def _spots(
     ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
     beside = size + reach
     walls = _Walls(router)
-    spots: list[tuple[float, Point2]] = []
+    spots: list[tuple[float, bool, Point2]] = []
     for ring in rings:
         arc = 2.0 * math.pi * ring
         split = math.ceil(arc / (_SPACING * _BEARINGS)) if between else 1
@@ -250,9 +257,10 @@ def _spots(
             way = walls.way_round(crossed, pose, spot, ring)
             if way > _DETOUR * ring + _DETOUR_SLACK:
                 continue  # no route round the shelf between is short enough
-            spots.append((way, spot))
+            # out of sight, the route is as long as the detour allows, for all that is known
+            spots.append((_DETOUR * way + _DETOUR_SLACK if crossed else ring, bool(crossed), spot))
     spots.sort(key=lambda s: s[0])
-    return [spot for _, spot in spots]
+    return [(spot, hidden) for _, hidden, spot in spots]
 
 
 class _Walls:
@@ -263,9 +271,7 @@ class _Walls:
         self._walls = np.array([*problem.obstacles, *problem.forbidden], dtype=object)
         self._corners: dict[int, npt.NDArray[np.float64]] = {}
         self._bounds = problem.bounds
-        # the robot passes a corner only with its reach from the wall and its radius from
-        # the floor's edge: a shelf standing against the edge is gone round at its far end
-        self._gap = problem.robot_radius * 2.0 + problem.clearance
+        self._radius = problem.robot_radius
 
     def crossed(self, pose: Point2, spot: Point2) -> list[int]:
         """The walls the straight way from ``pose`` to ``spot`` crosses, by index."""
@@ -279,28 +285,33 @@ class _Walls:
 
     def way_round(self, crossed: list[int], pose: Point2, spot: Point2, straight: float) -> float:
         """A lower bound of a route's length from ``pose`` to ``spot``, ``straight`` apart,
-        past the ``crossed`` walls: for each, the shortest way through one of its corners
-        the robot can pass (a route round a wall bends at one of those), the longest of
-        those; ``math.inf`` when one has none."""
+        past the ``crossed`` walls: for each, the shortest way through one of the corners
+        the robot's centre can bend round (``_bends``), the longest of those; ``math.inf``
+        when one has none (it stands from edge to edge of the floor)."""
         way = straight
         for index in crossed:
             corners = self._corners.get(index)
             if corners is None:
-                corners = self._corners[index] = self._passed(self._walls[index])
-            if not len(corners):
-                return math.inf  # a wall from edge to edge: no way round it
+                corners = self._corners[index] = self._bends(self._walls[index])
+            if corners.size == 0:
+                return math.inf
             via = np.hypot(*(corners - pose).T) + np.hypot(*(corners - spot).T)
             way = max(way, float(via.min()))
         return way
 
-    def _passed(self, wall: BaseGeometry) -> npt.NDArray[np.float64]:
-        """The corners of ``wall`` the robot can pass (not hard by the floor's edge)."""
-        corners = shapely.get_coordinates(wall)
+    def _bends(self, wall: BaseGeometry) -> npt.NDArray[np.float64]:
+        """Where the robot's centre can bend round ``wall``: the corners of the wall grown
+        by the robot's radius (a route keeps at least that from it, so it is the shortest
+        way round) that lie where the centre may go, the radius inside the floor's edge. A
+        shelf against the edge is gone round at its far end."""
+        radius = self._radius
+        grown = shapely.buffer(wall, radius * (1.0 - 1e-6), quad_segs=2)
+        corners = shapely.get_coordinates(grown)
         minx, miny, maxx, maxy = self._bounds
         x, y = corners[:, 0], corners[:, 1]
-        gap = self._gap
-        free = (x - minx >= gap) & (maxx - x >= gap) & (y - miny >= gap) & (maxy - y >= gap)
-        kept: npt.NDArray[np.float64] = corners[free]
+        inside = (x >= minx + radius) & (x <= maxx - radius)
+        inside &= (y >= miny + radius) & (y <= maxy - radius)
+        kept: npt.NDArray[np.float64] = corners[inside]
         return kept
 
 

@@ -309,22 +309,29 @@ class RoutePlanner:
         waypoints = [p_start, *(self._centre(c) for c in _turning_points(cells)), p_goal]
         return self._shortcut(waypoints, clear, keep_first=escaping)
 
-    def reachable(self, start: Point2, goals: Sequence[Point2]) -> tuple[bool, ...]:
-        """For each of ``goals``, whether ``plan(start, goal)`` finds a route (ignoring
-        moving obstacles): one flood fill of the grid from ``start``, so asking about many
-        goals costs about one search."""
+    def reachable(
+        self,
+        start: Point2,
+        goals: Sequence[Point2],
+        *,
+        blocked: Sequence[BaseGeometry] = (),
+    ) -> tuple[bool, ...]:
+        """For each of ``goals``, whether ``plan(start, goal, blocked=blocked)`` finds a
+        route (by default ignoring moving obstacles): one flood fill of the grid from
+        ``start``, so asking about many goals costs about one search."""
         p_start = _as_point(start, "start")
         points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]
-        none = np.empty(0, dtype=object)
-        clear: _SegmentCheck = partial(self._clear, blocked_arr=none)
+        blocked_arr = self._blocked_array(blocked)
+        clear: _SegmentCheck = partial(self._clear, blocked_arr=blocked_arr)
         start_clear = clear(p_start, p_start)
-        if not start_clear and not self._escape_clear(p_start, p_start, none):
+        if not start_clear and not self._escape_clear(p_start, p_start, blocked_arr):
             return tuple(False for _ in points)
         start_check: _SegmentCheck = (
-            clear if start_clear else partial(self._escape_clear, blocked_arr=none)
+            clear if start_clear else partial(self._escape_clear, blocked_arr=blocked_arr)
         )
-        start_cell = self._nearest_cell(p_start, self._passable, start_check)
-        component = self._flood(start_cell) if start_cell is not None else bytearray()
+        passable = self._passable_with(blocked_arr)
+        start_cell = self._nearest_cell(p_start, passable, start_check)
+        component = self._flood(start_cell, passable) if start_cell is not None else bytearray()
         found = []
         for goal in points:
             if not clear(goal, goal):
@@ -332,13 +339,13 @@ class RoutePlanner:
             elif start_clear and clear(p_start, goal):
                 found.append(True)
             else:
-                cell = self._nearest_cell(goal, self._passable, clear)
+                cell = self._nearest_cell(goal, passable, clear)
                 found.append(cell is not None and bool(component) and bool(component[cell]))
         return tuple(found)
 
-    def _flood(self, start: int) -> bytearray:
-        """The cells (padded indices) 8-connected to ``start`` through passable cells."""
-        passable, width = self._passable, self._width
+    def _flood(self, start: int, passable: bytes | bytearray) -> bytearray:
+        """The cells (padded indices) 8-connected to ``start`` through ``passable`` cells."""
+        width = self._width
         seen = bytearray(len(passable))
         seen[start] = 1
         todo = [start]
