@@ -37,17 +37,21 @@ pass the robot anywhere near, and the robot cannot pass it. When the robot may n
 task aside (it carries the item, or no other task can be served), it retreats: the rings
 reach on to ``_RETREAT_RINGS`` (the lane's mouth, the corridor's end), where the spot need
 not be in sight in a straight line (the way out of a bay turns into the lane) but the route
-there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not
+there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not round
 into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
 bay up to just short of its dock, the robot 14 m in with the item for that dock: it
-waited below the picker for the rest of the run.) Retreat spots are tried nearest by the
-shortest way there round the shelves (``_Walls.way_round``: through a corner of each
-shelf the straight way crosses that the robot can pass, a bound no route beats), and none
-whose way round is longer than the detour allows. (hard:15 with the movers' map lost: the
-bay mouth beside the robot taken by a picker, a forklift at its loop's end; with every
-spot in sight tried first, it retreated 19 m up the lane, past the forklift's loop's far
-end, and followed the forklift back: a stalled alarm. The next bay, 7 m up round a
-shelf's corner, lets the forklift by.)
+waited below the picker for the rest of the run.) A spot no route reaches past the movers
+is dropped first (one search of the floor, ``RoutePlanner.reachable``). A spot out of sight
+is known to need at least the shortest way round the shelves its straight way crosses
+(``_Walls.way_round``: round a corner of each, grown by the robot's radius; no route is
+shorter), so one whose way round is longer than the detour allows is dropped, and the rest
+rank by the longest route they may take, ``_DETOUR`` times that plus ``_DETOUR_SLACK``,
+against the distance of the spots in sight; at most ``_HIDDEN_TRIED`` of the routes tried
+go to spots out of sight. (hard:15 with the movers' map lost: the bay mouth beside the
+robot taken by a picker, a forklift at its loop's end; with every spot in sight tried
+first, it retreated 19 m up the lane, past the forklift's loop's far end, and followed the
+forklift back: a stalled alarm. The next bay, 7 m up round a shelf's corner, lets the
+forklift by.)
 """
 
 from __future__ import annotations
@@ -216,9 +220,10 @@ def _spots(
     *,
     between: bool = False,
 ) -> list[tuple[Point2, bool]]:
-    """The free spots on ``rings`` out of the mover's way on the robot's side of it,
-    nearest first by the way round the shelves (on the near rings, only those in sight;
-    on a retreat, none whose way round is longer than the detour allows). The near rings are
+    """The free spots on ``rings`` out of the mover's way on the robot's side of it, each
+    with whether it is out of sight, nearest first (on the near rings, only those in sight;
+    on a retreat, those out of sight by the longest route they may take, and none whose way
+    round the shelves is longer than the detour allows). The near rings are
     looked at on ``_BEARINGS`` bearings, or with ``between`` on the bearings between those,
     every ``_SPACING`` of arc or less; a retreat's rings every ``_SPACING``."""
     in_sight = rings is _RINGS

@@ -324,6 +324,47 @@ def test_any_route_keeps_the_footprint_clear(
     check_route(routes, routes.plan(start, goal, blocked=movers), start, goal, movers)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    obstacles=st.lists(rectangles(), max_size=5),
+    forbidden=st.lists(rectangles(), max_size=2),
+    start=st.tuples(st.floats(0.5, 2.5), st.floats(0.5, 8.5)),
+    goals=st.lists(st.tuples(st.floats(2.5, 11.5), st.floats(0.5, 8.5)), min_size=1, max_size=6),
+    blocked=st.lists(
+        st.tuples(st.floats(2.0, 10.0), st.floats(0.0, 9.0), st.floats(0.1, 1.5)), max_size=3
+    ),
+)
+def test_reachable_says_where_a_route_is_found_past_the_movers(
+    obstacles: list[BaseGeometry],
+    forbidden: list[BaseGeometry],
+    start: Point2,
+    goals: list[Point2],
+    blocked: list[tuple[float, float, float]],
+) -> None:
+    # The give-way's retreat drops the spots ``reachable`` says no route reaches before it
+    # plans any: a goal it calls unreachable that a route reaches is a spot lost.
+    routes = planner(bounds=FLOOR, obstacles=tuple(obstacles), forbidden=tuple(forbidden))
+    movers = tuple(Point(x, y).buffer(size) for x, y, size in blocked)
+    found = routes.reachable(start, goals, blocked=movers)
+    for goal, reached in zip(goals, found, strict=True):
+        route = routes.plan(start, goal, blocked=movers)
+        event("reached" if route is not None else "not reached")
+        if route is not None:
+            assert reached
+        elif reached:
+            event("reachable, but no route")
+
+
+def test_reachable_counts_the_movers_only_when_given() -> None:
+    barrier = box(4.8, -1.0, 5.2, 7.0)
+    routes = planner()
+    assert routes.reachable((1.0, 3.0), [(9.0, 3.0)]) == (True,)
+    assert routes.reachable((1.0, 3.0), [(9.0, 3.0), (3.0, 3.0)], blocked=(barrier,)) == (
+        False,
+        True,
+    )
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     others=st.lists(rectangles(), max_size=3),
