@@ -45,9 +45,9 @@ is dropped first (one search of the floor, ``RoutePlanner.reachable``). A spot o
 is known to need at least the shortest way round the shelves its straight way crosses
 (``_Walls.way_round``: round a corner of each, grown by the robot's radius; no route is
 shorter), so one whose way round is longer than the detour allows is dropped, and the rest
-rank by the longest route they may take, ``_DETOUR`` times that plus ``_DETOUR_SLACK``,
-against the distance of the spots in sight; at most ``_HIDDEN_TRIED`` of the routes tried
-go to spots out of sight. (hard:15 with the movers' map lost: the bay mouth beside the
+rank by a pessimistic length, ``_DETOUR`` times that way plus ``_DETOUR_SLACK``, against
+the distance of the spots in sight; at most ``_HIDDEN_TRIED`` of the routes tried go to
+spots out of sight. (hard:15 with the movers' map lost: the bay mouth beside the
 robot taken by a picker, a forklift at its loop's end; with every spot in sight tried
 first, it retreated 19 m up the lane, past the forklift's loop's far end, and followed the
 forklift back: a stalled alarm. The next bay, 7 m up round a shelf's corner, lets the
@@ -187,14 +187,20 @@ def _nearest_spot(
 ) -> Route | None:
     """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
     to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat.
-    With ``between``, the spots between the near rings' bearings (``_spots``)."""
+    With ``between``, the spots between the near rings' bearings (``_spots``). On a
+    retreat, the spots no route reaches past the movers are dropped first, and at most
+    ``_HIDDEN_TRIED`` of those out of sight are kept (see the module docstring)."""
     mover = away.mover
     spots = _spots(router, pose, away, blocked, rings, between=between)
     if rings is not _RINGS:  # a retreat: one search drops the spots no route reaches
         found = router.reachable(pose, [spot for spot, _ in spots], blocked=blocked)
         reached = [s for s, ok in zip(spots, found, strict=True) if ok]
-        hidden = itertools.accumulate(out_of_sight for _, out_of_sight in reached)
-        spots = [s for s, count in zip(reached, hidden, strict=True) if count <= _HIDDEN_TRIED]
+        hidden_so_far = itertools.accumulate(out_of_sight for _, out_of_sight in reached)
+        spots = [
+            (spot, out_of_sight)
+            for (spot, out_of_sight), count in zip(reached, hidden_so_far, strict=True)
+            if not out_of_sight or count <= _HIDDEN_TRIED
+        ]
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
@@ -222,7 +228,7 @@ def _spots(
 ) -> list[tuple[Point2, bool]]:
     """The free spots on ``rings`` out of the mover's way on the robot's side of it, each
     with whether it is out of sight, nearest first (on the near rings, only those in sight;
-    on a retreat, those out of sight by the longest route they may take, and none whose way
+    on a retreat, those out of sight by a pessimistic length of their route, and none whose way
     round the shelves is longer than the detour allows). The near rings are
     looked at on ``_BEARINGS`` bearings, or with ``between`` on the bearings between those,
     every ``_SPACING`` of arc or less; a retreat's rings every ``_SPACING``."""
@@ -310,7 +316,7 @@ class _Walls:
         way round) that lie where the centre may go, the radius inside the floor's edge. A
         shelf against the edge is gone round at its far end."""
         radius = self._radius
-        grown = shapely.buffer(wall, radius * (1.0 - 1e-6), quad_segs=2)
+        grown = shapely.buffer(wall, radius * (1.0 - 1e-6), quad_segs=2) if radius > 0 else wall
         corners = shapely.get_coordinates(grown)
         minx, miny, maxx, maxy = self._bounds
         x, y = corners[:, 0], corners[:, 1]

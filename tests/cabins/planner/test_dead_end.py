@@ -240,6 +240,27 @@ def test_a_retreat_whose_spots_out_of_sight_are_cut_off_still_finds_one_in_sight
     assert Point(route[-1]).distance(_FORKLIFT_LOOP) >= 0.334 + 0.25  # off its loop
 
 
+def test_spots_in_sight_are_tried_after_the_spots_out_of_sight_run_out() -> None:
+    # Review: the cap on spots out of sight dropped every spot ranked after the 13th of
+    # them, in sight or not; here 32 spots out of sight (beyond a shelf, round its end)
+    # rank first, none will do, and the robot was left cornered with the lane in sight.
+    shelves = (box(0.0, 4.0, 27.0, 5.0), box(29.0, 4.0, 40.0, 5.0))
+    router = floor_router((0.0, 0.0, 40.0, 10.0), shelves, radius=0.334, clearance=0.25)
+    route = give_way_route(
+        router,
+        (26.5, 2.0),
+        Point(28.0, 3.3).buffer(0.3),
+        blocked=[],
+        radius=0.334,
+        clearance=0.25,
+        heading=(-1.0, 0.0),
+        retreat=True,
+        swept=box(13.0, 0.0, 30.0, 4.0),
+    )
+    assert route is not None and len(route) >= 2
+    assert route[-1][1] < 4.0  # in the lane, in sight
+
+
 # -- cornered: no spot to give way, another task waiting (the planner on views) -------
 
 
