@@ -56,7 +56,6 @@ forklift by.)
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -79,6 +78,7 @@ _BEARINGS: Final = 24  # directions looked in first on each near ring
 _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat
+_GRID_EXCESS: Final = 1.0824  # the 8-connected grid's way over the straight, at most
 _HIDDEN_TRIED: Final = 18  # of those, out of sight at most: the rest go to spots in sight
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
@@ -192,15 +192,21 @@ def _nearest_spot(
     ``_HIDDEN_TRIED`` of those out of sight are kept (see the module docstring)."""
     mover = away.mover
     spots = _spots(router, pose, away, blocked, rings, between=between)
-    if rings is not _RINGS:  # a retreat: one search drops the spots no route reaches
-        found = router.reachable(pose, [spot for spot, _ in spots], blocked=blocked)
-        reached = [s for s, ok in zip(spots, found, strict=True) if ok]
-        hidden_so_far = itertools.accumulate(out_of_sight for _, out_of_sight in reached)
-        spots = [
-            (spot, out_of_sight)
-            for (spot, out_of_sight), count in zip(reached, hidden_so_far, strict=True)
-            if not out_of_sight or count <= _HIDDEN_TRIED
-        ]
+    if rings is not _RINGS:  # PROTOTYPE: ranked by the grid's way there past the movers
+        keep0 = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
+        near = mover.buffer(keep0 - radius - clearance - 1e-6)
+        ways = router.ways(
+            pose,
+            [spot for spot, _ in spots],
+            blocked=[*blocked, *([near] if not near.is_empty else [])],
+        )
+        slack = 2.0 * router.problem.resolution
+        ranked = sorted(
+            (way, k, s)
+            for k, (s, way) in enumerate(zip(spots, ways, strict=True))
+            if way <= _GRID_EXCESS * (_DETOUR * math.dist(pose, s[0]) + _DETOUR_SLACK) + slack
+        )
+        spots = [s for _, _, s in ranked]
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE

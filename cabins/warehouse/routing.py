@@ -343,6 +343,77 @@ class RoutePlanner:
                 found.append(cell is not None and bool(component) and bool(component[cell]))
         return tuple(found)
 
+    def ways(
+        self,
+        start: Point2,
+        goals: Sequence[Point2],
+        *,
+        blocked: Sequence[BaseGeometry] = (),
+    ) -> tuple[float, ...]:
+        """PROTOTYPE: for each of ``goals``, about how long a route there is (the straight
+        way when it is clear, else the 8-connected grid's shortest way, which is at most
+        about 8 % longer than a route), ``math.inf`` when none is found."""
+        p_start = _as_point(start, "start")
+        points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]
+        blocked_arr = self._blocked_array(blocked)
+        clear: _SegmentCheck = partial(self._clear, blocked_arr=blocked_arr)
+        start_clear = clear(p_start, p_start)
+        if not start_clear and not self._escape_clear(p_start, p_start, blocked_arr):
+            return tuple(math.inf for _ in points)
+        start_check: _SegmentCheck = (
+            clear if start_clear else partial(self._escape_clear, blocked_arr=blocked_arr)
+        )
+        passable = self._passable_with(blocked_arr)
+        start_cell = self._nearest_cell(p_start, passable, start_check)
+        if start_cell is None:
+            return tuple(math.inf for _ in points)
+        cost = self._spread(start_cell, passable)
+        base = math.dist(p_start, self._centre(start_cell))
+        out = []
+        for goal in points:
+            if not clear(goal, goal):
+                out.append(math.inf)
+            elif start_clear and clear(p_start, goal):
+                out.append(math.dist(p_start, goal))
+            else:
+                cell = self._nearest_cell(goal, passable, clear)
+                far = math.inf if cell is None else cost.get(cell, math.inf)
+                out.append(
+                    base + far * self._res + math.dist(self._centre(cell), goal)
+                    if cell is not None
+                    else math.inf
+                )
+        return tuple(out)
+
+    def _spread(self, start: int, passable: bytes | bytearray) -> dict[int, float]:
+        width = self._width
+        steps = (
+            (1, 1.0),
+            (-1, 1.0),
+            (width, 1.0),
+            (-width, 1.0),
+            (width + 1, _SQRT2),
+            (width - 1, _SQRT2),
+            (1 - width, _SQRT2),
+            (-1 - width, _SQRT2),
+        )
+        cost = {start: 0.0}
+        heap = [(0.0, start)]
+        done = bytearray(len(passable))
+        while heap:
+            c, cell = heapq.heappop(heap)
+            if done[cell]:
+                continue
+            done[cell] = 1
+            for step, w in steps:
+                nxt = cell + step
+                if passable[nxt] and not done[nxt]:
+                    nc = c + w
+                    if nc < cost.get(nxt, math.inf):
+                        cost[nxt] = nc
+                        heapq.heappush(heap, (nc, nxt))
+        return cost
+
     def _flood(self, start: int, passable: bytes | bytearray) -> bytearray:
         """The cells (padded indices) 8-connected to ``start`` through ``passable`` cells."""
         width = self._width
