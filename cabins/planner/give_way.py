@@ -46,8 +46,9 @@ is known to need at least the shortest way round the shelves its straight way cr
 (``_Walls.way_round``: round a corner of each, grown by the robot's radius; no route is
 shorter), so one whose way round is longer than the detour allows is dropped, and the rest
 rank by a pessimistic length, ``_DETOUR`` times that way plus ``_DETOUR_SLACK``, against
-the distance of the spots in sight; at most ``_HIDDEN_TRIED`` of the routes tried go to
-spots out of sight. (hard:15 with the movers' map lost: the bay mouth beside the
+the distance of the spots in sight. (PROTOTYPE: on a retreat that ranking is replaced by
+the grid's way past the movers, ``_nearest_spot``; this paragraph is to be rewritten.)
+(hard:15 with the movers' map lost: the bay mouth beside the
 robot taken by a picker, a forklift at its loop's end; with every spot in sight tried
 first, it retreated 19 m up the lane, past the forklift's loop's far end, and followed the
 forklift back: a stalled alarm. The next bay, 7 m up round a shelf's corner, lets the
@@ -79,7 +80,6 @@ _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when l
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat
 _GRID_EXCESS: Final = 1.0824  # the 8-connected grid's way over the straight, at most
-_HIDDEN_TRIED: Final = 18  # of those, out of sight at most: the rest go to spots in sight
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
@@ -188,8 +188,9 @@ def _nearest_spot(
     """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
     to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat.
     With ``between``, the spots between the near rings' bearings (``_spots``). On a
-    retreat, the spots no route reaches past the movers are dropped first, and at most
-    ``_HIDDEN_TRIED`` of those out of sight are kept (see the module docstring)."""
+    retreat (PROTOTYPE), the spots rank by the grid's way there past the movers and a
+    keep-out disc round the mover given way to (``RoutePlanner.ways``), and those with no
+    way, or one longer than the detour allows, are dropped."""
     mover = away.mover
     spots = _spots(router, pose, away, blocked, rings, between=between)
     if rings is not _RINGS:  # PROTOTYPE: ranked by the grid's way there past the movers
