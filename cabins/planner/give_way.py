@@ -37,22 +37,21 @@ pass the robot anywhere near, and the robot cannot pass it. When the robot may n
 task aside (it carries the item, or no other task can be served), it retreats: the rings
 reach on to ``_RETREAT_RINGS`` (the lane's mouth, the corridor's end), where the spot need
 not be in sight in a straight line (the way out of a bay turns into the lane) but the route
-there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not round
-into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
+there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not
+round into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
 bay up to just short of its dock, the robot 14 m in with the item for that dock: it
-waited below the picker for the rest of the run.) A spot no route reaches past the movers
-is dropped first (one search of the floor, ``RoutePlanner.reachable``). A spot out of sight
-is known to need at least the shortest way round the shelves its straight way crosses
-(``_Walls.way_round``: round a corner of each, grown by the robot's radius; no route is
-shorter), so one whose way round is longer than the detour allows is dropped, and the rest
-rank by a pessimistic length, ``_DETOUR`` times that way plus ``_DETOUR_SLACK``, against
-the distance of the spots in sight. (PROTOTYPE: on a retreat that ranking is replaced by
-the grid's way past the movers, ``_nearest_spot``; this paragraph is to be rewritten.)
-(hard:15 with the movers' map lost: the bay mouth beside the
-robot taken by a picker, a forklift at its loop's end; with every spot in sight tried
-first, it retreated 19 m up the lane, past the forklift's loop's far end, and followed the
-forklift back: a stalled alarm. The next bay, 7 m up round a shelf's corner, lets the
-forklift by.)
+waited below the picker for the rest of the run.) The retreat's spots are many (every
+``_SPACING`` of nine rings) and most of its routes fail for one reason (round a shelf,
+closing in on the mover), so they rank by the way there: one search of the grid from the
+robot past the movers and past the ground nearer the mover than the robot stands
+(``RoutePlanner.ways``) gives each spot about its route's length; a spot it has no way
+to, or a way longer than the detour allows (over the grid's excess), is dropped, and the
+routes are planned shortest way first. (hard:15 with the movers' map lost: the bay mouth
+beside the robot taken by a picker, a forklift at its loop's end; with the spots in sight
+tried first, it retreated 19 m up the lane, past the end of the forklift's loop, and
+followed the forklift back: a stalled alarm. The next bay, 7 m up round a shelf's
+corner, lets the forklift by. A cap on the spots out of sight tried instead cornered the
+robot on a generated world, whose one way out ranked after the cap.)
 """
 
 from __future__ import annotations
@@ -63,7 +62,6 @@ from functools import partial
 from typing import Any, Final
 
 import numpy as np
-import numpy.typing as npt
 import shapely
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
@@ -79,7 +77,8 @@ _BEARINGS: Final = 24  # directions looked in first on each near ring
 _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat
-_GRID_EXCESS: Final = 1.0824  # the 8-connected grid's way over the straight, at most
+_GRID_EXCESS: Final = 1.0824  # the 8-connected grid's way over the shortest, at most
+_GRID_SLACK: Final = 3.0  # grid cells added to that (the ends joined straight, walls)
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
@@ -186,32 +185,21 @@ def _nearest_spot(
     between: bool = False,
 ) -> Route | None:
     """``give_way_route`` on ``rings``, planning ``tries`` routes at most; the straight way
-    to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat.
-    With ``between``, the spots between the near rings' bearings (``_spots``). On a
-    retreat (PROTOTYPE), the spots rank by the grid's way there past the movers and a
-    keep-out disc round the mover given way to (``RoutePlanner.ways``), and those with no
-    way, or one longer than the detour allows, are dropped."""
+    to a spot crosses no shelf or zone on the near rings (``_RINGS``), not on a retreat,
+    where the spots rank by the grid's way there (``_by_way``). With ``between``, the spots
+    between the near rings' bearings (``_spots``)."""
     mover = away.mover
     spots = _spots(router, pose, away, blocked, rings, between=between)
-    if rings is not _RINGS:  # PROTOTYPE: ranked by the grid's way there past the movers
-        keep0 = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
-        near = mover.buffer(keep0 - radius - clearance - 1e-6)
-        ways = router.ways(
-            pose,
-            [spot for spot, _ in spots],
-            blocked=[*blocked, *([near] if not near.is_empty else [])],
-        )
-        slack = 2.0 * router.problem.resolution
-        ranked = sorted(
-            (way, k, s)
-            for k, (s, way) in enumerate(zip(spots, ways, strict=True))
-            if way <= _GRID_EXCESS * (_DETOUR * math.dist(pose, s[0]) + _DETOUR_SLACK) + slack
-        )
-        spots = [s for _, _, s in ranked]
     # the route may not bring the robot nearer the mover than it stands now, nor within
     # its radius and clearance of it when it stands farther off
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
-    for spot, _ in spots[:tries]:
+    if rings is not _RINGS:
+        # a route keeps radius + clearance off what blocks it: off the mover shrunk by the
+        # rest, it keeps ``keep`` off the mover
+        nearer = mover.buffer(keep - radius - clearance - 1e-6)
+        blocked = [*blocked, *([] if nearer.is_empty else [nearer])]
+        spots = _by_way(router, pose, spots, blocked)
+    for spot in spots[:tries]:
         route = router.plan(pose, spot, blocked=blocked)
         if route is None:
             continue
@@ -224,6 +212,23 @@ def _nearest_spot(
     return None
 
 
+def _by_way(
+    router: RoutePlanner, pose: Point2, spots: list[Point2], blocked: Sequence[BaseGeometry]
+) -> list[Point2]:
+    """The ``spots`` whose way from ``pose`` past ``blocked`` on the grid may be a route the
+    detour allows, shortest way first. The grid's way is never shorter than the route
+    planned there and at most ``_GRID_EXCESS`` times the shortest, plus the ends."""
+    slack = _GRID_SLACK * router.problem.resolution
+    limits = [
+        _GRID_EXCESS * (_DETOUR * math.dist(pose, spot) + _DETOUR_SLACK) + slack for spot in spots
+    ]
+    ways = router.ways(pose, spots, blocked=blocked, within=max(limits, default=0.0))
+    ranked = sorted(
+        (way, k) for k, (way, limit) in enumerate(zip(ways, limits, strict=True)) if way <= limit
+    )
+    return [spots[k] for _, k in ranked]
+
+
 def _spots(
     router: RoutePlanner,
     pose: Point2,
@@ -232,11 +237,9 @@ def _spots(
     rings: Sequence[float],
     *,
     between: bool = False,
-) -> list[tuple[Point2, bool]]:
-    """The free spots on ``rings`` out of the mover's way on the robot's side of it, each
-    with whether it is out of sight, nearest first (on the near rings, only those in sight;
-    on a retreat, those out of sight by a pessimistic length of their route, and none whose way
-    round the shelves is longer than the detour allows). The near rings are
+) -> list[Point2]:
+    """The free spots on ``rings`` out of the mover's way on the robot's side of it,
+    nearest first. The near rings are
     looked at on ``_BEARINGS`` bearings, or with ``between`` on the bearings between those,
     every ``_SPACING`` of arc or less; a retreat's rings every ``_SPACING``."""
     in_sight = rings is _RINGS
@@ -248,8 +251,8 @@ def _spots(
         return []
     ux, uy = dx / gap, dy / gap  # the way the mover is taken to be heading
     beside = size + reach
-    walls = _Walls(router)
-    spots: list[tuple[float, bool, Point2]] = []
+    walls = np.array([*router.problem.obstacles, *router.problem.forbidden], dtype=object)
+    spots: list[tuple[float, Point2]] = []
     for ring in rings:
         arc = 2.0 * math.pi * ring
         split = math.ceil(arc / (_SPACING * _BEARINGS)) if between else 1
@@ -269,68 +272,16 @@ def _spots(
                 continue  # on the line it moves along, ahead or behind, or its ground
             if Point(spot).distance(mover) < reach or not standable(router, spot, reach, blocked):
                 continue
-            crossed = walls.crossed(pose, spot)
-            if in_sight and crossed:
+            if in_sight and _crosses(walls, pose, spot):
                 continue  # behind a shelf or a zone: in the next bay, say
-            way = walls.way_round(crossed, pose, spot, ring)
-            if way > _DETOUR * ring + _DETOUR_SLACK:
-                continue  # no route round the shelf between is short enough
-            # out of sight, the route is as long as the detour allows, for all that is known
-            spots.append((_DETOUR * way + _DETOUR_SLACK if crossed else ring, bool(crossed), spot))
+            spots.append((ring, spot))
     spots.sort(key=lambda s: s[0])
-    return [(spot, hidden) for _, hidden, spot in spots]
+    return [spot for _, spot in spots]
 
 
-class _Walls:
-    """The shelves and zones of a floor, and how far the way round them is at least."""
-
-    def __init__(self, router: RoutePlanner) -> None:
-        problem = router.problem
-        self._walls = np.array([*problem.obstacles, *problem.forbidden], dtype=object)
-        self._corners: dict[int, npt.NDArray[np.float64]] = {}
-        self._bounds = problem.bounds
-        self._radius = problem.robot_radius
-
-    def crossed(self, pose: Point2, spot: Point2) -> list[int]:
-        """The walls the straight way from ``pose`` to ``spot`` crosses, by index."""
-        walls = self._walls
-        if not walls.size:
-            return []
-        found: list[int] = np.flatnonzero(
-            shapely.intersects(walls, LineString((pose, spot)))
-        ).tolist()
-        return found
-
-    def way_round(self, crossed: list[int], pose: Point2, spot: Point2, straight: float) -> float:
-        """A lower bound of a route's length from ``pose`` to ``spot``, ``straight`` apart,
-        past the ``crossed`` walls: for each, the shortest way through one of the corners
-        the robot's centre can bend round (``_bends``), the longest of those; ``math.inf``
-        when one has none (it stands from edge to edge of the floor)."""
-        way = straight
-        for index in crossed:
-            corners = self._corners.get(index)
-            if corners is None:
-                corners = self._corners[index] = self._bends(self._walls[index])
-            if corners.size == 0:
-                return math.inf
-            via = np.hypot(*(corners - pose).T) + np.hypot(*(corners - spot).T)
-            way = max(way, float(via.min()))
-        return way
-
-    def _bends(self, wall: BaseGeometry) -> npt.NDArray[np.float64]:
-        """Where the robot's centre can bend round ``wall``: the corners of the wall grown
-        by the robot's radius (a route keeps at least that from it, so it is the shortest
-        way round) that lie where the centre may go, the radius inside the floor's edge. A
-        shelf against the edge is gone round at its far end."""
-        radius = self._radius
-        grown = shapely.buffer(wall, radius * (1.0 - 1e-6), quad_segs=2) if radius > 0 else wall
-        corners = shapely.get_coordinates(grown)
-        minx, miny, maxx, maxy = self._bounds
-        x, y = corners[:, 0], corners[:, 1]
-        inside = (x >= minx + radius) & (x <= maxx - radius)
-        inside &= (y >= miny + radius) & (y <= maxy - radius)
-        kept: npt.NDArray[np.float64] = corners[inside]
-        return kept
+def _crosses(walls: Any, pose: Point2, spot: Point2) -> bool:
+    """Whether the straight way from ``pose`` to ``spot`` crosses one of ``walls``."""
+    return bool(walls.size and shapely.intersects(walls, LineString((pose, spot))).any())
 
 
 def _across(spot: Point2, centre: Point2, direction: Point2) -> float:

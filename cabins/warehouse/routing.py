@@ -321,17 +321,11 @@ class RoutePlanner:
         ``start``, so asking about many goals costs about one search."""
         p_start = _as_point(start, "start")
         points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]
-        blocked_arr = self._blocked_array(blocked)
-        clear: _SegmentCheck = partial(self._clear, blocked_arr=blocked_arr)
-        start_clear = clear(p_start, p_start)
-        if not start_clear and not self._escape_clear(p_start, p_start, blocked_arr):
+        origin = self._origin_cell(p_start, blocked)
+        if origin is None:
             return tuple(False for _ in points)
-        start_check: _SegmentCheck = (
-            clear if start_clear else partial(self._escape_clear, blocked_arr=blocked_arr)
-        )
-        passable = self._passable_with(blocked_arr)
-        start_cell = self._nearest_cell(p_start, passable, start_check)
-        component = self._flood(start_cell, passable) if start_cell is not None else bytearray()
+        clear, passable, start_cell, start_clear = origin
+        component = self._flood(start_cell, passable) if start_cell is not None else None
         found = []
         for goal in points:
             if not clear(goal, goal):
@@ -340,7 +334,7 @@ class RoutePlanner:
                 found.append(True)
             else:
                 cell = self._nearest_cell(goal, passable, clear)
-                found.append(cell is not None and bool(component) and bool(component[cell]))
+                found.append(cell is not None and component is not None and bool(component[cell]))
         return tuple(found)
 
     def ways(
@@ -349,45 +343,94 @@ class RoutePlanner:
         goals: Sequence[Point2],
         *,
         blocked: Sequence[BaseGeometry] = (),
+        within: float = math.inf,
     ) -> tuple[float, ...]:
-        """PROTOTYPE: for each of ``goals``, about how long a route there is (the straight
-        way when it is clear, else the 8-connected grid's shortest way, which is at most
-        about 8 % longer than a route), ``math.inf`` when none is found."""
+        """For each of ``goals``, about how long a route there past ``blocked`` is: the
+        straight way when ``plan`` takes it, else the 8-connected grid's shortest way
+        between the cells ``plan`` starts and ends on, with the ends joined straight.
+        That is never shorter than the route ``plan(start, goal, blocked=blocked)``
+        finds (the route cuts the grid's corners) and at most about 8 % and a few cells
+        longer than the shortest; ``math.inf`` where the grid has no way (``plan`` finds
+        no route) and where the way is longer than ``within``. One search of the grid,
+        stopped at ``within``, answers every goal."""
         p_start = _as_point(start, "start")
         points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]
+        ways = [math.inf] * len(points)
+        origin = self._origin_cell(p_start, blocked)
+        if origin is None:
+            return tuple(ways)
+        clear, passable, start_cell, start_clear = origin
+        ends: dict[int, list[int]] = {}  # the cell a route to each goal ends on
+        for i, goal in enumerate(points):
+            if not clear(goal, goal):
+                continue
+            if start_clear and clear(p_start, goal):
+                ways[i] = math.dist(p_start, goal)
+                continue
+            cell = None if start_cell is None else self._nearest_cell(goal, passable, clear)
+            if cell is not None:
+                ends.setdefault(cell, []).append(i)
+        if start_cell is None:
+            return tuple(ways)
+        base = math.dist(p_start, self._centre(start_cell))
+        far = self._spread(start_cell, passable, set(ends), (within - base) / self._res)
+        for cell, cells in far.items():
+            for i in ends[cell]:
+                ways[i] = base + cells * self._res + math.dist(self._centre(cell), points[i])
+        return tuple(way if way <= within else math.inf for way in ways)
+
+    def _origin_cell(
+        self, p_start: Point2, blocked: Sequence[BaseGeometry]
+    ) -> tuple[_SegmentCheck, bytes | bytearray, int | None, bool] | None:
+        """What a search from ``p_start`` past ``blocked`` starts from, as ``plan`` does: the
+        exact check, the passable cells, the start's cell (None when no cell is in reach)
+        and whether the start is clear (else it escapes an obstacle's margin); None when
+        ``plan`` would refuse the start."""
         blocked_arr = self._blocked_array(blocked)
         clear: _SegmentCheck = partial(self._clear, blocked_arr=blocked_arr)
         start_clear = clear(p_start, p_start)
         if not start_clear and not self._escape_clear(p_start, p_start, blocked_arr):
-            return tuple(math.inf for _ in points)
+            return None
         start_check: _SegmentCheck = (
             clear if start_clear else partial(self._escape_clear, blocked_arr=blocked_arr)
         )
         passable = self._passable_with(blocked_arr)
         start_cell = self._nearest_cell(p_start, passable, start_check)
-        if start_cell is None:
-            return tuple(math.inf for _ in points)
-        cost = self._spread(start_cell, passable)
-        base = math.dist(p_start, self._centre(start_cell))
-        out = []
-        for goal in points:
-            if not clear(goal, goal):
-                out.append(math.inf)
-            elif start_clear and clear(p_start, goal):
-                out.append(math.dist(p_start, goal))
-            else:
-                cell = self._nearest_cell(goal, passable, clear)
-                far = math.inf if cell is None else cost.get(cell, math.inf)
-                out.append(
-                    base + far * self._res + math.dist(self._centre(cell), goal)
-                    if cell is not None
-                    else math.inf
-                )
-        return tuple(out)
+        return clear, passable, start_cell, start_clear
 
-    def _spread(self, start: int, passable: bytes | bytearray) -> dict[int, float]:
+    def _spread(
+        self, start: int, passable: bytes | bytearray, targets: set[int], limit: float
+    ) -> dict[int, float]:
+        """The grid's shortest ways, in cells, from ``start`` to those of ``targets`` it
+        reaches within ``limit`` cells (Dijkstra, stopped there or once all are found)."""
+        cost = [math.inf] * len(passable)
+        cost[start] = 0.0
+        heap = [(0.0, start)]
+        done = bytearray(len(passable))
+        left, found = set(targets), {}
+        push, pop = heapq.heappush, heapq.heappop
+        steps = self._steps()
+        while heap and left:
+            base, cell = pop(heap)
+            if base > limit:
+                break
+            if done[cell]:
+                continue
+            done[cell] = 1
+            if cell in left:
+                left.discard(cell)
+                found[cell] = base
+            for step, step_cost in steps:
+                nxt = cell + step
+                if passable[nxt] and base + step_cost < cost[nxt]:
+                    cost[nxt] = base + step_cost
+                    push(heap, (cost[nxt], nxt))
+        return found
+
+    def _steps(self) -> tuple[tuple[int, float], ...]:
+        """The eight moves to a neighbouring cell (padded index offset, length in cells)."""
         width = self._width
-        steps = (
+        return (
             (1, 1.0),
             (-1, 1.0),
             (width, 1.0),
@@ -397,30 +440,13 @@ class RoutePlanner:
             (1 - width, _SQRT2),
             (-1 - width, _SQRT2),
         )
-        cost = {start: 0.0}
-        heap = [(0.0, start)]
-        done = bytearray(len(passable))
-        while heap:
-            c, cell = heapq.heappop(heap)
-            if done[cell]:
-                continue
-            done[cell] = 1
-            for step, w in steps:
-                nxt = cell + step
-                if passable[nxt] and not done[nxt]:
-                    nc = c + w
-                    if nc < cost.get(nxt, math.inf):
-                        cost[nxt] = nc
-                        heapq.heappush(heap, (nc, nxt))
-        return cost
 
     def _flood(self, start: int, passable: bytes | bytearray) -> bytearray:
         """The cells (padded indices) 8-connected to ``start`` through ``passable`` cells."""
-        width = self._width
         seen = bytearray(len(passable))
         seen[start] = 1
         todo = [start]
-        steps = (1, -1, width, -width, width + 1, width - 1, 1 - width, -1 - width)
+        steps = [step for step, _ in self._steps()]
         while todo:
             cell = todo.pop()
             for step in steps:
@@ -514,16 +540,7 @@ class RoutePlanner:
         """Cells (padded indices) of a shortest 8-connected path, or None."""
         width = self._width
         goal_row, goal_col = divmod(goal, width)
-        steps = (
-            (1, 1.0),
-            (-1, 1.0),
-            (width, 1.0),
-            (-width, 1.0),
-            (width + 1, _SQRT2),
-            (width - 1, _SQRT2),
-            (1 - width, _SQRT2),
-            (-1 - width, _SQRT2),
-        )
+        steps = self._steps()
         diag_gain = _SQRT2 - 2.0
         cost = [math.inf] * len(passable)
         parent: dict[int, int] = {}

@@ -20,7 +20,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from shapely.affinity import rotate, translate
 from shapely.geometry import LineString, Point, box
@@ -408,21 +408,32 @@ _WEST = st.tuples(st.floats(0.4, 7.0), st.one_of(st.floats(0.34, 1.6), st.floats
 _EAST = st.tuples(st.floats(13.0, 19.6), st.one_of(st.floats(0.34, 1.6), st.floats(0.4, 14.6)))
 
 
+_MOVERS = st.lists(
+    st.tuples(st.floats(0.5, 19.5), st.floats(0.5, 14.5), st.floats(0.3, 1.2)), max_size=3
+)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     walls=st.lists(_walls(), min_size=1, max_size=6),
     zones=st.integers(0, 6),
     pose=_WEST,
-    spot=_EAST,
+    spots=st.lists(_EAST, min_size=1, max_size=4),
+    movers=_MOVERS,
 )
-def test_no_route_is_shorter_than_the_way_round_the_shelves(
-    walls: list[BaseGeometry], zones: int, pose: tuple[float, float], spot: tuple[float, float]
+def test_the_grids_way_never_drops_a_route_the_detour_allows(
+    walls: list[BaseGeometry],
+    zones: int,
+    pose: tuple[float, float],
+    spots: list[tuple[float, float]],
+    movers: list[tuple[float, float, float]],
 ) -> None:
-    # The retreat drops and ranks spots out of sight by this bound: a route shorter than
-    # it would be a spot dropped that the route check would have taken, or tried too late.
+    # The retreat drops a spot whose way on the grid is longer than the detour allows over
+    # the grid's excess, and plans the rest shortest way first: a route the planner finds
+    # shorter than that way, by more than the excess, is a spot dropped that would do.
     # Shelves and zones (the first ``zones`` walls are forbidden zones) against the
-    # floor's edge and turned anywhere, across the floor, from beside a wall and anywhere.
-    from cabins.planner.give_way import _Walls
+    # floor's edge and turned anywhere, across the floor, with movers about.
+    from cabins.planner.give_way import _GRID_EXCESS, _GRID_SLACK
 
     problem = RoutingProblem(
         bounds=_FLOOR,
@@ -433,34 +444,28 @@ def test_no_route_is_shorter_than_the_way_round_the_shelves(
         resolution=0.25,
     )
     router = RoutePlanner(problem)
-    route = router.plan(pose, spot)
-    assume(route is not None)
-    assert route is not None
-    known = _Walls(router)
-    crossed = known.crossed(pose, spot)
-    event("crossed a wall" if crossed else "in sight")
-    length = float(LineString(route).length) if len(route) >= 2 else 0.0
-    assert length >= known.way_round(crossed, pose, spot, math.dist(pose, spot)) - 1e-9
+    blocked = [Point(x, y).buffer(size) for x, y, size in movers]
+    ways = router.ways(pose, spots, blocked=blocked)
+    for spot, way in zip(spots, ways, strict=True):
+        route = router.plan(pose, spot, blocked=blocked)
+        event("no route" if route is None else f"route of {min(len(route), 4)}+ points")
+        if route is None:
+            assert way == math.inf
+            continue
+        length = float(LineString(route).length)
+        assert length - 1e-9 <= way <= _GRID_EXCESS * length + _GRID_SLACK * 0.25
 
 
-def test_a_zone_along_a_wall_is_gone_round_not_taken_for_a_wall_across_the_floor() -> None:
-    # Review of the bound: a zone 0.6 m deep against the floor's edge lost every corner
-    # (each within the robot's reach of the edge), and the way round it was taken to be
-    # none: a spot beyond it, 7.5 m away by route, was dropped.
-    from cabins.planner.give_way import _Walls
-
-    problem = RoutingProblem(
-        bounds=(0.0, 0.0, 30.0, 20.0),
-        obstacles=(),
-        forbidden=(box(9.0, 0.0, 12.0, 0.6),),
-        robot_radius=0.334,
-        clearance=0.25,
-        resolution=0.25,
+def test_a_way_longer_than_asked_about_is_none() -> None:
+    shelf = box(10.0, 0.0, 11.0, 8.0)
+    router = floor_router((0.0, 0.0, 30.0, 10.0), (shelf,), radius=0.334, clearance=0.25)
+    near, round_the_shelf = (4.0, 5.0), (16.0, 5.0)
+    full = router.ways((2.0, 5.0), [near, round_the_shelf])
+    assert full[0] == pytest.approx(2.0)  # the straight way
+    assert 16.0 < full[1] < math.inf  # up round the shelf's end (16.1 m) and down again
+    assert router.ways((2.0, 5.0), [near, round_the_shelf], within=full[1] - 0.5) == (
+        full[0],
+        math.inf,
     )
-    router = RoutePlanner(problem)
-    pose, spot = (6.0, 0.45), (12.99, 0.69)
-    route = router.plan(pose, spot)
-    assert route is not None
-    known = _Walls(router)
-    way = known.way_round(known.crossed(pose, spot), pose, spot, math.dist(pose, spot))
-    assert math.dist(pose, spot) <= way <= float(LineString(route).length)
+    walled = router.ways((2.0, 5.0), [round_the_shelf], blocked=[box(10.0, 7.5, 11.0, 10.0)])
+    assert walled == (math.inf,)
