@@ -45,8 +45,8 @@ waited below the picker for the rest of the run.) The retreat's spots are many (
 closing in on the mover), so they rank by the way there: one search of the grid from the
 robot past the movers and past the ground nearer the mover than the robot stands
 (``RoutePlanner.ways``) gives each spot about its route's length; a spot it has no way
-to, or a way longer than the detour allows (over the grid's excess), is dropped, and the
-routes are planned shortest way first. (hard:15 with the movers' map lost: the bay mouth
+to, or a way far longer than the detour allows, is dropped, and the routes are planned
+shortest way first. (hard:15 with the movers' map lost: the bay mouth
 beside the robot taken by a picker, a forklift at its loop's end; with the spots in sight
 tried first, it retreated 19 m up the lane, past the end of the forklift's loop, and
 followed the forklift back: a stalled alarm. The next bay, 7 m up round a shelf's
@@ -77,8 +77,8 @@ _BEARINGS: Final = 24  # directions looked in first on each near ring
 _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat
-_GRID_EXCESS: Final = 1.0824  # the 8-connected grid's way over the shortest, at most
-_GRID_SLACK: Final = 3.0  # grid cells added to that (the ends joined straight, walls)
+_WAY_OVER: Final = 1.25  # the grid's way over the route planned, at most (below)
+_WAY_SLACK: Final = 4.0  # grid cells added to that
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
@@ -195,7 +195,8 @@ def _nearest_spot(
     keep = min(Point(pose).distance(mover), radius + clearance) - _CLOSING_TOLERANCE
     if rings is not _RINGS:
         # a route keeps radius + clearance off what blocks it: off the mover shrunk by the
-        # rest, it keeps ``keep`` off the mover
+        # rest, it keeps ``keep`` off a round mover (a little less by a forklift's corners,
+        # which the check below refuses)
         nearer = mover.buffer(keep - radius - clearance - 1e-6)
         blocked = [*blocked, *([] if nearer.is_empty else [nearer])]
         spots = _by_way(router, pose, spots, blocked)
@@ -217,10 +218,13 @@ def _by_way(
 ) -> list[Point2]:
     """The ``spots`` whose way from ``pose`` past ``blocked`` on the grid may be a route the
     detour allows, shortest way first. The grid's way is never shorter than the route
-    planned there and at most ``_GRID_EXCESS`` times the shortest, plus the ends."""
-    slack = _GRID_SLACK * router.problem.resolution
+    planned there; it is longer by the grid's steps (8 % at most) and by a half-diagonal
+    of a cell more kept off each corner it goes round (a way past two turned shelves was
+    17 % longer), so a spot is dropped only when its way is ``_WAY_OVER`` times the detour
+    allowed plus ``_WAY_SLACK`` cells."""
+    slack = _WAY_SLACK * router.problem.resolution
     limits = [
-        _GRID_EXCESS * (_DETOUR * math.dist(pose, spot) + _DETOUR_SLACK) + slack for spot in spots
+        _WAY_OVER * (_DETOUR * math.dist(pose, spot) + _DETOUR_SLACK) + slack for spot in spots
     ]
     ways = router.ways(pose, spots, blocked=blocked, within=max(limits, default=0.0))
     ranked = sorted(
@@ -239,9 +243,9 @@ def _spots(
     between: bool = False,
 ) -> list[Point2]:
     """The free spots on ``rings`` out of the mover's way on the robot's side of it,
-    nearest first. The near rings are
-    looked at on ``_BEARINGS`` bearings, or with ``between`` on the bearings between those,
-    every ``_SPACING`` of arc or less; a retreat's rings every ``_SPACING``."""
+    nearest first. The near rings are looked at on ``_BEARINGS`` bearings, or with
+    ``between`` on the bearings between those, every ``_SPACING`` of arc or less; a
+    retreat's rings every ``_SPACING``."""
     in_sight = rings is _RINGS
     mover, reach, size = away.mover, away.reach, away.size
     mx, my = away.centre

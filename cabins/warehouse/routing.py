@@ -349,9 +349,10 @@ class RoutePlanner:
         straight way when ``plan`` takes it, else the 8-connected grid's shortest way
         between the cells ``plan`` starts and ends on, with the ends joined straight.
         That is never shorter than the route ``plan(start, goal, blocked=blocked)``
-        finds (the route cuts the grid's corners) and at most about 8 % and a few cells
-        longer than the shortest; ``math.inf`` where the grid has no way (``plan`` finds
-        no route) and where the way is longer than ``within``. One search of the grid,
+        finds (the route cuts the grid's corners): longer by the grid's steps (8 % at most)
+        and by the half-diagonal of a cell more the grid keeps off each corner it goes
+        round. ``math.inf`` where the grid has no way (``plan`` finds no route) and where
+        the way is longer than ``within``. One search of the grid,
         stopped at ``within``, answers every goal."""
         p_start = _as_point(start, "start")
         points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]

@@ -341,8 +341,8 @@ def test_reachable_says_where_a_route_is_found_past_the_movers(
     goals: list[Point2],
     blocked: list[tuple[float, float, float]],
 ) -> None:
-    # The give-way's retreat drops the spots ``reachable`` says no route reaches before it
-    # plans any: a goal it calls unreachable that a route reaches is a spot lost.
+    # A goal ``reachable`` calls unreachable past the movers that a route reaches would be
+    # a place given up that the robot can get to.
     routes = planner(bounds=FLOOR, obstacles=tuple(obstacles), forbidden=tuple(forbidden))
     movers = tuple(Point(x, y).buffer(size) for x, y, size in blocked)
     found = routes.reachable(start, goals, blocked=movers)
