@@ -25,7 +25,8 @@ robot retreated 16 m ahead of it; looked at all at once, the routes tried were s
 neighbours of one ring, and spots farther out that had been found were lost). The nearest
 such spot within 6 m the robot may stand on (``standable``: its reach inside the floor's edge too),
 with a route there that keeps clear of the movers and never closes in on the mover it
-gives way to, is where it gives way; with none, the robot is cornered
+gives way to (never within its reach of it, nor nearer than the robot stands when
+that is less), is where it gives way; with none, the robot is cornered
 (``StandOff.take_cornered``). (A robot standing within the safety margin of a person may
 only move away from it: a route that slips past the person's side is stopped at once by
 the monitor, and the stand-off never ends; on one generated world it lasted three
@@ -36,22 +37,22 @@ between the robot and where it goes, there is no such spot within 6 m: the mover
 pass the robot anywhere near, and the robot cannot pass it. When the robot may not set the
 task aside (it carries the item, or no other task can be served), it retreats: the rings
 reach on to ``_RETREAT_RINGS`` (the lane's mouth, the corridor's end), where the spot need
-not be in sight in a straight line (the way out of a bay turns into the lane) but the route
-there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so not
-round into the next bay) and never closes in on the mover. (hard:0: a picker walking a 1.9 m
-bay up to just short of its dock, the robot 14 m in with the item for that dock: it
-waited below the picker for the rest of the run.) The retreat's spots are many (every
-``_SPACING`` of nine rings) and most of its routes fail for one reason (round a shelf,
-closing in on the mover), so they rank by the way there: one search of the grid from the
-robot past the movers and past the ground nearer the mover than the robot stands
-(``RoutePlanner.ways``) gives each spot about its route's length; a spot it has no way
-to, or a way far longer than the detour allows, is dropped, and the routes are planned
-shortest way first. (hard:15 with the movers' map lost: the bay mouth
-beside the robot taken by a picker, a forklift at its loop's end; with the spots in sight
-tried first, it retreated 19 m up the lane, past the end of the forklift's loop, and
-followed the forklift back: a stalled alarm. The next bay, 7 m up round a shelf's
-corner, lets the forklift by. A cap on the spots out of sight tried instead cornered the
-robot on a generated world, whose one way out ranked after the cap.)
+not be in sight in a straight line (the way out of a bay turns into the lane) but the
+route there is still at most ``_DETOUR`` times the straight way plus ``_DETOUR_SLACK`` (so
+not the long way round a shelf into the next bay) and never closes in on the mover.
+(hard:0: a picker walking a 1.9 m bay up to just short of its dock, the robot 14 m in with
+the item for that dock: it waited below the picker for the rest of the run.) The retreat's
+spots are many (every ``_SPACING`` of nine rings) and most of its routes fail for one
+reason (round a shelf, closing in on the mover), so they rank by the way there: one search
+of the grid from the robot past the movers and past the mover's keep-out (the closing-in
+above) gives each spot about its route's length (``RoutePlanner.ways``); a spot it has no
+way to, or a way far longer than the detour allows, is dropped, and the routes are planned
+shortest way first. (hard:15 with the movers' map lost: the bay mouth beside the robot
+taken by a picker, a forklift at its loop's end; with the spots in sight tried first, it
+retreated 19 m up the lane, past the end of the forklift's loop, and followed the forklift
+back: a stalled alarm. The next bay, 7 m up round a shelf's corner, lets the forklift by.
+A cap on the spots out of sight tried instead cornered the robot on a generated world,
+whose one way out ranked after the cap.)
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ _BEARINGS: Final = 24  # directions looked in first on each near ring
 _SPACING: Final = 0.3  # m at most between two spots looked at on a ring, when looked between
 _TRIED: Final = 12  # routes planned at most, nearest spots first
 _RETREAT_TRIED: Final = 24  # on a retreat
-_WAY_OVER: Final = 1.25  # the grid's way over the route planned, at most (below)
-_WAY_SLACK: Final = 4.0  # grid cells added to that
+_WAY_OVER: Final = 1.25  # the grid's way over the route planned, at most, with the slack
+_WAY_SLACK: Final = 4.0  # grid cells added to that (``_by_way``)
 _DETOUR: Final = 1.5  # the longest route to a spot, as a multiple of the straight way
 _DETOUR_SLACK: Final = 1.0  # m added to it
 _CLOSING_TOLERANCE: Final = 0.01  # m a route to the spot may close in on the mover
@@ -220,7 +221,7 @@ def _by_way(
     detour allows, shortest way first. The grid's way is never shorter than the route
     planned there; it is longer by the grid's steps (8 % at most) and by a half-diagonal
     of a cell more kept off each corner it goes round (a way past two turned shelves was
-    17 % longer), so a spot is dropped only when its way is ``_WAY_OVER`` times the detour
+    17 % longer), so a spot is dropped only when its way is more than ``_WAY_OVER`` times the detour
     allowed plus ``_WAY_SLACK`` cells."""
     slack = _WAY_SLACK * router.problem.resolution
     limits = [
