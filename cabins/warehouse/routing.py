@@ -352,8 +352,8 @@ class RoutePlanner:
         finds (the route cuts the grid's corners): longer by the grid's steps (8 % at most)
         and by the half-diagonal of a cell more the grid keeps off each corner it goes
         round. ``math.inf`` where the grid has no way (``plan`` finds no route) and where
-        the way is longer than ``within``. One search of the grid,
-        stopped at ``within``, answers every goal."""
+        the way is longer than ``within``. One search of the grid, stopped at ``within``
+        or once every goal's cell is found, answers every goal."""
         p_start = _as_point(start, "start")
         points = [_as_point(g, f"goals[{i}]") for i, g in enumerate(goals)]
         ways = [math.inf] * len(points)
