@@ -44,7 +44,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   every ``obstacle_replan_interval`` seconds and goes on once the lane is no longer contested
   (and, for a dead end, none of its movers come out of it is on the robot's way to the
   mouth coming nearer: ``_on_approach``), or after ``lane_wait_s`` (then as before: it
-  follows the way and the executor keeps back from the mover), but never into a dead
+  follows the way and the executor keeps back from the mover; but not while a mover in
+  view comes nearer on its way to the entry, for ``_PASSING_S`` more at most: it came
+  out in front of a forklift, ``_passing``), but never into a dead
   end: a mover in there turns back at its closed end, and a robot that followed it in
   is stuck; after ``lane_wait_s`` at a dead end the planner sets the task aside when it
   can serve another (``take_blocked``). The watchdog does not count a wait, up to
@@ -109,6 +111,7 @@ _FACING: Final = 0.6  # m between a standing mover's disc and the robot's: it wa
 _YIELD_GAP: Final = 0.3  # m a walking person keeps from the robot's disc: nearer, it stops
 _AT_SPOT: Final = 0.5  # m from the spot beside a lane's entry within which the robot is at it
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
+_PASSING_S: Final = 10.0  # s past lane_wait_s a wait lasts while a mover passes its way in
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
 # robot waits for it several times, and for the lane's own traffic on the way there)
 
@@ -591,7 +594,7 @@ class LaneGuard:
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
             if seen.time - wait.since >= settings.lane_wait_s:
-                if not wait.lane.dead_end:
+                if not wait.lane.dead_end and not self._passing(seen, wait, reach):
                     self._patience_spent = step
                     self._wait = None
                     return None
@@ -612,6 +615,19 @@ class LaneGuard:
             here = float(wait.line.project(Point(seen.pose)))
             wait.holding = bool(wait.stop - here <= stopping)
         return () if wait.holding else False
+
+    def _passing(self, seen: Seen, wait: _Wait, reach: float) -> bool:
+        """Whether a through lane's wait, out of patience (``lane_wait_s``), lasts while a
+        mover in view, of the lane or not, comes nearer on the robot's way to the entry
+        (``_on_approach``), for ``_PASSING_S`` more at most: the robot goes in anyway, but
+        not in front of it. (Cheap hard draw 10 seed 1: waiting in a bay mouth for a
+        person in the main lane, out of patience, the robot came out 1.7 m in front of a
+        forklift walking the lane towards it; the forklift stopped and turned back, the
+        robot followed it to its loop's end, met it coming back there, and a ``stalled``
+        alarm fired. Now it goes once the forklift is past.)"""
+        if seen.time - wait.since >= self._settings.lane_wait_s + _PASSING_S:
+            return False
+        return _on_approach(seen, wait, reach, anyone=True)
 
     def _faces(self, seen: Seen, lane: Lane) -> bool:
         """Whether a mover of the dead end ``lane`` stands by the robot waiting for it:
@@ -728,7 +744,7 @@ def _leads_on(track: BaseGeometry, out: Point2, dead_end: BaseGeometry) -> bool:
     return not beyond.is_empty
 
 
-def _on_approach(seen: Seen, wait: _Wait, reach: float) -> bool:
+def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False) -> bool:
     """Whether a mover of the dead end waited for, come out of it, is in view on the
     robot's way to its mouth (within ``reach`` and ``_YIELD_GAP`` of the straight way
     there) and coming nearer the robot. A picker out of its bay walked the main lane
@@ -736,8 +752,9 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float) -> bool:
     there, the picker stopped before it and turned back into its bay, and the robot
     waited for the bay again, five times, until its battery sent it to charge (hard:35
     seed 0). One walking away, or turning back into its bay at the end of its loop, is
-    let be: behind it is the robot's chance to go in."""
-    if not wait.lane.dead_end or seen.pose is None:
+    let be: behind it is the robot's chance to go in. With ``anyone``, any mover in view
+    and any lane (the way to a through lane's entry: ``LaneGuard._passing``)."""
+    if not (wait.lane.dead_end or anyone) or seen.pose is None:
         return False
     if wait.mouth is not None:  # backed out: its way is off the line, past the mouth
         mouth = wait.mouth
@@ -748,7 +765,7 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float) -> bool:
     near = reach + _YIELD_GAP
     robot = seen.pose
     for f in seen.obstacles:
-        if f.id not in wait.lane.movers or float(f.geometry.distance(way)) >= near:
+        if not (anyone or f.id in wait.lane.movers) or float(f.geometry.distance(way)) >= near:
             continue
         heading, centre = travel_direction(f.props), f.geometry.centroid
         if heading is None:
