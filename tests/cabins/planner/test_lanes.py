@@ -25,7 +25,7 @@ from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.tracks import Tracks
 from cabins.warehouse.energy import BatteryFigures
-from cabins.warehouse.routing import RoutePlanner, RoutingProblem
+from cabins.warehouse.routing import Route, RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
 from runtime.spec import ContextSpec, load_spec, load_specs
 from runtime.testing import make_view, run_step
@@ -848,6 +848,61 @@ def test_the_bay_is_waited_for_until_its_picker_out_of_it_is_off_the_way_to_its_
     # past the robot, 3 m beyond it along the main lane: the wait is over
     past = _moving("person0", (13.8, spot[1] + 3.0 * (1 if uy > 0 else -1)), (0.0, 0.6 * uy))
     assert guard.hold(_seen_at(50.0 + 2 * interval, [past], spot), key, router, reach) is None
+    assert not guard.waiting
+
+
+def _waiting_out_of_patience() -> tuple[LaneGuard, Route, tuple[float, float]]:
+    """A guard waiting (``lane_wait_s`` 3 s, from 50 s) at the stopping point short of the
+    one-corridor floor's lane, a forklift standing in the corridor; the way and the point."""
+    router, reach = _router(), 0.6
+    pose = (3.0, 5.0)
+    guard = LaneGuard(PlannerSettings(lane_wait_s=3.0), Tracks())
+    way = router.plan(pose, (18.0, 5.0))
+    assert way is not None
+    lane = guard.contested(router, _seen_with([_forklift(10.0, 5.0, 0.0)], pose), way, reach)
+    assert lane is not None and not lane.dead_end
+    seen = _seen_with([_forklift(10.0, 5.0, 0.0)], pose)
+    assert guard.wait(seen, ("t0", "E"), way, lane, reach, router=router, blocked=[])
+    at = LineString(way).interpolate(lane.start - reach - 0.5)
+    return guard, way, (float(at.x), float(at.y))
+
+
+def test_out_of_patience_the_robot_does_not_go_in_front_of_a_mover_coming_at_its_way() -> None:
+    # cheap hard draw 10 seed 1: waiting in a bay mouth for a person in the main lane,
+    # out of patience, the robot came out 1.7 m in front of a forklift walking the lane
+    # towards it (not one of the lane's movers); the forklift stopped and turned back,
+    # the robot followed it to its loop's end and met it coming back: a stalled alarm
+    guard, _, stop = _waiting_out_of_patience()
+    router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
+    # a person beside the way in, walking towards the robot (the lane's forklift stands)
+    coming = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
+    assert guard.hold(_seen_at(54.0, [standing, coming], stop), key, router, 0.6) is not None
+    assert guard.waiting and guard.may_wait(key)
+    # past the robot, walking away: out of patience, it goes in as before
+    gone = _moving("person0", (stop[0] - 0.55, stop[1] - 0.8), (-0.36, -0.48))
+    assert guard.hold(_seen_at(55.0, [standing, gone], stop), key, router, 0.6) is None
+    assert not guard.waiting and not guard.may_wait(key)
+
+
+@pytest.mark.parametrize("velocity", [(0.0, 0.0), (0.36, 0.48), (0.0, 0.6)])
+def test_out_of_patience_a_mover_standing_or_walking_off_does_not_hold_the_robot(
+    velocity: tuple[float, float],
+) -> None:
+    # standing (waiting for the robot, or turning), walking away, or off the way in
+    guard, _, stop = _waiting_out_of_patience()
+    near = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), velocity)
+    seen = _seen_at(54.0, [_forklift(10.0, 5.0, 0.0), near], stop)
+    assert guard.hold(seen, ("t0", "E"), _router(), 0.6) is None
+    assert not guard.waiting
+
+
+def test_a_mover_coming_at_the_way_in_holds_the_robot_out_of_patience_10_s_at_most() -> None:
+    guard, _, stop = _waiting_out_of_patience()
+    router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
+    coming = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
+    for now in (54.0, 58.0, 62.0):  # (ever coming: a stream of people, say)
+        assert guard.hold(_seen_at(now, [standing, coming], stop), key, router, 0.6) is not None
+    assert guard.hold(_seen_at(63.0, [standing, coming], stop), key, router, 0.6) is None
     assert not guard.waiting
 
 
