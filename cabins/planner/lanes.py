@@ -45,8 +45,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   (and, for a dead end, none of its movers come out of it is on the robot's way to the
   mouth coming nearer: ``_on_approach``), or after ``lane_wait_s`` (then as before: it
   follows the way and the executor keeps back from the mover; but not while a mover in
-  view comes nearer on its way to the entry, for ``_PASSING_S`` more at most: it came
-  out in front of a forklift, ``_passing``), but never into a dead
+  view, of the lane or not, walks towards it on its way to the entry, for ``_PASSING_S``
+  more at most: out of patience, it came out of a bay mouth in front of a forklift, cheap
+  hard draw 10 seed 1, ``_passing``), but never into a dead
   end: a mover in there turns back at its closed end, and a robot that followed it in
   is stuck; after ``lane_wait_s`` at a dead end the planner sets the task aside when it
   can serve another (``take_blocked``). The watchdog does not count a wait, up to
@@ -111,9 +112,9 @@ _FACING: Final = 0.6  # m between a standing mover's disc and the robot's: it wa
 _YIELD_GAP: Final = 0.3  # m a walking person keeps from the robot's disc: nearer, it stops
 _AT_SPOT: Final = 0.5  # m from the spot beside a lane's entry within which the robot is at it
 _EXCUSED_S: Final = 600.0  # s of waiting per task target the watchdog does not count
-_PASSING_S: Final = 10.0  # s past lane_wait_s a wait lasts while a mover passes its way in
 # (a picker in a bay 27 m deep, walking 0.5 m/s, is back out in 108 s; on a busy lane the
 # robot waits for it several times, and for the lane's own traffic on the way there)
+_PASSING_S: Final = 10.0  # s past lane_wait_s a wait lasts while a mover passes its way in
 
 
 LaneKey = tuple[str | None, str | None]
@@ -593,16 +594,21 @@ class LaneGuard:
             return None
         if seen.time - wait.checked >= settings.obstacle_replan_interval and router is not None:
             wait.checked = seen.time
+            passing = False  # out of patience, letting a mover pass before it goes in
             if seen.time - wait.since >= settings.lane_wait_s:
-                if not wait.lane.dead_end and not self._passing(seen, wait, reach):
-                    self._patience_spent = step
-                    self._wait = None
-                    return None
-                if not wait.blocked_told:  # never in behind: the planner may set it aside
+                if not wait.lane.dead_end:
+                    passing = self._passing(seen, wait, reach)
+                    if not passing:
+                        self._patience_spent = step
+                        self._wait = None
+                        return None
+                elif not wait.blocked_told:  # never in behind: the planner may set it aside
                     wait.blocked_told = True
                     self._blocked = wait.lane.movers
-            if self.contested(router, seen, wait.way, reach) is None and not _on_approach(
-                seen, wait, reach
+            if (
+                not passing
+                and self.contested(router, seen, wait.way, reach) is None
+                and not _on_approach(seen, wait, reach)
             ):
                 self._wait = None
                 return None
@@ -618,13 +624,16 @@ class LaneGuard:
 
     def _passing(self, seen: Seen, wait: _Wait, reach: float) -> bool:
         """Whether a through lane's wait, out of patience (``lane_wait_s``), lasts while a
-        mover in view, of the lane or not, comes nearer on the robot's way to the entry
-        (``_on_approach``), for ``_PASSING_S`` more at most: the robot goes in anyway, but
-        not in front of it. (Cheap hard draw 10 seed 1: waiting in a bay mouth for a
-        person in the main lane, out of patience, the robot came out 1.7 m in front of a
-        forklift walking the lane towards it; the forklift stopped and turned back, the
-        robot followed it to its loop's end, met it coming back there, and a ``stalled``
-        alarm fired. Now it goes once the forklift is past.)"""
+        mover in view, of the lane or not, walks towards the robot within its reach and
+        ``_YIELD_GAP`` of the straight way from it to the lane's start, ahead of it along
+        that way (``_on_approach``), for ``_PASSING_S`` more at most: then the robot goes
+        in, as it would have, once the mover has passed, stopped or turned away. (Cheap
+        hard draw 10 seed 1: waiting in a bay mouth for a person in the main lane, out of
+        patience, the robot came out 1.7 m in front of a forklift walking the lane towards
+        it, not one of the lane's movers; the forklift stopped and turned back, the robot
+        followed it to its loop's end, met it coming back there, and a ``stalled`` alarm
+        fired. Now it goes once the forklift is past.) While it lasts, the wait does not
+        end because the lane is clear either."""
         if seen.time - wait.since >= self._settings.lane_wait_s + _PASSING_S:
             return False
         return _on_approach(seen, wait, reach, anyone=True)
@@ -753,7 +762,9 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False)
     waited for the bay again, five times, until its battery sent it to charge (hard:35
     seed 0). One walking away, or turning back into its bay at the end of its loop, is
     let be: behind it is the robot's chance to go in. With ``anyone``, any mover in view
-    and any lane (the way to a through lane's entry: ``LaneGuard._passing``)."""
+    and any lane (the way to a through lane's entry, the lane's start on the way as it
+    is now: ``LaneGuard._passing``), and only one ahead of the robot along that way (one
+    behind it, walking the way the robot goes, does not meet it)."""
     if not (wait.lane.dead_end or anyone) or seen.pose is None:
         return False
     if wait.mouth is not None:  # backed out: its way is off the line, past the mouth
@@ -770,6 +781,8 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False)
         heading, centre = travel_direction(f.props), f.geometry.centroid
         if heading is None:
             continue  # standing: waiting for the robot, or turning
+        if anyone and float(way.project(centre)) <= 0.0:
+            continue  # behind the robot
         if heading[0] * (robot[0] - centre.x) + heading[1] * (robot[1] - centre.y) > 0.0:
             return True  # coming nearer: it would meet the robot on its way
     return False

@@ -25,7 +25,7 @@ from cabins.planner.seen import Seen, ViewReader
 from cabins.planner.settings import PlannerSettings
 from cabins.planner.tracks import Tracks
 from cabins.warehouse.energy import BatteryFigures
-from cabins.warehouse.routing import Route, RoutePlanner, RoutingProblem
+from cabins.warehouse.routing import Point2, RoutePlanner, RoutingProblem
 from runtime.cabin_map import Feature
 from runtime.spec import ContextSpec, load_spec, load_specs
 from runtime.testing import make_view, run_step
@@ -851,20 +851,23 @@ def test_the_bay_is_waited_for_until_its_picker_out_of_it_is_off_the_way_to_its_
     assert not guard.waiting
 
 
-def _waiting_out_of_patience() -> tuple[LaneGuard, Route, tuple[float, float]]:
-    """A guard waiting (``lane_wait_s`` 3 s, from 50 s) at the stopping point short of the
-    one-corridor floor's lane, a forklift standing in the corridor; the way and the point."""
+def _waiting_out_of_patience(tracks: Tracks | None = None) -> tuple[LaneGuard, Point2]:
+    """A guard waiting (``lane_wait_s`` 3 s, from 50 s) short of the one-corridor floor's
+    lane, a forklift standing in the corridor; where it waits (the stopping point, or with
+    ``tracks`` on it, the spot beside the entry)."""
     router, reach = _router(), 0.6
     pose = (3.0, 5.0)
-    guard = LaneGuard(PlannerSettings(lane_wait_s=3.0), Tracks())
+    guard = LaneGuard(PlannerSettings(lane_wait_s=3.0), Tracks() if tracks is None else tracks)
     way = router.plan(pose, (18.0, 5.0))
     assert way is not None
-    lane = guard.contested(router, _seen_with([_forklift(10.0, 5.0, 0.0)], pose), way, reach)
-    assert lane is not None and not lane.dead_end
     seen = _seen_with([_forklift(10.0, 5.0, 0.0)], pose)
+    lane = guard.contested(router, seen, way, reach)
+    assert lane is not None and not lane.dead_end
     assert guard.wait(seen, ("t0", "E"), way, lane, reach, router=router, blocked=[])
+    if guard.aside:
+        return guard, guard.aside[-1]
     at = LineString(way).interpolate(lane.start - reach - 0.5)
-    return guard, way, (float(at.x), float(at.y))
+    return guard, (float(at.x), float(at.y))
 
 
 def test_out_of_patience_the_robot_does_not_go_in_front_of_a_mover_coming_at_its_way() -> None:
@@ -872,32 +875,59 @@ def test_out_of_patience_the_robot_does_not_go_in_front_of_a_mover_coming_at_its
     # out of patience, the robot came out 1.7 m in front of a forklift walking the lane
     # towards it (not one of the lane's movers); the forklift stopped and turned back,
     # the robot followed it to its loop's end and met it coming back: a stalled alarm
-    guard, _, stop = _waiting_out_of_patience()
+    guard, stop = _waiting_out_of_patience()
     router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
     # a person beside the way in, walking towards the robot (the lane's forklift stands)
     coming = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
     assert guard.hold(_seen_at(54.0, [standing, coming], stop), key, router, 0.6) is not None
     assert guard.waiting and guard.may_wait(key)
+    assert guard.take_blocked() is None  # a through lane: not a dead end that did not leave
+    # the lane clear meanwhile: it still lets the person pass first
+    assert guard.hold(_seen_at(55.0, [coming], stop), key, router, 0.6) is not None
     # past the robot, walking away: out of patience, it goes in as before
     gone = _moving("person0", (stop[0] - 0.55, stop[1] - 0.8), (-0.36, -0.48))
-    assert guard.hold(_seen_at(55.0, [standing, gone], stop), key, router, 0.6) is None
+    assert guard.hold(_seen_at(56.0, [standing, gone], stop), key, router, 0.6) is None
     assert not guard.waiting and not guard.may_wait(key)
 
 
-@pytest.mark.parametrize("velocity", [(0.0, 0.0), (0.36, 0.48), (0.0, 0.6)])
-def test_out_of_patience_a_mover_standing_or_walking_off_does_not_hold_the_robot(
-    velocity: tuple[float, float],
+@pytest.mark.parametrize(
+    ("offset", "velocity"),
+    [
+        ((0.55, 0.9), (0.0, 0.0)),  # standing: waiting for the robot, or turning
+        ((0.55, 0.9), (0.36, 0.48)),  # walking away
+        ((0.55, 0.9), (0.0, 0.6)),  # walking off, across the way
+        ((-0.9, 0.0), (0.6, 0.0)),  # behind the robot, walking the way it goes
+        ((0.55, 2.2), (-0.36, -0.48)),  # coming, but not near the way in yet
+    ],
+)
+def test_out_of_patience_a_mover_not_coming_at_the_way_in_does_not_hold_the_robot(
+    offset: tuple[float, float], velocity: tuple[float, float]
 ) -> None:
-    # standing (waiting for the robot, or turning), walking away, or off the way in
-    guard, _, stop = _waiting_out_of_patience()
-    near = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), velocity)
+    guard, stop = _waiting_out_of_patience()
+    near = _moving("person0", (stop[0] + offset[0], stop[1] + offset[1]), velocity)
     seen = _seen_at(54.0, [_forklift(10.0, 5.0, 0.0), near], stop)
     assert guard.hold(seen, ("t0", "E"), _router(), 0.6) is None
     assert not guard.waiting
 
 
+def test_out_of_patience_beside_the_entry_the_robot_lets_a_mover_coming_at_it_pass() -> None:
+    # the case's own geometry: the robot waits at a spot beside the entry, off the track
+    # of a forklift that walks the floor across (its way in starts there)
+    tracks = Tracks()
+    _walk(tracks, "forklift0", [(14.0, 5.0), (1.0, 5.0)], 0.6)
+    guard, spot = _waiting_out_of_patience(tracks)
+    assert guard.aside and spot != guard.aside[0]
+    router, key = _router(), ("t0", "E")
+    coming = _forklift(spot[0] + 1.2, 5.0, -0.8)  # walking the corridor's axis, out of it
+    assert guard.hold(_seen_at(54.0, [coming], spot), key, router, 0.6) is not None
+    assert guard.waiting
+    past = _forklift(spot[0] - 1.0, 5.0, -0.8)
+    assert guard.hold(_seen_at(55.0, [past], spot), key, router, 0.6) is None
+    assert not guard.waiting
+
+
 def test_a_mover_coming_at_the_way_in_holds_the_robot_out_of_patience_10_s_at_most() -> None:
-    guard, _, stop = _waiting_out_of_patience()
+    guard, stop = _waiting_out_of_patience()
     router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
     coming = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
     for now in (54.0, 58.0, 62.0):  # (ever coming: a stream of people, say)
