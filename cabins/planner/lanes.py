@@ -45,9 +45,9 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   (and, for a dead end, none of its movers come out of it is on the robot's way to the
   mouth coming nearer: ``_on_approach``), or after ``lane_wait_s`` (then as before: it
   follows the way and the executor keeps back from the mover; but not while a mover in
-  view, of the lane or not, walks towards it on its way to the entry, for ``_PASSING_S``
-  more at most: out of patience, it came out of a bay mouth in front of a forklift, cheap
-  hard draw 10 seed 1, ``_passing``), but never into a dead
+  view, of the lane or not, walks towards it ahead on its way to the entry, for
+  ``_PASSING_S`` more at most, ``_passing``: out of patience, it came out of a bay mouth
+  in front of a forklift on cheap hard draw 10 seed 1), but never into a dead
   end: a mover in there turns back at its closed end, and a robot that followed it in
   is stuck; after ``lane_wait_s`` at a dead end the planner sets the task aside when it
   can serve another (``take_blocked``). The watchdog does not count a wait, up to
