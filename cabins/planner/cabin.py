@@ -296,6 +296,8 @@ class Planner:
         keeper = self._route
         if keeper.take_rerouted():  # the other way round a lane, on purpose
             self._watchdog.rebase()
+        if self._layout.take_learned():  # more of the floor known: a way may have grown
+            self._watchdog.remeasure()
         line = keeper.line if route == keeper.route else None
         if line is None and len(route) >= 2:
             line = LineString(route)

@@ -47,10 +47,11 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
   follows the way and the executor keeps back from the mover; but not while a mover in
   view, of the lane or not, walks towards it ahead on its way to the entry, for
   ``_PASSING_S`` more at most, ``_passing``: out of patience, it came out of a bay mouth
-  in front of a forklift on cheap hard draw 10 seed 1), but never into a dead
-  end: a mover in there turns back at its closed end, and a robot that followed it in
-  is stuck; after ``lane_wait_s`` at a dead end the planner sets the task aside when it
-  can serve another (``take_blocked``). The watchdog does not count a wait, up to
+  in front of a forklift on cheap hard draw 10 seed 1; each mover it lets pass is said
+  once a wait, ``take_let_pass``), but never into a dead end: a mover in there turns
+  back at its closed end, and a robot that followed it in is stuck; after
+  ``lane_wait_s`` at a dead end the planner sets the task aside when it can serve
+  another (``take_blocked``). The watchdog does not count a wait, up to
   ``_EXCUSED_S`` in all for a task's target; past that it does, and a bay that never
   clears ends in a ``stalled`` alarm and the task set aside. A wait the watchdog does not
   count is said all the same once it has lasted ``watchdog_s`` in all for the target: a
@@ -70,7 +71,7 @@ planner does not follow the mover in (``LaneGuard``, used by ``route``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Final
 
@@ -90,7 +91,15 @@ from cabins.warehouse.motion import BRAKE_FRACTION, REACTION_S
 from cabins.warehouse.routing import Point2, Route, RoutePlanner
 from runtime.cabin_map import Feature
 
-__all__ = ["Lane", "LaneGuard", "LaneKey", "LongWait", "lane_ground", "narrow_stretches"]
+__all__ = [
+    "Lane",
+    "LaneGuard",
+    "LaneKey",
+    "LetPass",
+    "LongWait",
+    "lane_ground",
+    "narrow_stretches",
+]
 
 _STEP: Final = 0.25  # m between the route's samples
 _SNAP: Final = 3  # half cells across a route within which a sample finds its free run
@@ -260,6 +269,16 @@ class LongWait:
     dead_end: bool
 
 
+@dataclass(frozen=True, slots=True)
+class LetPass:
+    """Out of patience, a through lane's wait lets a mover pass first: the ``mover``, the
+    ``seconds`` waited by then, and the ``lane`` (``LaneGuard._passing``)."""
+
+    mover: str
+    seconds: float
+    lane: Lane
+
+
 @dataclass(slots=True)
 class _Wait:
     """Waiting at a lane's entry: for ``step`` (the task and its target), on the route
@@ -278,6 +297,7 @@ class _Wait:
     blocked_told: bool = False  # the dead end's wait outlasted lane_wait_s, and was told
     aside: Route | None = None  # the route to a spot beside the entry, out of the movers' ways
     mouth: Point2 | None = None  # backed out of a dead end: the point past its mouth it made for
+    let_pass: set[str] = field(default_factory=set)  # movers let pass first (``_passing``)
 
 
 class LaneGuard:
@@ -294,6 +314,7 @@ class LaneGuard:
         self._blocked: tuple[str, ...] | None = None  # a dead end's movers, waited out too long
         self._faced: dict[str, Point2] = {}  # a dead end's mover -> where it waited for the robot
         self._told_long: set[LaneKey] = set()  # keys whose long wait was said (``take_long``)
+        self._let_pass: tuple[LetPass, ...] = ()  # movers let pass, not said (``take_let_pass``)
 
     @property
     def waiting(self) -> bool:
@@ -353,6 +374,14 @@ class LaneGuard:
             return None
         self._told_long.add(wait.step)
         return LongWait(wait.lane.movers, waited, wait.lane.dead_end)
+
+    def take_let_pass(self) -> tuple[LetPass, ...]:
+        """The movers a through lane's wait, out of patience, began to let pass first
+        since the last call (each once a wait, ``_passing``), with the seconds waited by
+        then; none otherwise. The seconds the hold adds would be silent otherwise: the
+        wait's own ``wait_for_obstacles`` event was said when it began."""
+        let_pass, self._let_pass = self._let_pass, ()
+        return let_pass
 
     def take_blocked(self) -> tuple[str, ...] | None:
         """The movers of a dead end the robot has waited for ``lane_wait_s`` already (once
@@ -480,8 +509,10 @@ class LaneGuard:
         )
         known = self._wait
         base = self._waited.get(step, 0.0)
-        if known is not None and known.step == step:
+        let_pass: set[str] = set()
+        if known is not None and known.step == step:  # the same wait, routed again
             since, aside, base, mouth = known.since, known.aside, known.base, known.mouth
+            let_pass = known.let_pass
         else:
             since = seen.time
             at = -1.0 if inside or in_it else max(stop, here)  # (from inside: the entry is behind)
@@ -493,7 +524,17 @@ class LaneGuard:
             if inside and aside is None:
                 return False
         self._wait = _Wait(
-            step, way, line, stop, lane, since, seen.time, aside=aside, base=base, mouth=mouth
+            step,
+            way,
+            line,
+            stop,
+            lane,
+            since,
+            seen.time,
+            aside=aside,
+            base=base,
+            mouth=mouth,
+            let_pass=let_pass,
         )
         return True
 
@@ -634,9 +675,15 @@ class LaneGuard:
         followed it to its loop's end, met it coming back there, and a ``stalled`` alarm
         fired. Now it goes once the forklift is past.) While it lasts, the wait does not
         end because the lane is clear either."""
-        if seen.time - wait.since >= self._settings.lane_wait_s + _PASSING_S:
+        waited = seen.time - wait.since
+        if waited >= self._settings.lane_wait_s + _PASSING_S:
             return False
-        return _on_approach(seen, wait, reach, anyone=True)
+        movers = _on_approach(seen, wait, reach, anyone=True)
+        for mover in movers:
+            if mover not in wait.let_pass:
+                wait.let_pass.add(mover)
+                self._let_pass += (LetPass(mover, waited, wait.lane),)
+        return bool(movers)
 
     def _faces(self, seen: Seen, lane: Lane) -> bool:
         """Whether a mover of the dead end ``lane`` stands by the robot waiting for it:
@@ -753,20 +800,20 @@ def _leads_on(track: BaseGeometry, out: Point2, dead_end: BaseGeometry) -> bool:
     return not beyond.is_empty
 
 
-def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False) -> bool:
-    """Whether a mover of the dead end waited for, come out of it, is in view on the
-    robot's way to its mouth (within ``reach`` and ``_YIELD_GAP`` of the straight way
-    there) and coming nearer the robot. A picker out of its bay walked the main lane
-    past the mouth towards the robot; the robot set off for the bay at once and met it
-    there, the picker stopped before it and turned back into its bay, and the robot
-    waited for the bay again, five times, until its battery sent it to charge (hard:35
-    seed 0). One walking away, or turning back into its bay at the end of its loop, is
-    let be: behind it is the robot's chance to go in. With ``anyone``, any mover in view
-    and any lane (the way to a through lane's entry, the lane's start on the way as it
-    is now: ``LaneGuard._passing``), and only one ahead of the robot along that way (one
-    behind it, walking the way the robot goes, does not meet it)."""
+def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False) -> tuple[str, ...]:
+    """The movers (their ids; none: empty) of the dead end waited for, come out of it, in
+    view on the robot's way to its mouth (within ``reach`` and ``_YIELD_GAP`` of the
+    straight way there) and coming nearer the robot. A picker out of its bay walked
+    the main lane past the mouth towards the robot; the robot set off for the bay at once
+    and met it there, the picker stopped before it and turned back into its bay, and the
+    robot waited for the bay again, five times, until its battery sent it to charge
+    (hard:35 seed 0). One walking away, or turning back into its bay at the end of its
+    loop, is let be: behind it is the robot's chance to go in. With ``anyone``, any mover
+    in view and any lane (the way to a through lane's entry, the lane's start on the way
+    as it is now: ``LaneGuard._passing``), and only those ahead of the robot along that
+    way (one behind it, walking the way the robot goes, does not meet it)."""
     if not (wait.lane.dead_end or anyone) or seen.pose is None:
-        return False
+        return ()
     if wait.mouth is not None:  # backed out: its way is off the line, past the mouth
         mouth = wait.mouth
     else:
@@ -775,6 +822,7 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False)
     way = LineString([seen.pose, mouth])
     near = reach + _YIELD_GAP
     robot = seen.pose
+    coming: list[str] = []
     for f in seen.obstacles:
         if not (anyone or f.id in wait.lane.movers) or float(f.geometry.distance(way)) >= near:
             continue
@@ -784,8 +832,8 @@ def _on_approach(seen: Seen, wait: _Wait, reach: float, *, anyone: bool = False)
         if anyone and float(way.project(centre)) <= 0.0:
             continue  # behind the robot
         if heading[0] * (robot[0] - centre.x) + heading[1] * (robot[1] - centre.y) > 0.0:
-            return True  # coming nearer: it would meet the robot on its way
-    return False
+            coming.append(f.id)  # coming nearer: it would meet the robot on its way
+    return tuple(coming)
 
 
 def _stands_in(router: RoutePlanner, seen: Seen, line: LineString, lane: Lane) -> bool:

@@ -47,6 +47,7 @@ class Layout:
         self._constraints: dict[str, BaseGeometry] = {}
         self._sources: dict[str, Any] = {}  # item key -> the value its geometry came from
         self._version = 0
+        self._told = 0  # the version ``take_learned`` last reported
         self._bounds: Bounds | None = None
         self._radius = DEFAULT_LIMITS.radius
         self._router: RoutePlanner | None = None
@@ -81,6 +82,12 @@ class Layout:
     def router_key(self) -> tuple[Any, ...] | None:
         """What the route planner was last built for: another key, another planner."""
         return self._router_key
+
+    def take_learned(self) -> bool:
+        """Whether what is known of the floor changed since the last call (shelves,
+        forbidden zones, the bounds or the radius: what the route planner is built of)."""
+        learned, self._told = self._told != self._version, self._version
+        return learned
 
     def learn(self, seen: Seen) -> None:
         """Remember the shelves, zones, bounds and radius this tick shows."""

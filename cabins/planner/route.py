@@ -190,7 +190,7 @@ class RouteKeeper:
         router = self._layout.router()
         lanes = (task, current.target)  # lanes are kept by the target, not the step
         held = self._lanes.hold(seen, lanes, router, self._layout.reach)
-        self._say_long_wait(task, current, out)
+        self._say_wait(task, current, out)
         if held is not None and self._lanes.waiting:
             ended, replanned = self._drained_wait(seen, current, lanes, replan, out)
             if replanned is not None:  # charging first
@@ -279,26 +279,43 @@ class RouteKeeper:
         self._failed_at = None
         return route
 
-    def _say_long_wait(self, task: str | None, current: PlanStep, out: Outbox) -> None:
-        """A ``long_lane_wait`` warning, once per target, when the robot has waited for
-        its lanes as long as the watchdog allows anything else (``LaneGuard.take_long``)."""
+    def _say_wait(self, task: str | None, current: PlanStep, out: Outbox) -> None:
+        """What the lane wait this tick has to say: a ``long_lane_wait`` warning, once per
+        target, when the robot has waited for its lanes as long as the watchdog allows
+        anything else (``LaneGuard.take_long``); a ``let_pass`` event for each mover
+        coming at the way in that a through lane's wait, out of patience, began to let
+        pass first (``LaneGuard.take_let_pass``), with the seconds waited by then: the
+        wait lasts up to ``_PASSING_S`` longer than ``lane_wait_s``, and this says why."""
         long = self._lanes.take_long(self._settings.watchdog_s)
-        if long is None:
-            return
-        out.emit(
-            "alarm",
-            {
-                "kind": "long_lane_wait",
-                "level": "warn",
-                "task": task,
-                "step": current.id,
-                "target": current.target,
-                "movers": long.movers,
-                "seconds": round(long.seconds, 3),
-                "dead_end": long.dead_end,
-            },
-            tags=("alarm",),
-        )
+        if long is not None:
+            out.emit(
+                "alarm",
+                {
+                    "kind": "long_lane_wait",
+                    "level": "warn",
+                    "task": task,
+                    "step": current.id,
+                    "target": current.target,
+                    "movers": long.movers,
+                    "seconds": round(long.seconds, 3),
+                    "dead_end": long.dead_end,
+                },
+                tags=("alarm",),
+            )
+        for let_pass in self._lanes.take_let_pass():
+            lane = let_pass.lane
+            out.emit(
+                "let_pass",
+                {
+                    "task": task,
+                    "step": current.id,
+                    "mover": let_pass.mover,
+                    "lane": [round(lane.start, 3), round(lane.end, 3)],
+                    "waited": round(let_pass.seconds, 3),
+                    "movers": list(lane.movers),
+                },
+                tags=("plan",),
+            )
 
     def _drained_wait(
         self, seen: Seen, current: PlanStep, lanes: LaneKey, replan: Replan, out: Outbox

@@ -104,6 +104,8 @@ class Watchdog:
         self._last = 0.0  # the time of the last tick watched
         self._situations: Counter[str] = Counter()
         self._failures = 0  # the task's failed actions when the episode began
+        self._remeasure = False  # the floor was learned since the way left was last measured
+        self._lines: dict[tuple[float, float], BaseGeometry] = {}  # target -> last line measured
 
     @property
     def task(self) -> str | None:
@@ -117,6 +119,7 @@ class Watchdog:
         self._milestones = set()
         self._recharged = 0
         self._best = {}
+        self._lines = {}
         self._back = None
         self._battery = None
         self._episode(seen.time, failures)
@@ -129,6 +132,20 @@ class Watchdog:
         """The robot was re-routed on purpose (the long way round): the way left is
         measured afresh along the new route, not against the way it had before."""
         self._best = {}
+
+    def remeasure(self) -> None:
+        """The planner learned more of the floor (a shelf came into view): the next way
+        left measured to the target is set beside the way last measured, from where the
+        robot is then, and the least so far grows by as much as the way grew there. A way
+        round a row of shelves seen one by one grows with each: it is longer than was
+        known, not a lack of progress. (hard:136: the robot, gone round a lane a forklift
+        was in, followed the next aisle along a row it had seen the first four shelves of;
+        each shelf seen took its way round one gap further, from 22 m to 86 m, and a
+        ``stalled`` alarm fired after 90 s on a way it drove at the pace of a forklift
+        ahead.) Only the growth counts, not where the robot stands: one that backed off
+        meanwhile (giving way, with the shelf learned then) gets no nearer than before by
+        coming back; and a way that did not grow keeps its least."""
+        self._remeasure = True
 
     def watch(
         self,
@@ -217,11 +234,18 @@ class Watchdog:
         end = route[-1]
         if abs(end[0] - target[0]) > _AT_TARGET or abs(end[1] - target[1]) > _AT_TARGET:
             return False  # a route aside, out of a mover's way: not towards the target
-        left = float(line.length) - locate(line, point(*seen.pose))
+        here = point(*seen.pose)
+        left = float(line.length) - locate(line, here)
         best = self._best.get(target)
+        last, self._lines[target] = self._lines.get(target), line
+        remeasure, self._remeasure = self._remeasure, False
         if best is None:
             self._best[target] = left
             return False
+        if remeasure and last is not None:
+            grown = left - (float(last.length) - locate(last, here))
+            if grown > 0.0:  # the same place, further from the target than it was known
+                best = self._best[target] = best + grown
         if left <= best - self._settings.progress_step:
             self._best[target] = left
             return True

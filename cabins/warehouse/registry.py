@@ -121,6 +121,13 @@ EVENTS: tuple[EventEntry, ...] = (
         _P,
         "it holds for a mover",
     ),
+    EventEntry(
+        "let_pass",
+        ("mover", "lane", "waited", "movers", *_PLAN),
+        _P,
+        "out of patience at a through lane's entry (waited seconds), it lets a mover coming "
+        "at the way in pass first, 10 s more at most (the lane's movers are those it waited for)",
+    ),
     EventEntry("give_way", ("obstacle", "to", *_PLAN), _P, "it backs off to a give-way spot"),
     EventEntry(
         "single_lane",

@@ -13,11 +13,12 @@ ran out while t2 was in progress".
 ``TaskTrail`` follows the planner's events (a log listener, beside the harness's tally):
 when each task was started, set aside (deferred, abandoned) and taken again, when a step
 of it was last done (``action_done``), and what kept it from progress since: waits for
-movers (``wait_for_obstacles``), give-ways (``give_way``) and ``stalled`` alarms. At the
-end, ``left`` turns that, the world's record of each task (released, picked) and the
-planner's ``plan`` value on the board (the task and step in hand) into one ``LeftTask``
-per undelivered task. It reads events only, never a cabin: any planner that keeps the task
-protocol's events is explained the same way, and nothing it writes changes the run.
+movers (``wait_for_obstacles``; a ``let_pass`` is the same wait going on), give-ways
+(``give_way``) and ``stalled`` alarms. At the end, ``left`` turns that, the world's
+record of each task (released, picked) and the planner's ``plan`` value on the board (the
+task and step in hand) into one ``LeftTask`` per undelivered task. It reads events only,
+never a cabin: any planner that keeps the task protocol's events is explained the same
+way, and nothing it writes changes the run.
 """
 
 from __future__ import annotations
@@ -97,16 +98,19 @@ class TaskTrail:
             self.aside.pop(task, None)
         elif kind == "wait_for_obstacles":
             self._block(task, "waiting_for_mover", now)
+        elif kind == "let_pass":  # the same wait, held on for a mover: not one more wait
+            self._block(task, "waiting_for_mover", now, counted=False)
         elif kind == "give_way":
             self._block(task, "stand_off", now)
         elif kind == "alarm" and data.get("kind") == "stalled":
             self._block(task, f"stalled:{data.get('cause', 'unknown')}", now)
 
-    def _block(self, task: str, what: str, now: float) -> None:
-        """One more sign that ``task`` is held up (``what``) at ``now``."""
+    def _block(self, task: str, what: str, now: float, *, counted: bool = True) -> None:
+        """One more sign that ``task`` is held up (``what``) at ``now``; not ``counted``:
+        the last one still goes on at ``now``."""
         seen = self.blocked.setdefault(task, {})
         first, count, _ = seen.get(what, (now, 0, now))
-        seen[what] = [first, count + 1, now]
+        seen[what] = [first, count + int(counted or count == 0), now]
 
 
 def left(

@@ -263,6 +263,38 @@ def test_the_robot_goes_in_after_waiting_lane_wait_s() -> None:
     assert route and route[-1] == (18.0, 5.0)  # the way: the executor keeps back from it
 
 
+def test_out_of_patience_the_planner_says_whom_it_lets_pass_first() -> None:
+    # the hold out of patience added up to 10 s to a wait without a word: a person
+    # reading the run saw a wait of 30 s last 33 (cheap hard draw 10 seed 1). A let_pass
+    # event names the mover, the lane and the seconds waited by then (fails before: none).
+    floor = _Floor()
+    floor.planner = Planner(SPEC, floor.planner.settings.model_copy(update={"lane_wait_s": 3.0}))
+    floor.step()
+    standing = _forklift(10.0, 5.0, 0.0)
+    floor.movers = [standing]
+    floor.now += 1.0
+    floor.step()
+    x = floor.approach()
+    assert floor.board["route"] == ()
+    coming = _moving("person0", (x + 0.55, 5.9), (-0.36, -0.48))  # coming at the way in
+    floor.movers = [standing, coming]
+    said: list[dict[str, Any]] = []
+    for _ in range(70):  # 3.5 s: past lane_wait_s, the person still coming
+        said += [d for k, d in floor.step() if k == "let_pass"]
+    assert floor.board["route"] == ()  # held for the person
+    [let_pass] = said
+    assert set(let_pass) == {"mover", "lane", "waited", "movers", "task", "step"}
+    assert let_pass["mover"] == "obstacle:person0" and let_pass["task"] == "t0"
+    assert let_pass["step"] == "t0:go_drop" and let_pass["lane"][0] < let_pass["lane"][1]
+    assert let_pass["movers"] == ("obstacle:forklift0",)
+    assert 3.0 <= let_pass["waited"] < 4.5
+    floor.movers = [standing, _moving("person0", (x - 0.55, 4.2), (-0.36, -0.48))]  # past
+    for _ in range(25):
+        assert not [d for k, d in floor.step() if k == "let_pass"]
+    route = floor.board["route"]
+    assert route and route[-1] == (18.0, 5.0)  # then in, as before
+
+
 def test_a_lane_waited_for_as_long_as_the_watchdog_allows_is_said_once() -> None:
     # a generated 14 x 14 m world: the robot waited 360 s of a 409 s run at a lane the
     # watchdog excuses, one task undelivered and no alarm. The wait is said once it has
@@ -882,8 +914,13 @@ def test_out_of_patience_the_robot_does_not_go_in_front_of_a_mover_coming_at_its
     assert guard.hold(_seen_at(54.0, [standing, coming], stop), key, router, 0.6) is not None
     assert guard.waiting and guard.may_wait(key)
     assert guard.take_blocked() is None  # a through lane: not a dead end that did not leave
+    [let_pass] = guard.take_let_pass()  # said: the seconds it adds would be silent otherwise
+    assert (let_pass.mover, let_pass.seconds) == ("obstacle:person0", 4.0)  # waiting since 50 s
+    assert let_pass.lane.movers == ("obstacle:forklift0",) and not let_pass.lane.dead_end
+    assert guard.take_let_pass() == ()  # once
     # the lane clear meanwhile: it still lets the person pass first
     assert guard.hold(_seen_at(55.0, [coming], stop), key, router, 0.6) is not None
+    assert guard.take_let_pass() == ()  # the same person: said once
     # past the robot, walking away: out of patience, it goes in as before
     gone = _moving("person0", (stop[0] - 0.55, stop[1] - 0.8), (-0.36, -0.48))
     assert guard.hold(_seen_at(56.0, [standing, gone], stop), key, router, 0.6) is None
@@ -908,6 +945,7 @@ def test_out_of_patience_a_mover_not_coming_at_the_way_in_does_not_hold_the_robo
     seen = _seen_at(54.0, [_forklift(10.0, 5.0, 0.0), near], stop)
     assert guard.hold(seen, ("t0", "E"), _router(), 0.6) is None
     assert not guard.waiting
+    assert guard.take_let_pass() == ()
 
 
 def test_out_of_patience_beside_the_entry_the_robot_lets_a_mover_coming_at_it_pass() -> None:
@@ -934,6 +972,53 @@ def test_a_mover_coming_at_the_way_in_holds_the_robot_out_of_patience_10_s_at_mo
         assert guard.hold(_seen_at(now, [standing, coming], stop), key, router, 0.6) is not None
     assert guard.hold(_seen_at(63.0, [standing, coming], stop), key, router, 0.6) is None
     assert not guard.waiting
+
+
+def test_each_mover_let_pass_is_said_and_a_wait_in_patience_says_none() -> None:
+    guard, stop = _waiting_out_of_patience()
+    router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
+    coming = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
+    # within lane_wait_s the wait holds for the lane, and lets nobody pass as such
+    assert guard.hold(_seen_at(52.0, [standing, coming], stop), key, router, 0.6) is not None
+    assert guard.take_let_pass() == ()
+    assert guard.hold(_seen_at(54.0, [standing, coming], stop), key, router, 0.6) is not None
+    [first] = guard.take_let_pass()
+    assert first.mover == "obstacle:person0"
+    other = _moving("person1", (stop[0] + 0.5, stop[1] - 0.9), (-0.36, 0.48))
+    assert guard.hold(_seen_at(55.0, [standing, other], stop), key, router, 0.6) is not None
+    [second] = guard.take_let_pass()  # another mover: said too, with the seconds by then
+    assert (second.mover, second.seconds) == ("obstacle:person1", 5.0)
+    assert guard.hold(_seen_at(56.0, [standing, coming], stop), key, router, 0.6) is not None
+    assert guard.take_let_pass() == ()  # the first again: said once a wait
+
+
+def test_two_movers_coming_at_once_are_both_said() -> None:
+    guard, stop = _waiting_out_of_patience()
+    router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
+    one = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
+    two = _moving("person1", (stop[0] + 0.5, stop[1] - 0.9), (-0.36, 0.48))
+    assert guard.hold(_seen_at(54.0, [standing, one, two], stop), key, router, 0.6) is not None
+    said = guard.take_let_pass()
+    assert sorted(p.mover for p in said) == ["obstacle:person0", "obstacle:person1"]
+
+
+def test_a_mover_let_pass_is_said_once_though_the_wait_is_routed_again() -> None:
+    # (review) routing again during a wait (an obstacle_in_corridor re-plan while the
+    # robot is not holding yet) calls wait() again on the same key: the same wait, so
+    # the mover said already is not said again
+    guard, stop = _waiting_out_of_patience()
+    router, key, standing = _router(), ("t0", "E"), _forklift(10.0, 5.0, 0.0)
+    coming = _moving("person0", (stop[0] + 0.55, stop[1] + 0.9), (-0.36, -0.48))
+    seen = _seen_at(54.0, [standing, coming], stop)
+    assert guard.hold(seen, key, router, 0.6) is not None
+    assert len(guard.take_let_pass()) == 1
+    way = router.plan(stop, (18.0, 5.0))
+    assert way is not None
+    lane = guard.contested(router, seen, way, 0.6)
+    assert lane is not None
+    assert guard.wait(seen, key, way, lane, 0.6, router=router, blocked=[])
+    assert guard.hold(_seen_at(55.6, [standing, coming], stop), key, router, 0.6) is not None
+    assert guard.take_let_pass() == ()
 
 
 @pytest.mark.parametrize("x", [16.5, 17.5, 18.5])

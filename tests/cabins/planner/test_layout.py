@@ -68,3 +68,19 @@ def test_speed_zones_are_known_but_no_walls() -> None:
     assert set(known.constraints) == {"map:zone:slow2", "constraint:speed:slow"}
     router = known.router()
     assert router is not None and len(router.problem.forbidden) == 1
+
+
+def test_what_was_learned_of_the_floor_is_said_once() -> None:
+    # the watchdog measures a way that grew with a shelf seen afresh (``remeasure``)
+    known = layout()
+    assert not known.take_learned()  # nothing known yet
+    known.learn(seen([shelf()]))
+    assert known.take_learned()
+    assert not known.take_learned()  # once
+    known.learn(seen([shelf()]))  # the same shelf, another object: nothing learned
+    known.learn(seen())  # evicted from view: still known
+    assert not known.take_learned()
+    known.learn(seen([shelf(10.0)]))
+    known.learn(seen([shelf(12.0)]))  # two changes between calls: said once
+    assert known.take_learned()
+    assert not known.take_learned()

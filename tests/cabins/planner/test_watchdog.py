@@ -114,6 +114,103 @@ def test_a_new_route_to_the_same_target_is_no_progress() -> None:
     assert found[4] is not None
 
 
+def _round_the_row(gap: float) -> tuple[tuple[float, float], ...]:
+    """A way to the dock round a row of shelves along y = 1, through a gap at ``gap``."""
+    return ((0.0, 0.0), (gap, 0.0), (gap, 2.0), (DOCK[0], 2.0), DOCK)
+
+
+def _following_the_row(dog: Watchdog, *, learned: bool) -> list[Stalled | None]:
+    """The robot drives along the row at 0.6 m/s; every 4 s a shelf comes into view and
+    the way goes one gap (20 m) further: the planner learned the floor (``remeasure``)."""
+    found = []
+    for i in range(1, 41):
+        x, gap = 0.6 * i, 20.0 + 20.0 * (i // 4)
+        route = _round_the_row(gap)
+        if learned and i % 4 == 0:
+            dog.remeasure()
+        found.append(
+            dog.watch(
+                at(x, float(i)),
+                going(),
+                line=LineString(route),
+                route=route,
+                situation="moving",
+                failures=0,
+            )
+        )
+    return found
+
+
+def test_a_way_that_grew_with_the_floor_learned_is_measured_afresh() -> None:
+    # hard:136: gone round a lane a forklift was in, the robot followed an aisle along a
+    # row of shelves it had seen the first four of; each shelf seen took its way round one
+    # gap further (22 m to 86 m), and a stalled alarm fired on a way it drove all along
+    assert _following_the_row(started(), learned=True) == [None] * 40
+    # (without the planner saying it learned the floor: stalled, as before)
+    assert any(f is not None for f in _following_the_row(started(), learned=False))
+
+
+def test_learning_the_floor_does_not_excuse_a_way_that_did_not_grow() -> None:
+    dog = started()
+    run(dog, [4.0])  # 6 m left
+    dog.remeasure()  # a shelf far off: the way is as it was (stalled at 5 s and 10 s)
+    xs = [4.0, 3.6, 3.2, 3.6, 4.0, 3.6, 3.2, 3.6, 4.0]  # backing off and coming back
+    found = run(dog, xs, t0=1.0)
+    assert [f is not None for f in found] == ([False] * 3 + [True] + [False]) + [False] * 3 + [True]
+
+
+def test_a_shelf_learned_while_backed_off_does_not_make_coming_back_progress() -> None:
+    # (review) measured from where the robot stands, the least so far would have become
+    # the way from the spot it backed off to, and coming back would have counted
+    def alarms(learned: bool) -> list[float]:
+        dog = started()
+        out = run(dog, [2.0, 4.0])  # 6 m left at t = 2
+        aside = ((3.0, 0.0), (3.0, 3.0))
+        out += run(dog, [3.0], route=aside, situation="stand_off", t0=2.0)  # gives way
+        if learned:
+            dog.remeasure()  # a shelf seen from the spot aside: the way is as it was
+        out += run(dog, [3.0], route=aside, situation="stand_off", t0=3.0)
+        out += run(dog, [3.0, 3.3, 3.6, 3.9, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0], t0=4.0)  # back
+        return [f.seconds for f in out if f is not None]
+
+    assert alarms(learned=True) == alarms(learned=False) != []
+
+
+def test_a_shelf_learned_on_the_way_back_from_a_charge_keeps_its_credit() -> None:
+    # (review) the way back after a charge cycle is not counted while the robot drives
+    # on; a shelf learned on it must not take that tick's credit away
+    charged = (step("go_charger", "go_to", "c", "done"), step("charge", "charge", "c", "done"))
+    picked = (*charged, step("pick", "pick", "a", "done"))
+    again = (*picked, step("charge.1", "charge", "c", "done"))
+    twice = (*again, step("charge.2", "charge", "c", "done"))
+
+    def alarms(learned: bool) -> list[Stalled]:
+        dog = started()
+        out = run(dog, [9.0], plan=going(*picked))
+        out += run(dog, [0.3 * i for i in range(20)], plan=going(*again), t0=1.0)
+        out += run(dog, [0.0, 0.1], plan=going(*twice), t0=21.0)  # a cycle: the way back
+        if learned:
+            dog.remeasure()
+        out += run(dog, [0.25], plan=going(*twice), t0=23.0)  # 0.25 m in 2 s: credited
+        out += run(dog, [0.25, 0.25], plan=going(*twice), t0=24.0)  # held up 2 s
+        out += run(dog, [0.25 + 0.3 * i for i in range(1, 15)], plan=going(*twice), t0=26.0)
+        return [f for f in out if f is not None]
+
+    assert alarms(learned=True) == alarms(learned=False)
+
+
+def test_the_floor_learned_is_measured_on_the_next_way_to_the_target() -> None:
+    # learned while the route led aside (giving way): the way to the target, once it is
+    # routed again, is set beside the way measured before it, from the same place
+    dog = started()
+    run(dog, [4.0])  # 6 m left along the straight route
+    dog.remeasure()
+    run(dog, [4.0], route=((4.0, 0.0), (4.0, 3.0)), situation="stand_off", t0=1.0)
+    longer = _round_the_row(30.0)  # the way round, now known to be longer
+    found = run(dog, [4.0 + 0.3 * i for i in range(1, 12)], route=longer, t0=2.0)
+    assert found == [None] * 11  # each 0.3 m along it is progress again
+
+
 def test_a_route_aside_is_not_measured_as_the_way_to_the_target() -> None:
     dog = started()
     aside = ((4.0, 0.0), (4.0, 3.0))

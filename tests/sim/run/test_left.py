@@ -60,6 +60,27 @@ def test_a_task_in_hand_waiting_for_movers_says_since_when() -> None:
     assert why["t3"].text == "never started: the run's time ran out while t2 was in progress"
 
 
+def test_a_mover_let_pass_is_the_same_wait_going_on() -> None:
+    # a lane's wait out of patience holds on for a mover coming at the way in (let_pass):
+    # the wait lasts to then, and it is not one more wait
+    trail = _trail(
+        (10.0, "task_started", {"task": "t2"}),
+        (812.0, "wait_for_obstacles", {"task": "t2", "reason": "single_lane"}),
+        (842.0, "let_pass", {"task": "t2", "mover": "obstacle:forklift0", "waited": 30.0}),
+    )
+    why = _left(trail, "t2", in_hand="t2", step="t2:go_drop")
+    assert why["t2"].cause == "waiting_for_mover" and why["t2"].since == 812.0
+    assert "since 812.0 s (1 wait, the last at 842.0 s)" in why["t2"].text
+    alone = _trail(
+        (10.0, "task_started", {"task": "t2"}),
+        (842.0, "let_pass", {"task": "t2", "mover": "obstacle:forklift0", "waited": 30.0}),
+    )  # (its wait said before the trail began: a resumed run, say)
+    assert (
+        "since 842.0 s (1 wait, the last at 842.0 s)"
+        in _left(alone, "t2", in_hand="t2", step="t2:go_drop")["t2"].text
+    )
+
+
 def test_a_step_done_clears_what_held_the_task_up_before_it() -> None:
     trail = _trail(
         (10.0, "task_started", {"task": "t1"}),
