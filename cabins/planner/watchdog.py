@@ -10,6 +10,9 @@ Progress on a task means something real happened, never that a re-plan did:
   nearer than before; one that picked up and drives back to the charger it charged at
   before does (measured against its first visit, the whole way back was no progress,
   and a legitimate second charge on a long floor ended in a ``stalled`` alarm, hard:86);
+  when the planner learned more of the floor, the least so far grows by as much as the
+  way grew where the robot stands (``remeasure``: a way round a row of shelves seen one
+  by one grows with each, hard:136);
 - a charge done at a charger the task charged at before, the first time since a new step
   was done: the robot sets off afresh from the charger, and the way back to where it
   turned is measured anew (hard:35: 20 m from a drop, the robot turned back 40 m to
