@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -56,8 +57,6 @@ def _timed(parts: Sequence[tuple[str, Any]], spent: Counter[str]) -> Iterator[No
 
 
 def _owner(fn: Any) -> type:
-    import sys
-
     module = sys.modules[fn.__module__]
     owner: Any = module
     for name in fn.__qualname__.split(".")[:-1]:

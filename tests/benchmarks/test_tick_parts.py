@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from benchmarks.simulator import _breakdown, _within
-from benchmarks.tick_parts import _timed, main, markdown, table
+from benchmarks.tick_parts import _owner, _timed, main, markdown, table
 
 
 def test_every_part_is_timed_on_every_tick_and_the_originals_come_back() -> None:
@@ -33,8 +33,7 @@ def test_every_part_is_timed_on_every_tick_and_the_originals_come_back() -> None
     disjoint = sum(spent[label] for label, _ in _breakdown())
     assert disjoint <= spent["tick"]
     for label, fn in parts:
-        owner = vars(__import__(fn.__module__, fromlist=["_"]))[fn.__qualname__.split(".")[0]]
-        assert vars(owner)[fn.__name__] is before[label], label
+        assert vars(_owner(fn))[fn.__name__] is before[label], label
 
 
 def test_the_originals_come_back_when_a_run_raises() -> None:
